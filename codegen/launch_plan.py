@@ -1,0 +1,105 @@
+"""The launch plan: what the `cuda` target emits beside the CUDA source, and the runtime reads.
+
+A kernel graph (`func.func`) becomes one CUDA translation unit plus a `LaunchPlan` that
+lists, in order, the steps that run it: generated-kernel launches and library calls
+(cuBLAS matmul, CuPy elementwise/reduction) over graph inputs, graph outputs and slices of
+one workspace buffer.  The plan round-trips through JSON (`to_json` / `from_json`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+DTypeName = Literal["float16", "bfloat16", "float32", "float64", "int8", "uint16"]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A DTensor: shape and element strides (outermost first) and dtype name (numpy spelling)."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: DTypeName
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """Where a step's argument lives: graph input i, graph output i, or the workspace."""
+
+    kind: Literal["input", "output", "workspace"]
+    index: int = 0
+    """input/output position; unused for the workspace"""
+    offset: int = 0
+    """byte offset into the workspace (workspace only)"""
+    spec: TensorSpec | None = None
+    """shape/strides/dtype of a workspace tensor (inputs and outputs use the plan's specs)"""
+
+
+@dataclass(frozen=True)
+class KernelLaunch:
+    """Launch `kernel` (an `extern "C" __global__` function of the source) on `args` in order."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem_bytes: int
+    args: tuple[TensorRef, ...]
+    step: Literal["kernel"] = "kernel"
+
+
+@dataclass(frozen=True)
+class LibraryCall:
+    """A kernel-level op run by a library (CuPy/cuBLAS): `op` is the `kn` op name without
+    the prefix (`matmul`, `exp`, `add`, `reduction`, ...), `params` its properties."""
+
+    op: str
+    args: tuple[TensorRef, ...]
+    results: tuple[TensorRef, ...]
+    params: dict[str, float | int | list[int]] = field(default_factory=dict)
+    step: Literal["library"] = "library"
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """Everything the runtime needs to run one kernel graph."""
+
+    func_name: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    workspace_bytes: int
+    steps: tuple[KernelLaunch | LibraryCall, ...]
+    arch: str = "sm_90"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @staticmethod
+    def from_json(text: str) -> LaunchPlan:
+        raw = json.loads(text)
+
+        def spec(d: dict | None) -> TensorSpec | None:
+            if d is None:
+                return None
+            return TensorSpec(tuple(d["shape"]), tuple(d["strides"]), d["dtype"])
+
+        def ref(d: dict) -> TensorRef:
+            return TensorRef(d["kind"], d["index"], d["offset"], spec(d["spec"]))
+
+        steps: list[KernelLaunch | LibraryCall] = []
+        for s in raw["steps"]:
+            if s["step"] == "kernel":
+                steps.append(
+                    KernelLaunch(s["kernel"], tuple(s["grid"]), tuple(s["block"]), s["smem_bytes"], tuple(map(ref, s["args"])))
+                )
+            else:
+                steps.append(LibraryCall(s["op"], tuple(map(ref, s["args"])), tuple(map(ref, s["results"])), s["params"]))
+        return LaunchPlan(
+            raw["func_name"],
+            tuple(spec(d) for d in raw["inputs"]),  # type: ignore[misc]
+            tuple(spec(d) for d in raw["outputs"]),  # type: ignore[misc]
+            raw["workspace_bytes"],
+            tuple(steps),
+            raw.get("arch", "sm_90"),
+        )

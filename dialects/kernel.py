@@ -1,0 +1,509 @@
+"""`kn`: Mirage's kernel graph (device tensors, one op per kernel-level operator).
+
+A kernel graph is a `func.func` whose arguments are the graph inputs (DTensors, builtin
+`tensor<...>` types) and whose results are the graph outputs.  Input strides are the
+argument attribute `kn.strides` (elements, outermost first); an output's chosen strides
+are the result attribute `kn.strides` (absent: the compiler chooses).  Op set and shape
+rules: Mirage `include/mirage/kernel/*.h`, `src/kernel/*.cc` (mirage-notes 1.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+    UnitAttr,
+    f64,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure
+from xdsl.utils.exceptions import VerifyException
+
+from . import tiling
+
+STRIDES_ATTR = "kn.strides"
+"""Argument/result attribute of a kernel-graph `func.func`: element strides, outermost first."""
+
+
+def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
+    """Static shape of a tensor-typed value or type (`tensor<...>` or `!tb.stensor<...>`)."""
+    typ = value.type if isinstance(value, SSAValue) else value
+    return tuple(typ.get_shape())  # type: ignore[attr-defined]
+
+
+def element_type_of(value: SSAValue | Attribute) -> Attribute:
+    """Element dtype of a tensor-typed value or type."""
+    typ = value.type if isinstance(value, SSAValue) else value
+    return typ.get_element_type()  # type: ignore[attr-defined]
+
+
+def int_array(values: Sequence[int]) -> DenseArrayBase:
+    """`array<i64: ...>` from Python ints."""
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def ints(attr: DenseArrayBase) -> tuple[int, ...]:
+    """Python ints of an `array<i64: ...>` attribute."""
+    return tuple(int(v) for v in attr.get_values())
+
+
+class KnVerifyError(VerifyException):
+    """A kernel-graph op breaks one of Mirage's rules; the message names the op and the rule."""
+
+
+def fail(op: IRDLOperation, rule: str) -> KnVerifyError:
+    """Build the exception for `op` breaking `rule` (message: `<op name>: <rule>`)."""
+    return KnVerifyError(f"{op.name}: {rule}")
+
+
+def check_shape(op: IRDLOperation, expected: Sequence[int], actual: Sequence[int], what: str = "result") -> None:
+    if tuple(expected) != tuple(actual):
+        raise fail(op, f"{what} shape {tuple(actual)} does not match the inferred shape {tuple(expected)}")
+
+
+def check_same_dtype(op: IRDLOperation, *values: SSAValue) -> None:
+    dtypes = {element_type_of(v) for v in values}
+    if len(dtypes) > 1:
+        raise fail(op, f"operands and results must share one element type, got {sorted(map(str, dtypes))}")
+
+
+# ---------------------------------------------------------------------------------------
+# Elementwise ops
+
+
+class KnUnaryOp(IRDLOperation):
+    """Elementwise unary op: result type equals the operand type."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue, **props: Attribute):
+        super().__init__(operands=[input], result_types=[input.type], properties=props)
+
+
+@irdl_op_definition
+class ExpOp(KnUnaryOp):
+    name = "kn.exp"
+
+
+@irdl_op_definition
+class SquareOp(KnUnaryOp):
+    name = "kn.square"
+
+
+@irdl_op_definition
+class SqrtOp(KnUnaryOp):
+    name = "kn.sqrt"
+
+
+@irdl_op_definition
+class SiluOp(KnUnaryOp):
+    name = "kn.silu"
+
+
+@irdl_op_definition
+class SigmoidOp(KnUnaryOp):
+    name = "kn.sigmoid"
+
+
+@irdl_op_definition
+class GeluOp(KnUnaryOp):
+    name = "kn.gelu"
+
+
+@irdl_op_definition
+class ReluOp(KnUnaryOp):
+    name = "kn.relu"
+
+
+@irdl_op_definition
+class LogOp(KnUnaryOp):
+    name = "kn.log"
+
+
+@irdl_op_definition
+class ClampOp(KnUnaryOp):
+    """`min(max(x, min_value), max_value)` with the op's real bounds (Mirage's runtime used [0, 1])."""
+
+    name = "kn.clamp"
+    min_value = prop_def(FloatAttr)
+    max_value = prop_def(FloatAttr)
+
+    def __init__(self, input: SSAValue, min_value: float, max_value: float):
+        super().__init__(input, min_value=FloatAttr(min_value, f64), max_value=FloatAttr(max_value, f64))
+
+    def verify_(self) -> None:
+        if self.min_value.value.data > self.max_value.value.data:
+            raise fail(self, "min_value must not exceed max_value")
+
+
+@irdl_op_definition
+class MulScalarOp(KnUnaryOp):
+    """`x * scalar`."""
+
+    name = "kn.mul_scalar"
+    scalar = prop_def(FloatAttr)
+
+    def __init__(self, input: SSAValue, scalar: float):
+        super().__init__(input, scalar=FloatAttr(scalar, f64))
+
+
+class KnBinaryOp(IRDLOperation):
+    """Elementwise binary op with numpy broadcasting over equal-rank operands."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        shape = tiling.broadcast_shape(shape_of(lhs), shape_of(rhs))
+        super().__init__(operands=[lhs, rhs], result_types=[TensorType(element_type_of(lhs), shape)])
+
+    def verify_(self) -> None:
+        check_same_dtype(self, self.lhs, self.rhs, self.result)
+        try:
+            expected = tiling.broadcast_shape(shape_of(self.lhs), shape_of(self.rhs))
+        except tiling.ShapeError as err:
+            raise fail(self, str(err)) from None
+        check_shape(self, expected, shape_of(self.result))
+
+
+@irdl_op_definition
+class AddOp(KnBinaryOp):
+    name = "kn.add"
+
+
+@irdl_op_definition
+class SubOp(KnBinaryOp):
+    name = "kn.sub"
+
+
+@irdl_op_definition
+class MulOp(KnBinaryOp):
+    name = "kn.mul"
+
+
+@irdl_op_definition
+class DivOp(KnBinaryOp):
+    name = "kn.div"
+
+
+@irdl_op_definition
+class PowOp(KnBinaryOp):
+    name = "kn.pow"
+
+
+# ---------------------------------------------------------------------------------------
+# Structured ops
+
+
+@irdl_op_definition
+class MatmulOp(KnBinaryOp):
+    """Batched GEMM over the last two dims; leading (batch) dims must be equal."""
+
+    name = "kn.matmul"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        shape = tiling.matmul_shape(shape_of(lhs), shape_of(rhs), threadblock=False)
+        IRDLOperation.__init__(self, operands=[lhs, rhs], result_types=[TensorType(element_type_of(lhs), shape)])
+
+    def verify_(self) -> None:
+        check_same_dtype(self, self.lhs, self.rhs, self.result)
+        try:
+            expected = tiling.matmul_shape(shape_of(self.lhs), shape_of(self.rhs), threadblock=False)
+        except tiling.ShapeError as err:
+            raise fail(self, str(err)) from None
+        check_shape(self, expected, shape_of(self.result))
+
+
+@irdl_op_definition
+class ReductionOp(IRDLOperation):
+    """Sum over `dim` down to `size` elements; with size > 1 groups are STRIDED:
+    `out[..., j, ...] = sum_k in[..., j + k*size, ...]` (mirage-notes 1.7)."""
+
+    name = "kn.reduction"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    size = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, dim: int, size: int = 1):
+        shape = tiling.reduction_shape(shape_of(input), dim, size)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(element_type_of(input), shape)],
+            properties={"dim": IntegerAttr(dim, i64), "size": IntegerAttr(size, i64)},
+        )
+
+    def verify_(self) -> None:
+        check_same_dtype(self, self.input, self.result)
+        try:
+            expected = tiling.reduction_shape(shape_of(self.input), self.dim.value.data, self.size.value.data)
+        except tiling.ShapeError as err:
+            raise fail(self, str(err)) from None
+        check_shape(self, expected, shape_of(self.result))
+
+
+@irdl_op_definition
+class RmsNormOp(IRDLOperation):
+    """`x / sqrt(mean(x^2))` over the trailing `normalized_shape` dims; no epsilon, no gain."""
+
+    name = "kn.rms_norm"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    normalized_shape = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue, normalized_shape: Sequence[int]):
+        super().__init__(
+            operands=[input], result_types=[input.type], properties={"normalized_shape": int_array(normalized_shape)}
+        )
+
+    def verify_(self) -> None:
+        norm = ints(self.normalized_shape)
+        shape = shape_of(self.input)
+        if not norm or len(norm) > len(shape) or tuple(shape[len(shape) - len(norm) :]) != norm:
+            raise fail(self, f"normalized_shape {norm} must equal the trailing dims of {shape}")
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """Concatenate two tensors along `dim`."""
+
+    name = "kn.concat"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, dim: int):
+        shape = tiling.concat_shape(shape_of(lhs), shape_of(rhs), dim)
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[TensorType(element_type_of(lhs), shape)],
+            properties={"dim": IntegerAttr(dim, i64)},
+        )
+
+    def verify_(self) -> None:
+        check_same_dtype(self, self.lhs, self.rhs, self.result)
+        try:
+            expected = tiling.concat_shape(shape_of(self.lhs), shape_of(self.rhs), self.dim.value.data)
+        except tiling.ShapeError as err:
+            raise fail(self, str(err)) from None
+        check_shape(self, expected, shape_of(self.result))
+
+
+@irdl_op_definition
+class ChunkOp(IRDLOperation):
+    """Split `dim` into `chunks` equal parts (Mirage `chunk(A, chunk_size, dim)`)."""
+
+    name = "kn.chunk"
+    input = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($outputs)"
+
+    def __init__(self, input: SSAValue, chunks: int, dim: int):
+        shape = list(shape_of(input))
+        if shape[dim] % chunks:
+            raise tiling.ShapeError(f"dim {dim} (size {shape[dim]}) is not divisible into {chunks} chunks")
+        shape[dim] //= chunks
+        super().__init__(
+            operands=[input],
+            result_types=[[TensorType(element_type_of(input), shape)] * chunks],
+            properties={"dim": IntegerAttr(dim, i64)},
+        )
+
+    def verify_(self) -> None:
+        shape = shape_of(self.input)
+        dim = self.dim.value.data
+        if not 0 <= dim < len(shape):
+            raise fail(self, f"chunk dim {dim} is not a dimension of a rank-{len(shape)} tensor")
+        chunks = len(self.outputs)
+        if chunks < 1 or shape[dim] % chunks:
+            raise fail(self, f"dim {dim} (size {shape[dim]}) is not divisible into {chunks} chunks")
+        expected = list(shape)
+        expected[dim] //= chunks
+        for res in self.outputs:
+            check_shape(self, expected, shape_of(res))
+
+
+@irdl_op_definition
+class AllReduceOp(IRDLOperation):
+    """Multi-GPU all-reduce (sum); on one GPU the identity."""
+
+    name = "kn.all_reduce"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    inplace = opt_prop_def(UnitAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue, inplace: bool = False):
+        props = {"inplace": UnitAttr()} if inplace else {}
+        super().__init__(operands=[input], result_types=[input.type], properties=props)
+
+
+@irdl_op_definition
+class CustomizedOp(IRDLOperation):
+    """A graph-defined kernel: its region is a threadblock graph (`tb` ops).
+
+    The region's block arguments are the kernel's view of `inputs` (positionally); the
+    i-th `tb.output` op in the region produces result i.  Graph attributes: `grid_dim` and
+    `block_dim` (x, y, z), `forloop_range` (iterations, >= 1), `reduction_dimx` (target
+    size of `*_to_dimx` reductions, Mirage default 64).
+    """
+
+    name = "kn.customized"
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    grid_dim = prop_def(DenseArrayBase)
+    block_dim = prop_def(DenseArrayBase)
+    forloop_range = prop_def(IntegerAttr)
+    reduction_dimx = prop_def(IntegerAttr)
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), NoTerminator())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "`(` $inputs `)` attr-dict-with-keyword `:` functional-type($inputs, $outputs) $body"
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        output_types: Sequence[Attribute],
+        body: Region | Block,
+        *,
+        grid_dim: Sequence[int],
+        block_dim: Sequence[int] = (128, 1, 1),
+        forloop_range: int = 1,
+        reduction_dimx: int = 64,
+    ):
+        if isinstance(body, Block):
+            body = Region(body)
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[list(output_types)],
+            regions=[body],
+            properties={
+                "grid_dim": int_array(grid_dim),
+                "block_dim": int_array(block_dim),
+                "forloop_range": IntegerAttr(forloop_range, i64),
+                "reduction_dimx": IntegerAttr(reduction_dimx, i64),
+            },
+        )
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return ints(self.grid_dim)  # type: ignore[return-value]
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return ints(self.block_dim)  # type: ignore[return-value]
+
+    @property
+    def num_iterations(self) -> int:
+        return self.forloop_range.value.data
+
+    @property
+    def dimx(self) -> int:
+        return self.reduction_dimx.value.data
+
+    def verify_(self) -> None:
+        from .threadblock import OutputOp  # the tb dialect imports this module
+
+        grid, block = ints(self.grid_dim), ints(self.block_dim)
+        if len(grid) != 3 or any(g < 1 for g in grid):
+            raise fail(self, f"grid_dim must be 3 positive sizes, got {grid}")
+        if len(block) != 3 or any(b < 1 for b in block):
+            raise fail(self, f"block_dim must be 3 positive sizes, got {block}")
+        threads = block[0] * block[1] * block[2]
+        if threads > tiling.MAX_THREADS_PER_BLOCK:
+            raise fail(self, f"block_dim {block} has {threads} threads, more than {tiling.MAX_THREADS_PER_BLOCK}")
+        if self.num_iterations < 1:
+            raise fail(self, f"forloop_range must be >= 1, got {self.num_iterations}")
+        if self.dimx < 1:
+            raise fail(self, f"reduction_dimx must be >= 1, got {self.dimx}")
+        args = self.body.block.args
+        if len(args) != len(self.inputs) or any(a.type != v.type for a, v in zip(args, self.inputs)):
+            raise fail(self, "the region's block arguments must match the inputs in number and type")
+        outputs = [op for op in self.body.block.ops if isinstance(op, OutputOp)]
+        if len(outputs) != len(self.outputs):
+            raise fail(self, f"{len(outputs)} tb.output ops for {len(self.outputs)} results")
+        for i, (out_op, res) in enumerate(zip(outputs, self.outputs)):
+            try:
+                expected = tiling.output_dtensor_shape(shape_of(out_op.input), grid, ints(out_op.output_map))
+            except tiling.ShapeError as err:
+                raise fail(self, f"tb.output #{i}: {err}") from None
+            check_shape(self, expected, shape_of(res), what=f"result #{i}")
+            if element_type_of(res) != element_type_of(out_op.input):
+                raise fail(self, f"result #{i} element type differs from its tb.output tile")
+
+
+Kernel = Dialect(
+    "kn",
+    [
+        ExpOp,
+        SquareOp,
+        SqrtOp,
+        SiluOp,
+        SigmoidOp,
+        GeluOp,
+        ReluOp,
+        LogOp,
+        ClampOp,
+        MulScalarOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        PowOp,
+        MatmulOp,
+        ReductionOp,
+        RmsNormOp,
+        ConcatOp,
+        ChunkOp,
+        AllReduceOp,
+        CustomizedOp,
+    ],
+    [],
+)
