@@ -1,0 +1,628 @@
+"""Python builder API for kernel graphs, in the spirit of Mirage's `mirage` module.
+
+    import mirage_xdsl as mx
+    g = mx.new_kernel_graph()
+    X = g.new_input(dims=(2, 4096), dtype="float16")
+    W = g.new_input(dims=(4096, 6144), dtype="float16")
+    tb = mx.new_threadblock_graph(grid_dim=(256, 1, 1), forloop_range=32)
+    tX = tb.new_input(X, input_map=(-1, -1, -1), forloop_dim=1)
+    tW = tb.new_input(W, input_map=(1, -1, -1), forloop_dim=0)
+    tR = tb.forloop_accum(tX, "rms")
+    tM = tb.forloop_accum(tb.matmul(tX, tW))
+    tb.new_output(tb.div(tM, tR), output_map=(1, -1, -1))
+    (O,) = g.customized([X, W], tb)
+    g.mark_output(O)
+    module = g.module            # builtin.module with one verified func.func
+
+Graphs are built eagerly into xDSL IR (`kn`/`tb` ops); every shape rule of
+`dialects/tiling.py` is checked when an op is added, and a violation raises
+`GraphBuildError` (a `ValueError`) whose message starts with the op's name, e.g.
+`matmul: contraction dims differ: lhs[-1] = 64 vs rhs[-2] = 128`.
+
+Differences from Mirage's Python API: tensors are handles on SSA values (no data), `dtype`
+is a string (`"float16"`, `"bfloat16"`, `"float32"`, `"float64"`) or an xDSL type; the
+customized op's `inputs` must list the DTensors in the order of the block graph's
+`new_input` calls (Mirage binds them positionally too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    ModuleOp,
+    TensorType,
+    bf16,
+    f16,
+    f32,
+    f64,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from ..dialects import kernel as kn
+from ..dialects import threadblock as tb
+from ..dialects import tiling
+
+__all__ = [
+    "DTensor",
+    "GraphBuildError",
+    "KNGraph",
+    "STensor",
+    "TBGraph",
+    "new_kernel_graph",
+    "new_threadblock_graph",
+]
+
+
+class GraphBuildError(ValueError):
+    """A builder call breaks a shape or graph rule; the message starts with the op's name."""
+
+
+DTYPES: dict[str, Attribute] = {
+    "float16": f16,
+    "half": f16,
+    "fp16": f16,
+    "bfloat16": bf16,
+    "bf16": bf16,
+    "float32": f32,
+    "float": f32,
+    "fp32": f32,
+    "float64": f64,
+    "double": f64,
+}
+_DTYPE_NAMES = {Float16Type: "float16", BFloat16Type: "bfloat16", Float32Type: "float32", Float64Type: "float64"}
+
+
+def _dtype(dtype: Any) -> Attribute:
+    if isinstance(dtype, Attribute):
+        return dtype
+    key = str(getattr(dtype, "name", dtype)).lower()
+    key = key.removeprefix("torch.").removeprefix("mi.")
+    if key not in DTYPES:
+        raise GraphBuildError(f"new_input: unknown dtype {dtype!r} (expected one of {', '.join(sorted(set(DTYPES)))})")
+    return DTYPES[key]
+
+
+def _dtype_name(attr: Attribute) -> str:
+    return _DTYPE_NAMES.get(type(attr), str(attr))
+
+
+def _ints(name: str, what: str, values: Any, length: int | None = None) -> tuple[int, ...]:
+    try:
+        out = tuple(int(v) for v in values)
+    except TypeError:
+        raise GraphBuildError(f"{name}: {what} must be a sequence of ints, got {values!r}") from None
+    if length is not None and len(out) != length:
+        raise GraphBuildError(f"{name}: {what} must have {length} entries, got {len(out)}")
+    return out
+
+
+def _checked(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call a `tiling` shape rule, re-raising its ShapeError as a GraphBuildError naming the op."""
+    try:
+        return fn(*args, **kwargs)
+    except tiling.ShapeError as err:
+        raise GraphBuildError(f"{name}: {err}") from None
+
+
+class _Tensor:
+    value: SSAValue
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return kn.shape_of(self.value)
+
+    @property
+    def num_dims(self) -> int:
+        return len(self.dims)
+
+    @property
+    def dtype(self) -> str:
+        return _dtype_name(kn.element_type_of(self.value))
+
+    def dim(self, i: int) -> int:
+        return self.dims[i]
+
+
+class DTensor(_Tensor):
+    """A device tensor of a `KNGraph` (a graph input or an op result)."""
+
+    def __init__(self, graph: KNGraph, value: SSAValue):
+        self.graph = graph
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"DTensor(dims={self.dims}, dtype={self.dtype})"
+
+
+class STensor(_Tensor):
+    """A shared-memory tile of a `TBGraph`."""
+
+    def __init__(self, graph: TBGraph, value: SSAValue):
+        self.graph = graph
+        self.value = value
+
+    @property
+    def after_accum(self) -> bool:
+        return tb.after_accum(self.value)
+
+    def __repr__(self) -> str:
+        return f"STensor(dims={self.dims}, dtype={self.dtype}, after_accum={self.after_accum})"
+
+
+# ---------------------------------------------------------------------------------------
+# Kernel graph
+
+
+class KNGraph:
+    """A kernel graph under construction (Mirage `KNGraph`)."""
+
+    def __init__(self, name: str = "graph"):
+        self.func_name = name
+        self._region = Region(Block())
+        self._block = self._region.block
+        self._arg_strides: list[tuple[int, ...]] = []
+        self._outputs: list[tuple[DTensor, tuple[int, ...] | None]] = []
+
+    # ---- helpers
+    def _own(self, name: str, *tensors: Any) -> list[SSAValue]:
+        values = []
+        for t in tensors:
+            if not isinstance(t, DTensor):
+                raise GraphBuildError(f"{name}: expected a DTensor of this kernel graph, got {type(t).__name__}")
+            if t.graph is not self:
+                raise GraphBuildError(f"{name}: the DTensor belongs to another kernel graph")
+            values.append(t.value)
+        return values
+
+    def _add(self, op: Operation) -> list[DTensor]:
+        self._block.add_op(op)
+        return [DTensor(self, r) for r in op.results]
+
+    def _same_dtype(self, name: str, a: SSAValue, b: SSAValue) -> None:
+        if kn.element_type_of(a) != kn.element_type_of(b):
+            raise GraphBuildError(
+                f"{name}: operands have different dtypes ({kn.element_type_of(a)} vs {kn.element_type_of(b)})"
+            )
+
+    # ---- inputs / outputs
+    def new_input(
+        self,
+        dims: Sequence[int],
+        strides: Sequence[int] | None = None,
+        dtype: Any = "float16",
+        name: str | None = None,
+    ) -> DTensor:
+        """A graph input; `strides` in elements, outermost first (default row-major)."""
+        shape = _ints("new_input", "dims", dims)
+        if not 1 <= len(shape) <= tiling.MAX_TENSOR_DIMS or any(d < 1 for d in shape):
+            raise GraphBuildError(
+                f"new_input: dims must be 1..{tiling.MAX_TENSOR_DIMS} positive sizes, got {shape}"
+            )
+        st = tiling.row_major_strides(shape) if strides is None else _ints("new_input", "strides", strides)
+        if len(st) != len(shape) or any(s < 0 for s in st):
+            raise GraphBuildError(f"new_input: strides {st} must be {len(shape)} non-negative ints for dims {shape}")
+        arg = self._block.insert_arg(TensorType(_dtype(dtype), shape), len(self._block.args))
+        if name is not None:
+            arg.name_hint = name
+        self._arg_strides.append(st)
+        return DTensor(self, arg)
+
+    def mark_output(self, A: DTensor, strides: Sequence[int] | None = None) -> None:
+        """Make `A` a graph output; `strides` None lets the compiler choose the layout."""
+        self._own("mark_output", A)
+        st = None
+        if strides is not None:
+            st = _ints("mark_output", "strides", strides)
+            if len(st) != A.num_dims:
+                raise GraphBuildError(f"mark_output: strides {st} must have one entry per dim of {A.dims}")
+        self._outputs.append((A, st))
+
+    # ---- elementwise
+    def _unary(self, name: str, cls: type, A: DTensor, *args: Any) -> DTensor:
+        (a,) = self._own(name, A)
+        return self._add(cls(a, *args))[0]
+
+    def exp(self, A: DTensor) -> DTensor:
+        return self._unary("exp", kn.ExpOp, A)
+
+    def square(self, A: DTensor) -> DTensor:
+        return self._unary("square", kn.SquareOp, A)
+
+    def sqrt(self, A: DTensor) -> DTensor:
+        return self._unary("sqrt", kn.SqrtOp, A)
+
+    def silu(self, A: DTensor) -> DTensor:
+        return self._unary("silu", kn.SiluOp, A)
+
+    def sigmoid(self, A: DTensor) -> DTensor:
+        return self._unary("sigmoid", kn.SigmoidOp, A)
+
+    def gelu(self, A: DTensor) -> DTensor:
+        return self._unary("gelu", kn.GeluOp, A)
+
+    def relu(self, A: DTensor) -> DTensor:
+        return self._unary("relu", kn.ReluOp, A)
+
+    def log(self, A: DTensor) -> DTensor:
+        return self._unary("log", kn.LogOp, A)
+
+    def clamp(self, A: DTensor, min_value: float, max_value: float) -> DTensor:
+        if float(min_value) > float(max_value):
+            raise GraphBuildError(f"clamp: min {min_value} exceeds max {max_value}")
+        return self._unary("clamp", kn.ClampOp, A, float(min_value), float(max_value))
+
+    def mul_scalar(self, A: DTensor, scalar: float) -> DTensor:
+        return self._unary("mul_scalar", kn.MulScalarOp, A, float(scalar))
+
+    def _binary(self, name: str, cls: type, A: DTensor, B: DTensor) -> DTensor:
+        a, b = self._own(name, A, B)
+        self._same_dtype(name, a, b)
+        _checked(name, tiling.broadcast_shape, kn.shape_of(a), kn.shape_of(b))
+        return self._add(cls(a, b))[0]
+
+    def add(self, A: DTensor, B: DTensor) -> DTensor:
+        return self._binary("add", kn.AddOp, A, B)
+
+    def sub(self, A: DTensor, B: DTensor) -> DTensor:
+        return self._binary("sub", kn.SubOp, A, B)
+
+    def mul(self, A: DTensor, B: DTensor) -> DTensor:
+        return self._binary("mul", kn.MulOp, A, B)
+
+    def div(self, A: DTensor, B: DTensor) -> DTensor:
+        return self._binary("div", kn.DivOp, A, B)
+
+    def pow(self, A: DTensor, B: DTensor) -> DTensor:
+        return self._binary("pow", kn.PowOp, A, B)
+
+    # ---- structured
+    def matmul(self, A: DTensor, B: DTensor) -> DTensor:
+        a, b = self._own("matmul", A, B)
+        self._same_dtype("matmul", a, b)
+        _checked("matmul", tiling.matmul_shape, kn.shape_of(a), kn.shape_of(b), threadblock=False)
+        return self._add(kn.MatmulOp(a, b))[0]
+
+    def reduction(self, A: DTensor, dim: int, size: int = 1) -> DTensor:
+        """Sum `dim` down to `size` (strided groups when size > 1)."""
+        (a,) = self._own("reduction", A)
+        _checked("reduction", tiling.reduction_shape, kn.shape_of(a), int(dim), int(size))
+        return self._add(kn.ReductionOp(a, int(dim), int(size)))[0]
+
+    def rms_norm(self, A: DTensor, normalized_shape: Sequence[int]) -> DTensor:
+        (a,) = self._own("rms_norm", A)
+        norm = _ints("rms_norm", "normalized_shape", normalized_shape)
+        shape = kn.shape_of(a)
+        if not norm or len(norm) > len(shape) or shape[len(shape) - len(norm) :] != norm:
+            raise GraphBuildError(f"rms_norm: normalized_shape {norm} must equal the trailing dims of {shape}")
+        return self._add(kn.RmsNormOp(a, norm))[0]
+
+    def concat(self, A: DTensor, B: DTensor, dim: int) -> DTensor:
+        a, b = self._own("concat", A, B)
+        self._same_dtype("concat", a, b)
+        _checked("concat", tiling.concat_shape, kn.shape_of(a), kn.shape_of(b), int(dim))
+        return self._add(kn.ConcatOp(a, b, int(dim)))[0]
+
+    def chunk(self, A: DTensor, chunks: int, dim: int) -> list[DTensor]:
+        """Split `dim` into `chunks` equal parts."""
+        (a,) = self._own("chunk", A)
+        shape = kn.shape_of(a)
+        if not 0 <= int(dim) < len(shape):
+            raise GraphBuildError(f"chunk: dim {dim} is not a dimension of a rank-{len(shape)} tensor")
+        if int(chunks) < 1 or shape[int(dim)] % int(chunks):
+            raise GraphBuildError(f"chunk: dim {dim} (size {shape[int(dim)]}) is not divisible into {chunks} chunks")
+        return self._add(kn.ChunkOp(a, int(chunks), int(dim)))
+
+    def all_reduce(self, A: DTensor, inplace: bool = False) -> DTensor:
+        return self._unary("all_reduce", kn.AllReduceOp, A, bool(inplace))
+
+    def customized(self, inputs: Sequence[DTensor], bgraph: TBGraph) -> list[DTensor]:
+        """A graph-defined kernel; returns one DTensor per `new_output` of `bgraph`, in order."""
+        values = self._own("customized", *inputs)
+        if not isinstance(bgraph, TBGraph):
+            raise GraphBuildError(f"customized: expected a TBGraph, got {type(bgraph).__name__}")
+        expected = bgraph._inputs
+        if len(values) != len(expected) or any(v is not e.value for v, e in zip(values, expected)):
+            raise GraphBuildError(
+                f"customized: inputs must be the block graph's new_input DTensors in order "
+                f"({len(expected)} expected, {len(values)} given)"
+            )
+        out_ops = [op for op in bgraph._block.ops if isinstance(op, tb.OutputOp)]
+        if not out_ops:
+            raise GraphBuildError("customized: the block graph has no new_output")
+        out_types = []
+        for i, op in enumerate(out_ops):
+            shape = _checked(f"customized (output {i})", tiling.output_dtensor_shape,
+                             kn.shape_of(op.input), bgraph.grid_dim, op.omap)
+            out_types.append(TensorType(kn.element_type_of(op.input), shape))
+        body = bgraph._region.clone()
+        op = kn.CustomizedOp(
+            values,
+            out_types,
+            body,
+            grid_dim=bgraph.grid_dim,
+            block_dim=bgraph.block_dim,
+            forloop_range=bgraph.forloop_range,
+            reduction_dimx=bgraph.reduction_dimx,
+        )
+        return self._add(op)
+
+    # ---- results
+    @property
+    def module(self) -> ModuleOp:
+        """A fresh, verified `builtin.module` holding the graph as one `func.func`."""
+        mapper: dict[SSAValue, SSAValue] = {}
+        region = Region()
+        self._region.clone_into(region, value_mapper=mapper)
+        block = region.block
+        results = [mapper.get(t.value, t.value) for t, _ in self._outputs]
+        block.add_op(ReturnOp(*results))
+        arg_attrs = ArrayAttr(
+            [DictionaryAttr({kn.STRIDES_ATTR: kn.int_array(st)}) for st in self._arg_strides]
+        )
+        res_attrs = ArrayAttr(
+            [DictionaryAttr({} if st is None else {kn.STRIDES_ATTR: kn.int_array(st)}) for _, st in self._outputs]
+        )
+        func = FuncOp(
+            self.func_name,
+            (list(block.arg_types), [r.type for r in results]),
+            region,
+            arg_attrs=arg_attrs,
+            res_attrs=res_attrs,
+        )
+        module = ModuleOp([func])
+        module.verify()
+        return module
+
+    def to_mlir(self) -> str:
+        """The module as MLIR text."""
+        return str(self.module)
+
+    def __call__(self, inputs: Sequence[Any]) -> list[Any]:
+        """Evaluate the graph with the numpy reference executor (float64)."""
+        from ..runtime.reference import run_reference
+
+        return run_reference(self.module, inputs)
+
+
+# ---------------------------------------------------------------------------------------
+# Threadblock graph
+
+_ACC_KINDS = {
+    None: "nored",
+    "sum": "red_ld_sum",
+    "mean": "red_ld_mean",
+    "rms": "red_ld_rms",
+    "sum_todimx": "redtox_ld_sum",
+    "max": "max",
+}
+_RESCALE_KINDS = {None: "nored_rescale", "sum": "red_ld_sum_rescale"}
+
+
+class TBGraph:
+    """A threadblock graph under construction (Mirage `TBGraph`), used by `KNGraph.customized`."""
+
+    def __init__(
+        self,
+        grid_dim: Sequence[int],
+        block_dim: Sequence[int] = (128, 1, 1),
+        forloop_range: int = 1,
+        reduction_dimx: int = 64,
+    ):
+        name = "new_threadblock_graph"
+        self.grid_dim = _ints(name, "grid_dim", grid_dim, 3)
+        self.block_dim = _ints(name, "block_dim", block_dim, 3)
+        if any(g < 1 for g in self.grid_dim) or any(b < 1 for b in self.block_dim):
+            raise GraphBuildError(f"{name}: grid_dim and block_dim must be positive, got {self.grid_dim}, {self.block_dim}")
+        threads = self.block_dim[0] * self.block_dim[1] * self.block_dim[2]
+        if threads > tiling.MAX_THREADS_PER_BLOCK:
+            raise GraphBuildError(f"{name}: block_dim {self.block_dim} has {threads} threads (max {tiling.MAX_THREADS_PER_BLOCK})")
+        self.forloop_range = int(forloop_range)
+        self.reduction_dimx = int(reduction_dimx)
+        if self.forloop_range < 1 or self.reduction_dimx < 1:
+            raise GraphBuildError(f"{name}: forloop_range and reduction_dimx must be >= 1")
+        self._region = Region(Block())
+        self._block = self._region.block
+        self._inputs: list[DTensor] = []
+
+    # ---- helpers
+    def _own(self, name: str, *tensors: Any) -> list[SSAValue]:
+        values = []
+        for t in tensors:
+            if not isinstance(t, STensor) or t.graph is not self:
+                raise GraphBuildError(f"{name}: expected an STensor of this threadblock graph, got {t!r}")
+            values.append(t.value)
+        return values
+
+    def _add(self, op: Operation) -> list[STensor]:
+        self._block.add_op(op)
+        return [STensor(self, r) for r in op.results]
+
+    @staticmethod
+    def _same_phase(name: str, a: SSAValue, b: SSAValue) -> None:
+        if tb.after_accum(a) != tb.after_accum(b):
+            raise GraphBuildError(
+                f"{name}: operands must agree on after_accum (one is computed inside the for-loop, "
+                "the other after a forloop accumulator)"
+            )
+        if kn.element_type_of(a) != kn.element_type_of(b):
+            raise GraphBuildError(f"{name}: operands have different dtypes")
+
+    # ---- loads and stores
+    def new_input(self, dtensor: DTensor, input_map: Sequence[int], forloop_dim: int) -> STensor:
+        """Load `dtensor` tile-wise: `input_map` (x, y, z) dims partitioned by the grid
+        (-1 = replicate), `forloop_dim` the dim walked by the for-loop (-1 = loaded once)."""
+        if not isinstance(dtensor, DTensor):
+            raise GraphBuildError(f"new_input: expected a DTensor, got {type(dtensor).__name__}")
+        imap = _ints("new_input", "input_map", input_map, 3)
+        tile = _checked(
+            "new_input", tiling.input_tile_shape, dtensor.dims, self.grid_dim, imap, int(forloop_dim), self.forloop_range
+        )
+        arg = self._block.insert_arg(dtensor.value.type, len(self._block.args))
+        if dtensor.value.name_hint:
+            arg.name_hint = dtensor.value.name_hint.lower()
+        self._inputs.append(dtensor)
+        return self._add(tb.InputOp(arg, imap, int(forloop_dim), tile))[0]
+
+    def new_output(self, stensor: STensor, output_map: Sequence[int], forloop_dim: int = -1) -> None:
+        """Store every block's tile, concatenated along `output_map` (x, y, z)."""
+        (s,) = self._own("new_output", stensor)
+        if int(forloop_dim) != -1:
+            raise GraphBuildError("new_output: forloop_dim must be -1 (outputs are stored after the for-loop)")
+        if not tb.after_accum(s):
+            raise GraphBuildError(
+                "new_output: the stored tile must be after_accum (pass it through a forloop accumulator)"
+            )
+        omap = _ints("new_output", "output_map", output_map, 3)
+        _checked("new_output", tiling.output_dtensor_shape, kn.shape_of(s), self.grid_dim, omap)
+        self._block.add_op(tb.OutputOp(s, omap))
+
+    # ---- elementwise
+    def _unary(self, name: str, cls: type, A: STensor, *args: Any) -> STensor:
+        (a,) = self._own(name, A)
+        return self._add(cls(a, *args))[0]
+
+    def exp(self, A: STensor) -> STensor:
+        return self._unary("exp", tb.ExpOp, A)
+
+    def square(self, A: STensor) -> STensor:
+        return self._unary("square", tb.SquareOp, A)
+
+    def sqrt(self, A: STensor) -> STensor:
+        return self._unary("sqrt", tb.SqrtOp, A)
+
+    def silu(self, A: STensor) -> STensor:
+        return self._unary("silu", tb.SiluOp, A)
+
+    def sigmoid(self, A: STensor) -> STensor:
+        return self._unary("sigmoid", tb.SigmoidOp, A)
+
+    def gelu(self, A: STensor) -> STensor:
+        return self._unary("gelu", tb.GeluOp, A)
+
+    def relu(self, A: STensor) -> STensor:
+        return self._unary("relu", tb.ReluOp, A)
+
+    def log(self, A: STensor) -> STensor:
+        return self._unary("log", tb.LogOp, A)
+
+    def clamp(self, A: STensor, min_value: float, max_value: float) -> STensor:
+        if float(min_value) > float(max_value):
+            raise GraphBuildError(f"clamp: min {min_value} exceeds max {max_value}")
+        return self._unary("clamp", tb.ClampOp, A, float(min_value), float(max_value))
+
+    def mul_scalar(self, A: STensor, scalar: float) -> STensor:
+        return self._unary("mul_scalar", tb.MulScalarOp, A, float(scalar))
+
+    def _binary(self, name: str, cls: type, A: STensor, B: STensor) -> STensor:
+        a, b = self._own(name, A, B)
+        self._same_phase(name, a, b)
+        _checked(name, cls.infer_shape, kn.shape_of(a), kn.shape_of(b))
+        return self._add(cls(a, b))[0]
+
+    def add(self, A: STensor, B: STensor) -> STensor:
+        return self._binary("add", tb.AddOp, A, B)
+
+    def sub(self, A: STensor, B: STensor) -> STensor:
+        return self._binary("sub", tb.SubOp, A, B)
+
+    def mul(self, A: STensor, B: STensor) -> STensor:
+        return self._binary("mul", tb.MulOp, A, B)
+
+    def div(self, A: STensor, B: STensor) -> STensor:
+        return self._binary("div", tb.DivOp, A, B)
+
+    def pow(self, A: STensor, B: STensor) -> STensor:
+        return self._binary("pow", tb.PowOp, A, B)
+
+    def matmul(self, A: STensor, B: STensor) -> STensor:
+        return self._binary("matmul", tb.MatmulOp, A, B)
+
+    # ---- reductions, norms, concat
+    def reduction(self, A: STensor, dim: int) -> STensor:
+        """Sum `dim` down to 1."""
+        (a,) = self._own("reduction", A)
+        _checked("reduction", tiling.reduction_shape, kn.shape_of(a), int(dim), 1)
+        return self._add(tb.ReductionOp(a, int(dim)))[0]
+
+    def reduction_to_dimx(self, A: STensor, dim: int) -> STensor:
+        """Sum strided groups of `dim` down to the graph's `reduction_dimx`."""
+        (a,) = self._own("reduction_to_dimx", A)
+        _checked("reduction_to_dimx", tiling.reduction_shape, kn.shape_of(a), int(dim), self.reduction_dimx)
+        return self._add(tb.ReductionToDimxOp(a, int(dim), self.reduction_dimx))[0]
+
+    def reduction_max(self, A: STensor, dim: int) -> tuple[STensor, STensor]:
+        """Running max over `dim` across calls: returns (max, diff = old max - new max)."""
+        (a,) = self._own("reduction_max", A)
+        _checked("reduction_max", tiling.reduction_shape, kn.shape_of(a), int(dim), 1)
+        m, d = self._add(tb.ReductionMaxOp(a, int(dim)))
+        return m, d
+
+    def rms_norm(self, A: STensor) -> STensor:
+        """`x / sqrt(mean(x^2, last dim))`, no epsilon."""
+        return self._unary("rms_norm", tb.RmsNormOp, A)
+
+    def concat(self, A: STensor, B: STensor, dim: int) -> STensor:
+        a, b = self._own("concat", A, B)
+        self._same_phase("concat", a, b)
+        _checked("concat", tiling.concat_shape, kn.shape_of(a), kn.shape_of(b), int(dim))
+        return self._add(tb.ConcatOp(a, b, int(dim)))[0]
+
+    # ---- accumulators
+    def _accum(self, name: str, kind: str, A: STensor, rescale: STensor | None = None) -> STensor:
+        (a,) = self._own(name, A)
+        if tb.after_accum(a):
+            raise GraphBuildError(f"{name}: the accumulated tile is already after the for-loop (after_accum)")
+        r = None
+        if rescale is not None:
+            (r,) = self._own(name, rescale)
+            if tb.after_accum(r):
+                raise GraphBuildError(f"{name}: the rescale tile must be computed inside the for-loop")
+            shape = _checked(name, tiling.broadcast_shape, kn.shape_of(a), kn.shape_of(r))
+            if shape != kn.shape_of(a):
+                raise GraphBuildError(
+                    f"{name}: rescale {kn.shape_of(r)} must broadcast to the input's shape {kn.shape_of(a)}"
+                )
+        _checked(name, tiling.accumulator_shape, kind, kn.shape_of(a), self.reduction_dimx)
+        return self._add(tb.ForloopAccumOp(a, kind, self.reduction_dimx, rescale=r))[0]
+
+    def forloop_accum(self, A: STensor, acc: str | None = None) -> STensor:
+        """Accumulate over the for-loop: acc None (sum), "sum", "mean", "rms", "sum_todimx", "max"."""
+        if acc not in _ACC_KINDS:
+            raise GraphBuildError(f"forloop_accum: unknown acc {acc!r} (expected one of {list(_ACC_KINDS)})")
+        return self._accum("forloop_accum", _ACC_KINDS[acc], A)
+
+    def forloop_accum_rescale(self, A: STensor, rescale: STensor, acc: str | None = None) -> STensor:
+        """`acc = acc * rescale + A` over the loop; acc "sum" also sums the last dim."""
+        if acc not in _RESCALE_KINDS:
+            raise GraphBuildError(
+                f"forloop_accum_rescale: unknown acc {acc!r} (expected one of {list(_RESCALE_KINDS)})"
+            )
+        return self._accum("forloop_accum_rescale", _RESCALE_KINDS[acc], A, rescale)
+
+    def forloop_accum_max(self, A: STensor) -> STensor:
+        """Elementwise running max over the loop."""
+        return self._accum("forloop_accum_max", "max", A)
+
+
+def new_kernel_graph(name: str = "graph") -> KNGraph:
+    """An empty kernel graph whose module function is called `name`."""
+    return KNGraph(name)
+
+
+def new_threadblock_graph(
+    grid_dim: Sequence[int],
+    block_dim: Sequence[int] = (128, 1, 1),
+    forloop_range: int = 1,
+    reduction_dimx: int = 64,
+) -> TBGraph:
+    """An empty threadblock graph for `KNGraph.customized`."""
+    return TBGraph(grid_dim, block_dim, forloop_range, reduction_dimx)
