@@ -1,0 +1,70 @@
+"""`mirage-transpile`: the whole transpiler pipeline of passes/README.md, in order.
+
+    kn-decompose-rms-norm, tb-decompose-accumulators, tb-fusion-chains, tb-resolve-layout,
+    tb-compute-strides, kn-plan-workspace, tb-schedule, tb-plan-swizzle, tb-plan-smem
+    [, convert-tb-to-cute]
+
+Passes are looked up through `mirage_xdsl.passes.get_all_passes()`; `convert-tb-to-cute`
+runs when it is registered and `to-cute=true` (the default). A pass of the list that is not
+available is an error (the pipeline would silently skip a decision). Options forwarded:
+`hopper-gmma` (tb-plan-swizzle), `time-limit-ms` and `smem-limit` (tb-plan-smem).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from mirage_xdsl.passes import get_all_passes
+from mirage_xdsl.passes.plan_smem import SM90_SMEM_LIMIT
+
+PIPELINE = (
+    "kn-decompose-rms-norm",
+    "tb-decompose-accumulators",
+    "tb-fusion-chains",
+    "tb-resolve-layout",
+    "tb-compute-strides",
+    "kn-plan-workspace",
+    "tb-schedule",
+    "tb-plan-swizzle",
+    "tb-plan-smem",
+)
+TO_CUTE = "convert-tb-to-cute"
+
+
+@dataclass(frozen=True)
+class MirageTranspilePass(ModulePass):
+    """Run passes 1-10 of passes/README.md."""
+
+    name = "mirage-transpile"
+
+    to_cute: bool = True
+    hopper_gmma: bool = False
+    time_limit_ms: int = 200
+    smem_limit: int = SM90_SMEM_LIMIT
+
+    def passes(self) -> list[ModulePass]:
+        available = get_all_passes()
+        missing = [p for p in PIPELINE if p not in available]
+        if missing:
+            raise PassFailedException(f"{self.name}: passes not available: {', '.join(missing)}")
+        out: list[ModulePass] = []
+        for name in PIPELINE:
+            cls = available[name]()
+            if name == "tb-plan-swizzle":
+                out.append(cls(hopper_gmma=self.hopper_gmma))  # type: ignore[call-arg]
+            elif name == "tb-plan-smem":
+                out.append(cls(time_limit_ms=self.time_limit_ms, smem_limit=self.smem_limit))  # type: ignore[call-arg]
+            else:
+                out.append(cls())
+        if self.to_cute and TO_CUTE in available:
+            out.append(available[TO_CUTE]()())
+        return out
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for p in self.passes():
+            p.apply(ctx, op)

@@ -1,0 +1,169 @@
+"""`tb-plan-smem`: shared-memory offsets of every materialised tile (mirage-notes 3.7).
+
+Lifetimes come from the schedule (`tb.stage`/`tb.level`, see `schedule.tensor_lifetimes`):
+a buffer is freed at the first barrier after its last use, and by category
+
+| category | live |
+|---|---|
+| pre-loop input | from its load until the loop ends, or its last post-loop use |
+| register accumulator (`tb.accum_in_reg`) | from the write-back after the loop to its last use |
+| shared-memory accumulator | from the clear before the loop to its last post-loop use |
+| loop intermediate (non-pipelined loop inputs, chain results in the loop) | within the iteration |
+| post-loop intermediate | from its level to its last use |
+| pipelined input (`tb.pipelined`) | two buffers, from before the loop to its end |
+
+Chain-internal results stay in registers (offset -1). The offsets are packed by
+`dsa.plan`: first-/best-/worst-fit online heuristics and an OR-tools CP-SAT model
+(NoOverlap2D, minimise the peak) warm-started from the best heuristic under `time-limit-ms`,
+skipped when a heuristic reaches the lower bound (the peak of live bytes). Sizes are rounded
+up to 16 B and offsets 16-B aligned; a tile with a Hopper GMMA swizzle over byte addresses
+(`xor<B,4,3>`) is aligned to its swizzle period `2^(B+7)` bytes.
+
+A 128-byte header precedes the tiles (its first 16 bytes are zero: the out-of-bounds source
+of ldmatrix lanes), so offsets start at 128 (or at the largest tile alignment above it).
+The planned size must fit `smem-limit` (default 232448 B = 227 KiB, sm_90's opt-in maximum
+per block). Over the limit, pipelined inputs fall back to single-buffered loads, largest
+first (`tb.pipelined` removed, re-planned) until the plan fits (Mirage would reject the
+graph); if it still does not fit, a located error names the graph, the size and the limit.
+
+Writes (passes/README.md step 9): `tb.smem_offset = array<i64>` per tb op with results
+(bytes from the dynamic shared-memory base, -1 = not materialised), `tb.smem_offset_async`
+on pipelined inputs (the second buffer), `tb.smem_size` and `tb.smem_planner` on the
+`kn.customized`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from mirage_xdsl.dialects.kernel import CustomizedOp, int_array
+from mirage_xdsl.passes import dsa
+from mirage_xdsl.passes.schedule import SchedOp, schedule_of, tensor_lifetimes
+from mirage_xdsl.passes.swizzle_math import parse_swizzle
+
+PASS_NAME = "tb-plan-smem"
+HEADER_BYTES = 128
+TILE_ALIGN = 16
+SM90_SMEM_LIMIT = 232448  # 227 KiB: cudaFuncAttributeMaxDynamicSharedMemorySize on sm_90
+
+
+@dataclass(frozen=True)
+class SmemPlan:
+    offsets: dict[tuple[int, int, int], int]  # (op index, result, buffer) -> byte offset
+    size: int  # incl. the header
+    planner: str
+    lower_bound: int
+    optimal: bool
+
+
+def tile_alignment(swizzle: str) -> int:
+    """Offset alignment a tile's swizzle needs: byte-addressed GMMA swizzles `xor<B,4,3>`
+    repeat every 8 rows of `16 * 2^B` bytes; element-offset swizzles only need 16 B."""
+    xor = parse_swizzle(swizzle)
+    if xor is not None and xor.m == 4 and xor.s == 3:
+        return 1 << (xor.b + xor.m + xor.s)
+    return TILE_ALIGN
+
+
+def _graph_label(graph: CustomizedOp) -> str:
+    fn = graph.parent_op()
+    while fn is not None and not isinstance(fn, func.FuncOp):
+        fn = fn.parent_op()
+    k = 0
+    if fn is not None:
+        for o in fn.walk():
+            if o is graph:
+                break
+            if isinstance(o, CustomizedOp):
+                k += 1
+        return f"kn.customized #{k} in @{fn.sym_name.data}"
+    return "kn.customized"
+
+
+@dataclass(frozen=True)
+class PlanSmemPass(ModulePass):
+    """Pack the shared-memory tiles of every threadblock graph (passes/README.md step 9)."""
+
+    name = "tb-plan-smem"
+
+    time_limit_ms: int = 200
+    smem_limit: int = SM90_SMEM_LIMIT
+    use_cpsat: bool = True
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for graph in op.walk():
+            if isinstance(graph, CustomizedOp):
+                self.plan_graph(graph)
+
+    def plan_graph(self, graph: CustomizedOp) -> SmemPlan:
+        ops, recs, stages, levels = schedule_of(graph)
+        in_reg = {i for i, o in enumerate(ops) if "tb.accum_in_reg" in o.attributes}
+        pipelined = {i for i, o in enumerate(ops) if "tb.pipelined" in o.attributes}
+        dropped: list[int] = []
+        while True:
+            plan = self.pack(ops, recs, stages, levels, in_reg, pipelined)
+            if plan.size <= self.smem_limit or not pipelined:
+                break
+            # over the limit: load the largest pipelined input single-buffered and re-plan
+            drop = max(pipelined, key=lambda i: (recs[i].result_bytes[0], -i))
+            pipelined.discard(drop)
+            dropped.append(drop)
+            ops[drop].attributes.pop("tb.pipelined", None)
+
+        for i, o in enumerate(ops):
+            if not o.results:
+                continue
+            o.attributes["tb.smem_offset"] = int_array([plan.offsets.get((i, r, 0), -1) for r in range(len(o.results))])
+            if (i, 0, 1) in plan.offsets:
+                o.attributes["tb.smem_offset_async"] = IntegerAttr(plan.offsets[(i, 0, 1)], i64)
+            else:
+                o.attributes.pop("tb.smem_offset_async", None)
+        graph.attributes["tb.smem_size"] = IntegerAttr(plan.size, i64)
+        graph.attributes["tb.smem_planner"] = StringAttr(plan.planner)
+        if plan.size > self.smem_limit:
+            msg = (
+                f"{PASS_NAME}: {_graph_label(graph)} needs {plan.size} bytes of shared memory per block "
+                f"(lower bound {plan.lower_bound} B incl. the header"
+                + (", already without double-buffered loads" if dropped else "")
+                + f"), more than the limit of {self.smem_limit} bytes; use smaller tiles: a larger grid_dim "
+                f"or forloop_range (iterate an input with forloop_dim) so each block holds less"
+            )
+            graph.emit_error(msg, PassFailedException(msg))
+        return plan
+
+    def pack(
+        self,
+        ops: list[Operation],
+        recs: list[SchedOp],
+        stages: list[str],
+        levels: list[int],
+        in_reg: set[int],
+        pipelined: set[int],
+    ) -> SmemPlan:
+        """Pack one set of lifetimes (sizes, lower bound and offsets include the header)."""
+        lives = tensor_lifetimes(recs, stages, levels, in_reg, pipelined)
+        aligns = []
+        for t in lives:
+            sw = ops[t.op].attributes.get("tb.swizzle")
+            kind = ""
+            if isinstance(sw, ArrayAttr) and t.result < len(sw.data):
+                entry = sw.data[t.result]
+                kind = entry.data if isinstance(entry, StringAttr) else ""
+            aligns.append(tile_alignment(kind))
+        result = dsa.plan(
+            [(t.size, t.start, t.end) for t in lives],
+            align=TILE_ALIGN,
+            time_limit_ms=self.time_limit_ms,
+            use_cpsat=self.use_cpsat,
+            aligns=aligns,
+        )
+        base = max([HEADER_BYTES] + aligns)
+        offsets = {(t.op, t.result, t.buffer): base + off for t, off in zip(lives, result.offsets)}
+        return SmemPlan(offsets, base + result.peak, result.planner, base + result.lower_bound, result.optimal)
