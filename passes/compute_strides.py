@@ -29,9 +29,8 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects import kernel as kn
-from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.dialects.tiling import row_major_strides
-from mirage_xdsl.passes.layout_math import ACCUMULATOR_ELEM_BYTES, calc_tensor_strides, elem_bytes_of
+from mirage_xdsl.passes.layout_math import calc_tensor_strides, storage_elem_bytes
 
 
 def _ints_attr(values: Sequence[int]) -> DenseArrayBase:
@@ -48,11 +47,11 @@ def _innermost(op: Operation, attr: str, index: int, value: SSAValue) -> int:
     return len(kn.shape_of(value)) - 1
 
 
-def result_layouts(op: Operation, attr: str, accumulator: bool) -> list[tuple[tuple[int, ...], int]]:
+def result_layouts(op: Operation, attr: str) -> list[tuple[tuple[int, ...], int]]:
     """(strides, num_phy_elems) of every result of `op` from its recorded innermost dims."""
     layouts = []
     for i, res in enumerate(op.results):
-        nbytes = ACCUMULATOR_ELEM_BYTES if accumulator else elem_bytes_of(kn.element_type_of(res))
+        nbytes = storage_elem_bytes(res)
         layouts.append(calc_tensor_strides(kn.shape_of(res), _innermost(op, attr, i, res), nbytes))
     return layouts
 
@@ -95,13 +94,13 @@ def compute_function_strides(func: FuncOp) -> None:
     for op in body.ops:
         if isinstance(op, kn.CustomizedOp):
             for tb_op in op.body.block.ops:
-                layouts = result_layouts(tb_op, "tb.innermost", isinstance(tb_op, tb.ForloopAccumOp))
+                layouts = result_layouts(tb_op, "tb.innermost")
                 tb_op.attributes["tb.strides"] = ArrayAttr([_ints_attr(s) for s, _ in layouts])
                 tb_op.attributes["tb.num_phy_elems"] = _ints_attr([n for _, n in layouts])
         if op.dialect_name() != "kn" or not op.results:
             continue
         final: list[tuple[int, ...]] = []
-        for res, (strides, _) in zip(op.results, result_layouts(op, "kn.innermost", False)):
+        for res, (strides, _) in zip(op.results, result_layouts(op, "kn.innermost")):
             positions = returned.get(res, [])
             given = [res_dicts[i] for i in positions if res_dicts[i] is not None and kn.STRIDES_ATTR in res_dicts[i].data]
             chosen = kn.ints(given[0].data[kn.STRIDES_ATTR]) if given else strides

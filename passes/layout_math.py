@@ -9,13 +9,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, OpResult, SSAValue
 
 CHUNK_BYTES = 16
 """Every innermost "row" starts on a 16-byte boundary (cp.async, uint128 copies, ldmatrix)."""
 
 ACCUMULATOR_ELEM_BYTES = 4
 """Accumulator tiles are kept in fp32 (passes/README.md, "Storage precision")."""
+
+
+def stores_fp32(value: SSAValue) -> bool:
+    """True when `value` is an accumulator tile kept in fp32: a `tb.forloop_accum` result of a
+    graph whose for-loop runs more than once.  With `forloop_range = 1` nothing accumulates, so
+    the tile keeps its element type (exact), and Mirage's plans sized for fp16 still fit
+    (rmsnorm_bs1 graph 14 copies whole 2x4096 rows into its accumulators)."""
+    from mirage_xdsl.dialects import kernel as kn
+    from mirage_xdsl.dialects import threadblock as tb
+
+    if not (isinstance(value, OpResult) and isinstance(value.op, tb.ForloopAccumOp)):
+        return False
+    graph = value.op.parent_op()
+    return not isinstance(graph, kn.CustomizedOp) or graph.num_iterations > 1
+
+
+def storage_elem_bytes(value: SSAValue) -> int:
+    """Bytes per stored element of a tile: 4 for fp32 accumulators, else its element type's."""
+    if stores_fp32(value):
+        return ACCUMULATOR_ELEM_BYTES
+    return elem_bytes_of(value.type.get_element_type())  # type: ignore[attr-defined]
 
 
 def round_up(value: int, multiple: int) -> int:

@@ -78,7 +78,7 @@ from mirage_xdsl.dialects import kernel as kn
 from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.passes.fusion_chains import chain_members, chains_of
 from mirage_xdsl.passes.layout_math import (
-    ACCUMULATOR_ELEM_BYTES,
+    storage_elem_bytes,
     calc_tensor_strides,
     elem_bytes_of,
     innermost_of_strides,
@@ -517,9 +517,8 @@ def _add_threadblock_graph(b: _GraphBuilder, graph: kn.CustomizedOp) -> dict[SSA
     alias: dict[SSAValue, SSAValue] = {}
     for ops in members.values():
         tail = ops[-1]
-        accum = isinstance(tail, tb.ForloopAccumOp)
         for res in tail.results:
-            nbytes = ACCUMULATOR_ELEM_BYTES if accum else elem_bytes_of(kn.element_type_of(res))
+            nbytes = storage_elem_bytes(res)
             b.tensor(res, on_chip=True, elem_bytes=nbytes)
             alias[res] = res
         for op in ops[:-1]:

@@ -69,7 +69,7 @@ from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.dialects.kernel import CustomizedOp, element_type_of, ints, shape_of
 from mirage_xdsl.passes import dsa
 from mirage_xdsl.passes.layout_math import (
-    ACCUMULATOR_ELEM_BYTES,
+    storage_elem_bytes,
     alignment_elems,
     calc_tensor_strides,
     elem_bytes_of,
@@ -468,9 +468,7 @@ def is_accumulator_value(value: SSAValue) -> bool:
 
 def result_elem_bytes(value: SSAValue) -> int:
     """Storage bytes per element: fp32 for accumulator tiles (passes/README.md)."""
-    if is_accumulator_value(value):
-        return ACCUMULATOR_ELEM_BYTES
-    return elem_bytes_of(element_type_of(value))
+    return storage_elem_bytes(value)
 
 
 def innermost_of(op: Operation, r: int) -> int:
