@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    AnyFloat,
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     TensorType,
     UnitAttr,
     f64,
@@ -82,6 +84,32 @@ def check_shape(op: IRDLOperation, expected: Sequence[int], actual: Sequence[int
         raise fail(op, f"{what} shape {tuple(actual)} does not match the inferred shape {tuple(expected)}")
 
 
+def element_type_error(element_type: Attribute) -> str | None:
+    """Why `element_type` cannot be a Mirage tensor dtype (float or integer types only), or None."""
+    if isinstance(element_type, AnyFloat | IntegerType):
+        return None
+    return f"element type {element_type} is not a float or integer type"
+
+
+def check_tensor_types(op: IRDLOperation) -> None:
+    """Every builtin `tensor` operand/result of `op` is a Mirage DTensor: a static shape of
+    1 to MAX_TENSOR_DIMS positive dims and a float or integer element type."""
+    for kind, values in (("operand", op.operands), ("result", op.results)):
+        for i, value in enumerate(values):
+            typ = value.type
+            if not isinstance(typ, TensorType):
+                continue
+            shape = tuple(typ.get_shape())
+            if not 1 <= len(shape) <= tiling.MAX_TENSOR_DIMS or any(d <= 0 for d in shape):
+                raise fail(
+                    op,
+                    f"{kind} #{i} has type {typ}; device tensors need a static shape of 1 to "
+                    f"{tiling.MAX_TENSOR_DIMS} positive dims",
+                )
+            if (err := element_type_error(typ.get_element_type())) is not None:
+                raise fail(op, f"{kind} #{i}: {err}")
+
+
 def check_same_dtype(op: IRDLOperation, *values: SSAValue) -> None:
     dtypes = {element_type_of(v) for v in values}
     if len(dtypes) > 1:
@@ -104,6 +132,9 @@ class KnUnaryOp(IRDLOperation):
 
     def __init__(self, input: SSAValue, **props: Attribute):
         super().__init__(operands=[input], result_types=[input.type], properties=props)
+
+    def verify_(self) -> None:
+        check_tensor_types(self)
 
 
 @irdl_op_definition
@@ -158,8 +189,10 @@ class ClampOp(KnUnaryOp):
         super().__init__(input, min_value=FloatAttr(min_value, f64), max_value=FloatAttr(max_value, f64))
 
     def verify_(self) -> None:
-        if self.min_value.value.data > self.max_value.value.data:
-            raise fail(self, "min_value must not exceed max_value")
+        super().verify_()
+        lo, hi = self.min_value.value.data, self.max_value.value.data
+        if not lo <= hi:
+            raise fail(self, f"min_value ({lo}) must not exceed max_value ({hi})")
 
 
 @irdl_op_definition
@@ -188,6 +221,7 @@ class KnBinaryOp(IRDLOperation):
         super().__init__(operands=[lhs, rhs], result_types=[TensorType(element_type_of(lhs), shape)])
 
     def verify_(self) -> None:
+        check_tensor_types(self)
         check_same_dtype(self, self.lhs, self.rhs, self.result)
         try:
             expected = tiling.broadcast_shape(shape_of(self.lhs), shape_of(self.rhs))
@@ -236,6 +270,7 @@ class MatmulOp(KnBinaryOp):
         IRDLOperation.__init__(self, operands=[lhs, rhs], result_types=[TensorType(element_type_of(lhs), shape)])
 
     def verify_(self) -> None:
+        check_tensor_types(self)
         check_same_dtype(self, self.lhs, self.rhs, self.result)
         try:
             expected = tiling.matmul_shape(shape_of(self.lhs), shape_of(self.rhs), threadblock=False)
@@ -267,6 +302,7 @@ class ReductionOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        check_tensor_types(self)
         check_same_dtype(self, self.input, self.result)
         try:
             expected = tiling.reduction_shape(shape_of(self.input), self.dim.value.data, self.size.value.data)
@@ -294,6 +330,7 @@ class RmsNormOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        check_tensor_types(self)
         norm = ints(self.normalized_shape)
         shape = shape_of(self.input)
         if not norm or len(norm) > len(shape) or tuple(shape[len(shape) - len(norm) :]) != norm:
@@ -322,6 +359,7 @@ class ConcatOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        check_tensor_types(self)
         check_same_dtype(self, self.lhs, self.rhs, self.result)
         try:
             expected = tiling.concat_shape(shape_of(self.lhs), shape_of(self.rhs), self.dim.value.data)
@@ -344,7 +382,9 @@ class ChunkOp(IRDLOperation):
 
     def __init__(self, input: SSAValue, chunks: int, dim: int):
         shape = list(shape_of(input))
-        if shape[dim] % chunks:
+        if not 0 <= dim < len(shape):
+            raise tiling.ShapeError(f"chunk dim {dim} is not a dimension of a rank-{len(shape)} tensor")
+        if chunks < 1 or shape[dim] % chunks:
             raise tiling.ShapeError(f"dim {dim} (size {shape[dim]}) is not divisible into {chunks} chunks")
         shape[dim] //= chunks
         super().__init__(
@@ -354,13 +394,17 @@ class ChunkOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        check_tensor_types(self)
+        check_same_dtype(self, self.input, *self.outputs)
         shape = shape_of(self.input)
         dim = self.dim.value.data
         if not 0 <= dim < len(shape):
             raise fail(self, f"chunk dim {dim} is not a dimension of a rank-{len(shape)} tensor")
         chunks = len(self.outputs)
-        if chunks < 1 or shape[dim] % chunks:
-            raise fail(self, f"dim {dim} (size {shape[dim]}) is not divisible into {chunks} chunks")
+        if chunks < 1:
+            raise fail(self, "needs at least one result (one per chunk)")
+        if shape[dim] % chunks:
+            raise fail(self, f"dim {dim} (size {shape[dim]}) is not divisible into {chunks} chunks (one per result)")
         expected = list(shape)
         expected[dim] //= chunks
         for res in self.outputs:
@@ -383,6 +427,9 @@ class AllReduceOp(IRDLOperation):
     def __init__(self, input: SSAValue, inplace: bool = False):
         props = {"inplace": UnitAttr()} if inplace else {}
         super().__init__(operands=[input], result_types=[input.type], properties=props)
+
+    def verify_(self) -> None:
+        check_tensor_types(self)
 
 
 @irdl_op_definition
@@ -448,27 +495,64 @@ class CustomizedOp(IRDLOperation):
     def dimx(self) -> int:
         return self.reduction_dimx.value.data
 
+    def graph_error(self) -> str | None:
+        """Why the graph attributes (grid_dim, block_dim, forloop_range, reduction_dimx) or the
+        region's shape are unusable, or None when they are well formed.
+
+        The `tb` verifiers consult this first: xDSL verifies the nested ops before their
+        parent, so they must not compute tiles from a malformed graph.
+        """
+        props = self.properties
+        for key in ("grid_dim", "block_dim"):
+            if not isinstance(props.get(key), DenseArrayBase):
+                return f"{key} must be an array of 3 sizes (x, y, z), e.g. array<i64: 1, 1, 1>"
+        for key in ("forloop_range", "reduction_dimx"):
+            if not isinstance(props.get(key), IntegerAttr):
+                return f"{key} must be an integer attribute, e.g. 1 : i64"
+        grid, block = ints(self.grid_dim), ints(self.block_dim)
+        if len(grid) != 3 or any(g < 1 for g in grid):
+            return f"grid_dim must be 3 positive sizes (x, y, z), got {grid}"
+        for axis, g, limit in zip(tiling.GRID_AXES, grid, tiling.MAX_GRID_DIM):
+            if g > limit:
+                return f"grid_dim.{axis} = {g} exceeds CUDA's limit of {limit}"
+        if len(block) != 3 or any(b < 1 for b in block):
+            return f"block_dim must be 3 positive sizes (x, y, z), got {block}"
+        for axis, b, limit in zip(tiling.GRID_AXES, block, tiling.MAX_BLOCK_DIM):
+            if b > limit:
+                return f"block_dim.{axis} = {b} exceeds CUDA's limit of {limit}"
+        threads = block[0] * block[1] * block[2]
+        if threads > tiling.MAX_THREADS_PER_BLOCK:
+            return f"block_dim {block} has {threads} threads, more than {tiling.MAX_THREADS_PER_BLOCK}"
+        if self.num_iterations < 1:
+            return f"forloop_range must be >= 1, got {self.num_iterations}"
+        if self.dimx < 1:
+            return f"reduction_dimx must be >= 1, got {self.dimx}"
+        if len(self.body.blocks) != 1:
+            return f"the region must hold exactly one block, got {len(self.body.blocks)}"
+        return None
+
     def verify_(self) -> None:
         from .threadblock import OutputOp  # the tb dialect imports this module
 
-        grid, block = ints(self.grid_dim), ints(self.block_dim)
-        if len(grid) != 3 or any(g < 1 for g in grid):
-            raise fail(self, f"grid_dim must be 3 positive sizes, got {grid}")
-        if len(block) != 3 or any(b < 1 for b in block):
-            raise fail(self, f"block_dim must be 3 positive sizes, got {block}")
-        threads = block[0] * block[1] * block[2]
-        if threads > tiling.MAX_THREADS_PER_BLOCK:
-            raise fail(self, f"block_dim {block} has {threads} threads, more than {tiling.MAX_THREADS_PER_BLOCK}")
-        if self.num_iterations < 1:
-            raise fail(self, f"forloop_range must be >= 1, got {self.num_iterations}")
-        if self.dimx < 1:
-            raise fail(self, f"reduction_dimx must be >= 1, got {self.dimx}")
+        if (err := self.graph_error()) is not None:
+            raise fail(self, err)
+        check_tensor_types(self)
+        grid = self.grid
         args = self.body.block.args
         if len(args) != len(self.inputs) or any(a.type != v.type for a, v in zip(args, self.inputs)):
-            raise fail(self, "the region's block arguments must match the inputs in number and type")
+            raise fail(
+                self,
+                f"the region's block arguments ({', '.join(str(a.type) for a in args) or 'none'}) must match "
+                f"the inputs ({', '.join(str(v.type) for v in self.inputs) or 'none'}) in number and type",
+            )
+        for op in self.body.block.ops:
+            if op.dialect_name() == "kn":
+                raise fail(self, f"kernel op {op.name} cannot appear inside a threadblock graph; use the tb op")
         outputs = [op for op in self.body.block.ops if isinstance(op, OutputOp)]
         if len(outputs) != len(self.outputs):
-            raise fail(self, f"{len(outputs)} tb.output ops for {len(self.outputs)} results")
+            raise fail(
+                self, f"{len(outputs)} tb.output ops for {len(self.outputs)} results; each result needs one tb.output"
+            )
         for i, (out_op, res) in enumerate(zip(outputs, self.outputs)):
             try:
                 expected = tiling.output_dtensor_shape(shape_of(out_op.input), grid, ints(out_op.output_map))
@@ -476,7 +560,11 @@ class CustomizedOp(IRDLOperation):
                 raise fail(self, f"tb.output #{i}: {err}") from None
             check_shape(self, expected, shape_of(res), what=f"result #{i}")
             if element_type_of(res) != element_type_of(out_op.input):
-                raise fail(self, f"result #{i} element type differs from its tb.output tile")
+                raise fail(
+                    self,
+                    f"result #{i} element type {element_type_of(res)} differs from its tb.output tile's "
+                    f"{element_type_of(out_op.input)}",
+                )
 
 
 Kernel = Dialect(

@@ -44,7 +44,17 @@ from xdsl.traits import HasParent, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from . import tiling
-from .kernel import CustomizedOp, check_shape, element_type_of, fail, int_array, ints, shape_of
+from .kernel import (
+    CustomizedOp,
+    check_shape,
+    check_tensor_types,
+    element_type_error,
+    element_type_of,
+    fail,
+    int_array,
+    ints,
+    shape_of,
+)
 
 
 @irdl_attr_definition
@@ -83,15 +93,26 @@ class STensorType(ParametrizedAttribute, TypeAttribute):
             dims, element_type = parser.parse_ranked_shape()
             if any(d <= 0 for d in dims):
                 parser.raise_error("tb.stensor dims must be static and positive", start, parser.pos)
+            if not 1 <= len(dims) <= tiling.MAX_TENSOR_DIMS:
+                parser.raise_error(
+                    f"tb.stensor must have 1 to {tiling.MAX_TENSOR_DIMS} dims, got {len(dims)}", start, parser.pos
+                )
+            if (err := element_type_error(element_type)) is not None:
+                parser.raise_error(f"tb.stensor {err}", start, parser.pos)
             after_accum = 0
             if parser.parse_optional_punctuation(","):
-                parser.parse_keyword("after_accum")
+                flag_start = parser.pos
+                if parser.parse_optional_keyword("after_accum") is None:
+                    parser.raise_error(
+                        "expected 'after_accum' (the only flag of a tb.stensor type)", flag_start, flag_start + 1
+                    )
                 after_accum = 1
         return (ArrayAttr(IntAttr(d) for d in dims), element_type, IntAttr(after_accum))
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
-            printer.print_string("x".join(str(d) for d in self.get_shape()) + "x")
+            for d in self.get_shape():
+                printer.print_string(f"{d}x")
             printer.print_attribute(self.element_type)
             if self.is_after_accum:
                 printer.print_string(", after_accum")
@@ -99,8 +120,14 @@ class STensorType(ParametrizedAttribute, TypeAttribute):
     def verify(self) -> None:
         if any(d.data <= 0 for d in self.shape):
             raise VerifyException(f"tb.stensor dims must be positive, got {self.get_shape()}")
-        if len(self.shape) > tiling.MAX_TENSOR_DIMS:
-            raise VerifyException(f"tb.stensor has more than {tiling.MAX_TENSOR_DIMS} dims")
+        if not 1 <= len(self.shape) <= tiling.MAX_TENSOR_DIMS:
+            raise VerifyException(
+                f"tb.stensor must have 1 to {tiling.MAX_TENSOR_DIMS} dims, got {len(self.shape)}"
+            )
+        if (err := element_type_error(self.element_type)) is not None:
+            raise VerifyException(f"tb.stensor {err}")
+        if self.after_accum.data not in (0, 1):
+            raise VerifyException(f"tb.stensor after_accum flag must be 0 or 1, got {self.after_accum.data}")
 
 
 def after_accum(value: SSAValue) -> bool:
@@ -112,6 +139,22 @@ def graph_of(op: IRDLOperation) -> CustomizedOp | None:
     """The enclosing `kn.customized` op, or None while the op is detached (being built)."""
     parent = op.parent_op()
     return parent if isinstance(parent, CustomizedOp) else None
+
+
+def checked_graph_of(op: IRDLOperation) -> CustomizedOp | None:
+    """The enclosing `kn.customized` op if its graph attributes are well formed, else None.
+
+    xDSL verifies nested ops before their parent, so a tb verifier must not compute tiles
+    from a malformed graph; the `kn.customized` verifier reports the graph's own error.
+    """
+    graph = graph_of(op)
+    return graph if graph is not None and graph.graph_error() is None else None
+
+
+def check_same_element_type(op: IRDLOperation, *values: SSAValue) -> None:
+    types = [element_type_of(v) for v in values]
+    if any(t != types[0] for t in types):
+        raise fail(op, f"operands and results must share one element type, got {', '.join(map(str, types))}")
 
 
 class TbOp(IRDLOperation):
@@ -156,11 +199,16 @@ class InputOp(TbOp):
         return self.forloop_dim.value.data
 
     def verify_(self) -> None:
+        check_tensor_types(self)
         if after_accum(self.result):
-            raise fail(self, "a loaded tile is not after_accum")
+            raise fail(self, "a loaded tile is used inside the for-loop: its type must not be after_accum")
         if element_type_of(self.result) != element_type_of(self.dtensor):
-            raise fail(self, "tile element type differs from the dtensor's")
-        graph = graph_of(self)
+            raise fail(
+                self,
+                f"tile element type {element_type_of(self.result)} differs from the dtensor's "
+                f"{element_type_of(self.dtensor)}",
+            )
+        graph = checked_graph_of(self)
         if graph is None:
             return
         if not isinstance(self.dtensor, BlockArgument) or self.dtensor.owner is not graph.body.block:
@@ -196,8 +244,12 @@ class OutputOp(TbOp):
 
     def verify_(self) -> None:
         if not after_accum(self.input):
-            raise fail(self, "outputs are stored after the for-loop: the stored tile must be after_accum")
-        graph = graph_of(self)
+            raise fail(
+                self,
+                "outputs are stored after the for-loop: the stored tile must be after_accum "
+                "(produce it with tb.forloop_accum)",
+            )
+        graph = checked_graph_of(self)
         if graph is None:
             return
         try:
@@ -272,8 +324,9 @@ class ClampOp(TbUnaryOp):
         super().__init__(input, min_value=FloatAttr(min_value, f64), max_value=FloatAttr(max_value, f64))
 
     def verify_(self) -> None:
-        if self.min_value.value.data > self.max_value.value.data:
-            raise fail(self, "min_value must not exceed max_value")
+        lo, hi = self.min_value.value.data, self.max_value.value.data
+        if not lo <= hi:
+            raise fail(self, f"min_value ({lo}) must not exceed max_value ({hi})")
 
 
 @irdl_op_definition
@@ -311,8 +364,7 @@ class TbBinaryOp(TbOp):
             raise fail(self, "operands must agree on after_accum (both before or both after the for-loop)")
         if after_accum(self.result) != after_accum(self.lhs):
             raise fail(self, "the result's after_accum must equal the operands'")
-        if len({element_type_of(v) for v in (self.lhs, self.rhs, self.result)}) > 1:
-            raise fail(self, "operands and result must share one element type")
+        check_same_element_type(self, self.lhs, self.rhs, self.result)
         try:
             expected = self.infer_shape(shape_of(self.lhs), shape_of(self.rhs))
         except tiling.ShapeError as err:
@@ -374,6 +426,7 @@ class TbReductionBase(TbOp):
     def check_result(self, result: SSAValue) -> None:
         if after_accum(result) != after_accum(self.input):
             raise fail(self, "the result's after_accum must equal the operand's")
+        check_same_element_type(self, self.input, result)
         try:
             expected = tiling.reduction_shape(shape_of(self.input), self.reduce_dim, self.reduced_size())
         except tiling.ShapeError as err:
@@ -419,8 +472,11 @@ class ReductionToDimxOp(TbReductionBase):
         )
 
     def reduced_size(self) -> int:
-        graph = graph_of(self)
-        return graph.dimx if graph is not None else shape_of(self.result)[self.reduce_dim]
+        graph = checked_graph_of(self)
+        if graph is not None:
+            return graph.dimx
+        shape = shape_of(self.result)  # detached or malformed graph: trust the result type
+        return shape[self.reduce_dim] if 0 <= self.reduce_dim < len(shape) else 1
 
     def verify_(self) -> None:
         self.check_result(self.result)
@@ -482,7 +538,8 @@ class ConcatOp(TbOp):
 
     def verify_(self) -> None:
         if after_accum(self.lhs) != after_accum(self.rhs) or after_accum(self.result) != after_accum(self.lhs):
-            raise fail(self, "operands and result must agree on after_accum")
+            raise fail(self, "operands and result must agree on after_accum (both before or both after the for-loop)")
+        check_same_element_type(self, self.lhs, self.rhs, self.result)
         try:
             expected = tiling.concat_shape(shape_of(self.lhs), shape_of(self.rhs), self.dim.value.data)
         except tiling.ShapeError as err:
@@ -529,16 +586,35 @@ class ForloopAccumOp(TbOp):
         kind = self.accum_kind
         if kind not in tiling.ACCUMULATOR_KINDS:
             raise fail(self, f"unknown kind '{kind}' (expected one of {', '.join(tiling.ACCUMULATOR_KINDS)})")
-        if (self.rescale is not None) != (kind in tiling.RESCALE_ACCUMULATORS):
-            raise fail(self, f"kind '{kind}' {'needs' if kind in tiling.RESCALE_ACCUMULATORS else 'takes no'} rescale operand")
+        if self.rescale is None and kind in tiling.RESCALE_ACCUMULATORS:
+            raise fail(self, f"kind '{kind}' needs a rescale operand: tb.forloop_accum {kind} %x, %rescale")
+        if self.rescale is not None and kind not in tiling.RESCALE_ACCUMULATORS:
+            raise fail(
+                self,
+                f"kind '{kind}' takes no rescale operand (only {' and '.join(tiling.RESCALE_ACCUMULATORS)} do)",
+            )
         if after_accum(self.input):
             raise fail(self, "the accumulated tile must be computed inside the for-loop (not after_accum)")
         if self.rescale is not None and after_accum(self.rescale):
             raise fail(self, "the rescale tile must be computed inside the for-loop (not after_accum)")
         if not after_accum(self.result):
-            raise fail(self, "an accumulator's result is after_accum")
-        graph = graph_of(self)
-        dimx = graph.dimx if graph is not None else 64
+            raise fail(self, "an accumulator's result lives after the for-loop: its type must be after_accum")
+        check_same_element_type(self, *self.operands, self.result)
+        if self.rescale is not None:
+            in_shape, scale_shape = shape_of(self.input), shape_of(self.rescale)
+            try:
+                ok = tiling.broadcast_shape(in_shape, scale_shape) == in_shape
+            except tiling.ShapeError:
+                ok = False
+            if not ok:
+                raise fail(
+                    self,
+                    f"rescale shape {scale_shape} must broadcast to the accumulated tile's shape {in_shape} "
+                    "(equal rank, each dim equal or 1)",
+                )
+        graph = checked_graph_of(self)
+        # detached op or malformed graph (reported by kn.customized): trust the result's last dim
+        dimx = graph.dimx if graph is not None else shape_of(self.result)[-1]
         try:
             expected = tiling.accumulator_shape(kind, shape_of(self.input), dimx)
         except tiling.ShapeError as err:

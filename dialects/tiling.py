@@ -12,6 +12,8 @@ from collections.abc import Sequence
 GRID_AXES = ("x", "y", "z")
 MAX_TENSOR_DIMS = 4  # include/mirage/config.h
 MAX_THREADS_PER_BLOCK = 1024  # CUDA C++ Programming Guide, Table 21
+MAX_BLOCK_DIM = (1024, 1024, 64)  # per-axis block size limits (same table)
+MAX_GRID_DIM = (2**31 - 1, 65535, 65535)  # per-axis grid size limits (same table)
 
 ACCUMULATOR_KINDS = (
     "nored",
@@ -34,11 +36,10 @@ def _check_map(name: str, mapping: Sequence[int], rank: int) -> None:
     if len(mapping) != 3:
         raise ShapeError(f"{name} must have 3 entries (x, y, z), got {len(mapping)}")
     used: dict[int, str] = {}
+    hint = "use -1 to replicate" if name == "input_map" else "use -1 only for a grid axis of size 1"
     for axis, dim in zip(GRID_AXES, mapping):
         if dim < -1 or dim >= rank:
-            raise ShapeError(
-                f"{name}.{axis} = {dim} is not a dimension of a rank-{rank} tensor (use -1 to replicate)"
-            )
+            raise ShapeError(f"{name}.{axis} = {dim} is not a dimension of a rank-{rank} tensor ({hint})")
         if dim >= 0:
             if dim in used:
                 raise ShapeError(

@@ -74,8 +74,11 @@ class MirageOptMain(xDSLOptMain):
 
 
 def _one_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text if text else type(err).__name__
+    """The error as one line: `file:line:col: message` for parse errors, else the message."""
+    if isinstance(err, ParseError):
+        return f"{err.span.get_location()}: {err.msg}"
+    text = " ".join(part.strip() for part in str(err).splitlines() if part.strip())
+    return text or type(err).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> None:
