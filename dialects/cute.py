@@ -47,7 +47,6 @@ from xdsl.irdl import (
     lazy_traits_def,
     operand_def,
     opt_operand_def,
-    opt_prop_def,
     prop_def,
     region_def,
     result_def,

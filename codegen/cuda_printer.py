@@ -1,0 +1,729 @@
+"""The CUDA printer: `cute.kernel` ops -> C++ kernels, kernel graphs -> launch plans.
+
+A thin, transformation-free walk: every cute op becomes one call into our header library
+(`codegen/include/mirage_xdsl/*.cuh`) with its layouts spelled as template arguments
+(`mx::L<sizes..., strides..., B, M, S>`, modes fastest first) and its fusion-chain
+arithmetic as a small lambda.  One translation unit per module: one
+`extern "C" __global__` kernel per `cute.kernel` (name `<func>_k<i>`, parameters = output
+pointers then input pointers, `__launch_bounds__(threads)`).
+
+`plan_function` turns a `func.func` into a `LaunchPlan`: `cute.kernel` -> `KernelLaunch`,
+every other `kn` op -> `LibraryCall` (run with CuPy/cuBLAS by the runtime), tensors
+referenced as graph inputs, graph outputs or workspace slices (`kn.workspace_offset`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    Signedness,
+)
+from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
+
+from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
+from mirage_xdsl.dialects import cute
+from mirage_xdsl.dialects import kernel as kn
+from mirage_xdsl.dialects.kernel import element_type_of, ints, shape_of
+from mirage_xdsl.passes.convert_tb_to_cute import dtensor_strides
+
+HEADER = "mirage_xdsl/runtime.cuh"
+
+SMEM_LIMITS = {"sm_80": 166912, "sm_86": 101376, "sm_87": 166912, "sm_89": 101376, "sm_90": 232448, "sm_100": 232448}
+"""Opt-in dynamic shared memory per block (bytes), CUDA C++ Programming Guide table 21."""
+
+
+class CudaEmitError(DiagnosticException):
+    """The module cannot be printed as CUDA; the message names the op and the reason."""
+
+
+def _err(op: Operation, msg: str) -> CudaEmitError:
+    return CudaEmitError(f"cuda target: {op.name}: {msg}")
+
+
+def c_type(elem: Attribute) -> str:
+    if isinstance(elem, Float16Type):
+        return "mx::f16"
+    if isinstance(elem, BFloat16Type):
+        return "mx::bf16"
+    if isinstance(elem, Float32Type):
+        return "float"
+    if isinstance(elem, Float64Type):
+        return "double"
+    raise ValueError(f"no CUDA type for element type {elem}")
+
+
+def dtype_name(elem: Attribute) -> str:
+    """numpy spelling of a builtin element type (LaunchPlan `DTypeName`)."""
+    if isinstance(elem, Float16Type):
+        return "float16"
+    if isinstance(elem, BFloat16Type):
+        return "bfloat16"
+    if isinstance(elem, Float32Type):
+        return "float32"
+    if isinstance(elem, Float64Type):
+        return "float64"
+    if isinstance(elem, IntegerType):
+        if elem.width.data == 8 and elem.signedness.data != Signedness.UNSIGNED:
+            return "int8"
+        if elem.width.data == 16 and elem.signedness.data == Signedness.UNSIGNED:
+            return "uint16"
+    raise ValueError(f"no dtype name for element type {elem}")
+
+
+def c_float(value: float) -> str:
+    """An fp32 C++ literal."""
+    if math.isinf(value):
+        return "mx::neg_inf()" if value < 0 else "(-mx::neg_inf())"
+    if math.isnan(value):
+        return "__int_as_float(0x7fc00000)"
+    text = repr(float(value))
+    return f"{text}f"
+
+
+def c_ident(name: str) -> str:
+    ident = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return ident if ident and not ident[0].isdigit() else f"k_{ident}"
+
+
+# ---------------------------------------------------------------------------------------
+# Layout spelling
+
+
+def layout_t(dims: Sequence[int], strides: Sequence[int], swizzle: cute.SwizzleAttr | None = None) -> str:
+    """`mx::L<...>` for modes (fastest first); size-1 modes are dropped, at most 4 remain."""
+    modes = [(d, s) for d, s in zip(dims, strides) if d != 1]
+    if len(modes) > 4:
+        raise ValueError(f"more than 4 non-trivial modes: {modes}")
+    modes += [(1, 0)] * (4 - len(modes))
+    args = [str(d) for d, _ in modes] + [str(s) for _, s in modes]
+    if swizzle is not None and swizzle.is_xor:
+        args += [str(v) for v in swizzle.bms]
+    return "mx::L<" + ",".join(args) + ">"
+
+
+def matrix_t(sr: int, sc: int, swizzle: cute.SwizzleAttr | None = None) -> str:
+    args = [str(sr), str(sc)]
+    if swizzle is not None and swizzle.is_xor:
+        args += [str(v) for v in swizzle.bms]
+    return "mx::M2<" + ",".join(args) + ">"
+
+
+def copy_order(dims: Sequence[int], gstrides: Sequence[int]) -> list[int]:
+    """Copy modes fastest first: the DTensor's unit-stride dim, then by increasing stride."""
+    rank = len(dims)
+    inner = [d for d in range(rank) if gstrides[d] == 1 and dims[d] > 1]
+    first = inner[0] if inner else rank - 1
+    rest = sorted((d for d in range(rank) if d != first), key=lambda d: (gstrides[d], -d))
+    return [first, *rest]
+
+
+def smem_vec_ok(typ: cute.SmemTensorType, dim: int, vec: int) -> bool:
+    strides = typ.strides
+    if strides[dim] != 1:
+        return False
+    if any(strides[d] % vec for d in range(len(strides)) if d != dim and typ.get_shape()[d] > 1):
+        return False
+    if typ.swizzle.is_xor and (1 << typ.swizzle.bms[1]) < vec:
+        return False
+    return True
+
+
+def pair_ok(typ: cute.SmemTensorType, k_dim: int, other_dim: int) -> bool:
+    """(k, k+1) pairs of a 2-byte matrix operand are aligned 32-bit words."""
+    strides, dims = typ.strides, typ.get_shape()
+    if strides[k_dim] != 1 or cute.elem_bytes(typ.element_type) != 2:
+        return False
+    if dims[other_dim] > 1 and strides[other_dim] % 2:
+        return False
+    if typ.swizzle.is_xor and typ.swizzle.bms[1] < 1:
+        return False
+    return True
+
+
+LOAD_MODES = ("kLdElem", "kLdPair", "kLdsm", "kLdsmT")
+
+
+def fragment_load_mode(typ: cute.SmemTensorType, mn_dim: int, k_dim: int, atom_k: int) -> int:
+    """How mma_run reads an MMA operand tile (index into LOAD_MODES).
+
+    ldmatrix needs 16-byte rows: 2-byte elements, 8 contiguous elements along the row dim
+    (stride 1), the other stride a multiple of 8 elements and a swizzle that keeps 8-element
+    chunks whole (M >= 3).  Rows along k (`kLdsm`) also need K % 8 == 0 (a partial chunk
+    would feed garbage into every output); rows along m/n (`kLdsmT`) may run into the row
+    padding, which only reaches dropped outputs."""
+    strides, dims = typ.strides, typ.get_shape()
+    two_bytes = cute.elem_bytes(typ.element_type) == 2
+    chunks_whole = not typ.swizzle.is_xor or typ.swizzle.bms[1] >= 3
+    if atom_k == 16 and two_bytes and chunks_whole:
+        if strides[k_dim] == 1 and (dims[mn_dim] == 1 or strides[mn_dim] % 8 == 0) and dims[k_dim] % 8 == 0:
+            return 2
+        if strides[mn_dim] == 1 and dims[mn_dim] > 1 and (dims[k_dim] == 1 or strides[k_dim] % 8 == 0):
+            return 3
+    return 1 if pair_ok(typ, k_dim, mn_dim) else 0
+
+
+# ---------------------------------------------------------------------------------------
+# Kernels
+
+
+class _KernelPrinter:
+    def __init__(self, kernel: cute.KernelOp):
+        self.kernel = kernel
+        self.nt = kernel.num_threads
+        self.lines: list[str] = []
+        self.indent = 1
+        self.names: dict[SSAValue, str] = {}
+        self.double: dict[SSAValue, tuple[str, str]] = {}
+        self.loop: cute.ForOp | None = None
+        self.frag_count = 0
+        self.smem_count = 0
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.indent + line)
+
+    def elem(self, value: SSAValue) -> Attribute:
+        typ = value.type
+        if isinstance(typ, cute.SmemTensorType):
+            return typ.element_type
+        return element_type_of(value)
+
+    def tile_ptr(self, value: SSAValue, shift: int = 0) -> str:
+        """C expression of a shared tile (the right buffer of a double buffer)."""
+        if value in self.double:
+            b0, b1 = self.double[value]
+            if self.loop is None:
+                return b0
+            it = "it" if shift == 0 else f"it + {shift}"
+            return f"((({it}) & 1) ? {b1} : {b0})"
+        return self.names[value]
+
+    def print(self) -> str:
+        k = self.kernel
+        params = []
+        nout = len(k.outputs)
+        for i, arg in enumerate(k.body.block.args):
+            ct = c_type(element_type_of(arg))
+            if i < nout:
+                name = f"o{i}"
+                params.append(f"{ct}* __restrict__ {name}")
+            else:
+                name = f"i{i - nout}"
+                params.append(f"const {ct}* __restrict__ {name}")
+            self.names[arg] = name
+        b = k.block
+        header = [
+            f"// {k.kernel_name.data}: grid ({k.grid[0]}, {k.grid[1]}, {k.grid[2]}), "
+            f"block ({b[0]}, {b[1]}, {b[2]}), {k.smem_bytes} B dynamic shared memory, "
+            f"for-loop {k.iterations}",
+            f'extern "C" __global__ void __launch_bounds__({self.nt}) {k.kernel_name.data}(',
+            "    " + (",\n    ".join(params)) + ") {",
+        ]
+        self.emit("extern __shared__ __align__(128) unsigned char smem[];")
+        if b[1] == 1 and b[2] == 1:
+            self.emit("const int tid = threadIdx.x;")
+        else:
+            self.emit("const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);")
+        self.emit("if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header")
+        for op in k.body.block.ops:
+            self.op(op)
+        return "\n".join(header + self.lines + ["}", ""])
+
+    # ---- ops -----------------------------------------------------------------------------
+
+    def op(self, op: Operation) -> None:
+        if isinstance(op, cute.SmemAllocOp):
+            self.smem_alloc(op)
+        elif isinstance(op, cute.CopyG2SOp):
+            self.copy_g2s(op)
+        elif isinstance(op, cute.CopyS2GOp):
+            self.copy_s2g(op)
+        elif isinstance(op, cute.CpAsyncCommitOp):
+            self.emit("mx::cp_async_commit();")
+        elif isinstance(op, cute.CpAsyncWaitOp):
+            self.emit(f"mx::cp_async_wait<{op.pending.value.data}>();")
+        elif isinstance(op, cute.BarrierOp):
+            self.emit("__syncthreads();")
+        elif isinstance(op, cute.FillOp):
+            self.fill(op)
+        elif isinstance(op, cute.ElementwiseOp):
+            self.elementwise(op)
+        elif isinstance(op, cute.ReduceOp):
+            self.reduce(op)
+        elif isinstance(op, cute.ConcatOp):
+            self.concat(op)
+        elif isinstance(op, cute.MmaInitOp):
+            self.mma_init(op)
+        elif isinstance(op, cute.MmaOp):
+            self.mma(op)
+        elif isinstance(op, cute.FragStoreOp):
+            self.frag_store(op)
+        elif isinstance(op, cute.ForOp):
+            self.for_loop(op)
+        elif isinstance(op, cute.YieldOp):
+            pass
+        else:
+            raise _err(op, "has no CUDA printing")
+
+    def smem_alloc(self, op: cute.SmemAllocOp) -> None:
+        ct = c_type(self.elem(op.result))
+        name = f"s{self.smem_count}"
+        self.smem_count += 1
+        offs = op.byte_offsets
+        if len(offs) == 2:
+            b0, b1 = f"{name}_0", f"{name}_1"
+            self.emit(f"{ct}* {b0} = reinterpret_cast<{ct}*>(smem + {offs[0]});")
+            self.emit(f"{ct}* {b1} = reinterpret_cast<{ct}*>(smem + {offs[1]});")
+            self.double[op.result] = (b0, b1)
+            self.names[op.result] = b0
+        else:
+            self.emit(f"{ct}* {name} = reinterpret_cast<{ct}*>(smem + {offs[0]});")
+            self.names[op.result] = name
+
+    def gmem_ptr(self, op: cute.CopyG2SOp | cute.CopyS2GOp, arg: SSAValue) -> str:
+        terms = []
+        for axis, off in zip("xyz", cute.dense_ints(op.block_offset)):
+            if off:
+                terms.append(f"blockIdx.{axis} * {off}")
+        if isinstance(op, cute.CopyG2SOp) and op.iter is not None and op.iter_stride.value.data:
+            shift = op.iter_offset.value.data
+            it = "it" if shift == 0 else f"(it + {shift})"
+            terms.append(f"{it} * {op.iter_stride.value.data}")
+        base = self.names[arg]
+        return base if not terms else f"{base} + {' + '.join(terms)}"
+
+    def copy_layouts(
+        self, op: cute.CopyG2SOp | cute.CopyS2GOp, smem: cute.SmemTensorType, vec: int
+    ) -> tuple[str, str, bool, int]:
+        dims, gstrides = op.tile.dims, op.tile.strides
+        order = copy_order(dims, gstrides)
+        sd = [dims[d] for d in order]
+        gs = [gstrides[d] for d in order]
+        ss = [smem.strides[d] for d in order]
+        svec = False
+        ss0 = ss[0]
+        if vec > 1:
+            sd[0] //= vec
+            gs[0] *= vec
+            svec = smem_vec_ok(smem, order[0], vec)
+            ss[0] *= vec
+        return layout_t(sd, gs), layout_t(sd, ss, smem.swizzle), svec, ss0
+
+    def copy_g2s(self, op: cute.CopyG2SOp) -> None:
+        smem = op.dst.type
+        assert isinstance(smem, cute.SmemTensorType)
+        mode = op.mode.data
+        vec = op.vec.value.data if mode != "sync" else 1
+        lg, ls, svec, ss0 = self.copy_layouts(op, smem, vec)
+        shift = op.iter_offset.value.data if op.iter is not None else 0
+        dst = self.tile_ptr(op.dst, shift)
+        src = self.gmem_ptr(op, op.src)
+        if mode == "sync":
+            call = f"mx::g2s_sync<{self.nt}, {lg}, {ls}>({dst}, {src}, tid);"
+        elif mode == "chunked" or not svec:
+            call = f"mx::g2s_chunked<{self.nt}, {lg}, {ls}, {vec}, {str(svec).lower()}, {ss0}>({dst}, {src}, tid);"
+        else:
+            call = f"mx::g2s_async<{self.nt}, {lg}, {ls}>({dst}, {src}, tid);"
+        if shift and self.loop is not None:
+            self.emit(f"if (it + {shift} < {self.loop.trip_count}) {call}")
+        else:
+            self.emit(call)
+
+    def copy_s2g(self, op: cute.CopyS2GOp) -> None:
+        smem = op.src.type
+        assert isinstance(smem, cute.SmemTensorType)
+        mode = op.mode.data
+        vec = op.vec.value.data if mode != "sync" else 1
+        lg, ls, svec, ss0 = self.copy_layouts(op, smem, vec)
+        svec = svec and smem.element_type == element_type_of(op.dst)
+        dst = self.gmem_ptr(op, op.dst)
+        src = self.tile_ptr(op.src)
+        if mode == "sync":
+            self.emit(f"mx::s2g_sync<{self.nt}, {lg}, {ls}>({dst}, {src}, tid);")
+        else:
+            self.emit(f"mx::s2g_chunked<{self.nt}, {lg}, {ls}, {vec}, {str(svec).lower()}, {ss0}>({dst}, {src}, tid);")
+
+    def natural_layout(self, typ: cute.SmemTensorType, order: Sequence[int] | None = None) -> str:
+        rank = len(typ.get_shape())
+        order = list(order) if order is not None else list(reversed(range(rank)))
+        return layout_t([typ.get_shape()[d] for d in order], [typ.strides[d] for d in order], typ.swizzle)
+
+    def fill(self, op: cute.FillOp) -> None:
+        typ = op.dst.type
+        assert isinstance(typ, cute.SmemTensorType)
+        self.emit(f"mx::fill<{self.nt}, {self.natural_layout(typ)}>({self.tile_ptr(op.dst)}, {c_float(op.fill_value)}, tid);")
+
+    @staticmethod
+    def apply_epilogue(expr: str, epilogue: ArrayAttr) -> str:
+        for fn in epilogue.data:
+            assert isinstance(fn, cute.UnaryFnAttr)
+            name, vals = fn.fn_name, fn.values
+            if name == "mul_scalar":
+                expr = f"({expr}) * {c_float(vals[0])}"
+            elif name == "clamp":
+                expr = f"mx::f_clamp({expr}, {c_float(vals[0])}, {c_float(vals[1])})"
+            else:
+                expr = f"mx::f_{name}({expr})"
+        return expr
+
+    @staticmethod
+    def store_expr(mode: str, value: str, scale: str | None = None) -> tuple[str, bool]:
+        if mode == "store":
+            return value, False
+        if mode == "add":
+            return f"o + ({value})", True
+        if mode == "max":
+            return f"fmaxf(o, {value})", True
+        assert scale is not None
+        return f"o * {scale} + ({value})", True
+
+    def operand_layout(self, value: SSAValue, out_dims: Sequence[int], order: Sequence[int]) -> str:
+        typ = value.type
+        assert isinstance(typ, cute.SmemTensorType)
+        dims = typ.get_shape()
+        strides = [0 if dims[d] == 1 else typ.strides[d] for d in order]
+        return layout_t([out_dims[d] for d in order], strides, typ.swizzle)
+
+    def elementwise(self, op: cute.ElementwiseOp) -> None:
+        out = op.out.type
+        assert isinstance(out, cute.SmemTensorType)
+        order = cute.dense_ints(op.order)
+        dims = out.get_shape()
+        ins = list(op.ins)
+        mode = op.mode.data
+        scale = None
+        if mode == "rescale":
+            scale = "abc"[len(ins) - 1]
+        fn = op.fn.data
+        lead = {"id": "a", "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b", "pow": "mx::f_pow(a, b)"}[fn]
+        value = self.apply_epilogue(lead, op.epilogue)
+        body, read = self.store_expr(mode, value, scale)
+        layouts = [self.operand_layout(v, dims, order) for v in ins] + ["mx::LNone"] * (3 - len(ins))
+        ptrs = [self.tile_ptr(v) for v in ins] + ["static_cast<const float*>(nullptr)"] * (3 - len(ins))
+        lo = layout_t([dims[d] for d in order], [out.strides[d] for d in order], out.swizzle)
+        self.emit(
+            f"mx::elementwise<{self.nt}, 0, {lo}, {', '.join(layouts)}, {str(read).lower()}>("
+            f"{self.tile_ptr(op.out)}, {', '.join(ptrs)}, tid,"
+        )
+        self.emit(f"    [](float o, float a, float b, float c) {{ return {body}; }});")
+
+    def reduce(self, op: cute.ReduceOp) -> None:
+        src = op.input.type
+        assert isinstance(src, cute.SmemTensorType)
+        outs = list(op.outs)
+        out = outs[0].type
+        assert isinstance(out, cute.SmemTensorType)
+        order = cute.dense_ints(op.order)
+        d = op.dim.value.data
+        group = op.group.value.data
+        odims = out.get_shape()
+        k = src.get_shape()[d] // group
+        ks = group * src.strides[d]
+        g = op.threads.value.data
+        lo = layout_t([odims[x] for x in order], [out.strides[x] for x in order], out.swizzle)
+        li = layout_t([odims[x] for x in order], [src.strides[x] for x in order], src.swizzle)
+        if op.kind.data == "max":
+            dtyp = outs[1].type
+            assert isinstance(dtyp, cute.SmemTensorType)
+            ld = layout_t([odims[x] for x in order], [dtyp.strides[x] for x in order], dtyp.swizzle)
+            self.emit(
+                f"mx::reduce_max_running<{self.nt}, {g}, {k}, {ks}, {lo}, {ld}, {li}>("
+                f"{self.tile_ptr(outs[0])}, {self.tile_ptr(outs[1])}, {self.tile_ptr(op.input)}, tid);"
+            )
+            return
+        value = self.apply_epilogue("v", op.epilogue)
+        body, read = self.store_expr(op.mode.data, value)
+        self.emit(
+            f"mx::reduce_sum<{self.nt}, {g}, {k}, {ks}, {lo}, {li}, {str(read).lower()}>("
+            f"{self.tile_ptr(outs[0])}, {self.tile_ptr(op.input)}, tid,"
+        )
+        self.emit(f"    [](float o, float v) {{ return {body}; }});")
+
+    def concat(self, op: cute.ConcatOp) -> None:
+        out = op.out.type
+        assert isinstance(out, cute.SmemTensorType)
+        order = cute.dense_ints(op.order)
+        d = op.dim.value.data
+        value = self.apply_epilogue("a", op.epilogue)
+        body, read = self.store_expr(op.mode.data, value)
+        base = 0
+        for part in (op.lhs, op.rhs):
+            pt = part.type
+            assert isinstance(pt, cute.SmemTensorType)
+            pdims = pt.get_shape()
+            lo = layout_t([pdims[x] for x in order], [out.strides[x] for x in order], out.swizzle)
+            la = self.operand_layout(part, pdims, order)
+            self.emit(
+                f"mx::elementwise<{self.nt}, {base}, {lo}, {la}, mx::LNone, mx::LNone, {str(read).lower()}>("
+                f"{self.tile_ptr(op.out)}, {self.tile_ptr(part)}, static_cast<const float*>(nullptr), "
+                "static_cast<const float*>(nullptr), tid,"
+            )
+            self.emit(f"    [](float o, float a, float b, float c) {{ return {body}; }});")
+            base += pdims[d] * out.strides[d]
+
+    @staticmethod
+    def frag_info(frag: cute.FragmentType) -> tuple[int, int, str, int, int, int, bool]:
+        m, n = frag.get_shape()
+        mma = frag.mma
+        atom = mma.atom_name
+        tgm, tgn = mma.tg
+        ak = mma.atom_shape[2]
+        return m, n, atom, tgm, tgn, ak, "BF16" in atom
+
+    def mma_init(self, op: cute.MmaInitOp) -> None:
+        frag = op.result.type
+        assert isinstance(frag, cute.FragmentType)
+        m, n, atom, tgm, tgn, ak, _ = self.frag_info(frag)
+        name = f"f{self.frag_count}"
+        self.frag_count += 1
+        self.names[op.result] = name
+        if atom == "UniversalFMA":
+            self.emit(f"mx::FmaAcc<{m}, {n}, {self.nt}> {name};  // {atom}")
+        else:
+            self.emit(f"mx::MmaAcc<{m}, {n}, {tgm}, {tgn}, {ak}> {name};  // {atom}, thr_layout ({tgm},{tgn})")
+        self.emit(f"{name}.zero();")
+
+    def mma(self, op: cute.MmaOp) -> None:
+        frag = op.acc.type
+        assert isinstance(frag, cute.FragmentType)
+        m, n, atom, tgm, tgn, ak, bf = self.frag_info(frag)
+        ta, tbt = op.a.type, op.b.type
+        assert isinstance(ta, cute.SmemTensorType) and isinstance(tbt, cute.SmemTensorType)
+        ra, rb = len(ta.get_shape()), len(tbt.get_shape())
+        k = ta.get_shape()[-1]
+        acc = self.names[op.acc]
+        a, b = self.tile_ptr(op.a), self.tile_ptr(op.b)
+        sa_m, sa_k = ta.strides[-2], ta.strides[-1]
+        sb_k, sb_n = tbt.strides[-2], tbt.strides[-1]
+        if atom == "UniversalFMA":
+            la = matrix_t(sa_m, sa_k, ta.swizzle)
+            lb = matrix_t(sb_k, sb_n, tbt.swizzle)
+            self.emit(f"mx::fma_run<{self.nt}, decltype({acc}), {m}, {n}, {k}, {la}, {lb}>({acc}, {a}, {b}, tid);")
+            return
+        la = matrix_t(sa_m, sa_k, ta.swizzle)
+        lb = matrix_t(sb_n, sb_k, tbt.swizzle)  # B^T view: (n, k)
+        am = fragment_load_mode(ta, ra - 2, ra - 1, ak)
+        bm = fragment_load_mode(tbt, rb - 1, rb - 2, ak)
+        self.emit(
+            f"mx::mma_run<{self.nt}, decltype({acc}), {m}, {n}, {k}, {tgm}, {tgn}, {ak}, {str(bf).lower()}, "
+            f"{la}, {lb}, mx::{LOAD_MODES[am]}, mx::{LOAD_MODES[bm]}>({acc}, {a}, {b}, smem, tid);  // {atom}"
+        )
+
+    def frag_store(self, op: cute.FragStoreOp) -> None:
+        frag = op.acc.type
+        out = op.out.type
+        assert isinstance(frag, cute.FragmentType) and isinstance(out, cute.SmemTensorType)
+        m, n, atom, tgm, tgn, _, _ = self.frag_info(frag)
+        value = self.apply_epilogue("v", op.epilogue)
+        body, read = self.store_expr(op.mode.data, value)
+        lc = matrix_t(out.strides[-2], out.strides[-1], out.swizzle)
+        acc = self.names[op.acc]
+        dst = self.tile_ptr(op.out)
+        if atom == "UniversalFMA":
+            self.emit(f"mx::fma_store<{self.nt}, decltype({acc}), {m}, {n}, {lc}, {str(read).lower()}>({acc}, {dst}, tid,")
+        else:
+            self.emit(
+                f"mx::mma_store<decltype({acc}), {m}, {n}, {tgm}, {tgn}, {lc}, {str(read).lower()}>({acc}, {dst}, tid,"
+            )
+        self.emit(f"    [](float o, float v) {{ return {body}; }});")
+
+    def for_loop(self, op: cute.ForOp) -> None:
+        if self.loop is not None:
+            raise _err(op, "nested cute.for loops are not supported")
+        self.emit("#pragma unroll 1")
+        self.emit(f"for (int it = 0; it < {op.trip_count}; ++it) {{")
+        self.indent += 1
+        self.loop = op
+        for inner in op.body.block.ops:
+            self.op(inner)
+        self.loop = None
+        self.indent -= 1
+        self.emit("}")
+
+
+def print_kernel(kernel: cute.KernelOp) -> str:
+    """The C++ text of one `cute.kernel`."""
+    return _KernelPrinter(kernel).print()
+
+
+# ---------------------------------------------------------------------------------------
+# Launch plans
+
+
+def _spec(value: SSAValue, strides: Sequence[int] | None = None) -> TensorSpec:
+    return TensorSpec(
+        tuple(shape_of(value)),
+        tuple(strides if strides is not None else dtensor_strides(value)),
+        dtype_name(element_type_of(value)),  # type: ignore[arg-type]
+    )
+
+
+def _result_strides(fn: func.FuncOp, index: int, value: SSAValue) -> tuple[int, ...]:
+    if fn.res_attrs is not None:
+        attrs = fn.res_attrs.data[index]
+        st = getattr(attrs, "data", {}).get("kn.strides")
+        if isinstance(st, DenseArrayBase):
+            return ints(st)
+    return dtensor_strides(value)
+
+
+LIBRARY_OPS = {
+    kn.ExpOp: "exp",
+    kn.SquareOp: "square",
+    kn.SqrtOp: "sqrt",
+    kn.SiluOp: "silu",
+    kn.SigmoidOp: "sigmoid",
+    kn.GeluOp: "gelu",
+    kn.ReluOp: "relu",
+    kn.LogOp: "log",
+    kn.ClampOp: "clamp",
+    kn.MulScalarOp: "mul_scalar",
+    kn.AddOp: "add",
+    kn.SubOp: "sub",
+    kn.MulOp: "mul",
+    kn.DivOp: "div",
+    kn.PowOp: "pow",
+    kn.MatmulOp: "matmul",
+    kn.ReductionOp: "reduction",
+    kn.RmsNormOp: "rms_norm",
+    kn.ConcatOp: "concat",
+    kn.ChunkOp: "chunk",
+    kn.AllReduceOp: "all_reduce",
+}
+
+
+def library_params(op: Operation) -> dict[str, float | int | list[int]]:
+    """The `LibraryCall.params` of a kernel-level op (exact semantics in the runtime)."""
+    if isinstance(op, kn.ClampOp):
+        return {"min": float(op.min_value.value.data), "max": float(op.max_value.value.data)}
+    if isinstance(op, kn.MulScalarOp):
+        return {"scalar": float(op.scalar.value.data)}
+    if isinstance(op, kn.ReductionOp):
+        # size > 1 sums STRIDED groups: out[..., j, ...] = sum_k in[..., j + k*size, ...]
+        return {"dim": op.dim.value.data, "size": op.size.value.data, "strided": 1}
+    if isinstance(op, kn.RmsNormOp):
+        return {"normalized_shape": list(ints(op.normalized_shape)), "eps": 0.0}
+    if isinstance(op, kn.ConcatOp):
+        return {"dim": op.dim.value.data}
+    if isinstance(op, kn.ChunkOp):
+        return {"dim": op.dim.value.data, "chunks": len(op.outputs)}
+    return {}
+
+
+def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
+    """The LaunchPlan of one kernel graph whose customized ops are `cute.kernel`s."""
+    block = fn.body.block
+    ret = block.last_op
+    if not isinstance(ret, func.ReturnOp):
+        raise _err(fn, "the kernel graph must end with func.return")
+    returned = list(ret.arguments)
+    out_index: dict[SSAValue, int] = {}
+    for i, v in enumerate(returned):
+        out_index.setdefault(v, i)
+    inputs = tuple(_spec(a) for a in block.args)
+    outputs = tuple(_spec(v, _result_strides(fn, i, v)) for i, v in enumerate(returned))
+
+    def ref(value: SSAValue, user: Operation) -> TensorRef:
+        if isinstance(value, BlockArgument) and value.block is block:
+            return TensorRef("input", value.index)
+        if value in out_index:
+            return TensorRef("output", out_index[value])
+        if not isinstance(value, OpResult):
+            raise _err(user, "operand is neither a graph input nor an op result")
+        offs = value.op.attributes.get("kn.workspace_offset")
+        if not isinstance(offs, DenseArrayBase) or value.index >= len(ints(offs)) or ints(offs)[value.index] < 0:
+            raise _err(
+                value.op,
+                "an intermediate tensor has no 'kn.workspace_offset'; run kn-plan-workspace first "
+                "(mirage-transpile runs every pass in order)",
+            )
+        return TensorRef("workspace", 0, ints(offs)[value.index], _spec(value))
+
+    steps: list[KernelLaunch | LibraryCall] = []
+    for op in block.ops:
+        if isinstance(op, func.ReturnOp):
+            continue
+        if isinstance(op, cute.KernelOp):
+            limit = SMEM_LIMITS.get(arch.rstrip("a"), cute.MAX_SMEM_BYTES)
+            if op.smem_bytes > limit:
+                raise _err(op, f"{op.kernel_name.data} needs {op.smem_bytes} B of shared memory, more than {arch}'s {limit} B")
+            args = tuple(ref(v, op) for v in op.outputs) + tuple(ref(v, op) for v in op.inputs)
+            steps.append(KernelLaunch(op.kernel_name.data, op.grid, op.block, op.smem_bytes, args))
+            continue
+        if isinstance(op, kn.CustomizedOp):
+            raise _err(op, "kn.customized was not lowered; run convert-tb-to-cute (mirage-transpile) first")
+        name = LIBRARY_OPS.get(type(op))
+        if name is None:
+            raise _err(op, "has no library lowering")
+        steps.append(
+            LibraryCall(
+                name,
+                tuple(ref(v, op) for v in op.operands),
+                tuple(ref(v, op) for v in op.results),
+                library_params(op),
+            )
+        )
+    # graph outputs that are graph inputs or repeat another output are copied at the end
+    for i, v in enumerate(returned):
+        src: TensorRef | None = None
+        if isinstance(v, BlockArgument) and v.block is block:
+            src = TensorRef("input", v.index)
+        elif out_index[v] != i:
+            src = TensorRef("output", out_index[v])
+        if src is not None:
+            steps.append(LibraryCall("copy", (src,), (TensorRef("output", i),), {}))
+    ws = fn.attributes.get("kn.workspace_size")
+    workspace = ws.value.data if isinstance(ws, IntegerAttr) else 0
+    for s in steps:
+        for r in (*s.args, *(s.results if isinstance(s, LibraryCall) else ())):
+            if r.kind == "workspace" and r.spec is not None:
+                need = r.offset + _spec_bytes(r.spec)
+                if need > workspace:
+                    raise _err(fn, f"workspace slice [{r.offset}, {need}) exceeds kn.workspace_size = {workspace}")
+    return LaunchPlan(fn.sym_name.data, inputs, outputs, workspace, tuple(steps), arch)
+
+
+_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint16": 2}
+
+
+def _spec_bytes(spec: TensorSpec) -> int:
+    """Bytes spanned by a strided tensor (1 + the largest element offset)."""
+    top = sum((d - 1) * s for d, s in zip(spec.shape, spec.strides))
+    return (top + 1) * _DTYPE_BYTES[spec.dtype]
+
+
+def print_module(module: ModuleOp, arch: str = "sm_90") -> tuple[str, dict[str, LaunchPlan]]:
+    """(CUDA source, plans by func name) of a module whose graphs are lowered to cute."""
+    kernels: list[str] = []
+    plans: dict[str, LaunchPlan] = {}
+    funcs = [op for op in module.walk() if isinstance(op, func.FuncOp)]
+    seen: set[str] = set()
+    for fn in funcs:
+        for op in fn.body.block.ops:
+            if isinstance(op, cute.KernelOp):
+                name = op.kernel_name.data
+                if name in seen or c_ident(name) != name:
+                    raise _err(op, f"kernel name '{name}' is not a unique C identifier")
+                seen.add(name)
+                kernels.append(print_kernel(op))
+        plans[fn.sym_name.data] = plan_function(fn, arch)
+    head = [
+        f"// Generated by mirage_xdsl (cuda target, {arch}): {len(kernels)} kernel(s), "
+        f"{len(plans)} kernel graph(s).",
+        f'#include "{HEADER}"',
+        "",
+    ]
+    return "\n".join(head + kernels), plans

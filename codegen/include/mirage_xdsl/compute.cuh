@@ -1,0 +1,99 @@
+// mirage_xdsl device library: elementwise chains, reductions, accumulator initialisation.
+//
+// A fusion chain is one call: the generated lambda `f(o, a, b, c)` gets the old output value
+// (when READ) and up to three inputs, all fp32, and returns the value to store.  Inputs
+// are described by layouts with the OUTPUT's mode sizes (broadcast modes have stride 0),
+// so one flat index addresses every operand.
+#pragma once
+#include "core.cuh"
+
+namespace mx {
+
+template <int NT, class LO, class T>
+__device__ __forceinline__ void fill(T* o, float v, int tid) {
+  const T x = from_f<T>(v);
+#pragma unroll 2
+  for (int i = tid; i < LO::size; i += NT) o[LO::off(i)] = x;
+}
+
+// o[OBASE + LO(i)] = f(o, a[LA(i)], b[LB(i)], c[LC(i)]) for every i of LO.
+template <int NT, int OBASE, class LO, class LA, class LB, class LC, bool READ, class TO, class TA, class TB, class TC,
+          class F>
+__device__ __forceinline__ void elementwise(TO* o, const TA* a, const TB* b, const TC* c, int tid, F f) {
+#pragma unroll 2
+  for (int i = tid; i < LO::size; i += NT) {
+    float va = 0.0f, vb = 0.0f, vc = 0.0f, vo = 0.0f;
+    if constexpr (LA::size != 0) va = to_f(a[LA::off(i)]);
+    if constexpr (LB::size != 0) vb = to_f(b[LB::off(i)]);
+    if constexpr (LC::size != 0) vc = to_f(c[LC::off(i)]);
+    const int oo = LO::swz(OBASE + LO::raw(i));
+    if constexpr (READ) vo = to_f(o[oo]);
+    o[oo] = from_f<TO>(f(vo, va, vb, vc));
+  }
+}
+
+// Reduce K strided group members per output: v(out) = sum_k in[LI.raw(out) + k*KS] (LI has the
+// output's mode sizes and the input's strides; KS = group * input stride of the reduced
+// dim), then o = f(o, v).  G threads (a power of two dividing 32) share one output and
+// combine partial sums with warp shuffles; every thread runs the same number of rounds so
+// the shuffles are warp-uniform.
+template <int NT, int G, int K, int KS, class LO, class LI, bool READ, class TO, class TI, class F>
+__device__ __forceinline__ void reduce_sum(TO* o, const TI* in, int tid, F f) {
+  constexpr int PER = NT / G;
+  const int lane = tid % G;
+  const int slot = tid / G;
+#pragma unroll 1
+  for (int base = 0; base < LO::size; base += PER) {
+    const int oi = base + slot;
+    const bool valid = oi < LO::size;
+    float acc = 0.0f;
+    if (valid) {
+      const int b = LI::raw(oi);
+#pragma unroll 4
+      for (int k = lane; k < K; k += G) acc += to_f(in[LI::swz(b + k * KS)]);
+    }
+    if constexpr (G > 1) {
+#pragma unroll
+      for (int s = G / 2; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+    }
+    if (valid && lane == 0) {
+      const int oo = LO::off(oi);
+      float vo = 0.0f;
+      if constexpr (READ) vo = to_f(o[oo]);
+      o[oo] = from_f<TO>(f(vo, acc));
+    }
+  }
+}
+
+// Running max over calls (Mirage reduction_max): m = max_k in, new = max(old, m),
+// mx = new, diff = old - new.  `mx` starts at -inf (fill before the loop).
+template <int NT, int G, int K, int KS, class LO, class LD, class LI, class TO, class TD, class TI>
+__device__ __forceinline__ void reduce_max_running(TO* mxp, TD* diff, const TI* in, int tid) {
+  constexpr int PER = NT / G;
+  const int lane = tid % G;
+  const int slot = tid / G;
+#pragma unroll 1
+  for (int base = 0; base < LO::size; base += PER) {
+    const int oi = base + slot;
+    const bool valid = oi < LO::size;
+    float acc = neg_inf();
+    if (valid) {
+      const int b = LI::raw(oi);
+#pragma unroll 4
+      for (int k = lane; k < K; k += G) acc = fmaxf(acc, to_f(in[LI::swz(b + k * KS)]));
+    }
+    if constexpr (G > 1) {
+#pragma unroll
+      for (int s = G / 2; s > 0; s >>= 1) acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, s));
+    }
+    if (valid && lane == 0) {
+      const int oo = LO::off(oi);
+      const float old = to_f(mxp[oo]);
+      const float nw = fmaxf(old, acc);
+      mxp[oo] = from_f<TO>(nw);
+      diff[LD::off(oi)] = from_f<TD>(old - nw);
+    }
+  }
+}
+
+}  // namespace mx

@@ -1,0 +1,98 @@
+// mirage_xdsl device library: global <-> shared tile copies.
+//
+// Layout arguments list the tile's modes in copy order (mode 0 = the DTensor's unit-stride
+// dim, so consecutive threads touch consecutive addresses).  For the 16-byte variants the
+// layouts count VECTORS: mode 0 has size D0/V and stride V on both sides.
+#pragma once
+#include "core.cuh"
+
+namespace mx {
+
+#ifdef MX_HOST
+__device__ __forceinline__ void cp_async16(void* smem_ptr, const void* gmem_ptr) { std::memcpy(smem_ptr, gmem_ptr, 16); }
+__device__ __forceinline__ void cp_async_commit() {}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {}
+#else
+__device__ __forceinline__ void cp_async16(void* smem_ptr, const void* gmem_ptr) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_ptr));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem_ptr) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
+
+// Element by element, any layouts.
+template <int NT, class LG, class LS, class T>
+__device__ __forceinline__ void g2s_sync(T* s, const T* g, int tid) {
+#pragma unroll 4
+  for (int i = tid; i < LG::size; i += NT) {
+    s[LS::off(i)] = g[LG::raw(i)];
+  }
+}
+
+// 16-byte vectors from global memory.  SVEC: the vector is contiguous and 16-B aligned in
+// shared memory too (one 16-B store); otherwise its elements are scattered with stride SS0.
+template <int NT, class LG, class LS, int V, bool SVEC, int SS0, class T>
+__device__ __forceinline__ void g2s_chunked(T* s, const T* g, int tid) {
+#pragma unroll 4
+  for (int i = tid; i < LG::size; i += NT) {
+    const uint4 v = *reinterpret_cast<const uint4*>(g + LG::raw(i));
+    if constexpr (SVEC) {
+      *reinterpret_cast<uint4*>(s + LS::off(i)) = v;
+    } else {
+      const T* e = reinterpret_cast<const T*>(&v);
+      const int b = LS::raw(i);
+#pragma unroll
+      for (int j = 0; j < V; ++j) s[LS::swz(b + j * SS0)] = e[j];
+    }
+  }
+}
+
+// 16-byte cp.async (the shared side must be vector-contiguous).
+template <int NT, class LG, class LS, class T>
+__device__ __forceinline__ void g2s_async(T* s, const T* g, int tid) {
+#pragma unroll 4
+  for (int i = tid; i < LG::size; i += NT) {
+    cp_async16(s + LS::off(i), g + LG::raw(i));
+  }
+}
+
+// Shared -> global, element by element, converting the element type (accumulators are fp32).
+template <int NT, class LG, class LS, class TG, class TS>
+__device__ __forceinline__ void s2g_sync(TG* g, const TS* s, int tid) {
+#pragma unroll 4
+  for (int i = tid; i < LG::size; i += NT) {
+    g[LG::raw(i)] = from_f<TG>(to_f(s[LS::off(i)]));
+  }
+}
+template <int NT, class LG, class LS, class T>
+__device__ __forceinline__ void s2g_sync(T* g, const T* s, int tid) {
+#pragma unroll 4
+  for (int i = tid; i < LG::size; i += NT) {
+    g[LG::raw(i)] = s[LS::off(i)];
+  }
+}
+
+// Shared -> global with one 16-byte store per vector of V global elements.
+template <int NT, class LG, class LS, int V, bool SVEC, int SS0, class TG, class TS>
+__device__ __forceinline__ void s2g_chunked(TG* g, const TS* s, int tid) {
+#pragma unroll 4
+  for (int i = tid; i < LG::size; i += NT) {
+    uint4 v;
+    if constexpr (SVEC) {
+      v = *reinterpret_cast<const uint4*>(s + LS::off(i));
+    } else {
+      TG* e = reinterpret_cast<TG*>(&v);
+      const int b = LS::raw(i);
+#pragma unroll
+      for (int j = 0; j < V; ++j) e[j] = from_f<TG>(to_f(s[LS::swz(b + j * SS0)]));
+    }
+    *reinterpret_cast<uint4*>(g + LG::raw(i)) = v;
+  }
+}
+
+}  // namespace mx

@@ -1,0 +1,138 @@
+// mirage_xdsl device library: scalar types, conversions, math, layouts.
+//
+// Written for the code that `mirage_xdsl.codegen.cuda_printer` generates.  Lean on purpose:
+// no <cuda_fp16.h>, no CuTe - half/bfloat16 are 16-bit storage types converted with PTX
+// `cvt`, and layouts are tiny templates over compile-time ints, so a translation unit with
+// dozens of kernels compiles in seconds.  All arithmetic is fp32.
+#pragma once
+#include "host.cuh"  // only with -DMX_HOST (CPU emulation for tests)
+
+namespace mx {
+
+// ---------------------------------------------------------------------------------------
+// Storage types (kernel parameters are pointers to these; the ABI is a plain pointer).
+
+struct alignas(2) f16 {
+  unsigned short bits;
+};
+struct alignas(2) bf16 {
+  unsigned short bits;
+};
+
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(double x) { return static_cast<float>(x); }
+__device__ __forceinline__ float to_f(f16 x) {
+#ifdef MX_HOST
+  return mxh::half_to_float(x.bits);
+#else
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+  return f;
+#endif
+}
+__device__ __forceinline__ float to_f(bf16 x) { return __uint_as_float(static_cast<unsigned>(x.bits) << 16); }
+
+template <class T>
+struct Conv;
+template <>
+struct Conv<float> {
+  __device__ __forceinline__ static float from(float x) { return x; }
+};
+template <>
+struct Conv<double> {
+  __device__ __forceinline__ static double from(float x) { return static_cast<double>(x); }
+};
+template <>
+struct Conv<f16> {
+  __device__ __forceinline__ static f16 from(float x) {
+    f16 r;
+#ifdef MX_HOST
+    r.bits = mxh::float_to_half(x);
+#else
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r.bits) : "f"(x));
+#endif
+    return r;
+  }
+};
+template <>
+struct Conv<bf16> {
+  __device__ __forceinline__ static bf16 from(float x) {
+    bf16 r;
+#ifdef MX_HOST
+    r.bits = mxh::float_to_bf16(x);
+#else
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r.bits) : "f"(x));
+#endif
+    return r;
+  }
+};
+
+template <class T>
+__device__ __forceinline__ T from_f(float x) {
+  return Conv<T>::from(x);
+}
+
+// 16-bit payload of a 2-byte element (for packing MMA operands).
+__device__ __forceinline__ unsigned bits16(f16 x) { return x.bits; }
+__device__ __forceinline__ unsigned bits16(bf16 x) { return x.bits; }
+
+// ---------------------------------------------------------------------------------------
+// Elementwise math (fp32, IEEE semantics; gelu is the erf form, rms has no epsilon).
+
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+__device__ __forceinline__ float f_exp(float x) { return expf(x); }
+__device__ __forceinline__ float f_square(float x) { return x * x; }
+__device__ __forceinline__ float f_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ float f_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float f_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float f_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
+__device__ __forceinline__ float f_relu(float x) { return fmaxf(x, 0.0f); }
+__device__ __forceinline__ float f_log(float x) { return logf(x); }
+__device__ __forceinline__ float f_clamp(float x, float lo, float hi) { return fminf(fmaxf(x, lo), hi); }
+__device__ __forceinline__ float f_pow(float a, float b) { return powf(a, b); }
+
+// ---------------------------------------------------------------------------------------
+// Layouts.  `L<D0..D3, S0..S3, B, M, S>`: four modes, mode 0 fastest (a flat index i is
+// split as i = c0 + D0*(c1 + D1*(c2 + D2*c3))), element strides S*, then CuTe's
+// Swizzle<B,M,S> on the element offset: o ^ ((o >> S) & (((1 << B) - 1) << M)).
+// Unused modes have size 1.  `raw` is the offset before the swizzle (so callers can add a
+// base before swizzling), `off` the final offset.
+
+template <int B, int M, int S>
+__device__ __forceinline__ int swizzle(int o) {
+  if constexpr (B == 0) {
+    return o;
+  } else {
+    return o ^ ((o >> S) & (((1 << B) - 1) << M));
+  }
+}
+
+template <int D0, int D1, int D2, int D3, int S0, int S1, int S2, int S3, int B = 0, int M = 0, int S = 0>
+struct L {
+  static constexpr int size = D0 * D1 * D2 * D3;
+  __device__ __forceinline__ static int raw(int i) {
+    const int c0 = i % D0;
+    i /= D0;
+    const int c1 = i % D1;
+    i /= D1;
+    const int c2 = i % D2;
+    const int c3 = i / D2;
+    return c0 * S0 + c1 * S1 + c2 * S2 + c3 * S3;
+  }
+  __device__ __forceinline__ static int swz(int o) { return swizzle<B, M, S>(o); }
+  __device__ __forceinline__ static int off(int i) { return swz(raw(i)); }
+};
+
+// No operand (size 0): elementwise kernels skip it.
+struct LNone {
+  static constexpr int size = 0;
+  __device__ __forceinline__ static int off(int) { return 0; }
+};
+
+// A matrix view (rows, cols) of a tile: the last two dims, strides SR/SC, swizzle.
+template <int SR, int SC, int B = 0, int M = 0, int S = 0>
+struct M2 {
+  __device__ __forceinline__ static int off(int r, int c) { return swizzle<B, M, S>(r * SR + c * SC); }
+};
+
+}  // namespace mx

@@ -1,0 +1,271 @@
+// mirage_xdsl device library: threadblock matmul C(MxN) += A(MxK) * B(KxN) over shared tiles.
+//
+// Tensor-core path (`MmaAcc`, fp16/bf16 operands, fp32 accumulators): `mma.sync` m16n8k16
+// (or m16n8k8 when K <= 8).  Warp w < TGM*TGN owns the atom blocks (mb, nb) with
+// mb = w % TGM (mod TGM) and nb = w / TGM (mod TGN); each lane keeps FM x FN x 4 floats.
+// Operand fragments are read from shared memory through the tiles' own layouts (any
+// strides, swizzle included) with zero fill outside M/N/K, so tiles that do not divide the
+// atom need no padding.  Register fragment layout (PTX ISA, mma.m16n8k16, .f16):
+//   A: a0 (g, 2t..2t+1)  a1 (g+8, 2t..)  a2 (g, 2t+8..)  a3 (g+8, 2t+8..)   [row, k]
+//   B: b0 (2t..2t+1, g)  b1 (2t+8.., g)                                     [k, col]
+//   C: c0,c1 (g, 2t..2t+1)  c2,c3 (g+8, 2t..2t+1)                            [row, col]
+// with g = lane / 4, t = lane % 4 (m16n8k8 uses a0, a1 and b0 only).
+//
+// CUDA-core fallback (`FmaAcc`, any element types): thread tid owns outputs tid + j*NT.
+#pragma once
+#include "core.cuh"
+
+namespace mx {
+
+template <int M, int N, int TGM, int TGN, int AK>
+struct MmaAcc {
+  static constexpr int MB = (M + 15) / 16;
+  static constexpr int NB = (N + 7) / 8;
+  static constexpr int FM = (MB + TGM - 1) / TGM;
+  static constexpr int FN = (NB + TGN - 1) / TGN;
+  float c[FM][FN][4];
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+      for (int j = 0; j < FN; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) c[i][j][r] = 0.0f;
+  }
+};
+
+template <bool BF16>
+__device__ __forceinline__ void mma_16x8x16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#ifdef MX_HOST
+  mxh::mma(d, a, b, BF16, 16);
+#else
+  if constexpr (BF16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+#endif
+}
+
+template <bool BF16>
+__device__ __forceinline__ void mma_16x8x8(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#ifdef MX_HOST
+  mxh::mma(d, a, b, BF16, 8);
+#else
+  if constexpr (BF16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+  }
+#endif
+}
+
+// ldmatrix: N (1, 2, 4) 8x8 matrices of 16-bit elements; lane l gives the shared address of
+// row l % 8 of matrix l / 8 (8 contiguous elements, 16-B aligned).  Lane l receives, in
+// register q, elements (l/4, 2(l%4)) and (l/4, 2(l%4)+1) of matrix q, or with TRANS the
+// elements (2(l%4), l/4) and (2(l%4)+1, l/4) (low half first).
+template <int N, bool TRANS>
+__device__ __forceinline__ void ldsm(unsigned (&r)[N], const void* row) {
+#ifdef MX_HOST
+  mxh::ldmatrix(r, N, TRANS, row);
+#else
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if constexpr (N == 4 && TRANS) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+  } else if constexpr (N == 4) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+  } else if constexpr (N == 2 && TRANS) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+  } else {
+    static_assert(N == 2, "ldsm: x2 or x4");
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+  }
+#endif
+}
+
+// Two consecutive-k elements (k, k+1) of a matrix view as one packed 32-bit register
+// (element k in the low half), zero outside rows < R and k < KK.  PAIR: the view's k
+// stride is 1, so an in-bounds pair is one aligned 32-bit load.
+template <class LV, bool PAIR, int R, int KK, class T>
+__device__ __forceinline__ unsigned ld_pair(const T* p, int r, int k) {
+  if (r >= R) return 0u;
+  if constexpr (PAIR) {
+    if (k + 1 < KK) return *reinterpret_cast<const unsigned*>(p + LV::off(r, k));
+  }
+  const unsigned lo = k < KK ? bits16(p[LV::off(r, k)]) : 0u;
+  const unsigned hi = k + 1 < KK ? bits16(p[LV::off(r, k + 1)]) : 0u;
+  return lo | (hi << 16);
+}
+
+// How a fragment operand is read from shared memory (chosen by the printer per operand):
+enum : int {
+  kLdElem = 0,   // 16-bit loads, any layout
+  kLdPair = 1,   // 32-bit loads of (k, k+1): k stride 1
+  kLdsm = 2,     // ldmatrix, rows = m (or n), 8 contiguous k: k stride 1, K % 8 == 0
+  kLdsmT = 3,    // ldmatrix.trans, rows = k, 8 contiguous m (or n): m (n) stride 1
+};
+
+// acc += A * B.  LA: view (row m, col k) of A; LB: view (row n, col k) of B, i.e. B^T, so
+// both operands are addressed (mn, k).  AM/BM: how each operand is read (above).  With
+// ldmatrix every 8-element row segment that starts outside the tile reads the zeroed
+// 16-byte block `zero` instead (ldmatrix is warp-wide, so lanes cannot be masked); a
+// segment that starts inside may run past M or N into the row padding, which only feeds
+// accumulator rows/columns that mma_store drops.
+template <int NT, class Acc, int M, int N, int K, int TGM, int TGN, int AK, bool BF16, class LA, class LB, int AM,
+          int BM, class T>
+__device__ __forceinline__ void mma_run(Acc& acc, const T* a, const T* b, const void* zero, int tid) {
+  static_cast<void>(zero);
+  const int warp = tid >> 5;
+  if (warp >= TGM * TGN) return;
+  const int lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int q = lane >> 3, i8 = lane & 7;
+  const int wm = warp % TGM, wn = warp / TGM;
+#pragma unroll 2
+  for (int k0 = 0; k0 < K; k0 += AK) {
+    unsigned af[Acc::FM][4];
+    unsigned bfr[Acc::FN][2];
+#pragma unroll
+    for (int i = 0; i < Acc::FM; ++i) {
+      const int m0 = (wm + i * TGM) * 16;
+      if constexpr (AK == 16 && AM == kLdsm) {
+        const int m = m0 + i8 + 8 * (q & 1), k = k0 + 8 * (q >> 1);
+        ldsm<4, false>(af[i], (m < M && k < K) ? static_cast<const void*>(a + LA::off(m, k)) : zero);
+      } else if constexpr (AK == 16 && AM == kLdsmT) {
+        const int m = m0 + 8 * (q & 1), k = k0 + i8 + 8 * (q >> 1);
+        ldsm<4, true>(af[i], (m < M && k < K) ? static_cast<const void*>(a + LA::off(m, k)) : zero);
+      } else {
+        const int r = m0 + g;
+        af[i][0] = ld_pair<LA, AM == kLdPair, M, K>(a, r, k0 + 2 * t);
+        af[i][1] = ld_pair<LA, AM == kLdPair, M, K>(a, r + 8, k0 + 2 * t);
+        if constexpr (AK == 16) {
+          af[i][2] = ld_pair<LA, AM == kLdPair, M, K>(a, r, k0 + 2 * t + 8);
+          af[i][3] = ld_pair<LA, AM == kLdPair, M, K>(a, r + 8, k0 + 2 * t + 8);
+        } else {
+          af[i][2] = af[i][3] = 0u;
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < Acc::FN; ++j) {
+      const int n0 = (wn + j * TGN) * 8;
+      if constexpr (AK == 16 && BM == kLdsm) {
+        const int n = n0 + i8, k = k0 + 8 * (q & 1);
+        ldsm<2, false>(bfr[j], (n < N && k < K) ? static_cast<const void*>(b + LB::off(n, k)) : zero);
+      } else if constexpr (AK == 16 && BM == kLdsmT) {
+        const int k = k0 + i8 + 8 * (q & 1);
+        ldsm<2, true>(bfr[j], (n0 < N && k < K) ? static_cast<const void*>(b + LB::off(n0, k)) : zero);
+      } else {
+        const int n = n0 + g;
+        bfr[j][0] = ld_pair<LB, BM == kLdPair, N, K>(b, n, k0 + 2 * t);
+        if constexpr (AK == 16) {
+          bfr[j][1] = ld_pair<LB, BM == kLdPair, N, K>(b, n, k0 + 2 * t + 8);
+        } else {
+          bfr[j][1] = 0u;
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < Acc::FM; ++i) {
+#pragma unroll
+      for (int j = 0; j < Acc::FN; ++j) {
+        // atom blocks past the tile are skipped (the condition is warp-uniform)
+        if (wm + i * TGM < Acc::MB && wn + j * TGN < Acc::NB) {
+          if constexpr (AK == 16) {
+            mma_16x8x16<BF16>(acc.c[i][j], af[i], bfr[j]);
+          } else {
+            mma_16x8x8<BF16>(acc.c[i][j], af[i], bfr[j]);
+          }
+        }
+      }
+    }
+  }
+}
+
+// c[LC(r, n)] = f(old, acc) for every (r, n) of the MxN tile this lane holds.
+template <class Acc, int M, int N, int TGM, int TGN, class LC, bool READ, class TC, class F>
+__device__ __forceinline__ void mma_store(const Acc& acc, TC* c, int tid, F f) {
+  const int warp = tid >> 5;
+  if (warp >= TGM * TGN) return;
+  const int lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int wm = warp % TGM, wn = warp / TGM;
+#pragma unroll
+  for (int i = 0; i < Acc::FM; ++i) {
+#pragma unroll
+    for (int j = 0; j < Acc::FN; ++j) {
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        const int r = (wm + i * TGM) * 16 + g + (h >> 1) * 8;
+        const int n = (wn + j * TGN) * 8 + 2 * t + (h & 1);
+        if (r < M && n < N) {
+          const int o = LC::off(r, n);
+          float old = 0.0f;
+          if constexpr (READ) old = to_f(c[o]);
+          c[o] = from_f<TC>(f(old, acc.c[i][j][h]));
+        }
+      }
+    }
+  }
+}
+
+// ---- CUDA-core fallback ------------------------------------------------------------------
+
+template <int M, int N, int NT>
+struct FmaAcc {
+  static constexpr int PER = (M * N + NT - 1) / NT;
+  float c[PER];
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int j = 0; j < PER; ++j) c[j] = 0.0f;
+  }
+};
+
+// LA: view (m, k) of A; LB: view (k, n) of B.
+template <int NT, class Acc, int M, int N, int K, class LA, class LB, class TA, class TB>
+__device__ __forceinline__ void fma_run(Acc& acc, const TA* a, const TB* b, int tid) {
+#pragma unroll
+  for (int j = 0; j < Acc::PER; ++j) {
+    const int idx = tid + j * NT;
+    if (idx < M * N) {
+      const int r = idx / N, n = idx % N;
+      float s = 0.0f;
+      for (int k = 0; k < K; ++k) s = fmaf(to_f(a[LA::off(r, k)]), to_f(b[LB::off(k, n)]), s);
+      acc.c[j] += s;
+    }
+  }
+}
+
+template <int NT, class Acc, int M, int N, class LC, bool READ, class TC, class F>
+__device__ __forceinline__ void fma_store(const Acc& acc, TC* c, int tid, F f) {
+#pragma unroll
+  for (int j = 0; j < Acc::PER; ++j) {
+    const int idx = tid + j * NT;
+    if (idx < M * N) {
+      const int o = LC::off(idx / N, idx % N);
+      float old = 0.0f;
+      if constexpr (READ) old = to_f(c[o]);
+      c[o] = from_f<TC>(f(old, acc.c[j]));
+    }
+  }
+}
+
+}  // namespace mx
