@@ -1,0 +1,852 @@
+"""`CompiledGraph`: runs a `LaunchPlan` (generated kernels + library calls) through CuPy.
+
+    g = mirage_xdsl.compile(module, "graph_0")   # pipeline, emit_cuda, nvcc (cached), load
+    (out,) = g(X, W)                              # CuPy arrays or torch CUDA tensors
+
+A call checks the inputs against the plan (number, shape, dtype and element STRIDES, as
+Mirage does), allocates the outputs with the plan's shapes and strides (`as_strided` over a
+flat buffer) and one workspace buffer, then runs the steps in order on the caller's stream:
+CuPy's current stream, torch's current stream for torch inputs, or `stream=` (a CuPy
+stream, a torch stream or a raw `cudaStream_t` int).  Outputs come back in the framework of
+the inputs (zero-copy through DLPack).  Calls are asynchronous, like CuPy and torch ops.
+
+Options: `poison_outputs=True` fills every output buffer with NaN before the steps run (so a
+check sees unwritten elements); `cuda_graph=True` runs the plan once eagerly for each new set
+of input pointers, captures it into a CUDA graph and replays that graph on later calls with
+the same pointers (CuPy refuses cuBLAS calls during capture, so library matmuls run eagerly
+between captured segments).  In CUDA-graph mode the outputs of one pointer set are the SAME
+buffers on every call (copy them to keep a result across calls).  `capture_sweep(sets)`
+records one CUDA graph running the plan on several input sets, for timing device work alone;
+`run_host(*numpy_arrays)` runs a plan made only of library calls on the CPU.
+
+Generated kernels receive raw device pointers (input, output, workspace base + offset) in
+the plan's argument order; dynamic shared memory above 48 KB is enabled per kernel at load.
+
+Validation is separate from launching: `describe`, `check_inputs`, `check_plan` and
+`alloc_elements` are pure functions usable without a GPU.  Errors: `InputError` (a
+`ValueError`) for bad inputs; `LaunchError` (a `RuntimeError`) for a plan the device cannot
+run (too much shared memory, too many threads) or a missing GPU/kernel.
+
+This module imports neither xDSL nor CuPy at import time: CuPy is imported on first load,
+xDSL only by `compile` (so a device machine can run saved plans + cubins without xDSL).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
+
+from .library_ops import run_library_call, storage_dtype
+
+__all__ = [
+    "CompiledGraph",
+    "InputError",
+    "LaunchError",
+    "TensorInfo",
+    "alloc_elements",
+    "check_inputs",
+    "check_plan",
+    "compile",
+    "contiguous_strides",
+    "describe",
+    "detect_arch",
+    "external_stream",
+    "gpu_available",
+    "graph_segments",
+    "prepare",
+    "random_inputs",
+]
+
+DEFAULT_SMEM_LIMIT = 48 * 1024
+"""Dynamic shared memory a kernel may use without opting in."""
+
+HOPPER_SMEM_OPTIN = 232448
+"""Max dynamic shared memory per block with opt-in on sm_90 (227 KiB)."""
+
+MAX_GRAPH_ENTRIES = 16
+"""CUDA graphs kept per CompiledGraph (one per input-pointer set), least recently used dropped."""
+
+
+class InputError(ValueError):
+    """The inputs of a call do not match the compiled graph (number, shape, dtype, strides, device)."""
+
+
+class LaunchError(RuntimeError):
+    """The plan cannot run on this device (shared memory, threads, missing kernel or GPU)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Pure helpers (no GPU needed)
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What a call needs to know of an input: shape, element strides, dtype name, framework."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str
+    framework: str  # "cupy" | "torch" | "numpy" | other module name
+    device: int | None = None
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major element strides of `shape`."""
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(int(d), 1)
+    return tuple(reversed(strides))
+
+
+def alloc_elements(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """Elements a buffer needs to hold a tensor of `shape` with element `strides`."""
+    if any(d == 0 for d in shape):
+        return 0
+    return 1 + sum((d - 1) * s for d, s in zip(shape, strides))
+
+
+def _torch_dtype_name(dtype: Any) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def describe(x: Any) -> TensorInfo:
+    """Shape, element strides and dtype of a CuPy/numpy array or torch tensor."""
+    module = type(x).__module__.split(".")[0]
+    if module == "torch":
+        device = x.device.index if x.is_cuda else None
+        return TensorInfo(tuple(x.shape), tuple(x.stride()), _torch_dtype_name(x.dtype), "torch" if x.is_cuda else "torch-cpu", device)
+    if hasattr(x, "strides") and hasattr(x, "dtype") and hasattr(x, "shape"):
+        dtype = np.dtype(x.dtype)
+        item = dtype.itemsize
+        strides = tuple(int(s) // item if int(s) % item == 0 else -1 for s in x.strides)
+        device = None
+        if module == "cupy":
+            device = int(x.device.id)
+        return TensorInfo(tuple(int(d) for d in x.shape), strides, dtype.name, module, device)
+    raise InputError(f"unsupported input type {type(x).__module__}.{type(x).__name__}; pass CuPy arrays or torch CUDA tensors")
+
+
+def _strides_match(shape: Sequence[int], got: Sequence[int], want: Sequence[int]) -> bool:
+    if any(d == 0 for d in shape):
+        return True
+    return all(d == 1 or g == w for d, g, w in zip(shape, got, want))
+
+
+def check_inputs(
+    plan: LaunchPlan,
+    infos: Sequence[TensorInfo],
+    names: Sequence[str | None] | None = None,
+    *,
+    require_gpu: bool = False,
+) -> None:
+    """Raise `InputError` unless `infos` match the plan's inputs in number, shape, dtype and
+    strides (strides of size-1 dims are ignored: they never address memory)."""
+    names = list(names or [])
+
+    def label(i: int) -> str:
+        name = names[i] if i < len(names) else None
+        return f"input {i} ({name})" if name else f"input {i}"
+
+    if len(infos) != len(plan.inputs):
+        raise InputError(f"{plan.func_name} takes {len(plan.inputs)} inputs, got {len(infos)}")
+    for i, (info, spec) in enumerate(zip(infos, plan.inputs)):
+        if require_gpu and info.framework not in ("cupy", "torch"):
+            hint = " (a CPU tensor: move it with .cuda())" if info.framework == "torch-cpu" else ""
+            raise InputError(f"{label(i)}: a {info.framework} array{hint}; pass a CuPy array or a torch CUDA tensor")
+        if tuple(info.shape) != tuple(spec.shape):
+            raise InputError(f"{label(i)}: shape {tuple(info.shape)} but the graph was compiled for {tuple(spec.shape)}")
+        if info.dtype != spec.dtype:
+            raise InputError(f"{label(i)}: dtype {info.dtype} but the graph was compiled for {spec.dtype}")
+        if not _strides_match(spec.shape, info.strides, spec.strides):
+            if tuple(spec.strides) == contiguous_strides(spec.shape):
+                fix = "pass a contiguous tensor"
+            else:
+                fix = f"pass a tensor with strides {tuple(spec.strides)} (e.g. through as_strided)"
+            raise InputError(
+                f"{label(i)}: strides {tuple(info.strides)} but the graph was compiled for {tuple(spec.strides)}; {fix}"
+            )
+    devices = {info.device for info in infos if info.device is not None}
+    if len(devices) > 1:
+        raise InputError(f"inputs are on several devices {sorted(devices)}; put them on one GPU")
+
+
+def _ref_spec(plan: LaunchPlan, ref: TensorRef) -> TensorSpec | None:
+    if ref.kind == "input":
+        return plan.inputs[ref.index]
+    if ref.kind == "output":
+        return plan.outputs[ref.index]
+    return ref.spec
+
+
+def check_plan(
+    plan: LaunchPlan,
+    *,
+    max_smem_optin: int = HOPPER_SMEM_OPTIN,
+    kernel_static_smem: dict[str, int] | None = None,
+    kernel_max_threads: dict[str, int] | None = None,
+) -> None:
+    """Raise `LaunchError` if the plan cannot run: a reference out of range or outside the
+    workspace, a launch over the device's shared memory (`max_smem_optin`, dynamic + static
+    where `kernel_static_smem` is known), too many threads per block, or a bad grid."""
+    static = kernel_static_smem or {}
+    max_threads = kernel_max_threads or {}
+    for si, step in enumerate(plan.steps):
+        refs = step.args + (step.results if isinstance(step, LibraryCall) else ())
+        where = f"{plan.func_name}: step {si} ({step.kernel if isinstance(step, KernelLaunch) else step.op})"
+        for ref in refs:
+            if ref.kind == "input" and not 0 <= ref.index < len(plan.inputs):
+                raise LaunchError(f"{where}: input {ref.index} does not exist ({len(plan.inputs)} inputs)")
+            if ref.kind == "output" and not 0 <= ref.index < len(plan.outputs):
+                raise LaunchError(f"{where}: output {ref.index} does not exist ({len(plan.outputs)} outputs)")
+            if ref.kind == "workspace":
+                size = 0
+                if ref.spec is not None:
+                    size = alloc_elements(ref.spec.shape, ref.spec.strides) * storage_dtype(ref.spec.dtype).itemsize
+                if ref.offset < 0 or ref.offset + size > plan.workspace_bytes:
+                    raise LaunchError(
+                        f"{where}: workspace slice [{ref.offset}, {ref.offset + size}) lies outside the "
+                        f"{plan.workspace_bytes}-byte workspace"
+                    )
+            if ref.kind not in ("input", "output", "workspace"):
+                raise LaunchError(f"{where}: unknown tensor reference kind '{ref.kind}'")
+        if isinstance(step, LibraryCall) and any(
+            r.kind == "workspace" and r.spec is None for r in step.args + step.results
+        ):
+            raise LaunchError(f"{where}: a library call needs the spec (shape/strides/dtype) of its workspace tensors")
+        if isinstance(step, KernelLaunch):
+            threads = math.prod(step.block)
+            limit = max_threads.get(step.kernel, 1024)
+            if threads > limit or threads < 1:
+                raise LaunchError(
+                    f"{where}: block {tuple(step.block)} has {threads} threads; the kernel allows at most {limit} per block"
+                )
+            gx, gy, gz = step.grid
+            if not (1 <= gx < 2**31 and 1 <= gy <= 65535 and 1 <= gz <= 65535):
+                raise LaunchError(f"{where}: grid {tuple(step.grid)} is outside CUDA's limits (x < 2^31, y, z <= 65535)")
+            need = step.smem_bytes + static.get(step.kernel, 0)
+            if need > max_smem_optin:
+                extra = f" (+ {static[step.kernel]} static)" if static.get(step.kernel) else ""
+                raise LaunchError(
+                    f"{where}: needs {step.smem_bytes} bytes of dynamic shared memory{extra} per block but the "
+                    f"device allows {max_smem_optin}; choose a smaller tile (grid/forloop) for this graph"
+                )
+
+
+def random_inputs(specs: Sequence[TensorSpec], seed: int, scale: float = 0.5) -> list[np.ndarray]:
+    """Seeded random inputs (uniform in [-scale, scale)) with the specs' shapes, dtypes and
+    strides, as numpy arrays (bfloat16 as its uint16 bit pattern, see `numpy_values`)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for spec in specs:
+        n = alloc_elements(spec.shape, spec.strides)
+        if spec.dtype in ("int8", "uint16"):
+            lo, hi = (-8, 8) if spec.dtype == "int8" else (0, 16)
+            flat = rng.integers(lo, hi, size=n).astype(spec.dtype)
+        else:
+            values = rng.uniform(-scale, scale, size=n)
+            if spec.dtype == "bfloat16":
+                f = values.astype(np.float32)
+                flat = (f.view(np.uint32) >> 16).astype(np.uint16)  # truncation keeps |x| <= scale
+            else:
+                flat = values.astype(spec.dtype)
+        item = flat.dtype.itemsize
+        out.append(np.lib.stride_tricks.as_strided(flat, spec.shape, tuple(s * item for s in spec.strides)))
+    return out
+
+
+def numpy_values(x: np.ndarray, dtype_name: str) -> np.ndarray:
+    """float64 values of a numpy array holding a tensor of plan dtype `dtype_name`."""
+    if dtype_name == "bfloat16":
+        return (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return x.astype(np.float64)
+
+
+# ---------------------------------------------------------------------------------------
+# GPU helpers
+
+
+def _cupy() -> Any:
+    try:
+        import cupy  # type: ignore[import-not-found]
+    except ImportError as err:
+        raise LaunchError(f"CuPy is needed to run compiled graphs ({err}); install cupy-cuda13x") from None
+    return cupy
+
+
+def gpu_available() -> bool:
+    """True when CuPy is importable and reports at least one CUDA device."""
+    try:
+        import cupy  # type: ignore[import-not-found]
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no CuPy, no driver, no device
+        return False
+
+
+def detect_arch(default: str = "sm_90") -> str:
+    """`sm_XY` of the current CUDA device, or `default` without a GPU."""
+    if not gpu_available():
+        return default
+    cupy = _cupy()
+    cc = str(cupy.cuda.Device().compute_capability)
+    return f"sm_{cc}"
+
+
+def _poison_value(dtype_name: str) -> Any:
+    if dtype_name == "bfloat16":
+        return 0x7FC0  # bf16 quiet NaN bit pattern in the uint16 storage
+    if dtype_name in ("float16", "float32", "float64"):
+        return float("nan")
+    return np.iinfo(np.dtype(dtype_name)).max
+
+
+def _strided_view(cupy: Any, flat: Any, spec: TensorSpec) -> Any:
+    item = flat.dtype.itemsize
+    return cupy.lib.stride_tricks.as_strided(flat, tuple(spec.shape), tuple(s * item for s in spec.strides))
+
+
+def _to_torch(cupy: Any, arr: Any, dtype_name: str) -> Any:
+    import torch  # type: ignore[import-not-found]
+
+    if dtype_name == "bfloat16":
+        return torch.from_dlpack(arr.view(cupy.int16)).view(torch.bfloat16)
+    if dtype_name == "uint16":
+        return torch.from_dlpack(arr.view(cupy.int16)).view(torch.uint16)
+    return torch.from_dlpack(arr)
+
+
+def _from_torch(cupy: Any, t: Any, dtype_name: str) -> Any:
+    import torch  # type: ignore[import-not-found]
+
+    t = t.detach()
+    if dtype_name in ("bfloat16", "uint16"):
+        return cupy.from_dlpack(t.view(torch.int16)).view(cupy.uint16)
+    return cupy.from_dlpack(t)
+
+
+def _as_stream(cupy: Any, stream: Any, framework: str) -> Any:
+    """The CuPy stream object for `stream` (None: the caller's current stream)."""
+    if stream is None:
+        if framework == "torch":
+            import torch  # type: ignore[import-not-found]
+
+            return external_stream(cupy, torch.cuda.current_stream().cuda_stream)
+        return cupy.cuda.get_current_stream()
+    if isinstance(stream, (cupy.cuda.Stream, cupy.cuda.ExternalStream)):
+        return stream
+    if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+        return external_stream(cupy, stream.cuda_stream)
+    if isinstance(stream, int):
+        return external_stream(cupy, stream)
+    raise InputError(f"stream must be a CuPy stream, a torch CUDA stream or a cudaStream_t int, got {type(stream).__name__}")
+
+
+CAPTURE_UNSAFE_OPS = frozenset({"matmul"})
+"""Library ops CuPy cannot record into a CUDA graph (cuBLAS refuses stream capture in CuPy);
+in CUDA-graph mode they run eagerly between captured segments."""
+
+
+def graph_segments(steps: Sequence[KernelLaunch | LibraryCall]) -> list[tuple[str, list[KernelLaunch | LibraryCall]]]:
+    """Split a plan's steps into maximal capturable runs ("graph") and single steps that must
+    run eagerly ("eager": library calls in `CAPTURE_UNSAFE_OPS`), in order."""
+    segments: list[tuple[str, list[KernelLaunch | LibraryCall]]] = []
+    for step in steps:
+        kind = "eager" if isinstance(step, LibraryCall) and step.op in CAPTURE_UNSAFE_OPS else "graph"
+        if kind == "graph" and segments and segments[-1][0] == "graph":
+            segments[-1][1].append(step)
+        else:
+            segments.append((kind, [step]))
+    return segments
+
+
+def external_stream(cupy: Any, ptr: int) -> Any:
+    """`cupy.cuda.ExternalStream(ptr)` without CuPy 14's deprecation warning (cached per
+    pointer and device)."""
+    key = (int(ptr), cupy.cuda.runtime.getDevice())
+    cached = _EXTERNAL_STREAMS.get(key)
+    if cached is None:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            cached = cupy.cuda.ExternalStream(int(ptr), key[1])
+        _EXTERNAL_STREAMS[key] = cached
+    return cached
+
+
+_EXTERNAL_STREAMS: dict[tuple[int, int], Any] = {}
+
+
+@dataclass
+class _GraphEntry:
+    segments: list[tuple[str, list[Any], Any]]
+    """(kind, steps, CUDA graph or None for eager steps)"""
+    outputs: list[Any]
+    outputs_cp: list[Any]
+    flats: list[Any]
+    workspace: Any
+    pool: Any
+
+
+# ---------------------------------------------------------------------------------------
+# The compiled graph
+
+
+class CompiledGraph:
+    """A kernel graph compiled for one GPU architecture; call it on device tensors."""
+
+    def __init__(
+        self,
+        plan: LaunchPlan,
+        cubin_path: str | os.PathLike[str] | None,
+        *,
+        source: str = "",
+        input_names: Sequence[str | None] | None = None,
+        cuda_graph: bool = False,
+        poison_outputs: bool = False,
+    ):
+        self.plan = plan
+        self.cubin_path = Path(cubin_path) if cubin_path is not None else None
+        self.source = source
+        self.input_names = list(input_names) if input_names is not None else [None] * len(plan.inputs)
+        self.cuda_graph = cuda_graph
+        self.poison_outputs = poison_outputs
+        self._module: Any = None
+        self._kernels: dict[str, Any] = {}
+        self._device: int | None = None
+        self._graphs: OrderedDict[tuple[Any, ...], _GraphEntry] = OrderedDict()
+        self._capture_stream: Any = None
+        self._expected: list[tuple[tuple[int, ...], Any, tuple[int, ...]]] | None = None
+
+    # -- introspection ------------------------------------------------------------------
+
+    @property
+    def func_name(self) -> str:
+        return self.plan.func_name
+
+    @property
+    def arch(self) -> str:
+        return self.plan.arch
+
+    @property
+    def kernel_names(self) -> list[str]:
+        """Names of the generated kernels the plan launches (each once, in first-use order)."""
+        return list(dict.fromkeys(s.kernel for s in self.plan.steps if isinstance(s, KernelLaunch)))
+
+    @property
+    def loaded(self) -> bool:
+        return self._module is not None
+
+    def __repr__(self) -> str:
+        return (
+            f"CompiledGraph({self.func_name}, {len(self.plan.inputs)} inputs -> {len(self.plan.outputs)} outputs, "
+            f"{len(self.plan.steps)} steps, {self.arch}, cubin={self.cubin_path})"
+        )
+
+    # -- loading ------------------------------------------------------------------------
+
+    def load(self) -> CompiledGraph:
+        """Load the cubin on the current CUDA device and fetch the kernels; check the plan
+        against the device (shared memory, threads per block).  Idempotent."""
+        if self._module is not None:
+            return self
+        cupy = _cupy()
+        if not gpu_available():
+            raise LaunchError("no CUDA GPU found: the graph is compiled but cannot run here")
+        device = cupy.cuda.Device()
+        optin = int(device.attributes.get("MaxSharedMemoryPerBlockOptin", HOPPER_SMEM_OPTIN))
+        check_plan(self.plan, max_smem_optin=optin)
+        names = self.kernel_names
+        module = None
+        kernels: dict[str, Any] = {}
+        if names:
+            if self.cubin_path is None or not self.cubin_path.is_file():
+                raise LaunchError(f"{self.func_name}: the plan launches kernels but there is no cubin ({self.cubin_path})")
+            try:
+                module = cupy.RawModule(path=str(self.cubin_path))
+            except Exception as err:  # noqa: BLE001 - CUDADriverError, e.g. a cubin for another arch
+                raise LaunchError(
+                    f"{self.func_name}: cannot load {self.cubin_path.name} (compiled for {self.arch}) on this "
+                    f"GPU (sm_{device.compute_capability}): {err}; compile with arch=None to target it"
+                ) from None
+            for name in names:
+                try:
+                    kernels[name] = module.get_function(name)
+                except Exception as err:  # noqa: BLE001 - CUDADriverError: CUDA_ERROR_NOT_FOUND
+                    raise LaunchError(f"{self.func_name}: kernel '{name}' is not in {self.cubin_path.name}: {err}") from None
+        static = {n: int(getattr(k, "shared_size_bytes", 0)) for n, k in kernels.items()}
+        max_threads = {n: int(getattr(k, "max_threads_per_block", 1024)) for n, k in kernels.items()}
+        check_plan(self.plan, max_smem_optin=optin, kernel_static_smem=static, kernel_max_threads=max_threads)
+        need: dict[str, int] = {}
+        for step in self.plan.steps:
+            if isinstance(step, KernelLaunch):
+                need[step.kernel] = max(need.get(step.kernel, 0), step.smem_bytes)
+        for name, smem in need.items():
+            if smem > DEFAULT_SMEM_LIMIT:
+                kernels[name].max_dynamic_shared_size_bytes = smem
+        self._module = module if module is not None else True
+        self._kernels = kernels
+        self._device = int(device.id)
+        return self
+
+    # -- calling ------------------------------------------------------------------------
+
+    def check(self, *inputs: Any) -> list[TensorInfo]:
+        """Validate `inputs` (see `check_inputs`); return their descriptions."""
+        infos = [describe(x) for x in inputs]
+        check_inputs(self.plan, infos, self.input_names, require_gpu=True)
+        if self._device is not None:
+            for i, info in enumerate(infos):
+                if info.device is not None and info.device != self._device:
+                    raise InputError(
+                        f"input {i}: on device {info.device} but the graph was loaded on device {self._device}"
+                    )
+        return infos
+
+    def __call__(self, *inputs: Any, stream: Any = None) -> list[Any]:
+        """Run the graph; return the outputs (CuPy arrays or torch tensors, like the inputs)."""
+        if self._module is None:
+            self.load()
+        cupy = _cupy()
+        ins = self._fast_inputs(cupy, inputs)
+        if ins is not None and stream is None and cupy.cuda.runtime.getDevice() == self._device:
+            # the common case (CuPy arrays laid out as compiled, current device and stream)
+            return self._run(cupy, cupy.cuda.get_current_stream(), ins, "cupy")
+        infos = self.check(*inputs)
+        framework = infos[0].framework if infos else "cupy"
+        with cupy.cuda.Device(self._device):
+            cstream = _as_stream(cupy, stream, framework)
+            with cstream:
+                ins = [
+                    _from_torch(cupy, x, spec.dtype) if info.framework == "torch" else self._cupy_input(cupy, x, spec)
+                    for x, info, spec in zip(inputs, infos, self.plan.inputs)
+                ]
+                return self._run(cupy, cstream, ins, framework)
+
+    def _fast_inputs(self, cupy: Any, inputs: Sequence[Any]) -> list[Any] | None:
+        """`inputs` if they are CuPy arrays exactly as compiled (shape, dtype, byte strides,
+        device); None sends the call through the full check (which may still accept them)."""
+        expected = self._expected
+        if expected is None:
+            expected = self._expected = [
+                (tuple(s.shape), np.dtype(storage_dtype(s.dtype)) if s.dtype != "bfloat16" else None,
+                 tuple(st * storage_dtype(s.dtype).itemsize for st in s.strides))
+                for s in self.plan.inputs
+            ]
+        if len(inputs) != len(expected):
+            return None
+        ndarray = cupy.ndarray
+        for x, (shape, dtype, strides) in zip(inputs, expected):
+            if type(x) is not ndarray or dtype is None or x.dtype != dtype or x.shape != shape or x.strides != strides:
+                return None
+            if x.device.id != self._device:
+                return None
+        return list(inputs)
+
+    def _run(self, cupy: Any, cstream: Any, ins: list[Any], framework: str) -> list[Any]:
+        if self.cuda_graph:
+            return self._call_graph(cupy, cstream, ins, framework)
+        outs_cp, flats = self._alloc_outputs(cupy)
+        ws = self._alloc_workspace(cupy)
+        if self.poison_outputs:
+            self._poison(flats)
+        self._run_steps(cupy, ins, outs_cp, ws)
+        return self._export(cupy, outs_cp, framework)
+
+    def run_host(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        """Run a plan made only of library calls on numpy arrays (a CPU path used to test the
+        plan machinery without a GPU: workspace views, references, output strides, poison).
+        Raises `LaunchError` if the plan launches generated kernels."""
+        if self.kernel_names:
+            raise LaunchError(f"{self.func_name}: the plan launches generated kernels; it needs a GPU")
+        infos = [describe(x) for x in inputs]
+        check_inputs(self.plan, infos, self.input_names)
+        ins = [x.view(np.uint16) if spec.dtype == "bfloat16" else x for x, spec in zip(inputs, self.plan.inputs)]
+        outs, flats = self._alloc_outputs(np)
+        ws = self._alloc_workspace(np)
+        if self.poison_outputs:
+            self._poison(flats)
+        self._run_steps(np, ins, outs, ws)
+        return outs
+
+    @staticmethod
+    def _cupy_input(cupy: Any, x: Any, spec: TensorSpec) -> Any:
+        return x.view(cupy.uint16) if spec.dtype == "bfloat16" else x
+
+    def _alloc_outputs(self, cupy: Any) -> tuple[list[Any], list[Any]]:
+        outs, flats = [], []
+        for spec in self.plan.outputs:
+            dt = storage_dtype(spec.dtype)
+            if tuple(spec.strides) == contiguous_strides(spec.shape):
+                out = cupy.empty(tuple(spec.shape), dtype=dt)
+                outs.append(out)
+                flats.append(out)
+                continue
+            flat = cupy.empty(alloc_elements(spec.shape, spec.strides), dtype=dt)
+            flats.append(flat)
+            outs.append(_strided_view(cupy, flat, spec))
+        return outs, flats
+
+    def _alloc_workspace(self, cupy: Any) -> Any:
+        return cupy.empty(max(self.plan.workspace_bytes, 1), dtype=cupy.uint8)
+
+    def _poison(self, flats: Sequence[Any]) -> None:
+        for flat, spec in zip(flats, self.plan.outputs):
+            flat.fill(_poison_value(spec.dtype))
+
+    def _export(self, cupy: Any, outs: list[Any], framework: str) -> list[Any]:
+        if framework == "torch":
+            return [_to_torch(cupy, o, spec.dtype) for o, spec in zip(outs, self.plan.outputs)]
+        return outs
+
+    def _resolve(self, cupy: Any, ref: TensorRef, ins: Sequence[Any], outs: Sequence[Any], ws: Any) -> Any:
+        if ref.kind == "input":
+            return ins[ref.index]
+        if ref.kind == "output":
+            return outs[ref.index]
+        spec = ref.spec
+        if spec is None:
+            return ws[ref.offset :]
+        dt = storage_dtype(spec.dtype)
+        n = alloc_elements(spec.shape, spec.strides)
+        flat = ws[ref.offset : ref.offset + n * dt.itemsize].view(dt)
+        return _strided_view(cupy, flat, spec)
+
+    def _run_steps(
+        self, cupy: Any, ins: Sequence[Any], outs: Sequence[Any], ws: Any, steps: Sequence[Any] | None = None
+    ) -> None:
+        plan = self.plan
+        ptrs: dict[str, list[int]] | None = None
+        for step in plan.steps if steps is None else steps:
+            if isinstance(step, KernelLaunch):
+                if ptrs is None:
+                    ptrs = {
+                        "input": [x.data.ptr for x in ins],
+                        "output": [x.data.ptr for x in outs],
+                        "workspace": [ws.data.ptr],
+                    }
+                # kernels take raw device pointers (CuPy passes a Python int as 8 bytes)
+                args = tuple(ptrs[r.kind][r.index if r.kind != "workspace" else 0] + r.offset for r in step.args)
+                self._kernels[step.kernel](step.grid, step.block, args, shared_mem=step.smem_bytes)
+            else:
+                args = [self._resolve(cupy, r, ins, outs, ws) for r in step.args]
+                results = [self._resolve(cupy, r, ins, outs, ws) for r in step.results]
+                run_library_call(
+                    step,
+                    args,
+                    results,
+                    cupy,
+                    [_ref_spec(plan, r).dtype for r in step.args],  # type: ignore[union-attr]
+                    [_ref_spec(plan, r).dtype for r in step.results],  # type: ignore[union-attr]
+                )
+
+    def _call_graph(self, cupy: Any, cstream: Any, ins: Sequence[Any], framework: str) -> list[Any]:
+        key = tuple(int(x.data.ptr) for x in ins) + (framework,)
+        entry = self._graphs.get(key)
+        if entry is not None:
+            self._graphs.move_to_end(key)
+            self._replay(cupy, cstream, entry, ins)
+            return entry.outputs
+        # first call with these pointers: run eagerly (warms cuBLAS and CuPy's kernels), then
+        # capture each capturable segment of the plan on a side stream
+        outs_cp, flats = self._alloc_outputs(cupy)
+        ws = self._alloc_workspace(cupy)
+        if self.poison_outputs:
+            self._poison(flats)
+        self._run_steps(cupy, ins, outs_cp, ws)
+        if self._capture_stream is None:
+            self._capture_stream = cupy.cuda.Stream(non_blocking=True)
+        side = self._capture_stream
+        # temporaries of captured library calls come from a private pool that lives as long
+        # as the graphs, so no other allocation can reuse memory the replays write to
+        pool = cupy.cuda.MemoryPool()
+        segments: list[tuple[str, list[Any], Any]] = []
+        with cupy.cuda.using_allocator(pool.malloc), side:
+            for index, (kind, steps) in enumerate(graph_segments(self.plan.steps)):
+                if kind == "eager":
+                    segments.append((kind, steps, None))
+                    continue
+                side.begin_capture()
+                try:
+                    if index == 0 and self.poison_outputs:
+                        self._poison(flats)
+                    self._run_steps(cupy, ins, outs_cp, ws, steps)
+                finally:
+                    graph = side.end_capture()
+                segments.append((kind, steps, graph))
+        outputs = self._export(cupy, outs_cp, framework)
+        self._graphs[key] = _GraphEntry(segments, outputs, outs_cp, flats, ws, pool)
+        while len(self._graphs) > MAX_GRAPH_ENTRIES:
+            self._graphs.popitem(last=False)
+        return outputs
+
+    def capture_sweep(self, input_sets: Sequence[Sequence[Any]]) -> Any:
+        """One CUDA graph that runs the plan once on every input set (CuPy arrays laid out as
+        compiled; outputs and workspaces private to the graph).  Returns `launch(stream=None)`
+        replaying it: the device time of the plan without per-call host work, for timing.
+        Raises `LaunchError` if a step cannot be captured (a cuBLAS library call)."""
+        self.load()
+        cupy = _cupy()
+        if any(kind == "eager" for kind, _ in graph_segments(self.plan.steps)):
+            raise LaunchError(f"{self.func_name}: the plan has library matmuls, which CuPy cannot capture")
+        bound = []
+        for xs in input_sets:
+            self.check(*xs)
+            ins = [self._cupy_input(cupy, x, spec) for x, spec in zip(xs, self.plan.inputs)]
+            outs, flats = self._alloc_outputs(cupy)
+            ws = self._alloc_workspace(cupy)
+            self._run_steps(cupy, ins, outs, ws)  # warm-up, outside the capture
+            bound.append((ins, outs, ws))
+        side = cupy.cuda.Stream(non_blocking=True)
+        cupy.cuda.get_current_stream().synchronize()
+        pool = cupy.cuda.MemoryPool()
+        with cupy.cuda.using_allocator(pool.malloc), side:
+            side.begin_capture()
+            try:
+                for ins, outs, ws in bound:
+                    self._run_steps(cupy, ins, outs, ws)
+            finally:
+                graph = side.end_capture()
+
+        def launch(stream: Any = None) -> None:
+            keep = (bound, pool, side)  # noqa: F841 - the buffers live as long as the graph
+            graph.launch(stream=stream)
+
+        return launch
+
+    def _replay(self, cupy: Any, cstream: Any, entry: _GraphEntry, ins: Sequence[Any]) -> None:
+        for index, (kind, steps, graph) in enumerate(entry.segments):
+            if graph is not None:
+                graph.launch(stream=cstream)
+                continue
+            if index == 0 and self.poison_outputs:
+                self._poison(entry.flats)
+            self._run_steps(cupy, ins, entry.outputs_cp, entry.workspace, steps)
+
+
+# ---------------------------------------------------------------------------------------
+# compile(): module -> CompiledGraph
+
+
+@dataclass
+class Prepared:
+    """A kernel graph through the pipeline and the CUDA printer (no nvcc yet)."""
+
+    func_name: str
+    module: Any
+    """the transpiled module holding only this function"""
+    program: Any
+    """the `CudaProgram` of `emit_cuda`"""
+    plan: LaunchPlan
+    arch: str
+    input_names: list[str | None]
+
+
+def _functions(module: Any) -> list[Any]:
+    from xdsl.dialects.func import FuncOp
+
+    return [op for op in module.body.block.ops if isinstance(op, FuncOp)]
+
+
+def _pipeline_has_run(module: Any) -> bool:
+    for op in module.walk():
+        if op.name == "kn.customized":
+            return False
+    return all("kn.workspace_size" in f.attributes for f in _functions(module))
+
+
+def make_context() -> Any:
+    """An xDSL context with builtin/func/arith and our dialects registered."""
+    from xdsl.context import Context
+    from xdsl.dialects.arith import Arith
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+
+    from mirage_xdsl.tools.registry import get_all_dialects
+
+    ctx = Context()
+    for dialect in (Builtin, Func, Arith):
+        ctx.load_dialect(dialect)
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+def prepare(module: Any, func_name: str | None = None, arch: str | None = None) -> Prepared:
+    """Clone the chosen function into its own module, run `mirage-transpile` if it has not
+    run, and print CUDA for it.  Needs no GPU and no nvcc."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from mirage_xdsl.runtime.compiler import normalize_arch
+
+    funcs = _functions(module) if isinstance(module, ModuleOp) else [module]
+    names = [f.sym_name.data for f in funcs]
+    if func_name is None:
+        if len(funcs) != 1:
+            raise ValueError(f"the module has {len(funcs)} functions ({', '.join(names[:8])}{', ...' if len(names) > 8 else ''}); pass func_name")
+        func = funcs[0]
+    else:
+        matches = [f for f in funcs if f.sym_name.data == func_name]
+        if not matches:
+            raise ValueError(f"no function named '{func_name}'; available: {', '.join(names) or 'none'}")
+        func = matches[0]
+    name = func.sym_name.data
+    input_names = [arg.name_hint for arg in func.body.block.args]
+    single = ModuleOp([func.clone()])
+    if not _pipeline_has_run(single):
+        from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+        MirageTranspilePass().apply(make_context(), single)
+    from mirage_xdsl.codegen.cuda_target import emit_cuda
+
+    arch = normalize_arch(arch or detect_arch())
+    program = emit_cuda(single, arch)
+    if name not in program.plans:
+        raise ValueError(f"emit_cuda produced no launch plan for '{name}' (plans: {sorted(program.plans)})")
+    return Prepared(name, single, program, program.plans[name], arch, input_names)
+
+
+def compile(  # noqa: A001 - the public name Mirage uses
+    module: Any,
+    func_name: str | None = None,
+    arch: str | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    cuda_graph: bool = False,
+    poison_outputs: bool = False,
+) -> CompiledGraph:
+    """Compile one kernel graph of `module` for `arch` (None: the current GPU, else sm_90).
+
+    Clones the module (the argument is not modified), runs the default pipeline
+    (`mirage-transpile`) if it has not run, prints CUDA with `emit_cuda`, compiles it with
+    nvcc to a cubin (disk cache, see `runtime.compiler`) and, when a GPU is present, loads it
+    and checks the plan against the device.  Without a GPU the graph is returned unloaded
+    (calling it raises `LaunchError`).
+    """
+    from .compiler import compile_cuda
+
+    prepared = prepare(module, func_name, arch)
+    cubin = None
+    if any(isinstance(s, KernelLaunch) for s in prepared.plan.steps):
+        cubin = compile_cuda(prepared.program.source, prepared.arch, cache_dir=cache_dir)
+    graph = CompiledGraph(
+        prepared.plan,
+        cubin,
+        source=prepared.program.source,
+        input_names=prepared.input_names,
+        cuda_graph=cuda_graph,
+        poison_outputs=poison_outputs,
+    )
+    if gpu_available():
+        graph.load()
+    return graph
