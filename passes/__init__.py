@@ -21,9 +21,15 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "kn-plan-workspace": ("plan_workspace", "PlanWorkspacePass"),
     "tb-schedule": ("schedule", "SchedulePass"),
     "tb-plan-swizzle": ("plan_swizzle", "PlanSwizzlePass"),
+    "tb-plan-pipeline": ("plan_pipeline", "PlanPipelinePass"),
     "tb-plan-smem": ("plan_smem", "PlanSmemPass"),
     "convert-tb-to-cute": ("convert_tb_to_cute", "ConvertTbToCutePass"),
     "mirage-transpile": ("pipeline", "MirageTranspilePass"),
+    "kn-expand-composites": ("kn_expand_composites", "KnExpandCompositesPass"),
+    "kn-recognize-composites": ("kn_expand_composites", "KnRecognizeCompositesPass"),
+    "kn-simplify": ("kn_simplify", "KnSimplifyPass"),
+    "kn-partition": ("kn_partition", "KnPartitionPass"),
+    "kn-fuse": ("kn_fuse", "KnFusePass"),
 }
 
 

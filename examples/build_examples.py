@@ -1,0 +1,121 @@
+"""The example kernel graphs of `examples/*.mlir`, built through the Python builder API.
+
+Each function returns a fresh verified `builtin.module` holding the same program (same
+function name, argument names, shapes, dtypes, strides and op sequence) as the `.mlir` file
+of the same name; shapes are Mirage's benchmark shapes (batch 1) and can be overridden.
+
+    python examples/build_examples.py gqa            # print one example as MLIR
+    python examples/build_examples.py                # print all of them
+
+`EXAMPLES` maps each example name to its builder function.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import ModuleOp
+
+import mirage_xdsl as mx
+
+
+def rmsnorm_linear(m: int = 2, k: int = 4096, n: int = 6144, dtype: str = "float16") -> ModuleOp:
+    """`rms_norm(X) @ W` (benchmark/rmsnorm.py): X [m, k], W [k, n]."""
+    g = mx.new_kernel_graph("rmsnorm_linear")
+    X = g.new_input((m, k), dtype=dtype, name="X")
+    W = g.new_input((k, n), dtype=dtype, name="W")
+    g.mark_output(g.matmul(g.rms_norm(X, (k,)), W))
+    return g.module
+
+
+def gated_mlp(m: int = 8, k: int = 4096, n: int = 4096, dtype: str = "float16") -> ModuleOp:
+    """`silu(X @ W1) * (X @ W2)` (benchmark/gated_mlp.py)."""
+    g = mx.new_kernel_graph("gated_mlp")
+    X = g.new_input((m, k), dtype=dtype, name="X")
+    W1 = g.new_input((k, n), dtype=dtype, name="W1")
+    W2 = g.new_input((k, n), dtype=dtype, name="W2")
+    s = g.silu(g.matmul(X, W1))
+    b = g.matmul(X, W2)
+    g.mark_output(g.mul(s, b))
+    return g.module
+
+
+def _attention(name: str, batch: int, q_len: int, kv_len: int, head_dim: int, dtype: str) -> ModuleOp:
+    """`exp(Q @ K) / sum(exp(Q @ K), -1) @ V`, Mirage's softmax without max subtraction or
+    scaling; K is stored transposed ([batch, head_dim, kv_len])."""
+    g = mx.new_kernel_graph(name)
+    Q = g.new_input((batch, q_len, head_dim), dtype=dtype, name="Q")
+    K = g.new_input((batch, head_dim, kv_len), dtype=dtype, name="K")
+    V = g.new_input((batch, kv_len, head_dim), dtype=dtype, name="V")
+    e = g.exp(g.matmul(Q, K))
+    z = g.reduction(e, 2)
+    p = g.div(e, z)
+    g.mark_output(g.matmul(p, V))
+    return g.module
+
+
+def gqa(batch: int = 2, q_len: int = 256, kv_len: int = 4096, head_dim: int = 64, dtype: str = "float16") -> ModuleOp:
+    """Group-query attention for decoding (benchmark/group_query_attention.py, batch 1)."""
+    return _attention("gqa", batch, q_len, kv_len, head_dim, dtype)
+
+
+def mha(batch: int = 32, q_len: int = 16, kv_len: int = 4096, head_dim: int = 64, dtype: str = "float16") -> ModuleOp:
+    """Multi-head attention for decoding (benchmark/multi_head_attention.py, batch 1)."""
+    return _attention("mha", batch, q_len, kv_len, head_dim, dtype)
+
+
+def mqa(batch: int = 1, q_len: int = 1024, kv_len: int = 4096, head_dim: int = 64, dtype: str = "float16") -> ModuleOp:
+    """Multi-query attention for decoding (benchmark/multi_query_attention.py, batch 1)."""
+    return _attention("mqa", batch, q_len, kv_len, head_dim, dtype)
+
+
+def lora(m: int = 16, k: int = 256, n: int = 4096, rank: int = 16, dtype: str = "float16") -> ModuleOp:
+    """`X @ W + (X @ A) @ B` (benchmark/lora.py)."""
+    g = mx.new_kernel_graph("lora")
+    X = g.new_input((m, k), dtype=dtype, name="X")
+    W = g.new_input((k, n), dtype=dtype, name="W")
+    A = g.new_input((k, rank), dtype=dtype, name="A")
+    B = g.new_input((rank, n), dtype=dtype, name="B")
+    xw = g.matmul(X, W)
+    xab = g.matmul(g.matmul(X, A), B)
+    g.mark_output(g.add(xw, xab))
+    return g.module
+
+
+def ntrans(m: int = 8, n: int = 4096, dtype: str = "float16") -> ModuleOp:
+    """nGPT-style update `rms(X + alpha * (rms(H) + X))` (benchmark/norm_transformer.py)."""
+    g = mx.new_kernel_graph("ntrans")
+    H = g.new_input((m, n), dtype=dtype, name="H")
+    X = g.new_input((m, n), dtype=dtype, name="X")
+    alpha = g.new_input((m, n), dtype=dtype, name="alpha")
+    a = g.add(g.rms_norm(H, (n,)), X)
+    b = g.mul(alpha, a)
+    c = g.add(X, b)
+    g.mark_output(g.rms_norm(c, (n,)))
+    return g.module
+
+
+EXAMPLES: dict[str, Callable[..., ModuleOp]] = {
+    "gated_mlp": gated_mlp,
+    "gqa": gqa,
+    "lora": lora,
+    "mha": mha,
+    "mqa": mqa,
+    "ntrans": ntrans,
+    "rmsnorm_linear": rmsnorm_linear,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = (sys.argv[1:] if argv is None else argv) or list(EXAMPLES)
+    for name in names:
+        if name not in EXAMPLES:
+            print(f"unknown example '{name}' (expected one of {', '.join(EXAMPLES)})", file=sys.stderr)
+            return 1
+        print(EXAMPLES[name]())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

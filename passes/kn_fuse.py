@@ -1,0 +1,51 @@
+"""`kn-fuse`: the graph-kernel fusion pipeline of seed 001 on kernel graphs.
+
+    kn-expand-composites  ->  kn-simplify  ->  kn-recognize-composites  ->  kn-partition
+
+Composite expansion opens `kn.rms_norm`; simplification (CSE + algebra) moves row factors
+across matmuls; recognition folds row-local rms norms back and records softmax / attention /
+rms-matmul patterns; partition aggregates the ops into fused `kn.customized` kernels with
+default block graphs (`default_tb_graph`).  The output is accepted by `mirage-transpile`.
+Options are forwarded to `kn-partition`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from mirage_xdsl.passes.kn_expand_composites import KnExpandCompositesPass, KnRecognizeCompositesPass
+from mirage_xdsl.passes.kn_partition import KnPartitionPass
+from mirage_xdsl.passes.kn_simplify import KnSimplifyPass
+
+
+@dataclass(frozen=True)
+class KnFusePass(ModulePass):
+    """Expand composites, simplify, recognise patterns, partition into fused kernels."""
+
+    name = "kn-fuse"
+
+    smem_limit: int = 232448
+    num_sms: int = 132
+    allow_split: bool = True
+    k_tiles: tuple[int, ...] = (256, 128, 64)
+
+    def passes(self) -> list[ModulePass]:
+        return [
+            KnExpandCompositesPass(),
+            KnSimplifyPass(),
+            KnRecognizeCompositesPass(),
+            KnPartitionPass(
+                smem_limit=self.smem_limit,
+                num_sms=self.num_sms,
+                allow_split=self.allow_split,
+                k_tiles=tuple(self.k_tiles),
+            ),
+        ]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for p in self.passes():
+            p.apply(ctx, op)

@@ -1,0 +1,393 @@
+"""Graph-kernel fusion (kn-expand-composites, kn-simplify, kn-recognize-composites, kn-partition,
+kn-fuse) on the example kernel graphs.
+
+For every `examples/*.mlir`: kn-fuse yields one or two `kn.customized` ops and nothing else, the
+result verifies, the reference executor gives the same outputs as on the plain graph (float64,
+fresh random inputs, relative error < 1e-6), and `mirage-transpile` accepts the fused module.
+The builder versions in `examples/build_examples.py` build the same programs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import importlib.util
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.arith import Arith
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.func import Func, FuncOp
+from xdsl.parser import Parser
+
+from mirage_xdsl.dialects import kernel as kn
+from mirage_xdsl.dialects import threadblock as tb
+from mirage_xdsl.dialects.kernel import Kernel
+from mirage_xdsl.dialects.threadblock import Threadblock
+from mirage_xdsl.passes.default_tb_graph import (
+    DeviceModel,
+    Planner,
+    analyse_axes,
+    compute_phases,
+    fusible_op,
+    group_from_ops,
+)
+from mirage_xdsl.passes.kn_expand_composites import KnExpandCompositesPass, KnRecognizeCompositesPass
+from mirage_xdsl.passes.kn_fuse import KnFusePass
+from mirage_xdsl.passes.kn_partition import KnPartitionPass
+from mirage_xdsl.passes.kn_simplify import KnSimplifyPass
+from mirage_xdsl.passes.pipeline import MirageTranspilePass
+from mirage_xdsl.runtime.reference import run_reference
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+NAMES = sorted(p.stem for p in EXAMPLES.glob("*.mlir"))
+ATTENTION = {"gqa", "mha", "mqa"}
+EXPECTED_KERNELS = {"gated_mlp": 1, "gqa": 2, "lora": 1, "mha": 2, "mqa": 2, "ntrans": 1, "rmsnorm_linear": 1}
+SMEM_LIMIT = 232448
+
+
+# ---------------------------------------------------------------------------------------
+# helpers
+
+
+def _openblas_threads(n: int | None) -> int | None:
+    """Set numpy's OpenBLAS thread count (best effort); return the previous count.
+
+    Multi-threaded OpenBLAS is pathologically slow on this suite's small, skinny GEMMs on
+    few-core machines (a [16, 4096] x [4096, 64] product: 0.26 s with threads, 0.8 ms without)."""
+    import numpy
+
+    libdir = os.path.join(os.path.dirname(os.path.dirname(numpy.__file__)), "numpy.libs")
+    for path in glob.glob(os.path.join(libdir, "libscipy_openblas*.so*")):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for set_name, get_name in (
+            ("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+            ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
+            ("openblas_set_num_threads", "openblas_get_num_threads"),
+        ):
+            if hasattr(lib, set_name) and hasattr(lib, get_name):
+                prev = int(getattr(lib, get_name)())
+                if n is not None:
+                    getattr(lib, set_name)(ctypes.c_int(n))
+                return prev
+    return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _single_threaded_blas() -> Iterator[None]:
+    prev = _openblas_threads(1)
+    yield
+    if prev is not None:
+        _openblas_threads(prev)
+
+
+def _context() -> Context:
+    ctx = Context()
+    for dialect in (Builtin, Func, Arith, Kernel, Threadblock):
+        ctx.load_dialect(dialect)
+    if importlib.util.find_spec("mirage_xdsl.dialects.cute") is not None:
+        from mirage_xdsl.dialects.cute import Cute
+
+        ctx.load_dialect(Cute)
+    return ctx
+
+
+def parse(text: str) -> ModuleOp:
+    return Parser(_context(), text).parse_module()
+
+
+def example(name: str) -> ModuleOp:
+    return parse((EXAMPLES / f"{name}.mlir").read_text())
+
+
+def the_func(module: ModuleOp) -> FuncOp:
+    (func,) = [op for op in module.ops if isinstance(op, FuncOp)]
+    return func
+
+
+def customized_ops(module: ModuleOp) -> list[kn.CustomizedOp]:
+    return [op for op in the_func(module).body.block.ops if isinstance(op, kn.CustomizedOp)]
+
+
+def random_inputs(module: ModuleOp, name: str, seed: int) -> list[np.ndarray]:
+    """Fresh inputs in [-1, 1); attention inputs scaled to 0.25 (exp without max subtraction)."""
+    rng = np.random.default_rng(seed)
+    scale = 0.25 if name in ATTENTION else 1.0
+    return [rng.uniform(-1.0, 1.0, kn.shape_of(a)) * scale for a in the_func(module).body.block.args]
+
+
+def rel_err(a: list[np.ndarray], b: list[np.ndarray]) -> float:
+    assert len(a) == len(b)
+    return max(float(np.abs(x - y).max() / np.abs(x).max()) for x, y in zip(a, b))
+
+
+def fuse(module: ModuleOp, **options: Any) -> ModuleOp:
+    KnFusePass(**options).apply(_context(), module)
+    module.verify()
+    return module
+
+
+_FUSED: dict[str, ModuleOp] = {}
+_PLAIN_OUT: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+
+
+def fused_example(name: str) -> ModuleOp:
+    if name not in _FUSED:
+        _FUSED[name] = fuse(example(name))
+    return _FUSED[name]
+
+
+def plain_reference(name: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(inputs, outputs of the plain graph), computed once per example."""
+    if name not in _PLAIN_OUT:
+        plain = example(name)
+        inputs = random_inputs(plain, name, seed=NAMES.index(name) + 11)
+        _PLAIN_OUT[name] = (inputs, run_reference(plain, inputs))
+    return _PLAIN_OUT[name]
+
+
+# ---------------------------------------------------------------------------------------
+# kn-fuse on every example
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fuse_structure(name: str) -> None:
+    module = fused_example(name)
+    ops = [op for op in the_func(module).body.block.ops if op.name != "func.return"]
+    kernels = customized_ops(module)
+    assert 1 <= len(kernels) <= 2
+    assert len(kernels) == EXPECTED_KERNELS[name]
+    assert len(ops) == len(kernels), [op.name for op in ops]  # nothing but the fused kernels
+    for k in kernels:
+        assert k.attributes["kn.template"].data  # type: ignore[attr-defined]
+        assert 0 < k.attributes["kn.smem_estimate"].value.data <= SMEM_LIMIT  # type: ignore[attr-defined]
+        gx, gy, gz = k.grid
+        assert 1 <= gx * gy * gz <= 4096
+        assert k.block == (128, 1, 1)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fuse_equivalence(name: str) -> None:
+    inputs, expected = plain_reference(name)
+    got = run_reference(fused_example(name), inputs)
+    assert rel_err(expected, got) < 1e-6
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_transpile_accepts_fused(name: str) -> None:
+    module = fused_example(name).clone()
+    try:
+        MirageTranspilePass().apply(_context(), module)
+        module.verify()
+    except Exception as err:  # noqa: BLE001 - decide below whether convert-tb-to-cute is at fault
+        module = fused_example(name).clone()
+        MirageTranspilePass(to_cute=False).apply(_context(), module)
+        module.verify()
+        pytest.xfail(f"passes 1-9 accept the fused graph; convert-tb-to-cute failed: {err}")
+    assert not customized_ops(module) or all("tb.smem_size" in k.attributes for k in customized_ops(module))
+
+
+def test_rmsnorm_linear_kernel() -> None:
+    """Mirage's best rmsnorm block graph (mirage-notes 2.3): grid over W's columns, for-loop
+    over K, red_ld_rms of X beside matmul + nored, div after the loop."""
+    (k,) = customized_ops(fused_example("rmsnorm_linear"))
+    assert k.grid == (384, 1, 1) and k.num_iterations == 16
+    body = list(k.body.block.ops)
+    assert [op.name for op in body] == [
+        "tb.input", "tb.input", "tb.forloop_accum", "tb.matmul", "tb.forloop_accum", "tb.div", "tb.output"
+    ]
+    x, w = body[0], body[1]
+    assert isinstance(x, tb.InputOp) and x.imap == (-1, -1, -1) and x.fdim == 1
+    assert isinstance(w, tb.InputOp) and w.imap == (1, -1, -1) and w.fdim == 0
+    assert kn.shape_of(x.result) == (2, 256) and kn.shape_of(w.result) == (256, 16)
+    assert [op.accum_kind for op in body if isinstance(op, tb.ForloopAccumOp)] == ["red_ld_rms", "nored"]
+    out = body[-1]
+    assert isinstance(out, tb.OutputOp) and out.omap == (1, -1, -1)
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION))
+def test_attention_is_flash_decoding(name: str) -> None:
+    """Kernel 1 splits KV over the grid and the for-loop, writes partial denominators and
+    numerators along the last dim; kernel 2 sums them (strided to_dimx) and divides."""
+    k1, k2 = customized_ops(fused_example(name))
+    assert k1.attributes["kn.template"].data == "flash_decoding"  # type: ignore[attr-defined]
+    assert k2.attributes["kn.template"].data == "split_reduce"  # type: ignore[attr-defined]
+    assert list(k2.inputs) == list(k1.results)
+    blocks = k1.grid[0] * k1.grid[1] * k1.grid[2]
+    assert blocks >= 128
+    kinds = sorted(op.accum_kind for op in k1.body.block.ops if isinstance(op, tb.ForloopAccumOp))
+    assert kinds == ["nored", "red_ld_sum"]
+    split_axis = [i for i, g in enumerate(k1.grid) if g > 1][-1]
+    for out in (op for op in k1.body.block.ops if isinstance(op, tb.OutputOp)):
+        assert out.omap[split_axis] == len(kn.shape_of(out.input)) - 1  # partials side by side
+    names = [op.name for op in k2.body.block.ops]
+    assert "tb.reduction_to_dimx" in names and "tb.div" in names
+    assert k2.dimx == kn.shape_of(k2.results[0])[-1]  # sum_todimx down to the head dim
+
+
+def test_lora_and_gated_mlp_share_operand() -> None:
+    (lora,) = customized_ops(fused_example("lora"))
+    assert lora.num_iterations == 1
+    assert [op.name for op in lora.body.block.ops].count("tb.matmul") == 3
+    (mlp,) = customized_ops(fused_example("gated_mlp"))
+    x = next(op for op in mlp.body.block.ops if isinstance(op, tb.InputOp))
+    users = [u.operation.name for u in x.result.uses]
+    assert users == ["tb.matmul", "tb.matmul"]  # one X tile feeds both matmuls
+    names = [op.name for op in mlp.body.block.ops]
+    assert names.index("tb.silu") > names.index("tb.forloop_accum")
+
+
+def test_ntrans_rowwise() -> None:
+    (k,) = customized_ops(fused_example("ntrans"))
+    assert k.grid == (8, 1, 1) and k.num_iterations == 1
+    assert [op.name for op in k.body.block.ops].count("tb.rms_norm") == 2
+
+
+# ---------------------------------------------------------------------------------------
+# builder versions of the examples
+
+
+def _load_build_examples() -> Any:
+    spec = importlib.util.spec_from_file_location("build_examples", EXAMPLES / "build_examples.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _signature(module: ModuleOp) -> tuple:
+    func = the_func(module)
+    block = func.body.block
+    names: dict[Any, str] = {a: f"arg{i}" for i, a in enumerate(block.args)}
+    ops = []
+    for i, op in enumerate(block.ops):
+        ops.append(
+            (
+                op.name,
+                tuple(names[v] for v in op.operands),
+                tuple(sorted((k, str(v)) for k, v in op.properties.items())),
+                tuple(str(r.type) for r in op.results),
+            )
+        )
+        for j, r in enumerate(op.results):
+            names[r] = f"v{i}.{j}"
+    args = [(str(a.type), a.name_hint) for a in block.args]
+    return func.sym_name.data, args, str(func.arg_attrs), ops
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_builder_builds_the_example(name: str) -> None:
+    builders = _load_build_examples().EXAMPLES
+    assert sorted(builders) == NAMES
+    built = builders[name]()
+    built.verify()
+    assert _signature(built) == _signature(example(name))
+
+
+# ---------------------------------------------------------------------------------------
+# the passes one by one
+
+
+@pytest.mark.parametrize("name", ["rmsnorm_linear", "gqa", "ntrans"])
+def test_expand_simplify_recognize_preserve_semantics(name: str) -> None:
+    inputs, expected = plain_reference(name)
+    module = example(name)
+    for p in (KnExpandCompositesPass(), KnSimplifyPass(), KnRecognizeCompositesPass()):
+        p.apply(_context(), module)
+        module.verify()
+        assert rel_err(expected, run_reference(module, inputs)) < 1e-9
+    names = [op.name for op in the_func(module).body.block.ops]
+    if name == "ntrans":
+        assert names.count("kn.rms_norm") == 2  # row-local norms folded back
+    else:
+        assert "kn.rms_norm" not in names
+        last = [op for op in the_func(module).body.block.ops][-2]
+        assert last.name == "kn.div"  # the division moved after the matmul
+        assert last.attributes["kn.composite"].data in ("rms_norm_matmul", "softmax_matmul")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["gqa", "rmsnorm_linear", "lora"])
+def test_partition_alone_is_correct(name: str) -> None:
+    """Without simplification the softmax division blocks the single-kernel plan; the fallback
+    partition still produces a correct, transpilable graph."""
+    inputs, expected = plain_reference(name)
+    module = example(name)
+    KnPartitionPass().apply(_context(), module)
+    module.verify()
+    assert customized_ops(module)
+    assert rel_err(expected, run_reference(module, inputs)) < 1e-6
+    MirageTranspilePass(to_cute=False).apply(_context(), module)
+
+
+def test_no_split_option_and_smem_limit() -> None:
+    inputs, expected = plain_reference("mqa")
+    module = fuse(example("mqa"), allow_split=False)
+    (k,) = customized_ops(module)
+    assert rel_err(expected, run_reference(module, inputs)) < 1e-6
+    small = fuse(example("rmsnorm_linear"), smem_limit=16384)
+    for k in customized_ops(small):
+        assert k.attributes["kn.smem_estimate"].value.data <= 16384  # type: ignore[attr-defined]
+    inputs, expected = plain_reference("rmsnorm_linear")
+    assert rel_err(expected, run_reference(small, inputs)) < 1e-6
+
+
+def test_axes_and_phases() -> None:
+    """Axis unification and the phase rule on the simplified / unsimplified attention."""
+    module = example("gqa")
+    ops = [op for op in the_func(module).body.block.ops if fusible_op(op)]
+    group, outs = group_from_ops(ops)
+    assert len(outs) == 1
+    ax = analyse_axes(group)
+    assert ax is not None
+    # axes: batch (2), q rows (256), head dim (64, contracted by QK), kv (4096, summed)
+    assert sorted(ax.extent.values()) == [2, 64, 64, 256, 4096]
+    kv = next(a for a, e in ax.extent.items() if e == 4096)
+    assert kv in ax.loopable()
+    assert compute_phases(group, ax, kv) is None  # exp/sum/div then matmul: not one loop
+    KnSimplifyPass().apply(_context(), module)
+    ops = [op for op in the_func(module).body.block.ops if fusible_op(op)]
+    group, _ = group_from_ops(ops)
+    ax = analyse_axes(group)
+    assert ax is not None
+    kv = next(a for a, e in ax.extent.items() if e == 4096)
+    ph = compute_phases(group, ax, kv)
+    assert ph is not None and ph[group.outputs[0]] == "post"
+
+
+def test_split_only_when_grid_too_small() -> None:
+    """gated_mlp has >= 132 blocks unsplit: no split-K; gqa has 32 at most: flash decoding."""
+    planner = Planner(DeviceModel())
+    for name, kernels in (("gated_mlp", 1), ("gqa", 2)):
+        module = example(name)
+        for p in (KnExpandCompositesPass(), KnSimplifyPass(), KnRecognizeCompositesPass()):
+            p.apply(_context(), module)
+        ops = [op for op in the_func(module).body.block.ops if fusible_op(op)]
+        group, _ = group_from_ops(ops)
+        plan = planner.plan(group)
+        assert plan is not None and len(plan.kernels) == kernels
+        assert all(k.smem <= SMEM_LIMIT for k in plan.kernels)
+
+
+def test_smem_verification_uses_the_real_planner() -> None:
+    """Plans estimated above 40% of the limit are checked with tb-plan-smem itself (which may
+    drop double buffering to fit); a limit below what it can reach rejects the plan."""
+    from mirage_xdsl.passes.kn_partition import smem_fits
+
+    module = example("rmsnorm_linear")
+    for p in (KnExpandCompositesPass(), KnSimplifyPass(), KnRecognizeCompositesPass()):
+        p.apply(_context(), module)
+    ops = [op for op in the_func(module).body.block.ops if fusible_op(op)]
+    group, _ = group_from_ops(ops)
+    plan = Planner(DeviceModel()).plan(group)
+    assert plan is not None and 15000 < plan.kernels[0].smem < 25000
+    assert smem_fits(plan, SMEM_LIMIT)  # far below the limit: accepted without planning
+    assert smem_fits(plan, 15000)  # planned, single-buffered loads: about 12.4 KB
+    assert not smem_fits(plan, 10000)  # planned: does not fit
