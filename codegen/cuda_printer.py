@@ -187,7 +187,9 @@ class _KernelPrinter:
         self.lines: list[str] = []
         self.indent = 1
         self.names: dict[SSAValue, str] = {}
-        self.double: dict[SSAValue, tuple[str, str]] = {}
+        # ring buffers of pipelined tiles: (buffer pointer names, element stride between
+        # consecutive buffers or 0 when they are not equally spaced)
+        self.ring: dict[SSAValue, tuple[list[str], int]] = {}
         self.loop: cute.ForOp | None = None
         self.frag_count = 0
         self.smem_count = 0
@@ -202,13 +204,23 @@ class _KernelPrinter:
         return element_type_of(value)
 
     def tile_ptr(self, value: SSAValue, shift: int = 0) -> str:
-        """C expression of a shared tile (the right buffer of a double buffer)."""
-        if value in self.double:
-            b0, b1 = self.double[value]
+        """C expression of a shared tile: for a ring of N stage buffers, buffer
+        `(it + shift) % N` in the loop and buffer `shift % N` outside it (a prologue load)."""
+        if value in self.ring:
+            bufs, stride = self.ring[value]
+            n = len(bufs)
             if self.loop is None:
-                return b0
+                k = shift % n
+                return bufs[k] if stride == 0 or k == 0 else f"({bufs[0]} + {k * stride})"
             it = "it" if shift == 0 else f"it + {shift}"
-            return f"((({it}) & 1) ? {b1} : {b0})"
+            if n == 2:
+                return f"((({it}) & 1) ? {bufs[1]} : {bufs[0]})"
+            if stride:
+                return f"({bufs[0]} + (({it}) % {n}) * {stride})"
+            expr = bufs[n - 1]
+            for k in reversed(range(n - 1)):
+                expr = f"(({it}) % {n} == {k} ? {bufs[k]} : {expr})"
+            return expr
         return self.names[value]
 
     def print(self) -> str:
@@ -287,8 +299,20 @@ class _KernelPrinter:
             b0, b1 = f"{name}_0", f"{name}_1"
             self.emit(f"{ct}* {b0} = reinterpret_cast<{ct}*>(smem + {offs[0]});")
             self.emit(f"{ct}* {b1} = reinterpret_cast<{ct}*>(smem + {offs[1]});")
-            self.double[op.result] = (b0, b1)
+            self.ring[op.result] = ([b0, b1], 0)
             self.names[op.result] = b0
+        elif len(offs) > 2:
+            # a ring of stage buffers: one pointer and an element stride when equally spaced
+            eb = cute.elem_bytes(self.elem(op.result))
+            step = offs[1] - offs[0]
+            even = step > 0 and step % eb == 0 and all(o == offs[0] + k * step for k, o in enumerate(offs))
+            bufs = [f"{name}_{k}" for k in range(len(offs))]
+            for k, off in enumerate(offs if not even else offs[:1]):
+                self.emit(f"{ct}* {bufs[k]} = reinterpret_cast<{ct}*>(smem + {off});")
+            if even:
+                self.emit(f"// {bufs[0]}: {len(offs)} stage buffers, {step} B apart")
+            self.ring[op.result] = (bufs, step // eb if even else 0)
+            self.names[op.result] = bufs[0]
         else:
             self.emit(f"{ct}* {name} = reinterpret_cast<{ct}*>(smem + {offs[0]});")
             self.names[op.result] = name
@@ -302,6 +326,8 @@ class _KernelPrinter:
             shift = op.iter_offset.value.data
             it = "it" if shift == 0 else f"(it + {shift})"
             terms.append(f"{it} * {op.iter_stride.value.data}")
+        elif isinstance(op, cute.CopyG2SOp) and op.iter_offset.value.data and op.iter_stride.value.data:
+            terms.append(str(op.iter_offset.value.data * op.iter_stride.value.data))  # prologue load
         base = self.names[arg]
         return base if not terms else f"{base} + {' + '.join(terms)}"
 
@@ -328,7 +354,7 @@ class _KernelPrinter:
         mode = op.mode.data
         vec = op.vec.value.data if mode != "sync" else 1
         lg, ls, svec, ss0 = self.copy_layouts(op, smem, vec)
-        shift = op.iter_offset.value.data if op.iter is not None else 0
+        shift = op.iter_offset.value.data
         dst = self.tile_ptr(op.dst, shift)
         src = self.gmem_ptr(op, op.src)
         if mode == "sync":

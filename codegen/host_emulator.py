@@ -9,6 +9,10 @@ steps of a LaunchPlan run in numpy with the reference executor's semantics.
     emu = HostEmulator(emit_cuda(module))
     outputs = emu.run("graph_0", [x, w])          # numpy arrays in, numpy arrays out
 
+bfloat16 tensors (numpy has none) are stored as their uint16 bit patterns like the CuPy
+runtime does (`runtime/library_ops.py`): inputs are rounded to bf16 on the way in, bf16
+outputs come back as float32 arrays holding the bf16 values.
+
 Slow (a block of 128 threads costs about a millisecond per barrier phase); meant for a few
 kernel graphs per test.  Needs a C++17 compiler (`$CXX`, else g++/c++/clang++) on Linux.
 """
@@ -29,6 +33,7 @@ import numpy as np
 
 from mirage_xdsl.codegen.cuda_target import CudaProgram
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
+from mirage_xdsl.runtime.library_ops import load, store
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(\n(.*?)\) \{', re.S)
@@ -117,8 +122,13 @@ def build_host_library(program: CudaProgram, cache_dir: str | os.PathLike[str] |
     return lib
 
 
+def _storage(dtype_name: str) -> np.dtype:
+    """numpy dtype a tensor of plan dtype `dtype_name` is stored as (bfloat16 -> its uint16 bits)."""
+    return np.dtype(np.uint16) if dtype_name == "bfloat16" else np.dtype(_NP_DTYPES[dtype_name])
+
+
 def _strided(buffer: np.ndarray, offset: int, spec: TensorSpec) -> np.ndarray:
-    dtype = np.dtype(_NP_DTYPES[spec.dtype])
+    dtype = _storage(spec.dtype)
     return np.lib.stride_tricks.as_strided(
         buffer[offset:].view(dtype), shape=spec.shape, strides=tuple(s * dtype.itemsize for s in spec.strides)
     )
@@ -126,7 +136,7 @@ def _strided(buffer: np.ndarray, offset: int, spec: TensorSpec) -> np.ndarray:
 
 def _span_bytes(spec: TensorSpec) -> int:
     top = sum((d - 1) * s for d, s in zip(spec.shape, spec.strides))
-    return (top + 1) * np.dtype(_NP_DTYPES[spec.dtype]).itemsize
+    return (top + 1) * _storage(spec.dtype).itemsize
 
 
 def _unary(op: str, x: np.ndarray, params: dict) -> np.ndarray:
@@ -185,7 +195,7 @@ class HostEmulator:
         ins = []
         for spec, x in zip(plan.inputs, inputs):
             view = alloc(spec)
-            view[...] = np.asarray(x).astype(view.dtype)
+            store(view, np.asarray(x), spec.dtype, np)
             ins.append(view)
         outs = [alloc(spec) for spec in plan.outputs]
         workspace = np.full(max(plan.workspace_bytes, 16), 0xFF, dtype=np.uint8)
@@ -198,6 +208,14 @@ class HostEmulator:
             assert ref.spec is not None
             return _strided(workspace, ref.offset, ref.spec)
 
+        def dtype_of(ref: TensorRef) -> str:
+            if ref.kind == "input":
+                return plan.inputs[ref.index].dtype
+            if ref.kind == "output":
+                return plan.outputs[ref.index].dtype
+            assert ref.spec is not None
+            return ref.spec.dtype
+
         for step in plan.steps:
             if isinstance(step, KernelLaunch):
                 ptrs = (ctypes.c_void_p * len(step.args))(*[view_of(r).ctypes.data for r in step.args])
@@ -205,8 +223,7 @@ class HostEmulator:
                 if rc != 0:
                     raise HostEmulationError(f"kernel {step.kernel} not found in the host library")
             else:
-                results = _library(step, [view_of(r) for r in step.args])
+                results = _library(step, [load(view_of(r), dtype_of(r), np) for r in step.args])
                 for ref, value in zip(step.results, results):
-                    dst = view_of(ref)
-                    dst[...] = value.astype(dst.dtype)
-        return [np.array(o) for o in outs]
+                    store(view_of(ref), value, dtype_of(ref), np)
+        return [np.array(load(o, s.dtype, np) if s.dtype == "bfloat16" else o) for o, s in zip(outs, plan.outputs)]

@@ -3,8 +3,8 @@
 `convert-tb-to-cute` lowers every scheduled, memory-planned `kn.customized` to a
 `cute.kernel` whose body is the kernel's straight-line program in execution order:
 
-* `cute.smem_alloc`: a shared-memory tile at a planned byte offset (two offsets = the
-  double buffer of a cp.async-pipelined input); its type `!cute.smem<f16, (2,128):(128,1),
+* `cute.smem_alloc`: a shared-memory tile at a planned byte offset (N offsets = the ring
+  of N stage buffers of a cp.async-pipelined input; iteration `it` uses `it % N`); its type `!cute.smem<f16, (2,128):(128,1),
   xor<3,3,4>>` carries the element type, the layout `(shape):(stride)` (dims outermost
   first, strides in elements) and the swizzle (`xor<B,M,S>` = CuTe `Swizzle<B,M,S>` applied
   to the element offset; `shift` = padding already folded into the strides).
@@ -68,6 +68,8 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 MAX_SMEM_BYTES = 232448
+MAX_STAGES = 8
+"""Most buffers of one pipelined tile (`cp.async.wait_group` counts up to 7 here)."""
 """Largest dynamic shared memory a block may opt into on sm_90 (227 KiB)."""
 
 MAX_THREADS = 1024
@@ -638,8 +640,9 @@ def _check_mode(op: IRDLOperation, mode: StringAttr) -> None:
 
 @irdl_op_definition
 class SmemAllocOp(CuteOp):
-    """`%s = cute.smem_alloc [128] : !cute.smem<...>`; `[128, 640]`: a double buffer for a
-    cp.async-pipelined input (iteration `it` uses buffer `it % 2`)."""
+    """`%s = cute.smem_alloc [128] : !cute.smem<...>`; `[128, 640, 1152]`: the ring of stage
+    buffers of a cp.async-pipelined input (iteration `it` uses buffer `it % N`; copies with
+    `iter_offset = d` fill buffer `(it + d) % N`)."""
 
     name = "cute.smem_alloc"
     result = result_def(SmemTensorType)
@@ -653,8 +656,8 @@ class SmemAllocOp(CuteOp):
         return dense_ints(self.offsets)
 
     @property
-    def double_buffered(self) -> bool:
-        return len(self.byte_offsets) == 2
+    def num_buffers(self) -> int:
+        return len(self.byte_offsets)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" [" + ", ".join(str(o) for o in self.byte_offsets) + "]")
@@ -675,14 +678,18 @@ class SmemAllocOp(CuteOp):
 
     def verify_(self) -> None:
         offs = self.byte_offsets
-        if len(offs) not in (1, 2):
-            raise _fail(self, "needs one offset (or two for a double buffer)")
+        if not 1 <= len(offs) <= MAX_STAGES:
+            raise _fail(self, f"needs one offset (or 2..{MAX_STAGES} for the stage buffers of a pipelined tile)")
         typ = _smem(self.result)
         elem = _elem_bytes(typ.element_type)
         size = typ.cosize() * elem
         for off in offs:
             if off < 0 or off % 16:
                 raise _fail(self, f"offset {off} must be a non-negative multiple of 16 bytes")
+        ranked = sorted(offs)
+        for lo, hi in zip(ranked, ranked[1:]):
+            if lo + size > hi:
+                raise _fail(self, f"stage buffers at {lo} and {hi} overlap ({size} B each)")
         kernel = kernel_of(self)
         if kernel is not None:
             for off in offs:
@@ -745,7 +752,10 @@ class _CopyBase(CuteOp):
 class CopyG2SOp(_CopyBase):
     """Load one tile of DTensor `src` into `dst`.  The tile of block (x, y, z) in iteration
     `it` starts at element `x*bo[0] + y*bo[1] + z*bo[2] + (it + iter_offset)*iter_stride`;
-    `tile` gives the tile shape with the DTensor's strides."""
+    without an iteration operand (a pipeline prologue) `iter_offset` is the iteration itself.
+    A ring `dst` of N buffers receives it in buffer `(it + iter_offset) % N`; inside a loop a
+    positive `iter_offset` is skipped past the last iteration.  `tile` gives the tile shape
+    with the DTensor's strides."""
 
     name = "cute.copy_g2s"
     src = operand_def(TensorType)
@@ -786,10 +796,8 @@ class CopyG2SOp(_CopyBase):
         assert isinstance(src_type, TensorType)
         if src_type.element_type != smem.element_type:
             raise _fail(self, "a load keeps the element type: the DTensor and the shared tile must agree")
-        if self.iter is None and self.iter_offset.value.data:
-            raise _fail(self, "iter_offset needs an iteration operand")
-        if self.iter_stride.value.data and self.iter is None and self.iter_offset.value.data == 0:
-            pass  # prologue load of iteration 0
+        if self.iter_offset.value.data < 0:
+            raise _fail(self, "iter_offset must be non-negative")
         if self.mode.data == "async" and self.iter_stride.value.data and self.vec.value.data and (
             self.iter_stride.value.data % self.vec.value.data
         ):

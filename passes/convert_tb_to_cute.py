@@ -1,21 +1,23 @@
 """`convert-tb-to-cute`: lower every scheduled, memory-planned `kn.customized` to a `cute.kernel`
-(mirage-notes 3.8-3.9; the IR contract of passes/README.md, steps 3-9).
+(mirage-notes 3.8-3.9; the IR contract of passes/README.md, steps 3-10).
 
 Input: the threadblock graph after `tb-plan-smem`, ops in execution order with `tb.chain` /
 `tb.chain_pos`, `tb.stage` / `tb.level`, `tb.strides`, `tb.swizzle`, `tb.smem_offset` (and
-`tb.smem_offset_async` on pipelined inputs), `tb.chunked` / `tb.pipelined` /
+`tb.smem_offsets_pipeline` on pipelined inputs), `tb.chunked` / `tb.pipelined` /
 `tb.accum_in_reg`, `tb.iter_dim` on chain leaders, `tb.smem_size` on the customized op.
 A missing attribute is a located error naming the pass that writes it.
 
 Output (`dialects/cute.py`), one straight-line program per kernel:
 
     smem_alloc ...                    every materialised tile at its planned offset(s)
+                                      (N stage buffers for a pipelined input)
     copy_g2s (pre-loop inputs)        sync / 16-B chunked
     fill (shared accumulators), mma_init (register accumulators)
-    copy_g2s async [it 0] + commit    prologue of every cp.async-pipelined input
+    copy_g2s async [it k] + commit    prologue: iterations k = 0 .. N-2 of every
+                                      cp.async-pipelined input, one commit group each
     barrier
     for %it = 0 to R {
-      copy_g2s async [%it + 1] ... commit, cp_async_wait 1     (prefetch next iteration)
+      copy_g2s async [%it + N-1] ... commit, cp_async_wait N-1   (prefetch; stage (it+N-1) % N)
       copy_g2s [%it] (other iterated inputs)
       barrier / chains by level (a barrier wherever tb.level changes)
       barrier
@@ -73,7 +75,7 @@ WRITER = {
     "tb.level": "tb-schedule",
     "tb.swizzle": "tb-plan-swizzle",
     "tb.smem_offset": "tb-plan-smem",
-    "tb.smem_offset_async": "tb-plan-smem",
+    "tb.smem_offsets_pipeline": "tb-plan-smem",
     "tb.smem_size": "tb-plan-smem",
 }
 """Which pass writes each attribute this pass reads (for the error message)."""
@@ -249,7 +251,8 @@ class _KernelBuilder:
         self.nt = graph.block[0] * graph.block[1] * graph.block[2]
         self.iters = graph.num_iterations
         self.smem: dict[SSAValue, SSAValue] = {}  # tb value -> cute smem value
-        self.pipelined: set[Operation] = set()  # inputs copied with cp.async (double buffer)
+        self.pipelined: set[Operation] = set()  # inputs copied with cp.async (ring of stage buffers)
+        self.num_stages = 0  # buffers per pipelined input (all of a kernel share one ring index)
 
     # ---- attribute access ------------------------------------------------------------
 
@@ -324,9 +327,20 @@ class _KernelBuilder:
                 offs = [offsets[i]]
                 typ = self.smem_type(op, i)
                 if isinstance(op, tb.InputOp) and "tb.pipelined" in op.attributes:
-                    second = self.int_attr(op, "tb.smem_offset_async")
+                    ring = list(_ints_of(self.attr(op, "tb.smem_offsets_pipeline")))
+                    if len(ring) < 2 or ring[0] != offsets[i]:
+                        raise _error(
+                            op, "'tb.smem_offsets_pipeline' needs >= 2 offsets, the first equal to 'tb.smem_offset'"
+                        )
                     if self.async_ok(op, typ):
-                        offs.append(second)
+                        if self.num_stages and len(ring) != self.num_stages:
+                            raise _error(
+                                op,
+                                f"pipelined inputs of one graph need the same number of stages "
+                                f"({len(ring)} != {self.num_stages}); run tb-plan-pipeline and tb-plan-smem",
+                            )
+                        self.num_stages = len(ring)
+                        offs = ring
                         self.pipelined.add(op)
                 alloc = cute.SmemAllocOp(typ, offs)
                 alloc.result.name_hint = f"s{len(allocs)}"
@@ -400,7 +414,11 @@ class _KernelBuilder:
         di = self.gmem_vec_ok(shape_of(op.result), gstrides, [*offsets, step], typ.element_type)
         return di is not None and self.smem_vec_ok(typ, di, 16 // cute.elem_bytes(typ.element_type))
 
-    def lower_input(self, op: tb.InputOp, kargs: Sequence[SSAValue], iv: SSAValue | None, prologue: bool) -> list[Operation]:
+    def lower_input(
+        self, op: tb.InputOp, kargs: Sequence[SSAValue], iv: SSAValue | None, prologue: int | None
+    ) -> list[Operation]:
+        """The load of one input; `prologue` = k: the prologue load of iteration k of a
+        pipelined input (no iteration operand)."""
         dst = self.tile(op, op.result)
         typ = dst.type
         assert isinstance(typ, cute.SmemTensorType)
@@ -423,9 +441,9 @@ class _KernelBuilder:
                 tile,
                 offsets,
                 vec if mode != "sync" else 1,
-                iter=iv if (iterated and not prologue) else None,
+                iter=iv if (iterated and prologue is None) else None,
                 iter_stride=step,
-                iter_offset=1 if mode == "async" and not prologue else 0,
+                iter_offset=(self.num_stages - 1 if mode == "async" else 0) if prologue is None else prologue,
             )
         ]
 
@@ -659,20 +677,20 @@ class _KernelBuilder:
             for idx, ch in enumerate(stage_chains):
                 if prev_level is not None and ch.level != prev_level:
                     if pending_async:
-                        out += [cute.CpAsyncCommitOp(), cute.CpAsyncWaitOp(1)]
+                        out += [cute.CpAsyncCommitOp(), cute.CpAsyncWaitOp(self.num_stages - 1)]
                         pending_async = False
                     out.append(cute.BarrierOp())
                 prev_level = ch.level
                 lead = ch.ops[0]
                 if isinstance(lead, tb.InputOp):
-                    out += self.lower_input(lead, kargs, iv, prologue=False)
+                    out += self.lower_input(lead, kargs, iv, prologue=None)
                     pending_async |= lead in self.pipelined
                 elif isinstance(lead, tb.OutputOp):
                     out += self.lower_output(lead, out_index[lead], kargs)
                 else:
                     out += self.lower_chain(ch, reg_accums)
             if pending_async:
-                out += [cute.CpAsyncCommitOp(), cute.CpAsyncWaitOp(1)]
+                out += [cute.CpAsyncCommitOp(), cute.CpAsyncWaitOp(self.num_stages - 1)]
             return out
 
         for ch in by_stage["pre"]:
@@ -681,11 +699,15 @@ class _KernelBuilder:
         body += emit_stage(by_stage["pre"], None)
         body += inits
         prologue = [op for op in ops if op in self.pipelined]
-        for op in prologue:
-            assert isinstance(op, tb.InputOp)
-            body += self.lower_input(op, kargs, None, prologue=True)
         if prologue:
-            body.append(cute.CpAsyncCommitOp())
+            # iterations 0 .. N-2 in flight before the loop, one commit group per iteration
+            # (iteration it waits for its own group with N-1 younger groups pending)
+            # (an empty group past the last iteration keeps that count right)
+            for k in range(self.num_stages - 1):
+                for op in prologue if k < self.iters else ():
+                    assert isinstance(op, tb.InputOp)
+                    body += self.lower_input(op, kargs, None, prologue=k)
+                body.append(cute.CpAsyncCommitOp())
         body.append(cute.BarrierOp())
 
         loop = cute.ForOp(self.iters)

@@ -1,13 +1,15 @@
 """`mirage-transpile`: the whole transpiler pipeline of passes/README.md, in order.
 
     kn-decompose-rms-norm, tb-decompose-accumulators, tb-fusion-chains, tb-resolve-layout,
-    tb-compute-strides, kn-plan-workspace, tb-schedule, tb-plan-swizzle, tb-plan-smem
-    [, convert-tb-to-cute]
+    tb-compute-strides, kn-plan-workspace, tb-schedule, tb-plan-swizzle, tb-plan-pipeline,
+    tb-plan-smem [, convert-tb-to-cute]
 
 Passes are looked up through `mirage_xdsl.passes.get_all_passes()`; `convert-tb-to-cute`
 runs when it is registered and `to-cute=true` (the default). A pass of the list that is not
 available is an error (the pipeline would silently skip a decision). Options forwarded:
-`hopper-gmma` (tb-plan-swizzle), `time-limit-ms` and `smem-limit` (tb-plan-smem).
+`hopper-gmma` (tb-plan-swizzle), `stages` (tb-plan-pipeline: force the cp.async pipeline
+depth, 0 = automatic), `time-limit-ms` and `smem-limit` (tb-plan-smem; `smem-limit` also
+bounds tb-plan-pipeline).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ PIPELINE = (
     "kn-plan-workspace",
     "tb-schedule",
     "tb-plan-swizzle",
+    "tb-plan-pipeline",
     "tb-plan-smem",
 )
 TO_CUTE = "convert-tb-to-cute"
@@ -38,14 +41,19 @@ TO_CUTE = "convert-tb-to-cute"
 
 @dataclass(frozen=True)
 class MirageTranspilePass(ModulePass):
-    """Run passes 1-10 of passes/README.md."""
+    """Run passes 1-11 of passes/README.md."""
 
     name = "mirage-transpile"
 
+    fuse: bool = True
+    """Run `kn-fuse` first on plain kernel graphs (functions without a `kn.customized` op),
+    so `rms_norm(X) @ W` written as kn ops becomes fused kernels; graphs that already hold
+    threadblock graphs (Mirage's saved muGraphs) are left as they are."""
     to_cute: bool = True
     hopper_gmma: bool = False
     time_limit_ms: int = 200
     smem_limit: int = SM90_SMEM_LIMIT
+    stages: int = 0
 
     def passes(self) -> list[ModulePass]:
         available = get_all_passes()
@@ -57,6 +65,8 @@ class MirageTranspilePass(ModulePass):
             cls = available[name]()
             if name == "tb-plan-swizzle":
                 out.append(cls(hopper_gmma=self.hopper_gmma))  # type: ignore[call-arg]
+            elif name == "tb-plan-pipeline":
+                out.append(cls(stages=self.stages, smem_limit=self.smem_limit))  # type: ignore[call-arg]
             elif name == "tb-plan-smem":
                 out.append(cls(time_limit_ms=self.time_limit_ms, smem_limit=self.smem_limit))  # type: ignore[call-arg]
             else:
@@ -66,5 +76,31 @@ class MirageTranspilePass(ModulePass):
         return out
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.fuse:
+            fuse_plain_graphs(ctx, op)
         for p in self.passes():
             p.apply(ctx, op)
+
+
+def fuse_plain_graphs(ctx: Context, module: ModuleOp) -> None:
+    """Run `kn-fuse` on the functions of `module` that hold no `kn.customized` op, keeping
+    the order of the module's top-level ops."""
+    from xdsl.dialects.func import FuncOp
+
+    from mirage_xdsl.dialects.kernel import CustomizedOp
+
+    def is_plain(top: object) -> bool:
+        return isinstance(top, FuncOp) and not any(isinstance(o, CustomizedOp) for o in top.walk())
+
+    tops = list(module.body.block.ops)
+    plain = [top for top in tops if is_plain(top)]
+    fuse = get_all_passes().get("kn-fuse")
+    if not plain or fuse is None:
+        return
+    for top in tops:
+        top.detach()
+    scratch = ModuleOp(plain)
+    fuse()().apply(ctx, scratch)
+    for top in plain:
+        top.detach()
+    module.body.block.add_ops(tops)

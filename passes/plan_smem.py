@@ -10,7 +10,7 @@ a buffer is freed at the first barrier after its last use, and by category
 | shared-memory accumulator | from the clear before the loop to its last post-loop use |
 | loop intermediate (non-pipelined loop inputs, chain results in the loop) | within the iteration |
 | post-loop intermediate | from its level to its last use |
-| pipelined input (`tb.pipelined`) | two buffers, from before the loop to its end |
+| pipelined input (`tb.pipelined`) | `tb.stages` buffers (default 2), from before the loop to its end |
 
 Chain-internal results stay in registers (offset -1). The offsets are packed by
 `dsa.plan`: first-/best-/worst-fit online heuristics and an OR-tools CP-SAT model
@@ -22,13 +22,17 @@ up to 16 B and offsets 16-B aligned; a tile with a Hopper GMMA swizzle over byte
 A 128-byte header precedes the tiles (its first 16 bytes are zero: the out-of-bounds source
 of ldmatrix lanes), so offsets start at 128 (or at the largest tile alignment above it).
 The planned size must fit `smem-limit` (default 232448 B = 227 KiB, sm_90's opt-in maximum
-per block). Over the limit, pipelined inputs fall back to single-buffered loads, largest
+per block). The buffers of one pipelined input form one contiguous ring (stage k at
+`offset + k * stride`). Over the limit, pipelined inputs first lose stages (all together,
+down to 2: `tb.stages` is rewritten), then fall back to single-buffered loads, largest
 first (`tb.pipelined` removed, re-planned) until the plan fits (Mirage would reject the
 graph); if it still does not fit, a located error names the graph, the size and the limit.
 
 Writes (passes/README.md step 9): `tb.smem_offset = array<i64>` per tb op with results
-(bytes from the dynamic shared-memory base, -1 = not materialised), `tb.smem_offset_async`
-on pipelined inputs (the second buffer), `tb.smem_size` and `tb.smem_planner` on the
+(bytes from the dynamic shared-memory base, -1 = not materialised); on pipelined inputs
+`tb.smem_offsets_pipeline = array<i64>` (the byte offset of every stage buffer, stage 0 =
+`tb.smem_offset`; iteration `it` reads stage `it % N`) and `tb.stages = i64` (N, the
+number of buffers actually planned); `tb.smem_size` and `tb.smem_planner` on the
 `kn.customized`.
 """
 
@@ -87,6 +91,14 @@ def _graph_label(graph: CustomizedOp) -> str:
     return "kn.customized"
 
 
+def pipeline_stages(op: Operation) -> int:
+    """Buffers of a pipelined input: its `tb.stages` (tb-plan-pipeline), else 2."""
+    attr = op.attributes.get("tb.stages")
+    if isinstance(attr, IntegerAttr):
+        return max(2, attr.value.data)
+    return 2
+
+
 @dataclass(frozen=True)
 class PlanSmemPass(ModulePass):
     """Pack the shared-memory tiles of every threadblock graph (passes/README.md step 9)."""
@@ -106,25 +118,37 @@ class PlanSmemPass(ModulePass):
         ops, recs, stages, levels = schedule_of(graph)
         in_reg = {i for i, o in enumerate(ops) if "tb.accum_in_reg" in o.attributes}
         pipelined = {i for i, o in enumerate(ops) if "tb.pipelined" in o.attributes}
+        nbuf = {i: pipeline_stages(ops[i]) for i in pipelined}
         dropped: list[int] = []
         while True:
-            plan = self.pack(ops, recs, stages, levels, in_reg, pipelined)
+            plan = self.pack(ops, recs, stages, levels, in_reg, pipelined, nbuf)
             if plan.size <= self.smem_limit or not pipelined:
                 break
-            # over the limit: load the largest pipelined input single-buffered and re-plan
+            deep = [i for i in pipelined if nbuf[i] > 2]
+            if deep:
+                # over the limit: one stage fewer for every pipelined input (they share one
+                # ring index), then re-plan
+                for i in deep:
+                    nbuf[i] -= 1
+                continue
+            # still over with double buffers: load the largest pipelined input
+            # single-buffered and re-plan
             drop = max(pipelined, key=lambda i: (recs[i].result_bytes[0], -i))
             pipelined.discard(drop)
             dropped.append(drop)
             ops[drop].attributes.pop("tb.pipelined", None)
+            ops[drop].attributes.pop("tb.stages", None)
 
         for i, o in enumerate(ops):
             if not o.results:
                 continue
             o.attributes["tb.smem_offset"] = int_array([plan.offsets.get((i, r, 0), -1) for r in range(len(o.results))])
-            if (i, 0, 1) in plan.offsets:
-                o.attributes["tb.smem_offset_async"] = IntegerAttr(plan.offsets[(i, 0, 1)], i64)
+            o.attributes.pop("tb.smem_offset_async", None)  # the pre-ring spelling
+            if i in pipelined:
+                o.attributes["tb.smem_offsets_pipeline"] = int_array([plan.offsets[(i, 0, k)] for k in range(nbuf[i])])
+                o.attributes["tb.stages"] = IntegerAttr(nbuf[i], i64)
             else:
-                o.attributes.pop("tb.smem_offset_async", None)
+                o.attributes.pop("tb.smem_offsets_pipeline", None)
         graph.attributes["tb.smem_size"] = IntegerAttr(plan.size, i64)
         graph.attributes["tb.smem_planner"] = StringAttr(plan.planner)
         if plan.size > self.smem_limit:
@@ -146,24 +170,47 @@ class PlanSmemPass(ModulePass):
         levels: list[int],
         in_reg: set[int],
         pipelined: set[int],
+        nbuf: dict[int, int] | None = None,
     ) -> SmemPlan:
-        """Pack one set of lifetimes (sizes, lower bound and offsets include the header)."""
-        lives = tensor_lifetimes(recs, stages, levels, in_reg, pipelined)
-        aligns = []
+        """Pack one set of lifetimes (sizes, lower bound and offsets include the header).
+
+        The `nbuf[i]` buffers of pipelined input i (default 2) are packed as ONE item, stage
+        k at `offset + k * stride` (`stride` = the tile size rounded up to its alignment), so
+        the printer can index the ring arithmetically."""
+        lives = tensor_lifetimes(recs, stages, levels, in_reg, pipelined, nbuf)
+        items: list[tuple[int, int, int]] = []
+        aligns: list[int] = []
+        members: list[list[tuple[tuple[int, int, int], int]]] = []  # per item: (key, byte shift)
+        ring: dict[tuple[int, int], int] = {}  # (op, result) of a pipelined input -> item index
         for t in lives:
             sw = ops[t.op].attributes.get("tb.swizzle")
             kind = ""
             if isinstance(sw, ArrayAttr) and t.result < len(sw.data):
                 entry = sw.data[t.result]
                 kind = entry.data if isinstance(entry, StringAttr) else ""
-            aligns.append(tile_alignment(kind))
+            align = tile_alignment(kind)
+            key = (t.op, t.result, t.buffer)
+            if t.category == "pipelined-input":
+                stride = dsa.round_up(t.size, max(align, TILE_ALIGN))
+                j = ring.get((t.op, t.result))
+                if j is not None:
+                    members[j].append((key, t.buffer * stride))
+                    items[j] = (items[j][0] + stride, items[j][1], items[j][2])
+                    continue
+                ring[(t.op, t.result)] = len(items)
+                items.append((stride, t.start, t.end))
+                members.append([(key, t.buffer * stride)])
+            else:
+                items.append((t.size, t.start, t.end))
+                members.append([(key, 0)])
+            aligns.append(align)
         result = dsa.plan(
-            [(t.size, t.start, t.end) for t in lives],
+            items,
             align=TILE_ALIGN,
             time_limit_ms=self.time_limit_ms,
             use_cpsat=self.use_cpsat,
             aligns=aligns,
         )
         base = max([HEADER_BYTES] + aligns)
-        offsets = {(t.op, t.result, t.buffer): base + off for t, off in zip(lives, result.offsets)}
+        offsets = {key: base + off + shift for ms, off in zip(members, result.offsets) for key, shift in ms}
         return SmemPlan(offsets, base + result.peak, result.planner, base + result.lower_bound, result.optimal)

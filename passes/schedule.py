@@ -31,8 +31,8 @@ output produces the graph's k-th result), each no earlier than the previous one.
   stride 1 there and multiples of `A` elsewhere, and every block offset
   `(dim / grid) * stride` and the loop step `tile * stride` are multiples of `A`.
   Same rule on outputs (block offset `tile * stride`).
-* `tb.pipelined` on an input: chunked and iterated (`forloop_dim >= 0`, cp.async double
-  buffer). Deviation: not when `forloop_range == 1` (one iteration gains nothing from a
+* `tb.pipelined` on an input: chunked and iterated (`forloop_dim >= 0`, cp.async
+  multi-buffered; the number of buffers, `tb.stages`, is tb-plan-pipeline's decision). Deviation: not when `forloop_range == 1` (one iteration gains nothing from a
   second buffer, which would only cost shared memory).
 * `tb.accum_in_reg` on a `nored` accumulator: its chain is exactly `[matmul, nored]` and the
   running total of fp32 registers per thread (`ceil(numel / threads)`) of the register
@@ -120,8 +120,9 @@ class SchedOp:
 
 @dataclass(frozen=True)
 class TensorLife:
-    """One shared-memory buffer: result `result` of op `op` (`buffer` 1 = the second buffer
-    of a pipelined input), `size` bytes, live in the half-open time range [start, end)."""
+    """One shared-memory buffer: result `result` of op `op` (`buffer` k >= 1 = the (k+1)-th
+    stage buffer of a pipelined input), `size` bytes, live in the half-open time range
+    [start, end)."""
 
     op: int
     result: int
@@ -214,8 +215,12 @@ def tensor_lifetimes(
     levels: Sequence[int],
     in_reg: set[int],
     pipelined: set[int],
+    nbuf: dict[int, int] | None = None,
 ) -> list[TensorLife]:
     """Shared-memory buffers and their lifetimes by the categories of mirage-notes 3.7.
+
+    A pipelined input has `nbuf[op]` buffers (default 2: a double buffer; `tb.stages`,
+    written by tb-plan-pipeline), all live for the whole loop.
 
     A buffer is freed at the first barrier after its last use: at the end of the last
     consumer's level; a tensor used inside the loop but made before it (pre-loop inputs,
@@ -264,7 +269,9 @@ def tensor_lifetimes(
                 end = max(ends, default=start + 1)
             lives.append(TensorLife(op.idx, r, size, start, max(end, start + 1), cat))
             if cat == "pipelined-input":
-                lives.append(TensorLife(op.idx, r, size, start, end, cat, buffer=1))
+                n = max(2, (nbuf or {}).get(op.idx, 2))
+                for k in range(1, n):
+                    lives.append(TensorLife(op.idx, r, size, start, end, cat, buffer=k))
     return lives
 
 

@@ -142,6 +142,14 @@ def _strides_match(shape: Sequence[int], got: Sequence[int], want: Sequence[int]
     return all(d == 1 or g == w for d, g, w in zip(shape, got, want))
 
 
+def _dtype_matches(info: TensorInfo, dtype: str) -> bool:
+    """numpy and CuPy have no bfloat16: their bf16 tensors are uint16 arrays of the bits
+    (the convention of runtime/library_ops.py); torch tensors must carry the dtype itself."""
+    if info.dtype == dtype:
+        return True
+    return dtype == "bfloat16" and info.dtype == "uint16" and info.framework in ("numpy", "cupy")
+
+
 def check_inputs(
     plan: LaunchPlan,
     infos: Sequence[TensorInfo],
@@ -165,7 +173,7 @@ def check_inputs(
             raise InputError(f"{label(i)}: a {info.framework} array{hint}; pass a CuPy array or a torch CUDA tensor")
         if tuple(info.shape) != tuple(spec.shape):
             raise InputError(f"{label(i)}: shape {tuple(info.shape)} but the graph was compiled for {tuple(spec.shape)}")
-        if info.dtype != spec.dtype:
+        if not _dtype_matches(info, spec.dtype):
             raise InputError(f"{label(i)}: dtype {info.dtype} but the graph was compiled for {spec.dtype}")
         if not _strides_match(spec.shape, info.strides, spec.strides):
             if tuple(spec.strides) == contiguous_strides(spec.shape):

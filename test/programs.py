@@ -126,6 +126,10 @@ PROGRAMS: dict[str, Program] = {
     "ntrans_bs8": Program(
         "ntrans_bs8", (("H", (64, 4096)), ("X", (64, 4096)), ("alpha", (64, 4096))), norm_transformer
     ),
+    # benchmark/saved_mugraphs/norm_transformer_bs1.json: the same program with ONE row (grid (1,1,1))
+    "norm_transformer_bs1": Program(
+        "norm_transformer_bs1", (("H", (1, 4096)), ("X", (1, 4096)), ("alpha", (1, 4096))), norm_transformer
+    ),
 }
 
 

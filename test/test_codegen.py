@@ -577,6 +577,52 @@ def test_synthetic_graph_emulated(name: str) -> None:
         assert err < 1e-2, f"{name}: max error {err:.3g}"
 
 
+def graph_deep_pipeline() -> ModuleOp:
+    """A matmul over 8 iterations: both inputs cp.async pipelined, several stages deep."""
+    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+
+    g = new_kernel_graph("deep")
+    X = g.new_input(dims=(16, 256), dtype="float16")
+    W = g.new_input(dims=(256, 64), dtype="float16")
+    tb = new_threadblock_graph(grid_dim=(2, 1, 1), forloop_range=8)
+    x = tb.new_input(X, input_map=(-1, -1, -1), forloop_dim=1)
+    w = tb.new_input(W, input_map=(1, -1, -1), forloop_dim=0)
+    tb.new_output(tb.forloop_accum(tb.matmul(x, w)), output_map=(1, -1, -1))
+    (out,) = g.customized([X, W], tb)
+    g.mark_output(out)
+    return g.module
+
+
+@pytest.mark.parametrize("stages", [2, 3, 5, 8])
+def test_pipeline_stages_emulated(stages: int) -> None:
+    """Forced pipeline depths give the same numbers; a cp.async wait one group too weak reads
+    a buffer whose copy has not landed (the emulator lands copies only at the wait), so the
+    emulation sees the poisoned shared memory."""
+    if not have_cxx():
+        pytest.skip("no host C++ compiler")
+    import dataclasses
+    import re
+
+    from mirage_xdsl.codegen.host_emulator import HostEmulator
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+    from mirage_xdsl.runtime.reference import run_reference
+
+    module = graph_deep_pipeline()
+    lowered = module.clone()
+    MirageTranspilePass(stages=stages).apply(make_ctx(), lowered)
+    program = emit_cuda(lowered)
+    assert f"mx::cp_async_wait<{stages - 1}>();" in program.source
+    assert program.source.count("mx::cp_async_commit();") == stages  # prologue N-1 + the loop's
+    rng = np.random.default_rng(3)
+    inputs = [rng.uniform(-0.5, 0.5, size=s.shape).astype(s.dtype) for s in program.plans["deep"].inputs]
+    (ref,) = run_reference(module, [x.astype(np.float64) for x in inputs])
+    (out,) = HostEmulator(program).run("deep", inputs)
+    assert np.abs(out.astype(np.float64) - ref).max() / np.abs(ref).max() < 1e-2
+    weak = re.sub(r"cp_async_wait<(\d+)>", lambda m: f"cp_async_wait<{int(m.group(1)) + 1}>", program.source)
+    (bad,) = HostEmulator(dataclasses.replace(program, source=weak)).run("deep", inputs)
+    assert np.isnan(bad).any() or np.abs(bad.astype(np.float64) - ref).max() / np.abs(ref).max() > 1e-2
+
+
 def test_synthetic_graphs_compile() -> None:
     """The synthetic graphs (and a bf16 variant of the odd matmul) in one nvcc run."""
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
@@ -599,6 +645,56 @@ def test_synthetic_graphs_compile() -> None:
     assert "mx::reduce_max_running<" in program.source and "mx::fma_run<" in program.source
     out = nvcc_compile(program.source, nvcc)
     assert out["rc"] == 0 and "warning" not in out["stderr"].lower(), out["stderr"][:3000]
+
+
+def graph_bf16_kernel_and_library() -> ModuleOp:
+    """bf16 (how a data_type-941 muGraph file imports by default): a kernel-level matmul and
+    exp next to a customized op (mha_bs1-style), so both kernels and kernel-level steps run."""
+    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+
+    g = new_kernel_graph("bf")
+    X = g.new_input(dims=(2, 16, 64), dtype="bfloat16")
+    W = g.new_input(dims=(2, 64, 32), dtype="bfloat16")
+    E = g.exp(g.matmul(X, W))
+    tb = new_threadblock_graph(grid_dim=(2, 2, 1), forloop_range=2)
+    e = tb.new_input(E, input_map=(0, 1, -1), forloop_dim=2)
+    tb.new_output(tb.forloop_accum(e, "sum"), output_map=(0, 1, -1))
+    (out,) = g.customized([E], tb)
+    g.mark_output(out)
+    g.mark_output(E)
+    return g.module
+
+
+def test_host_emulation_bfloat16() -> None:
+    """The host emulator stores bfloat16 as uint16 bits (numpy has no bf16): it used to raise
+    KeyError('bfloat16') for every bf16 plan (e.g. era-B muGraph files imported as era C)."""
+    if not have_cxx():
+        pytest.skip("no host C++ compiler")
+    from mirage_xdsl.codegen.host_emulator import HostEmulator
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+    from mirage_xdsl.runtime.library_ops import load, store
+    from mirage_xdsl.runtime.reference import run_reference
+
+    module = graph_bf16_kernel_and_library()
+    lowered = module.clone()
+    MirageTranspilePass().apply(make_ctx(), lowered)
+    program = emit_cuda(lowered)
+    plan = program.plans["bf"]
+    assert [s.dtype for s in plan.inputs] == ["bfloat16", "bfloat16"]
+    rng = np.random.default_rng(5)
+    inputs = [rng.uniform(-0.5, 0.5, size=s.shape).astype(np.float32) for s in plan.inputs]
+    rounded = []
+    for x in inputs:  # the values the emulator actually sees
+        bits = np.empty(x.shape, np.uint16)
+        store(bits, x, "bfloat16", np)
+        rounded.append(load(bits, "bfloat16", np).astype(np.float64))
+    outputs = HostEmulator(program).run("bf", inputs)
+    refs = run_reference(module, rounded)
+    assert [o.dtype for o in outputs] == [np.float32, np.float32]
+    for out, ref in zip(outputs, refs):
+        assert out.shape == ref.shape and not np.isnan(out).any()
+        err = np.abs(out.astype(np.float64) - ref).max() / np.abs(ref).max()
+        assert err < 2e-2, f"max error {err:.3g}"  # bf16: 8-bit mantissa
 
 
 # ---------------------------------------------------------------------------------------

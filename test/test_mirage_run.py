@@ -148,8 +148,11 @@ def test_no_gpu_path_on_kn_only_mlir(tmp_path: Path) -> None:
     proc = run_cli(str(f), "--check", "--cache-dir", str(tmp_path / "cache"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no GPU found" in proc.stdout
-    # a plan of library calls only is also run on the host and checked
-    assert "host ok" in proc.stdout
+    # the default pipeline fuses a plain kernel graph (kn-fuse) into a generated kernel
+    from mirage_xdsl.runtime.compiler import find_nvcc
+
+    if find_nvcc() is not None:
+        assert "compiled 1 kernels" in proc.stdout
 
 
 @pytest.mark.gpu

@@ -284,7 +284,7 @@ def test_hopper_gmma_swizzle_bank_conflict_free() -> None:
 # Passes on IR
 
 
-def run_pipeline(module: ModuleOp, **smem_opts: int) -> None:
+def run_pipeline(module: ModuleOp, no_smem: bool = False, **smem_opts: int) -> None:
     from mirage_xdsl.passes import get_all_passes
 
     ctx = Context()
@@ -298,7 +298,8 @@ def run_pipeline(module: ModuleOp, **smem_opts: int) -> None:
         "tb-plan-swizzle",
     ):
         passes[name]()().apply(ctx, module)
-    passes["tb-plan-smem"]()(**smem_opts).apply(ctx, module)  # type: ignore[call-arg]
+    if not no_smem:
+        passes["tb-plan-smem"]()(**smem_opts).apply(ctx, module)  # type: ignore[call-arg]
 
 
 def test_rmsnorm_plan_smem() -> None:
@@ -323,7 +324,7 @@ def test_smem_limit_falls_back_then_errors() -> None:
     assert graph.attributes["tb.smem_size"].value.data == 128 + 2 * 512 + 6144 + 1024  # type: ignore[union-attr]
     ins = [o for o in graph.body.block.ops if o.name == "tb.input"]
     assert ["tb.pipelined" in o.attributes for o in ins] == [True, False]
-    assert ["tb.smem_offset_async" in o.attributes for o in ins] == [True, False]
+    assert ["tb.smem_offsets_pipeline" in o.attributes for o in ins] == [True, False]
     # 4 KiB: nothing fits, a located error with the size, the limit and what to do
     module = parse(RMSNORM_G0)
     with pytest.raises(DiagnosticException) as err:
@@ -331,6 +332,49 @@ def test_smem_limit_falls_back_then_errors() -> None:
     msg = str(err.value)
     assert "tb-plan-smem" in msg and "kn.customized #0 in @graph_0" in msg
     assert "7808 bytes" in msg and "4096" in msg and "larger grid_dim or forloop_range" in msg
+
+
+def test_plan_pipeline_stages() -> None:
+    """tb-plan-pipeline: rmsnorm graph 0 (grid 256 = 2 blocks per SM, 6656 B per stage)
+    needs 5 tiles in flight for 64 KiB per SM: 6 stages when allowed (max-stages=8), 2 by
+    default; a forced depth; tb-plan-smem takes
+    stages away (all inputs together) when the plan does not fit."""
+    from mirage_xdsl.dialects.kernel import CustomizedOp
+    from mirage_xdsl.passes.plan_pipeline import PlanPipelinePass, blocks_per_sm, choose_stages
+    from mirage_xdsl.passes.plan_smem import PlanSmemPass
+
+    def run(pipe: PlanPipelinePass, **smem_opts: int) -> tuple[int, list[list[int]], list[int]]:
+        module = parse(RMSNORM_G0)
+        run_pipeline(module, no_smem=True)
+        pipe.apply(Context(), module)
+        PlanSmemPass(**smem_opts).apply(Context(), module)
+        graph = next(o for o in module.walk() if isinstance(o, CustomizedOp))
+        ins = [o for o in graph.body.block.ops if o.name == "tb.input"]
+        rings = [list(o.attributes["tb.smem_offsets_pipeline"].get_values()) for o in ins]  # type: ignore[union-attr]
+        stages = [o.attributes["tb.stages"].value.data for o in ins]  # type: ignore[union-attr]
+        return graph.attributes["tb.smem_size"].value.data, rings, stages  # type: ignore[union-attr]
+
+    _, _, stages = run(PlanPipelinePass())
+    assert stages == [2, 2]  # the default max-stages=2 (deeper rings measured slower on an H200)
+    size, rings, stages = run(PlanPipelinePass(max_stages=8))
+    assert stages == [6, 6]
+    assert size == 128 + 6 * (512 + 6144) + 1024
+    for ring, tile in zip(rings, (512, 6144)):  # contiguous rings, stage k at offset + k * tile
+        assert ring == [ring[0] + k * tile for k in range(6)]
+    size, _, stages = run(PlanPipelinePass(stages=3))
+    assert stages == [3, 3] and size == 128 + 3 * 6656 + 1024
+    size, _, stages = run(PlanPipelinePass(stages=99))  # clamped to 8 (<= forloop_range 32)
+    assert stages == [8, 8]
+    size, _, stages = run(PlanPipelinePass(stages=8), smem_limit=30000)
+    assert stages == [4, 4] and size == 128 + 4 * 6656 + 1024
+    # the model: blocks per SM from the grid, shared memory and threads
+    assert blocks_per_sm(256, 128, 40000) == 2
+    assert blocks_per_sm(4096, 128, 100000) == 2  # 228 KiB / (100000 + 1024)
+    assert blocks_per_sm(10**6, 1024, 1000) == 2  # 2048 threads
+    # fewest stages reaching the target; when unreachable, as deep as fits
+    assert choose_stages(8192, lambda n: 1000 + n * 8192, 132, 128, 8, 232448).stages == 8
+    assert choose_stages(16384, lambda n: 1000 + n * 16384, 264, 128, 8, 232448).stages == 3
+    assert choose_stages(65536, lambda n: 1000 + n * 65536, 132, 128, 8, 232448).stages == 2
 
 
 def test_all_candidates_fast(mugraph_dir) -> None:

@@ -589,7 +589,7 @@ func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {
 
 PIPELINE_UP_TO_SMEM = (
     "kn-decompose-rms-norm,tb-decompose-accumulators,tb-fusion-chains,tb-resolve-layout,"
-    "tb-compute-strides,kn-plan-workspace,tb-schedule,tb-plan-swizzle,tb-plan-smem"
+    "tb-compute-strides,kn-plan-workspace,tb-schedule,tb-plan-swizzle,tb-plan-pipeline,tb-plan-smem"
 )
 
 

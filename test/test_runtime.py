@@ -281,6 +281,18 @@ def test_check_inputs_count_shape_dtype() -> None:
         check_inputs(plan, [info_of(X), info_of(W)], require_gpu=True)
 
 
+def test_check_inputs_bfloat16_bits() -> None:
+    """numpy/CuPy carry bf16 as uint16 bits (found on an H200 with era-B muGraph files)."""
+    base = rms_plan()
+    specs = tuple(TensorSpec(s.shape, s.strides, "bfloat16") for s in base.inputs)
+    plan = LaunchPlan(base.func_name, specs, base.outputs, base.workspace_bytes, base.steps, base.arch)
+    X = np.zeros((4, 64), np.uint16)
+    W = np.zeros((64, 32), np.uint16)
+    check_inputs(plan, [info_of(X), info_of(W)])
+    with pytest.raises(InputError, match="dtype float16 but the graph was compiled for bfloat16"):
+        check_inputs(plan, [info_of(X.astype(np.float16)), info_of(W)])
+
+
 def test_check_inputs_strides() -> None:
     plan = rms_plan()
     X = np.zeros((4, 64), np.float16)

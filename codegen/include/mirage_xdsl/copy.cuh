@@ -9,10 +9,10 @@
 namespace mx {
 
 #ifdef MX_HOST
-__device__ __forceinline__ void cp_async16(void* smem_ptr, const void* gmem_ptr) { std::memcpy(smem_ptr, gmem_ptr, 16); }
-__device__ __forceinline__ void cp_async_commit() {}
+__device__ __forceinline__ void cp_async16(void* smem_ptr, const void* gmem_ptr) { mxh::cp_async_issue(smem_ptr, gmem_ptr); }
+__device__ __forceinline__ void cp_async_commit() { mxh::cp_async_commit_group(); }
 template <int N>
-__device__ __forceinline__ void cp_async_wait() {}
+__device__ __forceinline__ void cp_async_wait() { mxh::cp_async_wait_group(N); }
 #else
 __device__ __forceinline__ void cp_async16(void* smem_ptr, const void* gmem_ptr) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_ptr));

@@ -3,7 +3,8 @@
 // Compiled with a host C++ compiler and -DMX_HOST, the generated translation unit becomes
 // plain C++: every CUDA thread of a block is a cooperative fiber (ucontext), barriers and
 // warp collectives (__syncthreads, __shfl_xor_sync, mma.sync) switch fibers until every
-// participant has arrived, cp.async copies complete at once, and half/bfloat16 conversions
+// participant has arrived, cp.async copies land only when cp.async.wait_group retires their
+// group (the latest moment the hardware allows), and half/bfloat16 conversions
 // are done in software (round to nearest even).  Blocks run one after another; shared memory
 // is poisoned (NaN bytes) before each block.  The mma.sync emulation decodes the operand
 // fragments with the PTX ISA layout (mma.m16n8k16 / m16n8k8, .f16/.bf16, fp32 accumulate),
@@ -42,6 +43,14 @@ struct mxh_dim3 {
 
 namespace mxh {
 
+// A cp.async copy in flight: the 16 source bytes (read at issue; global inputs do not change
+// during a kernel) land in shared memory only when a cp.async.wait_group retires its group,
+// so a wait that is too weak reads stale (poisoned) shared memory in the emulation too.
+struct AsyncCopy {
+  void* dst;
+  unsigned char data[16];
+};
+
 struct Fiber {
   ucontext_t ctx;  // first entry only
   jmp_buf jb;      // later switches: _setjmp/_longjmp (no signal-mask syscalls)
@@ -49,6 +58,8 @@ struct Fiber {
   int flat = 0;
   bool started = false;
   bool done = false;
+  std::vector<AsyncCopy> copies;  // issued, not yet landed (oldest first)
+  std::vector<size_t> groups;     // end (in `copies`) of each committed, pending group
 };
 
 struct Warp {
@@ -109,6 +120,30 @@ inline void warp_barrier() {
     return;
   }
   while (w.gen == g) yield();
+}
+
+inline void cp_async_issue(void* dst, const void* src) {
+  Fiber& f = st().fibers[st().cur];
+  AsyncCopy c;
+  c.dst = dst;
+  std::memcpy(c.data, src, 16);
+  f.copies.push_back(c);
+}
+inline void cp_async_commit_group() {
+  Fiber& f = st().fibers[st().cur];
+  f.groups.push_back(f.copies.size());
+}
+// Land every committed group but the newest `pending` ones (copies issued after the last
+// commit belong to no group and stay in flight, as in PTX).
+inline void cp_async_wait_group(int pending) {
+  Fiber& f = st().fibers[st().cur];
+  const int retire = (int)f.groups.size() - pending;
+  if (retire <= 0) return;
+  const size_t end = f.groups[retire - 1];
+  for (size_t i = 0; i < end; ++i) std::memcpy(f.copies[i].dst, f.copies[i].data, 16);
+  f.copies.erase(f.copies.begin(), f.copies.begin() + (long)end);
+  f.groups.erase(f.groups.begin(), f.groups.begin() + retire);
+  for (size_t& g : f.groups) g -= end;
 }
 
 inline int lane() { return st().fibers[st().cur].flat % 32; }

@@ -13,6 +13,29 @@ func.func @smem_overflow(%x: tensor<64x64xf16>) -> tensor<64x64xf16> {
 
 // -----
 
+// The stage buffers of a pipelined tile (a ring) must not overlap.
+func.func @ring_overlap(%x: tensor<64x64xf16>) -> tensor<64x64xf16> {
+  %o = cute.kernel(%x) attributes {kernel_name = "k", grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, smem_size = 65536 : i64, forloop_range = 4 : i64, arg_strides = [array<i64: 64, 1>, array<i64: 64, 1>]} : (tensor<64x64xf16>) -> tensor<64x64xf16> {
+  ^bb0(%o0: tensor<64x64xf16>, %i0: tensor<64x64xf16>):
+    %s = cute.smem_alloc [128, 8320, 12416] : !cute.smem<f16, (64,64):(64,1)>
+  }
+  func.return %o : tensor<64x64xf16>
+}
+// CHECK: cute.smem_alloc: stage buffers at 8320 and 12416 overlap (8192 B each)
+
+// -----
+
+func.func @ring_too_deep(%x: tensor<8x8xf16>) -> tensor<8x8xf16> {
+  %o = cute.kernel(%x) attributes {kernel_name = "k", grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, smem_size = 4096 : i64, forloop_range = 16 : i64, arg_strides = [array<i64: 8, 1>, array<i64: 8, 1>]} : (tensor<8x8xf16>) -> tensor<8x8xf16> {
+  ^bb0(%o0: tensor<8x8xf16>, %i0: tensor<8x8xf16>):
+    %s = cute.smem_alloc [128, 256, 384, 512, 640, 768, 896, 1024, 1152] : !cute.smem<f16, (8,8):(8,1)>
+  }
+  func.return %o : tensor<8x8xf16>
+}
+// CHECK: cute.smem_alloc: needs one offset (or 2..8 for the stage buffers of a pipelined tile)
+
+// -----
+
 func.func @too_many_threads(%x: tensor<64xf32>) -> tensor<64xf32> {
   %o = cute.kernel(%x) attributes {kernel_name = "k", grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 64, 32, 1>, smem_size = 128 : i64, forloop_range = 1 : i64, arg_strides = [array<i64: 1>, array<i64: 1>]} : (tensor<64xf32>) -> tensor<64xf32> {
   ^bb0(%o0: tensor<64xf32>, %i0: tensor<64xf32>):

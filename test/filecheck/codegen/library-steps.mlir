@@ -1,4 +1,4 @@
-// RUN: mirage-opt %s -p mirage-transpile -t cuda --split-input-file | filecheck %s
+// RUN: mirage-opt %s -p 'mirage-transpile{fuse=false}' -t cuda --split-input-file | filecheck %s
 
 // Kernel-level ops outside kn.customized become LibraryCall steps of the launch plan (run
 // with CuPy/cuBLAS by the runtime); intermediates live in the workspace at

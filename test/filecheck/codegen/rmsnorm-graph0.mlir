@@ -1,11 +1,13 @@
-// RUN: mirage-opt %s -p mirage-transpile | filecheck %s --check-prefix=CUTE
-// RUN: mirage-opt %s -p mirage-transpile -t cuda | filecheck %s
-// RUN: mirage-opt %s -p 'mirage-transpile{to_cute=false}' -t cuda | filecheck %s
+// RUN: mirage-opt %s -p 'mirage-transpile{stages=6}' | filecheck %s --check-prefix=CUTE
+// RUN: mirage-opt %s -p 'mirage-transpile{stages=6}' -t cuda | filecheck %s
+// RUN: mirage-opt %s -p 'mirage-transpile{to_cute=false stages=6}' -t cuda | filecheck %s
 
 // rmsnorm_bs1.json graph 0 (mirage-notes 2.3): RMSNorm(X) @ W, X [2,4096], W [4096,6144],
 // grid 256, for-loop 32.  Expected lowering (notes 2.3): both inputs cp.async pipelined
-// (16-B chunks, double buffer), the [matmul, nored] chain accumulates in registers with
-// the SM80_16x8x16 atom and thr_layout (1,3), a barrier between levels.
+// (16-B chunks; tb-plan-pipeline: 6 stages, a ring of 6 buffers each, iterations 0-4 loaded
+// before the loop, iteration it loads it+5 and waits for its own group with 5 pending), the
+// [matmul, nored] chain accumulates in registers with the SM80_16x8x16 atom and thr_layout
+// (1,3), a barrier between levels.
 
 func.func @graph_0(%0: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %1: tensor<4096x6144xf16> {kn.strides = array<i64: 6144, 1>}) -> (tensor<2x6144xf16> {kn.strides = array<i64: 6144, 1>}) {
   %2 = kn.customized(%0, %1) attributes {grid_dim = array<i64: 256, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 32 : i64, reduction_dimx = 64 : i64} : (tensor<2x4096xf16>, tensor<4096x6144xf16>) -> tensor<2x6144xf16> {
@@ -22,18 +24,23 @@ func.func @graph_0(%0: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %1
 }
 
 // CUTE:       cute.kernel(%0, %1) attributes {{.*}}kernel_name = "graph_0_k0", grid_dim = array<i64: 256, 1, 1>, block_dim = array<i64: 128, 1, 1>, smem_size = [[SMEM:[0-9]+]] : i64, forloop_range = 32 : i64
-// CUTE:         %s0 = cute.smem_alloc [{{[0-9]+}}, {{[0-9]+}}] : !cute.smem<f16, (2,128):(128,1), xor<3,3,4>>
-// CUTE-NEXT:    %s1 = cute.smem_alloc [{{[0-9]+}}, {{[0-9]+}}] : !cute.smem<f16, (128,24):(24,1), shift>
+// CUTE:         %s0 = cute.smem_alloc [128, 640, 1152, 1664, 2176, 2688] : !cute.smem<f16, (2,128):(128,1), xor<3,3,4>>
+// CUTE-NEXT:    %s1 = cute.smem_alloc [3200, 9344, 15488, 21632, 27776, 33920] : !cute.smem<f16, (128,24):(24,1), shift>
 // CUTE:         %racc0 = cute.mma_init : !cute.frag<2x24xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,3)>>
 // CUTE:         cute.copy_g2s "async" %i0 -> %s0 {{.*}}iter_offset = 0
 // CUTE:         cute.copy_g2s "async" %i1 -> %s1 {tile = #cute.layout<(128,24):(6144,1)>, block_offset = array<i64: 24, 0, 0>, vec = 8 : i64, iter_stride = 786432 : i64, iter_offset = 0 : i64}
 // CUTE-NEXT:    cute.cp_async_commit
+// CUTE-NEXT:    cute.copy_g2s "async" %i0 -> %s0 {{.*}}iter_offset = 1
+// CUTE-NEXT:    cute.copy_g2s "async" %i1 -> %s1 {{.*}}iter_offset = 1
+// CUTE-NEXT:    cute.cp_async_commit
+// CUTE:         cute.copy_g2s "async" %i1 -> %s1 {{.*}}iter_offset = 4
+// CUTE-NEXT:    cute.cp_async_commit
 // CUTE-NEXT:    cute.barrier
 // CUTE-NEXT:    cute.for %it = 0 to 32 {
-// CUTE-NEXT:      cute.copy_g2s "async" %i0[%it] -> %s0 {{.*}}iter_offset = 1
-// CUTE-NEXT:      cute.copy_g2s "async" %i1[%it] -> %s1 {{.*}}iter_offset = 1
+// CUTE-NEXT:      cute.copy_g2s "async" %i0[%it] -> %s0 {{.*}}iter_offset = 5
+// CUTE-NEXT:      cute.copy_g2s "async" %i1[%it] -> %s1 {{.*}}iter_offset = 5
 // CUTE-NEXT:      cute.cp_async_commit
-// CUTE-NEXT:      cute.cp_async_wait 1
+// CUTE-NEXT:      cute.cp_async_wait 5
 // CUTE-NEXT:      cute.barrier
 // CUTE-DAG:       cute.elementwise "id"(%s0) [#cute.fn<square>, #cute.fn<mul_scalar(0.000244140625)>] "add"
 // CUTE-DAG:       cute.mma %racc0, %s0, %s1
@@ -55,19 +62,28 @@ func.func @graph_0(%0: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %1
 // CHECK-NEXT:     const mx::f16* __restrict__ i1) {
 // CHECK-NEXT:   extern __shared__ __align__(128) unsigned char smem[];
 // CHECK-NEXT:   const int tid = threadIdx.x;
+// CHECK:        mx::f16* s0_0 = reinterpret_cast<mx::f16*>(smem + 128);
+// CHECK-NEXT:   // s0_0: 6 stage buffers, 512 B apart
+// CHECK-NEXT:   mx::f16* s1_0 = reinterpret_cast<mx::f16*>(smem + 3200);
+// CHECK-NEXT:   // s1_0: 6 stage buffers, 6144 B apart
 // CHECK:        mx::MmaAcc<2, 24, 1, 3, 16> f0;  // SM80_16x8x16_F32F16F16F32_TN, thr_layout (1,3)
 // CHECK:        mx::g2s_async<128, mx::L<16,2,1,1,8,4096,0,0>, mx::L<16,2,1,1,8,128,0,0,3,3,4>>(s0_0, i0, tid);
 // CHECK-NEXT:   mx::g2s_async<128, mx::L<3,128,1,1,8,6144,0,0>, mx::L<3,128,1,1,8,24,0,0>>(s1_0, i1 + blockIdx.x * 24, tid);
 // CHECK-NEXT:   mx::cp_async_commit();
+// CHECK-NEXT:   mx::g2s_async<{{.*}}>((s0_0 + 256), i0 + 128, tid);
+// CHECK-NEXT:   mx::g2s_async<{{.*}}>((s1_0 + 3072), i1 + blockIdx.x * 24 + 786432, tid);
+// CHECK-NEXT:   mx::cp_async_commit();
+// CHECK:        mx::g2s_async<{{.*}}>((s1_0 + 12288), i1 + blockIdx.x * 24 + 3145728, tid);
+// CHECK-NEXT:   mx::cp_async_commit();
 // CHECK-NEXT:   __syncthreads();
 // CHECK-NEXT:   #pragma unroll 1
 // CHECK-NEXT:   for (int it = 0; it < 32; ++it) {
-// CHECK-NEXT:     if (it + 1 < 32) mx::g2s_async<{{.*}}>((((it + 1) & 1) ? s0_1 : s0_0), i0 + (it + 1) * 128, tid);
-// CHECK-NEXT:     if (it + 1 < 32) mx::g2s_async<{{.*}}>((((it + 1) & 1) ? s1_1 : s1_0), i1 + blockIdx.x * 24 + (it + 1) * 786432, tid);
+// CHECK-NEXT:     if (it + 5 < 32) mx::g2s_async<{{.*}}>((s0_0 + ((it + 5) % 6) * 256), i0 + (it + 5) * 128, tid);
+// CHECK-NEXT:     if (it + 5 < 32) mx::g2s_async<{{.*}}>((s1_0 + ((it + 5) % 6) * 3072), i1 + blockIdx.x * 24 + (it + 5) * 786432, tid);
 // CHECK-NEXT:     mx::cp_async_commit();
-// CHECK-NEXT:     mx::cp_async_wait<1>();
+// CHECK-NEXT:     mx::cp_async_wait<5>();
 // CHECK-NEXT:     __syncthreads();
-// CHECK:          mx::mma_run<128, decltype(f0), 2, 24, 128, 1, 3, 16, false, mx::M2<128,1,3,3,4>, mx::M2<1,24>, mx::kLdsm, mx::kLdsmT>(f0, (((it) & 1) ? s0_1 : s0_0), (((it) & 1) ? s1_1 : s1_0), smem, tid);  // SM80_16x8x16_F32F16F16F32_TN
+// CHECK:          mx::mma_run<128, decltype(f0), 2, 24, 128, 1, 3, 16, false, mx::M2<128,1,3,3,4>, mx::M2<1,24>, mx::kLdsm, mx::kLdsmT>(f0, (s0_0 + ((it) % 6) * 256), (s1_0 + ((it) % 6) * 3072), smem, tid);  // SM80_16x8x16_F32F16F16F32_TN
 // CHECK:          __syncthreads();
 // CHECK-NEXT:   }
 // CHECK-NEXT:   mx::mma_store<decltype(f0), 2, 24, 1, 3, mx::M2<{{[0-9]+}},1{{.*}}>, false>(f0, {{s[0-9]+}}, tid,

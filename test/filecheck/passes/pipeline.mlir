@@ -1,5 +1,5 @@
-// RUN: mirage-opt %s -p 'mirage-transpile{to-cute=false}' | filecheck %s
-// RUN: mirage-opt %shared/mugraphs/rmsnorm_bs1.json -p 'mirage-transpile{to-cute=false smem-limit=300000}' | filecheck %s --check-prefix=JSON
+// RUN: mirage-opt %s -p 'mirage-transpile{to-cute=false stages=6}' | filecheck %s
+// RUN: mirage-opt %shared/mugraphs/rmsnorm_bs1.json -p 'mirage-transpile{to-cute=false smem-limit=300000 stages=6}' | filecheck %s --check-prefix=JSON
 // RUN: mirage-opt %shared/mugraphs/rmsnorm_bs1.json -p 'mirage-transpile{to-cute=false}' 2>&1 | filecheck %s --check-prefix=LIMIT
 
 // rmsnorm_bs1 graph 0 through passes 1-9 reaches the decisions of mirage-notes 2.3:
@@ -12,12 +12,14 @@
 // Deliberate differences: accumulators are fp32 (passes/README.md), so the register
 // accumulator's [2,24] write-back has rows of 6 chunks of 16 B and the shift pads them to 7
 // (28 floats, Mirage: 3 fp16 chunks, no padding); the rms accumulator [2,128] is fp32 too.
+// Mirage double-buffers the pipelined inputs; tb-plan-pipeline loads them 6 stages deep
+// (2 blocks per SM x 5 tiles of 6656 B in flight >= 64 KiB), hence 41088 B of shared memory.
 
 // CHECK-LABEL: func.func @graph_0
 // CHECK:         kn.customized
-// CHECK-SAME:      tb.num_barriers = 3 : i64, tb.smem_size = 14464 : i64
+// CHECK-SAME:      tb.num_barriers = 3 : i64, tb.smem_size = 41088 : i64
 // CHECK:         %t1 = tb.input %x {tb.chain = 0 : i64, tb.chain_pos = 0 : i64
-// CHECK-SAME:      tb.chunked, tb.pipelined, tb.stage = "loop", tb.level = 0 : i64, tb.swizzle = ["xor<3,3,4>"], tb.smem_offset = array<i64: 128>, tb.smem_offset_async = 640 : i64
+// CHECK-SAME:      tb.chunked, tb.pipelined, tb.stage = "loop", tb.level = 0 : i64, tb.swizzle = ["xor<3,3,4>"], tb.stages = 6 : i64, tb.smem_offset = array<i64: 128>, tb.smem_offsets_pipeline = array<i64: 128, 640, 1152, 1664, 2176, 2688>
 // CHECK-NEXT:    %t2 = tb.input %w {tb.chain = 1 : i64, tb.chain_pos = 0 : i64
 // CHECK-SAME:      tb.strides = [array<i64: 24, 1>], tb.num_phy_elems = array<i64: 3072>, tb.chunked, tb.pipelined, tb.stage = "loop", tb.level = 0 : i64, tb.swizzle = ["shift"]
 // CHECK-NEXT:    %[[SQ:.*]] = tb.square %t1 {tb.chain = [[C1:[0-9]+]] : i64, tb.chain_pos = 0 : i64
@@ -53,9 +55,9 @@ func.func @graph_0(%X: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %W
 
 // The saved muGraph file itself: graph 0 decides the same.
 // JSON-LABEL: func.func @graph_0
-// JSON:         tb.num_barriers = 3 : i64, tb.smem_size = 14464 : i64
-// JSON:         tb.input {{.*}}tb.chunked, tb.pipelined, tb.stage = "loop", tb.level = 0 : i64, tb.swizzle = ["xor<3,3,4>"]
-// JSON-NEXT:    tb.input {{.*}}tb.chunked, tb.pipelined, tb.stage = "loop", tb.level = 0 : i64, tb.swizzle = ["shift"]
+// JSON:         tb.num_barriers = 3 : i64, tb.smem_size = 41088 : i64
+// JSON:         tb.input {{.*}}tb.chunked, tb.pipelined, tb.stage = "loop", tb.level = 0 : i64, tb.swizzle = ["xor<3,3,4>"], tb.stages = 6 : i64
+// JSON-NEXT:    tb.input {{.*}}tb.chunked, tb.pipelined, tb.stage = "loop", tb.level = 0 : i64, tb.swizzle = ["shift"], tb.stages = 6 : i64
 // JSON:         tb.forloop_accum nored {{.*}}tb.accum_in_reg, tb.stage = "loop", tb.level = 1 : i64
 // JSON-LABEL: func.func @graph_1
 

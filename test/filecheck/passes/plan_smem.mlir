@@ -3,7 +3,7 @@
 // RUN: not mirage-opt %s -p 'tb-schedule,tb-plan-swizzle,tb-plan-smem{smem-limit=4096}' --split-input-file 2>&1 | filecheck %s --check-prefix=ERR
 
 // rmsnorm_bs1 graph 0 (mirage-notes 2.3). 128-B header, then: both pipelined inputs with two
-// buffers each for the whole loop (X 2*512 B, W 2*6144 B) and the fp32 rms accumulator
+// buffers each (no tb-plan-pipeline ran: no tb.stages, so 2 stages) for the whole loop (X 2*512 B, W 2*6144 B) and the fp32 rms accumulator
 // [2,128] (1024 B) from before the loop. Chain-internal tiles get -1. After the loop the
 // register accumulator's write-back (2 x 28 floats after the shift swizzle), the rms [2,1]
 // (16 B) and the quotient [2,24] reuse the freed input buffers. 14464 = 128 + 14336, the
@@ -12,8 +12,8 @@
 // CHECK-LABEL: func.func @graph_0
 // CHECK:         kn.customized
 // CHECK-SAME:      tb.smem_size = 14464 : i64, tb.smem_planner = "first-fit"
-// CHECK:         %t1 = tb.input %x {{{.*}}tb.smem_offset = array<i64: 128>, tb.smem_offset_async = 640 : i64
-// CHECK-NEXT:    %t2 = tb.input %w {{{.*}}tb.smem_offset = array<i64: 1152>, tb.smem_offset_async = 7296 : i64
+// CHECK:         %t1 = tb.input %x {{{.*}}tb.smem_offset = array<i64: 128>, tb.smem_offsets_pipeline = array<i64: 128, 640>, tb.stages = 2 : i64
+// CHECK-NEXT:    %t2 = tb.input %w {{{.*}}tb.smem_offset = array<i64: 1152>, tb.smem_offsets_pipeline = array<i64: 1152, 7296>, tb.stages = 2 : i64
 // CHECK-NEXT:    %t3 = tb.square %t1 {{{.*}}tb.smem_offset = array<i64: -1>
 // CHECK-NEXT:    %t3_1 = tb.mul_scalar %t3 {{{.*}}tb.smem_offset = array<i64: -1>
 // CHECK-NEXT:    %t3_2 = tb.forloop_accum nored %t3_1 {{{.*}}tb.smem_offset = array<i64: 13440>
@@ -28,7 +28,7 @@
 // single-buffered, which is enough: 8320 = 128 + 2*512 + 6144 + 1024.
 // SINGLE-LABEL: func.func @graph_0
 // SINGLE:         tb.smem_size = 8320 : i64
-// SINGLE:         %t1 = tb.input %x {{{.*}}tb.chunked, tb.pipelined, tb.stage = "loop", tb.level = 0 : i64, tb.swizzle = ["xor<3,3,4>"], tb.smem_offset = array<i64: {{[0-9]+}}>, tb.smem_offset_async
+// SINGLE:         %t1 = tb.input %x {{{.*}}tb.chunked, tb.pipelined, tb.stage = "loop", tb.level = 0 : i64, tb.swizzle = ["xor<3,3,4>"], tb.smem_offset = array<i64: {{[0-9]+}}>, tb.smem_offsets_pipeline
 // SINGLE-NEXT:    %t2 = tb.input %w {{{.*}}tb.chunked, tb.stage = "loop", tb.level = 0 : i64, tb.swizzle = ["shift"], tb.smem_offset = array<i64: {{[0-9]+}}>, input_map
 
 // With 4 KiB nothing helps: a located error.
@@ -62,7 +62,7 @@ func.func @graph_0(%X: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %W
 // 17536 = 128 + 16*64*2 (A, rows padded to 64) + 2 * 60*64*2.
 // CHECK:         tb.smem_size = 17536 : i64
 // CHECK:         %ta = tb.input %a {{{.*}}tb.smem_offset = array<i64: 128>
-// CHECK-NEXT:    %tb = tb.input %b {{{.*}}tb.smem_offset = array<i64: 2176>, tb.smem_offset_async = 9856 : i64
+// CHECK-NEXT:    %tb = tb.input %b {{{.*}}tb.smem_offset = array<i64: 2176>, tb.smem_offsets_pipeline = array<i64: 2176, 9856>, tb.stages = 2 : i64
 // CHECK-NEXT:    %m = tb.matmul %ta, %tb {{{.*}}tb.smem_offset = array<i64: -1>
 // CHECK-NEXT:    %acc = tb.forloop_accum nored %m {{{.*}}tb.smem_offset = array<i64: 128>
 // CHECK-NEXT:    %e = tb.exp %acc {{{.*}}tb.smem_offset = array<i64: 4224>

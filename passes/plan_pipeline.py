@@ -1,0 +1,151 @@
+"""`tb-plan-pipeline`: how many stages deep every cp.async-pipelined input is loaded.
+
+Decode workloads stream their weights from HBM; a block that keeps only one tile in flight
+(a double buffer) leaves the memory system idle most of the time. With `N` stages the
+prologue issues the loads of iterations `0 .. N-2` and iteration `it` issues the load of
+`it + N - 1` into the buffer read in iteration `it - 1` (freed by the barrier that ends every
+iteration), so `N - 1` tiles per pipelined input are in flight while one is computed on.
+
+Model (per `kn.customized`; every pipelined input of a graph gets the SAME count, they
+share one ring index and one cp.async group per iteration):
+
+* `tile` = bytes per stage of all pipelined inputs together (their shared tiles);
+* `smem(N)` = the shared-memory plan with `N` buffers per pipelined input (tb-plan-smem's
+  packing, online heuristics only: an upper bound of the final plan);
+* blocks resident per SM `B(N) = min(ceil(#blocks / num-sms), sm-smem // (smem(N) + 1 KiB),
+  2048 // threads, 32)`;
+* bytes in flight per SM `F(N) = (N - 1) * tile * B(N)`.
+
+`N` ranges over `2 .. min(max-stages, forloop_range)` with `smem(N) <= smem-limit`; the
+choice maximises `min(F(N), inflight-bytes)` (default 64 KiB, enough to cover HBM latency
+on H100/H200), the fewest stages among ties (more buffers would only cost shared memory).
+Option `stages=N` forces `N` (clamped to `2 .. min(8, forloop_range)`); tb-plan-smem still
+removes stages when the plan does not fit.
+
+Writes (passes/README.md): `tb.stages = i64` on every `tb.pipelined` input. Runs after
+tb-schedule and tb-plan-swizzle (it packs shared memory with the swizzle alignments) and
+before tb-plan-smem, which reads `tb.stages` (default 2 when absent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.passes import ModulePass
+
+from mirage_xdsl.dialects.kernel import CustomizedOp
+from mirage_xdsl.passes.plan_smem import SM90_SMEM_LIMIT, PlanSmemPass
+from mirage_xdsl.passes.schedule import schedule_of
+
+PASS_NAME = "tb-plan-pipeline"
+MAX_STAGES = 8
+"""Hard cap: `cp.async.wait_group N - 1` and the ring index stay small."""
+NUM_SMS = 132  # H100 SXM / H200
+SM_SMEM_BYTES = 233472  # 228 KiB of shared memory per SM on sm_90
+SMEM_PER_BLOCK_RESERVED = 1024  # the runtime's per-block reservation
+MAX_THREADS_PER_SM = 2048
+MAX_BLOCKS_PER_SM = 32
+INFLIGHT_BYTES = 65536
+
+
+@dataclass(frozen=True)
+class PipelineChoice:
+    stages: int
+    smem_size: int
+    blocks_per_sm: int
+    inflight_bytes: int  # per SM
+
+
+def blocks_per_sm(num_blocks: int, threads: int, smem_size: int, num_sms: int = NUM_SMS, sm_smem: int = SM_SMEM_BYTES) -> int:
+    """Blocks of one kernel resident per SM: the grid's share, shared memory, threads."""
+    share = -(-num_blocks // num_sms)
+    by_smem = sm_smem // (smem_size + SMEM_PER_BLOCK_RESERVED)
+    by_threads = MAX_THREADS_PER_SM // max(threads, 1)
+    return max(1, min(share, by_smem, by_threads, MAX_BLOCKS_PER_SM))
+
+
+def choose_stages(
+    tile_bytes: int,
+    smem_of: Callable[[int], int],
+    num_blocks: int,
+    threads: int,
+    max_stages: int,
+    smem_limit: int,
+    target: int = INFLIGHT_BYTES,
+    num_sms: int = NUM_SMS,
+) -> PipelineChoice:
+    """The stage count of the module docstring's model (at least 2)."""
+    best: PipelineChoice | None = None
+    for n in range(2, max(2, max_stages) + 1):
+        size = smem_of(n)
+        if size > smem_limit and n > 2:
+            break
+        bps = blocks_per_sm(num_blocks, threads, size, num_sms)
+        choice = PipelineChoice(n, size, bps, (n - 1) * tile_bytes * bps)
+        if best is None or min(choice.inflight_bytes, target) > min(best.inflight_bytes, target):
+            best = choice
+        if choice.inflight_bytes >= target:
+            break
+    assert best is not None
+    return best
+
+
+DEFAULT_MAX_STAGES = 2
+
+
+@dataclass(frozen=True)
+class PlanPipelinePass(ModulePass):
+    """Write `tb.stages` on every pipelined input (the module docstring's model)."""
+
+    name = "tb-plan-pipeline"
+
+    stages: int = 0
+    """Force this many stages (0 = choose automatically)."""
+    max_stages: int = DEFAULT_MAX_STAGES
+    """Deepest ring the automatic choice may use.  Default 2 (double buffering): on an H200
+    (2026-11-22, same session A/B, benchmarks/results/pipeline-stages-h200-2026-11-22.md)
+    the automatic deeper rings were slower on every shared workload they changed, e.g.
+    rmsnorm_bs1 graph_2 30.5 us with 2 stages vs 43.4 us with 6, gated_mlp graph_0 71 vs 93 us;
+    raise it (`max-stages=8`) to experiment."""
+    inflight_bytes: int = INFLIGHT_BYTES
+    smem_limit: int = SM90_SMEM_LIMIT
+    num_sms: int = NUM_SMS
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for graph in op.walk():
+            if isinstance(graph, CustomizedOp):
+                self.plan_graph(graph)
+
+    def plan_graph(self, graph: CustomizedOp) -> PipelineChoice | None:
+        ops, recs, stages, levels = schedule_of(graph)
+        pipelined = {i for i, o in enumerate(ops) if "tb.pipelined" in o.attributes}
+        if not pipelined:
+            return None
+        in_reg = {i for i, o in enumerate(ops) if "tb.accum_in_reg" in o.attributes}
+        # a forced depth is bounded only by the hardware-independent cap and the loop length
+        limit = MAX_STAGES if self.stages > 0 else min(self.max_stages, MAX_STAGES)
+        cap = max(2, min(limit, graph.num_iterations))
+        packer = PlanSmemPass(time_limit_ms=0, smem_limit=self.smem_limit, use_cpsat=False)
+
+        def smem_of(n: int) -> int:
+            return packer.pack(ops, recs, stages, levels, in_reg, pipelined, {i: n for i in pipelined}).size
+
+        threads = graph.block[0] * graph.block[1] * graph.block[2]
+        num_blocks = graph.grid[0] * graph.grid[1] * graph.grid[2]
+        if self.stages > 0:
+            n = max(2, min(self.stages, cap))
+            size = smem_of(n)
+            bps = blocks_per_sm(num_blocks, threads, size, self.num_sms)
+            tile = sum(recs[i].result_bytes[0] for i in pipelined)
+            choice = PipelineChoice(n, size, bps, (n - 1) * tile * bps)
+        else:
+            tile = sum(recs[i].result_bytes[0] for i in pipelined)
+            choice = choose_stages(
+                tile, smem_of, num_blocks, threads, cap, self.smem_limit, self.inflight_bytes, self.num_sms
+            )
+        for i in pipelined:
+            ops[i].attributes["tb.stages"] = IntegerAttr(choice.stages, i64)
+        return choice
