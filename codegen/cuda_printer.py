@@ -38,7 +38,7 @@ from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCal
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects import kernel as kn
 from mirage_xdsl.dialects.kernel import element_type_of, ints, shape_of
-from mirage_xdsl.passes.convert_tb_to_cute import dtensor_strides
+from mirage_xdsl.passes.layout_math import dtensor_strides
 
 HEADER = "mirage_xdsl/runtime.cuh"
 

@@ -46,7 +46,6 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
     DenseArrayBase,
-    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -54,7 +53,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -62,8 +61,7 @@ from xdsl.utils.exceptions import PassFailedException
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.dialects.kernel import CustomizedOp, element_type_of, ints, shape_of
-from mirage_xdsl.dialects.tiling import row_major_strides
-from mirage_xdsl.passes.layout_math import stores_fp32
+from mirage_xdsl.passes.layout_math import dtensor_strides, stores_fp32
 
 PASS_NAME = "convert-tb-to-cute"
 
@@ -115,45 +113,6 @@ def _error(op: Operation, rule: str) -> ConvertError:
 # Kernel-level helpers (also used by the CUDA printer)
 
 
-def _func_of(op: Operation) -> func.FuncOp | None:
-    cur = op.parent_op()
-    while cur is not None and not isinstance(cur, func.FuncOp):
-        cur = cur.parent_op()
-    return cur
-
-
-def _strides_in(attrs: Attribute | None) -> tuple[int, ...] | None:
-    if isinstance(attrs, DictionaryAttr):
-        st = attrs.data.get("kn.strides")
-        if isinstance(st, DenseArrayBase):
-            return ints(st)
-    return None
-
-
-def dtensor_strides(value: SSAValue) -> tuple[int, ...]:
-    """Element strides of a kernel-level tensor (passes/README.md step 5): the func argument
-    attribute, the producer's `kn.strides`, or the func result attribute of a graph output;
-    row-major where nothing is recorded."""
-    if isinstance(value, BlockArgument):
-        parent = value.block.parent_op()
-        if isinstance(parent, func.FuncOp) and parent.arg_attrs is not None:
-            st = _strides_in(parent.arg_attrs.data[value.index])
-            if st is not None:
-                return st
-    elif isinstance(value, OpResult):
-        attr = value.op.attributes.get("kn.strides")
-        if isinstance(attr, ArrayAttr) and value.index < len(attr.data):
-            st = attr.data[value.index]
-            if isinstance(st, DenseArrayBase):
-                return ints(st)
-        fn = _func_of(value.op)
-        if fn is not None and fn.res_attrs is not None:
-            for use in value.uses:
-                if isinstance(use.operation, func.ReturnOp):
-                    st = _strides_in(fn.res_attrs.data[use.index])
-                    if st is not None:
-                        return st
-    return row_major_strides(shape_of(value))
 
 
 # ---------------------------------------------------------------------------------------

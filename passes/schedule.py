@@ -51,28 +51,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
-    DictionaryAttr,
     IntegerAttr,
     ModuleOp,
     StringAttr,
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.dialects.kernel import CustomizedOp, element_type_of, ints, shape_of
 from mirage_xdsl.passes import dsa
+from mirage_xdsl.dialects.tiling import row_major_strides
 from mirage_xdsl.passes.layout_math import (
-    storage_elem_bytes,
     alignment_elems,
     calc_tensor_strides,
+    dtensor_strides,
     elem_bytes_of,
+    storage_elem_bytes,
 )
 
 PASS_NAME = "tb-schedule"
@@ -510,52 +510,6 @@ def stensor_layout(op: Operation, r: int) -> tuple[tuple[int, ...], int]:
     return calc_tensor_strides(shape_of(value), innermost_of(op, r), result_elem_bytes(value))
 
 
-def _func_of(op: Operation) -> func.FuncOp | None:
-    cur = op.parent_op()
-    while cur is not None and not isinstance(cur, func.FuncOp):
-        cur = cur.parent_op()
-    return cur
-
-
-def _row_major(dims: Sequence[int]) -> tuple[int, ...]:
-    out, cur = [], 1
-    for d in reversed(dims):
-        out.append(cur)
-        cur *= d
-    return tuple(reversed(out))
-
-
-def _strides_in_dict(attrs: Attribute | None) -> tuple[int, ...] | None:
-    if isinstance(attrs, DictionaryAttr):
-        st = attrs.data.get("kn.strides")
-        if isinstance(st, DenseArrayBase):
-            return ints(st)
-    return None
-
-
-def dtensor_strides(value: SSAValue) -> tuple[int, ...]:
-    """Element strides of a kernel-level tensor: the func argument/result attribute or the
-    producing op's `kn.strides` (passes/README.md step 5); row-major when none is recorded."""
-    if isinstance(value, BlockArgument):
-        parent = value.block.parent_op()
-        if isinstance(parent, func.FuncOp) and parent.arg_attrs is not None:
-            st = _strides_in_dict(parent.arg_attrs.data[value.index])
-            if st is not None:
-                return st
-    elif isinstance(value, OpResult):
-        attr = value.op.attributes.get("kn.strides")
-        if isinstance(attr, ArrayAttr) and value.index < len(attr.data):
-            st = attr.data[value.index]
-            if isinstance(st, DenseArrayBase):
-                return ints(st)
-        fn = _func_of(value.op)
-        if fn is not None and fn.res_attrs is not None:
-            for use in value.uses:
-                if isinstance(use.operation, func.ReturnOp):
-                    st = _strides_in_dict(fn.res_attrs.data[use.index])
-                    if st is not None:
-                        return st
-    return _row_major(shape_of(value))
 
 
 def graph_records(graph: CustomizedOp) -> tuple[list[Operation], list[SchedOp]]:
@@ -603,7 +557,7 @@ def input_copy_steps(op: tb.InputOp, graph: CustomizedOp) -> list[int]:
     """Element offsets between neighbouring blocks (each partitioned grid axis) and between
     iterations of a tb.input."""
     dims = shape_of(op.dtensor)
-    strides = dtensor_strides(graph.inputs[op.dtensor.index]) if isinstance(op.dtensor, BlockArgument) else _row_major(dims)
+    strides = dtensor_strides(graph.inputs[op.dtensor.index]) if isinstance(op.dtensor, BlockArgument) else row_major_strides(dims)
     tile = shape_of(op.result)
     steps = []
     for g, m in zip(graph.grid, op.imap):
