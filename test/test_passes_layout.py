@@ -45,7 +45,7 @@ LAYOUT_PIPELINE = (
 )
 FILECHECK_PASSES = Path(__file__).parent / "filecheck" / "passes"
 
-RMSNORM_GRAPH_0 = (Path(__file__).resolve().parents[1] / "examples" / "rmsnorm_bs1_graph0.mlir").read_text()
+RMSNORM_GRAPH_0 = (Path(__file__).resolve().parent / "data" / "rmsnorm_bs1_graph0.mlir").read_text()
 
 
 def make_context() -> Context:

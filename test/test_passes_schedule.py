@@ -36,7 +36,7 @@ from mirage_xdsl.passes.schedule import (
     tensor_lifetimes,
 )
 
-RMSNORM_G0 = (Path(__file__).resolve().parents[1] / "examples" / "rmsnorm_bs1_graph0.mlir").read_text()
+RMSNORM_G0 = (Path(__file__).resolve().parent / "data" / "rmsnorm_bs1_graph0.mlir").read_text()
 
 
 def parse(text: str) -> ModuleOp:

@@ -111,7 +111,7 @@ def test_worked_example_from_text() -> None:
     np.testing.assert_array_equal(O, O2)
 
 
-RMSNORM_G0 = (Path(__file__).resolve().parents[1] / "examples" / "rmsnorm_bs1_graph0.mlir").read_text()
+RMSNORM_G0 = (Path(__file__).resolve().parent / "data" / "rmsnorm_bs1_graph0.mlir").read_text()
 
 
 # =======================================================================================
