@@ -67,12 +67,12 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from mirage_xdsl.dialects.tiling import launch_geometry_error
+
 MAX_SMEM_BYTES = 232448
+"""Largest dynamic shared memory a block may opt into on sm_90 (227 KiB)."""
 MAX_STAGES = 8
 """Most buffers of one pipelined tile (`cp.async.wait_group` counts up to 7 here)."""
-"""Largest dynamic shared memory a block may opt into on sm_90 (227 KiB)."""
-
-MAX_THREADS = 1024
 MAX_RANK = 4
 
 UNARY_FNS: dict[str, int] = {
@@ -572,15 +572,8 @@ class KernelOp(IRDLOperation):
         return dense_ints(attr)
 
     def verify_(self) -> None:
-        grid, block = dense_ints(self.grid_dim), dense_ints(self.block_dim)
-        if len(grid) != 3 or any(g < 1 for g in grid):
-            raise _fail(self, f"grid_dim must be 3 positive sizes, got {grid}")
-        if len(block) != 3 or any(b < 1 for b in block):
-            raise _fail(self, f"block_dim must be 3 positive sizes, got {block}")
-        if self.num_threads > MAX_THREADS:
-            raise _fail(self, f"block_dim {block} has {self.num_threads} threads, more than {MAX_THREADS}")
-        if grid[1] > 65535 or grid[2] > 65535:
-            raise _fail(self, f"grid_dim {grid}: y and z must not exceed 65535")
+        if (err := launch_geometry_error(dense_ints(self.grid_dim), dense_ints(self.block_dim))) is not None:
+            raise _fail(self, err)
         if not 0 <= self.smem_bytes <= MAX_SMEM_BYTES:
             raise _fail(self, f"smem_size {self.smem_bytes} B is outside [0, {MAX_SMEM_BYTES}] (227 KiB per block)")
         if self.iterations < 1:

@@ -509,20 +509,8 @@ class CustomizedOp(IRDLOperation):
         for key in ("forloop_range", "reduction_dimx"):
             if not isinstance(props.get(key), IntegerAttr):
                 return f"{key} must be an integer attribute, e.g. 1 : i64"
-        grid, block = ints(self.grid_dim), ints(self.block_dim)
-        if len(grid) != 3 or any(g < 1 for g in grid):
-            return f"grid_dim must be 3 positive sizes (x, y, z), got {grid}"
-        for axis, g, limit in zip(tiling.GRID_AXES, grid, tiling.MAX_GRID_DIM):
-            if g > limit:
-                return f"grid_dim.{axis} = {g} exceeds CUDA's limit of {limit}"
-        if len(block) != 3 or any(b < 1 for b in block):
-            return f"block_dim must be 3 positive sizes (x, y, z), got {block}"
-        for axis, b, limit in zip(tiling.GRID_AXES, block, tiling.MAX_BLOCK_DIM):
-            if b > limit:
-                return f"block_dim.{axis} = {b} exceeds CUDA's limit of {limit}"
-        threads = block[0] * block[1] * block[2]
-        if threads > tiling.MAX_THREADS_PER_BLOCK:
-            return f"block_dim {block} has {threads} threads, more than {tiling.MAX_THREADS_PER_BLOCK}"
+        if (err := tiling.launch_geometry_error(ints(self.grid_dim), ints(self.block_dim))) is not None:
+            return err
         if self.num_iterations < 1:
             return f"forloop_range must be >= 1, got {self.num_iterations}"
         if self.dimx < 1:

@@ -32,6 +32,27 @@ class ShapeError(ValueError):
     """A tensor shape or map breaks one of Mirage's tiling rules."""
 
 
+def launch_geometry_error(grid_dim: Sequence[int], block_dim: Sequence[int]) -> str | None:
+    """Why a kernel launch geometry is illegal under CUDA's limits (CUDA C++ Programming
+    Guide, Table 21: grid x < 2^31, y/z <= 65535; block x/y <= 1024, z <= 64, <= 1024
+    threads), or None when it is legal.  Shared by `kn.customized` and `cute.kernel`."""
+    grid, block = tuple(grid_dim), tuple(block_dim)
+    if len(grid) != 3 or any(g < 1 for g in grid):
+        return f"grid_dim must be 3 positive sizes (x, y, z), got {grid}"
+    for axis, g, limit in zip(GRID_AXES, grid, MAX_GRID_DIM):
+        if g > limit:
+            return f"grid_dim.{axis} = {g} exceeds CUDA's limit of {limit}"
+    if len(block) != 3 or any(b < 1 for b in block):
+        return f"block_dim must be 3 positive sizes (x, y, z), got {block}"
+    for axis, b, limit in zip(GRID_AXES, block, MAX_BLOCK_DIM):
+        if b > limit:
+            return f"block_dim.{axis} = {b} exceeds CUDA's limit of {limit}"
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_THREADS_PER_BLOCK:
+        return f"block_dim {block} has {threads} threads, more than {MAX_THREADS_PER_BLOCK}"
+    return None
+
+
 def _check_map(name: str, mapping: Sequence[int], rank: int) -> None:
     if len(mapping) != 3:
         raise ShapeError(f"{name} must have 3 entries (x, y, z), got {len(mapping)}")
