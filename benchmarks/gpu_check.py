@@ -106,8 +106,36 @@ class Result:
 _MODULES: dict[str, Any] = {}
 
 
-def _prepare_one(path: str, index: int, seed: int, arch: str, cache_dir: str | None) -> tuple[Prepared, list[np.ndarray] | None]:
-    """Pipeline + emit_cuda + nvcc + reference for one candidate (runs in a worker)."""
+def parse_variant(text: str) -> dict[str, Any]:
+    """`c<rank>s<stages>[x]` -> mirage-transpile options: the kn-fuse plan of that cost rank,
+    that cp.async pipeline depth (0 = automatic), `x` = split-K plans enumerated too."""
+    import re
+
+    m = re.fullmatch(r"c(\d+)s(\d+)(x?)", text)
+    if m is None:
+        raise ValueError(f"variant '{text}': expected c<rank>s<stages>[x], e.g. c0s2 or c3s4x")
+    return {"candidate": int(m[1]), "stages": int(m[2]), "always_split": bool(m[3])}
+
+
+def _variant_module(module: Any, graph: str, variant: str) -> Any:
+    """A one-function module of `graph` after mirage-transpile with the `variant`'s options."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+    from mirage_xdsl.runtime.executable import make_context
+    from mirage_xdsl.tools.mirage_run import functions
+
+    func = next(f for f in functions(module) if f.sym_name.data == graph)
+    single = ModuleOp([func.clone()])
+    MirageTranspilePass(**parse_variant(variant)).apply(make_context(), single)
+    return single
+
+
+def _prepare_one(
+    path: str, index: int, seed: int, arch: str, cache_dir: str | None, variant: str | None = None
+) -> tuple[Prepared, list[np.ndarray] | None]:
+    """Pipeline + emit_cuda + nvcc + reference for one candidate (runs in a worker); with a
+    `variant` (plain kernel graphs), the pipeline runs with that variant's options."""
     from mirage_xdsl.frontends.mugraph import load_mugraph_file
     from mirage_xdsl.runtime.compiler import compile_cuda
     from mirage_xdsl.runtime.executable import prepare
@@ -123,7 +151,11 @@ def _prepare_one(path: str, index: int, seed: int, arch: str, cache_dir: str | N
             _MODULES[path] = load_mugraph_file(path) if path.endswith(".json") else load_module(Path(path))
         module = _MODULES[path]
         graph = out.graph = functions(module)[index].sym_name.data
-        prepared = prepare(module, graph, arch)
+        if variant is not None:
+            out.graph = f"{graph}@{variant}"
+            prepared = prepare(_variant_module(module, graph, variant), graph, arch)
+        else:
+            prepared = prepare(module, graph, arch)
         plan = prepared.plan
         out.plan_json = plan.to_json()
         kernels = list(dict.fromkeys(s.kernel for s in plan.steps if s.step == "kernel"))
@@ -163,24 +195,32 @@ def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
 
 
 def prepare_all(
-    files: list[Path], jobs: int, arch: str, cache_dir: str | None, seeds: dict[str, int]
+    files: list[Path],
+    jobs: int,
+    arch: str,
+    cache_dir: str | None,
+    seeds: dict[str, int],
+    variants: list[str] | None = None,
 ) -> tuple[list[Prepared], dict[str, list[list[np.ndarray]]]]:
     """Prepare every candidate of `files` in `jobs` worker processes; return the prepared
-    candidates (file order) and, per file, the distinct reference output lists."""
-    tasks = []
+    candidates (file order) and, per file, the distinct reference output lists.  Plain
+    kernel graphs (`.mlir`) give one candidate per function, or one per function and
+    `variants` entry (see `parse_variant`)."""
+    tasks: list[tuple[str, int, str | None]] = []
     for path in files:
         if path.suffix == ".json":
-            n = len(json.loads(path.read_text()))
+            tasks += [(str(path), i, None) for i in range(len(json.loads(path.read_text())))]
         else:
             from mirage_xdsl.tools.mirage_run import functions, load_module
 
             n = len(functions(load_module(path)))
-        tasks += [(str(path), i) for i in range(n)]
-    results: dict[tuple[str, int], tuple[Prepared, list[np.ndarray] | None]] = {}
+            tasks += [(str(path), i, v) for i in range(n) for v in (variants or [None])]
+    results: dict[tuple[str, int, str | None], tuple[Prepared, list[np.ndarray] | None]] = {}
     done = 0
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {
-            pool.submit(_prepare_one, path, i, seeds[Path(path).name], arch, cache_dir): (path, i) for path, i in tasks
+            pool.submit(_prepare_one, path, i, seeds[Path(path).name], arch, cache_dir, v): (path, i, v)
+            for path, i, v in tasks
         }
         for fut in as_completed(futures):
             results[futures[fut]] = fut.result()
@@ -189,8 +229,8 @@ def prepare_all(
                 print(f"prepared {done}/{len(tasks)}", flush=True)
     refs: dict[str, list[list[np.ndarray]]] = {}
     prepared = []
-    for path, i in tasks:
-        prep, ref = results[(path, i)]
+    for task in tasks:
+        prep, ref = results[task]
         if ref is not None:
             distinct = refs.setdefault(prep.file, [])
             for k, known in enumerate(distinct):
@@ -584,6 +624,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="leave out examples/*.mlir (the workloads as plain kernel graphs: library calls only)",
     )
+    p.add_argument(
+        "--variants",
+        help="comma-separated tuning variants for the plain graphs, c<rank>s<stages>[x] "
+        "(kn-fuse plan rank, cp.async stages, x = split-K too), e.g. c0s2,c1s2,c0s4x",
+    )
     p.add_argument("--atol-rel", type=float, default=1e-2)
     p.add_argument("--seed", type=int, help="base seed (default: fresh); file k uses seed + k")
     p.add_argument("--in-process", action="store_true", help="GPU phase in this process (no restart after a crash)")
@@ -598,6 +643,9 @@ def main(argv: list[str] | None = None) -> int:
     prep_dir = args.from_dir
     if args.from_dir is not None:
         prepared, refs, seeds, arch = load_prepared(args.from_dir)
+        if args.files:
+            wanted = {Path(f).name for f in args.files}
+            prepared = [p for p in prepared if p.file in wanted]
     else:
         from mirage_xdsl.runtime.compiler import normalize_arch
 
@@ -615,7 +663,10 @@ def main(argv: list[str] | None = None) -> int:
         seeds = {f.name: base + k for k, f in enumerate(files)}
         print(f"preparing {len(files)} file(s) for {arch} with {args.jobs} worker(s), seeds {seeds}", flush=True)
         start = time.perf_counter()
-        prepared, refs = prepare_all(files, args.jobs, arch, args.cache_dir, seeds)
+        variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+        for v in variants or []:
+            parse_variant(v)
+        prepared, refs = prepare_all(files, args.jobs, arch, args.cache_dir, seeds, variants)
         print(f"CPU phase: {time.perf_counter() - start:.1f} s", flush=True)
         if args.prepare_only is not None:
             save_prepared(args.prepare_only, prepared, refs, seeds, arch)

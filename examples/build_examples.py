@@ -20,9 +20,11 @@ from xdsl.dialects.builtin import ModuleOp
 import mirage_xdsl as mx
 
 
-def rmsnorm_linear(m: int = 2, k: int = 4096, n: int = 6144, dtype: str = "float16") -> ModuleOp:
+def rmsnorm_linear(
+    m: int = 2, k: int = 4096, n: int = 6144, dtype: str = "float16", name: str = "rmsnorm_linear"
+) -> ModuleOp:
     """`rms_norm(X) @ W` (benchmark/rmsnorm.py): X [m, k], W [k, n]."""
-    g = mx.new_kernel_graph("rmsnorm_linear")
+    g = mx.new_kernel_graph(name)
     X = g.new_input((m, k), dtype=dtype, name="X")
     W = g.new_input((k, n), dtype=dtype, name="W")
     g.mark_output(g.matmul(g.rms_norm(X, (k,)), W))
@@ -58,6 +60,17 @@ def _attention(name: str, batch: int, q_len: int, kv_len: int, head_dim: int, dt
 def gqa(batch: int = 2, q_len: int = 256, kv_len: int = 4096, head_dim: int = 64, dtype: str = "float16") -> ModuleOp:
     """Group-query attention for decoding (benchmark/group_query_attention.py, batch 1)."""
     return _attention("gqa", batch, q_len, kv_len, head_dim, dtype)
+
+
+def rmsnorm_linear_bs8() -> ModuleOp:
+    """`rms_norm(X) @ W` at batch 8 (Mirage's rmsnorm_bs8.json): X [16, 4096], W [4096, 6144]."""
+    return rmsnorm_linear(m=16, name="rmsnorm_linear_bs8")
+
+
+def gqa_bs8() -> ModuleOp:
+    """Group-query attention at batch 8 (Mirage's gqa_bs8.json): Q [16, 256, 64],
+    K [16, 64, 4096], V [16, 4096, 64]."""
+    return _attention("gqa_bs8", 16, 256, 4096, 64, "float16")
 
 
 def mha(batch: int = 32, q_len: int = 16, kv_len: int = 4096, head_dim: int = 64, dtype: str = "float16") -> ModuleOp:
@@ -99,11 +112,13 @@ def ntrans(m: int = 8, n: int = 4096, dtype: str = "float16") -> ModuleOp:
 EXAMPLES: dict[str, Callable[..., ModuleOp]] = {
     "gated_mlp": gated_mlp,
     "gqa": gqa,
+    "gqa_bs8": gqa_bs8,
     "lora": lora,
     "mha": mha,
     "mqa": mqa,
     "ntrans": ntrans,
     "rmsnorm_linear": rmsnorm_linear,
+    "rmsnorm_linear_bs8": rmsnorm_linear_bs8,
 }
 
 

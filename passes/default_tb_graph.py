@@ -119,6 +119,7 @@ class DeviceModel:
     min_bytes_per_block: int = 128 * 16  # each thread of a (non-single) block loads >= 16 B
     max_split: int = 64
     min_balance: float = 0.9  # split-K only when the best unsplit grid fills fewer SM slots
+    always_try_split: bool = False  # enumerate split-K plans even when an unsplit grid fills the SMs
 
 
 # ---------------------------------------------------------------------------------------
@@ -543,14 +544,22 @@ class Planner:
         group: Group,
         allow_split: bool = True,
         accept: Callable[[FusionPlan], bool] | None = None,
+        rank: int = 0,
     ) -> FusionPlan | None:
         """The cheapest plan of `group` (None if none is legal); with `accept`, the cheapest
-        plan that `accept` admits (e.g. one the real shared-memory planner fits)."""
-        plans = self.candidates(group, allow_split)
-        for fp in plans if accept is not None else plans[:1]:
-            if accept is None or accept(fp):
-                return fp
-        return None
+        plan that `accept` admits (e.g. one the real shared-memory planner fits).  `rank` > 0
+        takes the rank-th admitted plan in cost order instead (the last one if there are
+        fewer): the tuning candidates that `mirage-bench` profiles."""
+        chosen: FusionPlan | None = None
+        seen = 0
+        for fp in self.candidates(group, allow_split):
+            if accept is not None and not accept(fp):
+                continue
+            chosen = fp
+            if seen == rank:
+                break
+            seen += 1
+        return chosen
 
     def candidates(self, group: Group, allow_split: bool = True) -> list[FusionPlan]:
         """Every legal plan of `group`, cheapest first."""
@@ -564,7 +573,7 @@ class Planner:
         # split-K only where no unsplit grid fills the SMs without recomputing matmuls
         fills = False
         for split in (False, True):
-            if split and (not allow_split or fills):
+            if split and (not allow_split or (fills and not self.device.always_try_split)):
                 break
             for L in loops:
                 ph = compute_phases(group, ax, L)

@@ -32,6 +32,8 @@ class KnFusePass(ModulePass):
     num_sms: int = 132
     allow_split: bool = True
     k_tiles: tuple[int, ...] = (256, 128, 64)
+    candidate: int = 0
+    always_split: bool = False
 
     def passes(self) -> list[ModulePass]:
         return [
@@ -43,6 +45,8 @@ class KnFusePass(ModulePass):
                 num_sms=self.num_sms,
                 allow_split=self.allow_split,
                 k_tiles=tuple(self.k_tiles),
+                candidate=self.candidate,
+                always_split=self.always_split,
             ),
         ]
 

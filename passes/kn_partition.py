@@ -20,7 +20,9 @@ group into `kn.customized` op(s) whose threadblock graphs come from `default_tb_
    it is.  Ops of the function are then re-ordered topologically (stable).
 
 Options: `smem-limit` (bytes per block), `num-sms`, `allow-split`, `k-tiles` (for-loop tile
-candidates along the contracted dim).
+candidates along the contracted dim), `candidate` (take the plan of this rank in estimated
+cost order instead of the cheapest: 0 = cheapest; the tuning candidates `mirage-bench`
+profiles) and `always-split` (also enumerate split-K plans when an unsplit grid fills the SMs).
 """
 
 from __future__ import annotations
@@ -144,22 +146,32 @@ class KnPartitionPass(ModulePass):
     num_sms: int = 132
     allow_split: bool = True
     k_tiles: tuple[int, ...] = (256, 128, 64)
+    candidate: int = 0
+    always_split: bool = False
 
     def device(self) -> DeviceModel:
-        return replace(DeviceModel(), smem_per_block=self.smem_limit, num_sms=self.num_sms, k_tiles=tuple(self.k_tiles))
+        return replace(
+            DeviceModel(),
+            smem_per_block=self.smem_limit,
+            num_sms=self.num_sms,
+            k_tiles=tuple(self.k_tiles),
+            always_try_split=self.always_split,
+        )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         planner = Planner(self.device())
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
-            partition_function(func, planner, self.allow_split)
+            partition_function(func, planner, self.allow_split, self.candidate)
 
 
-def _plan(planner: Planner, ops: list[Operation], allow_split: bool, cache: dict) -> FusionPlan | None:
-    key = frozenset(ops)
+def _plan(planner: Planner, ops: list[Operation], allow_split: bool, cache: dict, rank: int = 0) -> FusionPlan | None:
+    """The plan of the group `ops`: the cheapest when partitioning decides (`rank` 0), the
+    `rank`-th cheapest for the final lowering of a tuning candidate."""
+    key = (frozenset(ops), rank)
     if key not in cache:
         group, _ = group_from_ops(ops)
         accept = (lambda fp: smem_fits(fp, planner.device.smem_per_block)) if VERIFY_SMEM else None
-        cache[key] = planner.plan(group, allow_split, accept) if group.outputs else None
+        cache[key] = planner.plan(group, allow_split, accept, rank) if group.outputs else None
     return cache[key]
 
 
@@ -205,8 +217,9 @@ def smem_fits(plan: FusionPlan, limit: int) -> bool:
     return True
 
 
-def partition_function(func: FuncOp, planner: Planner, allow_split: bool = True) -> list[FusionPlan]:
-    """Partition one kernel graph in place; return the applied plans."""
+def partition_function(func: FuncOp, planner: Planner, allow_split: bool = True, rank: int = 0) -> list[FusionPlan]:
+    """Partition one kernel graph in place (groups chosen with the cheapest plans, then each
+    lowered with its `rank`-th cheapest plan); return the applied plans."""
     block = func.body.block
     fusible_ops = [o for o in block.ops if fusible_op(o)]
     fusible = set(fusible_ops)
@@ -247,7 +260,7 @@ def partition_function(func: FuncOp, planner: Planner, allow_split: bool = True)
     for members in groups:
         if len(members) == 1 and isinstance(members[0], kn.MatmulOp):
             continue
-        plan = _plan(planner, members, allow_split, cache)
+        plan = _plan(planner, members, allow_split, cache, rank)
         if plan is None:
             continue
         apply_plan(members, plan)

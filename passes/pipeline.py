@@ -9,7 +9,8 @@ runs when it is registered and `to-cute=true` (the default). A pass of the list 
 available is an error (the pipeline would silently skip a decision). Options forwarded:
 `hopper-gmma` (tb-plan-swizzle), `stages` (tb-plan-pipeline: force the cp.async pipeline
 depth, 0 = automatic), `time-limit-ms` and `smem-limit` (tb-plan-smem; `smem-limit` also
-bounds tb-plan-pipeline).
+bounds tb-plan-pipeline), `candidate` and `always-split` (kn-fuse: which default threadblock
+graph to take, for tuning).
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ class MirageTranspilePass(ModulePass):
     time_limit_ms: int = 200
     smem_limit: int = SM90_SMEM_LIMIT
     stages: int = 0
+    candidate: int = 0
+    """Forwarded to `kn-fuse`: lower each fused group with its plan of this cost rank."""
+    always_split: bool = False
+    """Forwarded to `kn-fuse`: also consider split-K plans when an unsplit grid fills the SMs."""
 
     def passes(self) -> list[ModulePass]:
         available = get_all_passes()
@@ -77,14 +82,14 @@ class MirageTranspilePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.fuse:
-            fuse_plain_graphs(ctx, op)
+            fuse_plain_graphs(ctx, op, candidate=self.candidate, always_split=self.always_split)
         for p in self.passes():
             p.apply(ctx, op)
 
 
-def fuse_plain_graphs(ctx: Context, module: ModuleOp) -> None:
-    """Run `kn-fuse` on the functions of `module` that hold no `kn.customized` op, keeping
-    the order of the module's top-level ops."""
+def fuse_plain_graphs(ctx: Context, module: ModuleOp, candidate: int = 0, always_split: bool = False) -> None:
+    """Run `kn-fuse` (with its `candidate` and `always-split` options) on the functions of
+    `module` that hold no `kn.customized` op, keeping the order of the module's top-level ops."""
     from xdsl.dialects.func import FuncOp
 
     from mirage_xdsl.dialects.kernel import CustomizedOp
@@ -100,7 +105,7 @@ def fuse_plain_graphs(ctx: Context, module: ModuleOp) -> None:
     for top in tops:
         top.detach()
     scratch = ModuleOp(plain)
-    fuse()().apply(ctx, scratch)
+    fuse()(candidate=candidate, always_split=always_split).apply(ctx, scratch)  # type: ignore[call-arg]
     for top in plain:
         top.detach()
     module.body.block.add_ops(tops)
