@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -180,9 +181,61 @@ def fragment_load_mode(typ: cute.SmemTensorType, mn_dim: int, k_dim: int, atom_k
 # Kernels
 
 
+KSLICE_SCRATCH_LIMIT = 16 * 1024
+"""Most shared memory (bytes) a kernel may add for sliced-K partial sums."""
+
+
+@dataclass(frozen=True)
+class MmaSlicing:
+    """Sliced K for the kernel's tensor-core accumulators (header: mma.cuh).  A thr_layout of
+    P warps in a block of W warps leaves W - P warps idle; with W % P == 0 the W / P warp
+    groups split each call's k-steps instead, and their partial sums meet in a scratch
+    region appended to the kernel's dynamic shared memory at `base`."""
+
+    slices: dict[SSAValue, int]  # fragment (cute.mma_init result) -> K slices
+    offsets: dict[SSAValue, int]  # fragment -> byte offset of its scratch from `smem`
+    base: int
+    total: int  # scratch bytes (0: no slicing)
+
+
+def mma_slicing(kernel: cute.KernelOp) -> MmaSlicing:
+    """Which accumulators of `kernel` use sliced K, and where their scratch lives.  Sliced
+    only when the scratch fits KSLICE_SCRATCH_LIMIT and the block's shared memory stays within
+    cute.MAX_SMEM_BYTES; otherwise no accumulator is sliced."""
+    warps = kernel.num_threads // 32
+    base = (kernel.smem_bytes + 15) // 16 * 16
+    slices: dict[SSAValue, int] = {}
+    offsets: dict[SSAValue, int] = {}
+    total = 0
+    for op in kernel.walk():
+        if not isinstance(op, cute.MmaInitOp):
+            continue
+        frag = op.result.type
+        assert isinstance(frag, cute.FragmentType)
+        m, n, atom, tgm, tgn, _, _ = _KernelPrinter.frag_info(frag)
+        ks = warps // (tgm * tgn) if atom != "UniversalFMA" and warps % (tgm * tgn) == 0 else 1
+        if ks <= 1:
+            continue
+        fm = -(-(-(-m // 16)) // tgm)
+        fn = -(-(-(-n // 8)) // tgn)
+        slices[op.result] = ks
+        offsets[op.result] = base + total
+        total += (ks - 1) * tgm * tgn * 32 * fm * fn * 4 * 4
+    if total > KSLICE_SCRATCH_LIMIT or base + total > cute.MAX_SMEM_BYTES:
+        return MmaSlicing({}, {}, base, 0)
+    return MmaSlicing(slices, offsets, base, total)
+
+
+def launch_smem_bytes(kernel: cute.KernelOp) -> int:
+    """Dynamic shared memory of a launch of `kernel`: its plan plus the sliced-K scratch."""
+    slicing = mma_slicing(kernel)
+    return slicing.base + slicing.total if slicing.total else kernel.smem_bytes
+
+
 class _KernelPrinter:
     def __init__(self, kernel: cute.KernelOp):
         self.kernel = kernel
+        self.slicing = mma_slicing(kernel)
         self.nt = kernel.num_threads
         self.lines: list[str] = []
         self.indent = 1
@@ -239,7 +292,7 @@ class _KernelPrinter:
         b = k.block
         header = [
             f"// {k.kernel_name.data}: grid ({k.grid[0]}, {k.grid[1]}, {k.grid[2]}), "
-            f"block ({b[0]}, {b[1]}, {b[2]}), {k.smem_bytes} B dynamic shared memory, "
+            f"block ({b[0]}, {b[1]}, {b[2]}), {launch_smem_bytes(k)} B dynamic shared memory, "
             f"for-loop {k.iterations}",
             f'extern "C" __global__ void __launch_bounds__({self.nt}) {k.kernel_name.data}(',
             "    " + (",\n    ".join(params)) + ") {",
@@ -519,7 +572,10 @@ class _KernelPrinter:
         if atom == "UniversalFMA":
             self.emit(f"mx::FmaAcc<{m}, {n}, {self.nt}> {name};  // {atom}")
         else:
-            self.emit(f"mx::MmaAcc<{m}, {n}, {tgm}, {tgn}, {ak}> {name};  // {atom}, thr_layout ({tgm},{tgn})")
+            ks = self.slicing.slices.get(op.result, 1)
+            sliced = f", {ks}" if ks > 1 else ""
+            note = f", K sliced over {ks} warp groups" if ks > 1 else ""
+            self.emit(f"mx::MmaAcc<{m}, {n}, {tgm}, {tgn}, {ak}{sliced}> {name};  // {atom}, thr_layout ({tgm},{tgn}){note}")
         self.emit(f"{name}.zero();")
 
     def mma(self, op: cute.MmaOp) -> None:
@@ -561,8 +617,11 @@ class _KernelPrinter:
         if atom == "UniversalFMA":
             self.emit(f"mx::fma_store<{self.nt}, decltype({acc}), {m}, {n}, {lc}, {str(read).lower()}>({acc}, {dst}, tid,")
         else:
+            off = self.slicing.offsets.get(op.acc)
+            scratch = "static_cast<float*>(nullptr)" if off is None else f"reinterpret_cast<float*>(smem + {off})"
             self.emit(
-                f"mx::mma_store<decltype({acc}), {m}, {n}, {tgm}, {tgn}, {lc}, {str(read).lower()}>({acc}, {dst}, tid,"
+                f"mx::mma_store<decltype({acc}), {m}, {n}, {tgm}, {tgn}, {lc}, {str(read).lower()}>({acc}, {dst}, "
+                f"{scratch}, tid,"
             )
         self.emit(f"    [](float o, float v) {{ return {body}; }});")
 
@@ -684,10 +743,12 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
             continue
         if isinstance(op, cute.KernelOp):
             limit = SMEM_LIMITS.get(arch.rstrip("a"), cute.MAX_SMEM_BYTES)
-            if op.smem_bytes > limit:
-                raise _err(op, f"{op.kernel_name.data} needs {op.smem_bytes} B of shared memory, more than {arch}'s {limit} B")
+            if launch_smem_bytes(op) > limit:
+                raise _err(
+                    op, f"{op.kernel_name.data} needs {launch_smem_bytes(op)} B of shared memory, more than {arch}'s {limit} B"
+                )
             args = tuple(ref(v, op) for v in op.outputs) + tuple(ref(v, op) for v in op.inputs)
-            steps.append(KernelLaunch(op.kernel_name.data, op.grid, op.block, op.smem_bytes, args))
+            steps.append(KernelLaunch(op.kernel_name.data, op.grid, op.block, launch_smem_bytes(op), args))
             continue
         if isinstance(op, kn.CustomizedOp):
             raise _err(op, "kn.customized was not lowered; run convert-tb-to-cute (mirage-transpile) first")

@@ -12,16 +12,14 @@ namespace mx {
 template <int NT, class LO, class T>
 __device__ __forceinline__ void fill(T* o, float v, int tid) {
   const T x = from_f<T>(v);
-#pragma unroll 2
-  for (int i = tid; i < LO::size; i += NT) o[LO::off(i)] = x;
+  for_each_mine<NT, LO::size>(tid, [&](int i) { o[LO::off(i)] = x; });
 }
 
 // o[OBASE + LO(i)] = f(o, a[LA(i)], b[LB(i)], c[LC(i)]) for every i of LO.
 template <int NT, int OBASE, class LO, class LA, class LB, class LC, bool READ, class TO, class TA, class TB, class TC,
           class F>
 __device__ __forceinline__ void elementwise(TO* o, const TA* a, const TB* b, const TC* c, int tid, F f) {
-#pragma unroll 2
-  for (int i = tid; i < LO::size; i += NT) {
+  for_each_mine<NT, LO::size>(tid, [&](int i) {
     float va = 0.0f, vb = 0.0f, vc = 0.0f, vo = 0.0f;
     if constexpr (LA::size != 0) va = to_f(a[LA::off(i)]);
     if constexpr (LB::size != 0) vb = to_f(b[LB::off(i)]);
@@ -29,7 +27,7 @@ __device__ __forceinline__ void elementwise(TO* o, const TA* a, const TB* b, con
     const int oo = LO::swz(OBASE + LO::raw(i));
     if constexpr (READ) vo = to_f(o[oo]);
     o[oo] = from_f<TO>(f(vo, va, vb, vc));
-  }
+  });
 }
 
 // Reduce K strided group members per output: v(out) = sum_k in[LI.raw(out) + k*KS] (LI has the

@@ -28,18 +28,14 @@ __device__ __forceinline__ void cp_async_wait() {
 // Element by element, any layouts.
 template <int NT, class LG, class LS, class T>
 __device__ __forceinline__ void g2s_sync(T* s, const T* g, int tid) {
-#pragma unroll 4
-  for (int i = tid; i < LG::size; i += NT) {
-    s[LS::off(i)] = g[LG::raw(i)];
-  }
+  for_each_mine<NT, LG::size>(tid, [&](int i) { s[LS::off(i)] = g[LG::raw(i)]; });
 }
 
 // 16-byte vectors from global memory.  SVEC: the vector is contiguous and 16-B aligned in
 // shared memory too (one 16-B store); otherwise its elements are scattered with stride SS0.
 template <int NT, class LG, class LS, int V, bool SVEC, int SS0, class T>
 __device__ __forceinline__ void g2s_chunked(T* s, const T* g, int tid) {
-#pragma unroll 4
-  for (int i = tid; i < LG::size; i += NT) {
+  for_each_mine<NT, LG::size>(tid, [&](int i) {
     const uint4 v = *reinterpret_cast<const uint4*>(g + LG::raw(i));
     if constexpr (SVEC) {
       *reinterpret_cast<uint4*>(s + LS::off(i)) = v;
@@ -49,39 +45,29 @@ __device__ __forceinline__ void g2s_chunked(T* s, const T* g, int tid) {
 #pragma unroll
       for (int j = 0; j < V; ++j) s[LS::swz(b + j * SS0)] = e[j];
     }
-  }
+  });
 }
 
 // 16-byte cp.async (the shared side must be vector-contiguous).
 template <int NT, class LG, class LS, class T>
 __device__ __forceinline__ void g2s_async(T* s, const T* g, int tid) {
-#pragma unroll 4
-  for (int i = tid; i < LG::size; i += NT) {
-    cp_async16(s + LS::off(i), g + LG::raw(i));
-  }
+  for_each_mine<NT, LG::size>(tid, [&](int i) { cp_async16(s + LS::off(i), g + LG::raw(i)); });
 }
 
 // Shared -> global, element by element, converting the element type (accumulators are fp32).
 template <int NT, class LG, class LS, class TG, class TS>
 __device__ __forceinline__ void s2g_sync(TG* g, const TS* s, int tid) {
-#pragma unroll 4
-  for (int i = tid; i < LG::size; i += NT) {
-    g[LG::raw(i)] = from_f<TG>(to_f(s[LS::off(i)]));
-  }
+  for_each_mine<NT, LG::size>(tid, [&](int i) { g[LG::raw(i)] = from_f<TG>(to_f(s[LS::off(i)])); });
 }
 template <int NT, class LG, class LS, class T>
 __device__ __forceinline__ void s2g_sync(T* g, const T* s, int tid) {
-#pragma unroll 4
-  for (int i = tid; i < LG::size; i += NT) {
-    g[LG::raw(i)] = s[LS::off(i)];
-  }
+  for_each_mine<NT, LG::size>(tid, [&](int i) { g[LG::raw(i)] = s[LS::off(i)]; });
 }
 
 // Shared -> global with one 16-byte store per vector of V global elements.
 template <int NT, class LG, class LS, int V, bool SVEC, int SS0, class TG, class TS>
 __device__ __forceinline__ void s2g_chunked(TG* g, const TS* s, int tid) {
-#pragma unroll 4
-  for (int i = tid; i < LG::size; i += NT) {
+  for_each_mine<NT, LG::size>(tid, [&](int i) {
     uint4 v;
     if constexpr (SVEC) {
       v = *reinterpret_cast<const uint4*>(s + LS::off(i));
@@ -92,7 +78,7 @@ __device__ __forceinline__ void s2g_chunked(TG* g, const TS* s, int tid) {
       for (int j = 0; j < V; ++j) e[j] = from_f<TG>(to_f(s[LS::swz(b + j * SS0)]));
     }
     *reinterpret_cast<uint4*>(g + LG::raw(i)) = v;
-  }
+  });
 }
 
 }  // namespace mx

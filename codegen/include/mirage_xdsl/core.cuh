@@ -110,18 +110,42 @@ __device__ __forceinline__ int swizzle(int o) {
 template <int D0, int D1, int D2, int D3, int S0, int S1, int S2, int S3, int B = 0, int M = 0, int S = 0>
 struct L {
   static constexpr int size = D0 * D1 * D2 * D3;
+  // Unsigned division: flat indices are never negative, and for power-of-two mode sizes
+  // unsigned / and % are single shifts and masks (signed ones need sign fix-ups).
   __device__ __forceinline__ static int raw(int i) {
-    const int c0 = i % D0;
-    i /= D0;
-    const int c1 = i % D1;
-    i /= D1;
-    const int c2 = i % D2;
-    const int c3 = i / D2;
-    return c0 * S0 + c1 * S1 + c2 * S2 + c3 * S3;
+    unsigned u = static_cast<unsigned>(i);
+    const unsigned c0 = u % D0;
+    u /= D0;
+    const unsigned c1 = u % D1;
+    u /= D1;
+    const unsigned c2 = u % D2;
+    const unsigned c3 = u / D2;
+    return static_cast<int>(c0 * S0 + c1 * S1 + c2 * S2 + c3 * S3);
   }
   __device__ __forceinline__ static int swz(int o) { return swizzle<B, M, S>(o); }
   __device__ __forceinline__ static int off(int i) { return swz(raw(i)); }
 };
+
+// `body(i)` for this thread's flat indices i = tid + j * NT < SIZE.  The trip count is a
+// compile-time constant, so short loops unroll completely and each trip's index arithmetic
+// depends on `tid` only (the compiler hoists it out of an enclosing for-loop).
+template <int NT, int SIZE, class Body>
+__device__ __forceinline__ void for_each_mine(int tid, Body body) {
+  constexpr int TRIPS = (SIZE + NT - 1) / NT;
+  if constexpr (TRIPS <= 16) {
+#pragma unroll
+    for (int j = 0; j < TRIPS; ++j) {
+      const int i = tid + j * NT;
+      if (SIZE % NT == 0 || i < SIZE) body(i);
+    }
+  } else {
+#pragma unroll 4
+    for (int j = 0; j < TRIPS; ++j) {
+      const int i = tid + j * NT;
+      if (SIZE % NT == 0 || i < SIZE) body(i);
+    }
+  }
+}
 
 // No operand (size 0): elementwise kernels skip it.
 struct LNone {

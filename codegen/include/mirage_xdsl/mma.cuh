@@ -11,18 +11,27 @@
 //   C: c0,c1 (g, 2t..2t+1)  c2,c3 (g+8, 2t..2t+1)                            [row, col]
 // with g = lane / 4, t = lane % 4 (m16n8k8 uses a0, a1 and b0 only).
 //
+// Sliced K: with KS > 1 the block's NT/32 warps are KS groups of TGM*TGN warps; group s
+// runs the k-steps s, s + KS, ... of every call into its own partial accumulator (the warps
+// a thr_layout smaller than the block would leave idle share the K loop instead, which
+// also shortens each warp's dependent mma chain), and mma_store sums the groups through
+// `scratch` ((KS-1) * TGM*TGN * 32 * FM*FN*4 floats, `MmaAcc::kScratchFloats`) before the
+// epilogue.  This is CUTLASS's "sliced-K" warp arrangement.
+//
 // CUDA-core fallback (`FmaAcc`, any element types): thread tid owns outputs tid + j*NT.
 #pragma once
 #include "core.cuh"
 
 namespace mx {
 
-template <int M, int N, int TGM, int TGN, int AK>
+template <int M, int N, int TGM, int TGN, int AK, int KSLICES = 1>
 struct MmaAcc {
   static constexpr int MB = (M + 15) / 16;
   static constexpr int NB = (N + 7) / 8;
   static constexpr int FM = (MB + TGM - 1) / TGM;
   static constexpr int FN = (NB + TGN - 1) / TGN;
+  static constexpr int KS = KSLICES;
+  static constexpr int kScratchFloats = (KS - 1) * TGM * TGN * 32 * FM * FN * 4;
   float c[FM][FN][4];
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -133,14 +142,22 @@ template <int NT, class Acc, int M, int N, int K, int TGM, int TGN, int AK, bool
           int BM, class T>
 __device__ __forceinline__ void mma_run(Acc& acc, const T* a, const T* b, const void* zero, int tid) {
   static_cast<void>(zero);
+  constexpr int KS = Acc::KS;
+  constexpr int STEPS = (K + AK - 1) / AK;
+  constexpr int MINE = (STEPS + KS - 1) / KS;  // k-steps per slice
   const int warp = tid >> 5;
-  if (warp >= TGM * TGN) return;
+  if (warp >= TGM * TGN * KS) return;
+  const int slice = warp / (TGM * TGN);
   const int lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
   const int q = lane >> 3, i8 = lane & 7;
-  const int wm = warp % TGM, wn = warp / TGM;
-#pragma unroll 2
-  for (int k0 = 0; k0 < K; k0 += AK) {
+  const int wm = warp % TGM, wn = (warp / TGM) % TGN;
+  // fully unrolled when short, so every ldmatrix can be issued ahead of the mma chain
+#pragma unroll(MINE <= 16 ? MINE : 2)
+  for (int u = 0; u < MINE; ++u) {
+    const int step = slice + u * KS;
+    if (STEPS % KS != 0 && step >= STEPS) break;
+    const int k0 = step * AK;
     unsigned af[Acc::FM][4];
     unsigned bfr[Acc::FN][2];
 #pragma unroll
@@ -200,14 +217,9 @@ __device__ __forceinline__ void mma_run(Acc& acc, const T* a, const T* b, const 
   }
 }
 
-// c[LC(r, n)] = f(old, acc) for every (r, n) of the MxN tile this lane holds.
+// The stores of one lane of thr_layout warp (wm, wn).
 template <class Acc, int M, int N, int TGM, int TGN, class LC, bool READ, class TC, class F>
-__device__ __forceinline__ void mma_store(const Acc& acc, TC* c, int tid, F f) {
-  const int warp = tid >> 5;
-  if (warp >= TGM * TGN) return;
-  const int lane = tid & 31;
-  const int g = lane >> 2, t = lane & 3;
-  const int wm = warp % TGM, wn = warp / TGM;
+__device__ __forceinline__ void mma_store_lane(const Acc& acc, TC* c, int g, int t, int wm, int wn, F f) {
 #pragma unroll
   for (int i = 0; i < Acc::FM; ++i) {
 #pragma unroll
@@ -225,6 +237,52 @@ __device__ __forceinline__ void mma_store(const Acc& acc, TC* c, int tid, F f) {
       }
     }
   }
+}
+
+// c[LC(r, n)] = f(old, acc) for every (r, n) of the MxN tile this lane holds.  With sliced
+// K every thread of the block must call it (it has barriers): slices 1.. park their partial
+// sums in `scratch`, slice 0 adds them and stores.
+template <class Acc, int M, int N, int TGM, int TGN, class LC, bool READ, class TC, class F>
+__device__ __forceinline__ void mma_store(const Acc& acc_in, TC* c, float* scratch, int tid, F f) {
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  constexpr int P = TGM * TGN;
+  constexpr int F4 = Acc::FM * Acc::FN * 4;
+  Acc acc = acc_in;
+  if constexpr (Acc::KS > 1) {
+    const int slice = warp / P, pw = warp % P;
+    // [slice-1][warp][element][lane]: consecutive lanes hit consecutive banks
+    if (slice > 0 && slice < Acc::KS) {
+      float* dst = scratch + ((slice - 1) * P + pw) * F4 * 32 + lane;
+#pragma unroll
+      for (int i = 0; i < Acc::FM; ++i)
+#pragma unroll
+        for (int j = 0; j < Acc::FN; ++j)
+#pragma unroll
+          for (int h = 0; h < 4; ++h) dst[((i * Acc::FN + j) * 4 + h) * 32] = acc.c[i][j][h];
+    }
+    __syncthreads();
+    if (slice == 0) {
+#pragma unroll 1
+      for (int s = 1; s < Acc::KS; ++s) {
+        const float* src = scratch + ((s - 1) * P + pw) * F4 * 32 + lane;
+#pragma unroll
+        for (int i = 0; i < Acc::FM; ++i)
+#pragma unroll
+          for (int j = 0; j < Acc::FN; ++j)
+#pragma unroll
+            for (int h = 0; h < 4; ++h) acc.c[i][j][h] += src[((i * Acc::FN + j) * 4 + h) * 32];
+      }
+    }
+  } else {
+    static_cast<void>(scratch);
+  }
+  if (warp < P) {
+    const int g = lane >> 2, t = lane & 3;
+    const int wm = warp % TGM, wn = warp / TGM;
+    mma_store_lane<Acc, M, N, TGM, TGN, LC, READ>(acc, c, g, t, wm, wn, f);
+  }
+  if constexpr (Acc::KS > 1) __syncthreads();  // the scratch is free again for the next call
 }
 
 // ---- CUDA-core fallback ------------------------------------------------------------------

@@ -86,7 +86,7 @@ func.func @graph_0(%0: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %1
 // CHECK:          mx::mma_run<128, decltype(f0), 2, 24, 128, 1, 3, 16, false, mx::M2<128,1,3,3,4>, mx::M2<1,24>, mx::kLdsm, mx::kLdsmT>(f0, (s0_0 + ((it) % 6) * 256), (s1_0 + ((it) % 6) * 3072), smem, tid);  // SM80_16x8x16_F32F16F16F32_TN
 // CHECK:          __syncthreads();
 // CHECK-NEXT:   }
-// CHECK-NEXT:   mx::mma_store<decltype(f0), 2, 24, 1, 3, mx::M2<{{[0-9]+}},1{{.*}}>, false>(f0, {{s[0-9]+}}, tid,
+// CHECK-NEXT:   mx::mma_store<decltype(f0), 2, 24, 1, 3, mx::M2<{{[0-9]+}},1{{.*}}>, false>(f0, {{s[0-9]+}}, static_cast<float*>(nullptr), tid,
 // CHECK:        mx::reduce_sum<128, 32, 128, 1,
 // CHECK-NEXT:       [](float o, float v) { return mx::f_sqrt(v); });
 // CHECK:        mx::elementwise<128, 0, {{.*}}, false>({{.*}}

@@ -1,0 +1,136 @@
+"""Memory-system microbenchmark: how fast can a block-tiled kernel stream a weight matrix?
+
+Streams the rmsnorm_linear weight W [4096, 6144] fp16 (four copies, rotated, so that the
+60 MiB L2 does not serve it) the way our GEMV-shaped kernels do -- cp.async rings of S stages
+of KT x TN tiles per 128-thread block, split-K over `split` blocks -- with almost no compute,
+and also with direct 16-byte register loads (U in flight per thread).  Prints the measured
+device-to-device copy bandwidth and, per configuration, GB/s and its fraction of it.
+
+    python benchmarks/membench.py        # on the GPU machine; needs only CuPy (NVRTC)
+
+Record: benchmarks/results/membench-h200-2026-11-22.md.
+"""
+import itertools
+
+import cupy as cp
+import numpy as np
+
+SRC = r'''
+#include <cuda_fp16.h>
+__device__ __forceinline__ void cpa(void* s, const void* g) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(s);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(a), "l"(g) : "memory");
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void waitg() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+
+// block (col tile bx, split by): rows [by*KB, (by+1)*KB) of columns [bx*TN, bx*TN+TN)
+template <int TN, int KT, int S, int KB>
+__global__ void __launch_bounds__(128) ring(const __half* __restrict__ W, int N, float* out) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __half* buf = reinterpret_cast<__half*>(smem);
+  const int tid = threadIdx.x;
+  constexpr int CPR = TN / 8;            // 16-byte chunks per row
+  constexpr int CHUNKS = KT * CPR;       // per stage
+  constexpr int ITERS = KB / KT;
+  const __half* base = W + (size_t)blockIdx.y * KB * N + blockIdx.x * TN;
+  auto load = [&](int it, int slot) {
+    const __half* g = base + (size_t)it * KT * N;
+    __half* s = buf + slot * KT * TN;
+    #pragma unroll 4
+    for (int c = tid; c < CHUNKS; c += 128) {
+      int r = c / CPR, q = c % CPR;
+      cpa(s + r * TN + q * 8, g + (size_t)r * N + q * 8);
+    }
+  };
+  #pragma unroll
+  for (int p = 0; p < S - 1; ++p) { if (p < ITERS) load(p, p); commit(); }
+  float acc = 0.f;
+  #pragma unroll 1
+  for (int it = 0; it < ITERS; ++it) {
+    waitg<S - 2>();
+    __syncthreads();
+    if (it + S - 1 < ITERS) load(it + S - 1, (it + S - 1) % S);
+    commit();
+    const __half* s = buf + (it % S) * KT * TN;
+    #pragma unroll 4
+    for (int c = tid; c < CHUNKS; c += 128) acc += __half2float(s[c * 8]);
+  }
+  if (acc == 12345.f) out[blockIdx.x] = acc;
+}
+
+// direct: each thread keeps U 16-byte loads in flight; block = TN columns x KB rows
+template <int TN, int U, int KB>
+__global__ void __launch_bounds__(128) direct(const __half* __restrict__ W, int N, float* out) {
+  const int tid = threadIdx.x;
+  constexpr int CPR = TN / 8;
+  constexpr int ROWS_PER_PASS = 128 / CPR;
+  const __half* base = W + (size_t)blockIdx.y * KB * N + blockIdx.x * TN;
+  const int r0 = tid / CPR, q = tid % CPR;
+  float acc = 0.f;
+  #pragma unroll 1
+  for (int r = r0; r < KB; r += ROWS_PER_PASS * U) {
+    uint4 v[U];
+    #pragma unroll
+    for (int u = 0; u < U; ++u) {
+      int rr = r + u * ROWS_PER_PASS;
+      if (rr < KB) v[u] = __ldg(reinterpret_cast<const uint4*>(base + (size_t)rr * N + q * 8));
+      else v[u] = make_uint4(0,0,0,0);
+    }
+    #pragma unroll
+    for (int u = 0; u < U; ++u) acc += __half2float(*reinterpret_cast<const __half*>(&v[u].x));
+  }
+  if (acc == 12345.f) out[blockIdx.x] = acc;
+}
+'''
+K, N = 4096, 6144
+ring_cfgs = []
+for TN, KT, S in itertools.product((16, 32, 64, 128), (64, 128, 256), (2, 3, 4, 6)):
+    split = {16: 1, 32: 2, 64: 4, 128: 8}[TN]
+    for sp in sorted({split, split * 2}):
+        KB = K // sp
+        if KB % KT or KB // KT < 2: continue
+        smem = S * KT * TN * 2
+        if smem > 200 * 1024: continue
+        ring_cfgs.append((TN, KT, S, KB, sp, smem))
+direct_cfgs = []
+for TN, U in itertools.product((16, 32, 64, 128, 256), (2, 4, 8)):
+    for sp in (1, 2, 4, 8, 16):
+        blocks = (N // TN) * sp
+        if blocks < 264 or blocks > 3000: continue
+        direct_cfgs.append((TN, U, K // sp, sp))
+names = [f"ring<{a},{b},{c},{d}>" for a, b, c, d, *_ in ring_cfgs] + [f"direct<{a},{b},{c}>" for a, b, c, _ in direct_cfgs]
+mod = cp.RawModule(code=SRC, options=("-std=c++17", "--gpu-architecture=sm_90"), name_expressions=names)
+copies = [cp.random.uniform(-1, 1, K * N, dtype=cp.float32).astype(cp.float16) for _ in range(4)]
+out = cp.zeros(4096, cp.float32)
+nbytes = K * N * 2
+def time_us(fn, reps=30):
+    s, e = cp.cuda.Event(), cp.cuda.Event()
+    for i in range(5): fn(copies[i % 4])
+    ts = []
+    for r in range(reps):
+        s.record(); 
+        for i in range(4): fn(copies[i])
+        e.record(); e.synchronize(); ts.append(cp.cuda.get_elapsed_time(s, e) * 1000 / 4)
+    return float(np.median(ts))
+# copy bandwidth
+a = cp.empty(512 * 1024 * 1024, cp.uint8); b = cp.empty_like(a)
+tc = time_us(lambda _w: b.__setitem__(Ellipsis, a), reps=10)
+copy_bw = 2 * a.nbytes / tc / 1e3
+print(f"copy bandwidth (read+write): {copy_bw:.0f} GB/s")
+res = []
+for (TN, KT, S, KB, sp, smem), name in zip(ring_cfgs, names):
+    f = mod.get_function(name)
+    if smem > 48 * 1024: f.max_dynamic_shared_size_bytes = smem
+    grid = (N // TN, sp)
+    t = time_us(lambda w: f(grid, (128,), (w, np.int32(N), out), shared_mem=smem))
+    occ = min(2048 // 128, (228 * 1024) // (smem + 1024))
+    res.append((nbytes / t / 1e3, f"ring TN={TN:<3} KT={KT:<3} S={S} split={sp:<2} blocks={grid[0]*grid[1]:<5} smem={smem//1024:>3}K blk/SM<={occ:<2}", t))
+for (TN, U, KB, sp), name in zip(direct_cfgs, names[len(ring_cfgs):]):
+    f = mod.get_function(name)
+    grid = (N // TN, sp)
+    t = time_us(lambda w: f(grid, (128,), (w, np.int32(N), out)))
+    res.append((nbytes / t / 1e3, f"direct TN={TN:<3} U={U} split={sp:<2} blocks={grid[0]*grid[1]}", t))
+res.sort(reverse=True)
+for bw, d, t in res:
+    print(f"{bw:7.0f} GB/s {100*bw/copy_bw:5.1f}%  {t:6.1f} us  {d}")
