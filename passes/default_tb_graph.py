@@ -33,7 +33,7 @@ Model
 4. **Search and cost.**  All grid factorisations of the parallel axes (batch dims of matmuls
    fully split, matmul N tiles multiples of 8, M tiles of 16), loop tiles `k_tiles` (256,
    128, 64; on the H200, 256-wide K tiles beat 128 and 64 for rmsnorm_linear and gated_mlp
-   in `benchmarks/gpu_check.py` runs of our kernels) and split factors are enumerated.  A
+   in GPU runs of our kernels, benchmarks/results/) and split factors are enumerated.  A
    configuration must fit shared memory (inputs double-buffered when iterated, fp32
    accumulators, passes/README.md; the sum of the tile sizes, which tb-plan-smem can always
    reach; `kn-partition` double-checks estimates above 40% of the limit with it), keep the register

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -34,11 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+# Checking, timing and the torch programs of the workloads are shared with `mirage-bench`.
+from mirage_xdsl.bench.check import relative_error
+from mirage_xdsl.bench.check import to_device as _to_device
+from mirage_xdsl.bench.timing import L2_BYTES  # noqa: F401 - re-exported
+from mirage_xdsl.bench.timing import bench_us, device_us, rotation_sets, torch_graph_runner
+from mirage_xdsl.bench.workloads import torch_rms as _torch_rms
+from mirage_xdsl.bench.workloads import torch_workload_program as _workload
 
 PROG = "mirage-run"
-L2_BYTES = 60 * 1024 * 1024
-"""H200 L2; rotating input sets until 3x this many bytes are touched keeps weights cold."""
 
 
 class RunError(Exception):
@@ -98,101 +101,7 @@ def select(funcs: Sequence[Any], graph: str | None, all_graphs: bool) -> tuple[l
 
 
 # ---------------------------------------------------------------------------------------
-# Checking and timing (shared with benchmarks/gpu_check.py)
-
-
-def relative_error(outs: Sequence[np.ndarray], refs: Sequence[np.ndarray]) -> float:
-    """max over outputs of max|out - ref| / max|ref|; inf for NaN/inf or shape mismatch."""
-    if len(outs) != len(refs):
-        return math.inf
-    worst = 0.0
-    for out, ref in zip(outs, refs):
-        out = np.asarray(out, dtype=np.float64)
-        ref = np.asarray(ref, dtype=np.float64)
-        if out.shape != ref.shape or not np.all(np.isfinite(out)):
-            return math.inf
-        denom = float(np.max(np.abs(ref))) if ref.size else 0.0
-        diff = float(np.max(np.abs(out - ref))) if ref.size else 0.0
-        worst = max(worst, diff / denom if denom > 0 else diff)
-    return worst
-
-
-def device_us(graph: Any, sets: Sequence[Sequence[Any]], stream: Any) -> float | None:
-    """Device time of one run of `graph` (a loaded CompiledGraph): one CUDA graph running it
-    on every input set, replayed and timed; None when the plan cannot be captured."""
-    from mirage_xdsl.runtime.executable import LaunchError
-
-    try:
-        launch = graph.capture_sweep(sets)
-    except LaunchError:
-        return None
-    return bench_us(lambda i: launch(stream), 1, stream) / len(sets)
-
-
-def rotation_sets(input_bytes: int, limit: int = 8) -> int:
-    """Input sets to rotate so that one sweep touches about 3x the L2 (2..limit)."""
-    if input_bytes <= 0:
-        return 2
-    return max(2, min(limit, math.ceil(3 * L2_BYTES / input_bytes)))
-
-
-def bench_us(run: Callable[[int], Any], n_sets: int, stream: Any, *, warmup: int = 20, reps: int = 60) -> float:
-    """Median microseconds of one `run(i)` (i = input-set index), timed with CUDA events on
-    `stream` (a CuPy stream) over sweeps through all `n_sets` sets."""
-    import cupy  # type: ignore[import-not-found]
-
-    for i in range(warmup):
-        run(i % n_sets)
-    stream.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record(stream)
-        for i in range(n_sets):
-            run(i)
-        end.record(stream)
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) * 1000.0 / n_sets)
-    return statistics.median(times)
-
-
-# ---------------------------------------------------------------------------------------
-# The torch program of a workload
-
-
-def _torch_rms(x: Any, ndims: int = 1) -> Any:
-    import torch  # type: ignore[import-not-found]
-
-    dims = tuple(range(x.dim() - ndims, x.dim()))
-    return x * torch.rsqrt(torch.mean(x * x, dim=dims, keepdim=True))
-
-
-def _torch_attention(q: Any, k: Any, v: Any) -> Any:
-    import torch  # type: ignore[import-not-found]
-
-    return torch.softmax(q @ k, dim=-1) @ v
-
-
-def _workload(stem: str) -> Callable[..., Any] | None:
-    """Known programs of Mirage's benchmark files (mirage-notes 2.4), by muGraph file stem."""
-    import torch  # type: ignore[import-not-found]
-
-    stem = stem.removeprefix("single_")
-    silu = torch.nn.functional.silu
-    table: list[tuple[str, Callable[..., Any]]] = [
-        ("rmsnorm", lambda x, w: _torch_rms(x) @ w),
-        ("gated_mlp", lambda x, w1, w2: silu(x @ w1) * (x @ w2)),
-        ("qknorm_gqa", lambda q, k, v: _torch_attention(_torch_rms(q), k, _torch_rms(v))),
-        ("gqa", _torch_attention),
-        ("mha", _torch_attention),
-        ("mqa", _torch_attention),
-        ("lora", lambda x, w, a, b: x @ w + (x @ a) @ b),
-        ("ntrans", lambda h, x, alpha: _torch_rms(x + alpha * (_torch_rms(h) + x))),
-    ]
-    for prefix, fn in table:
-        if stem.startswith(prefix):
-            return fn
-    return None
+# The torch program of a graph
 
 
 def torch_kn_program(func: Any) -> Callable[..., list[Any]] | None:
@@ -267,25 +176,6 @@ def torch_program(func: Any, stem: str) -> Callable[..., list[Any]] | None:
     if fn is None:
         return None
     return lambda *xs: [fn(*xs)]
-
-
-def torch_graph_runner(fn: Callable[..., list[Any]], input_sets: Sequence[Sequence[Any]]) -> Callable[[int], Any]:
-    """CUDA graphs of `fn`, one per input set; the returned callable replays set i."""
-    import torch  # type: ignore[import-not-found]
-
-    graphs = []
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for xs in input_sets:
-            fn(*xs)
-    torch.cuda.current_stream().wait_stream(side)
-    for xs in input_sets:
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn(*xs)
-        graphs.append(g)
-    return lambda i: graphs[i].replay()
 
 
 # ---------------------------------------------------------------------------------------
@@ -396,18 +286,6 @@ def _smem_rejection(message: str) -> bool:
     has (Mirage rejects such candidates too); reported, but not a failure of the run."""
     text = message.lower()
     return "shared memory" in text and ("more than" in text or "exceed" in text)
-
-
-def _to_device(cupy: Any, x: np.ndarray) -> Any:
-    """Copy a numpy array to the GPU with the same element strides (padding left zero)."""
-    from mirage_xdsl.runtime.executable import alloc_elements
-
-    item = x.itemsize
-    strides = tuple(s // item for s in x.strides)
-    flat = cupy.zeros(max(alloc_elements(x.shape, strides), 1), dtype=x.dtype)
-    view = cupy.lib.stride_tricks.as_strided(flat, x.shape, x.strides)
-    view[...] = cupy.asarray(np.ascontiguousarray(x))
-    return view
 
 
 def _bench(row: Row, graph: Any, plan: Any, func: Any, stem: str, seed: int) -> None:

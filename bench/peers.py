@@ -1,0 +1,138 @@
+"""The torch peers of a workload, timed in the same process as our kernels, on the same
+rotated input sets and the same way (timing.py):
+
+- `torch eager`: the workload's torch program called eagerly, CUDA events around sweeps
+  through the input sets (like "ours", the eager call of our compiled graph);
+- `torch graph`: the program captured once for all input sets into one CUDA graph, replayed
+  (like "ours dev");
+- `torch.compile`: `torch.compile(program, mode="max-autotune-no-cudagraphs")`, compiled once
+  per workload, then captured into our one CUDA graph over all input sets like `torch graph`.
+  Not `mode="max-autotune"`: its CUDA-graph trees copy every input that is not a static
+  address (all of ours: the sets rotate) into static buffers before each replay, which would
+  charge the rotated weights an extra device copy that neither we nor the other peers pay.
+
+Each peer is first checked on the workload's seeded inputs against the float64 reference
+(the same max|out - ref| / max|ref| rule as ours); a peer that fails (no torch, capture or
+compile error, wrong result) gets no time and a one-line reason.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+PEERS = ("torch eager", "torch graph", "torch.compile")
+COMPILE_MODE = "max-autotune-no-cudagraphs"
+
+
+@dataclass
+class PeerTimes:
+    """Per peer: µs per call (None: no time, see `notes`), relative error on the check."""
+
+    eager_us: float | None = None
+    graph_us: float | None = None
+    compile_us: float | None = None
+    errors: dict[str, float] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    """peer name -> one-line reason it has no time"""
+    compile_s: float | None = None
+    """seconds torch.compile (with max-autotune) took, warm-up call included"""
+
+    def times(self) -> dict[str, float | None]:
+        return {"torch eager": self.eager_us, "torch graph": self.graph_us, "torch.compile": self.compile_us}
+
+
+def _one_line(err: BaseException) -> str:
+    lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
+    return f"{type(err).__name__}: {lines[0] if lines else ''}"[:200]
+
+
+def _host(t: Any) -> np.ndarray:
+    return t.detach().float().cpu().numpy().astype(np.float64)
+
+
+def time_peers(
+    cupy: Any,
+    program_name: str,
+    specs: Sequence[Any],
+    sets: Sequence[Sequence[Any]],
+    check_inputs: Sequence[Any] | None,
+    refs: Sequence[np.ndarray] | None,
+    *,
+    atol_rel: float,
+    compile_peer: bool = True,
+    log: Any = None,
+) -> PeerTimes:
+    """Time the torch peers of the workload `program_name` on `sets` (CuPy arrays laid out as
+    `specs`, plan TensorSpecs), after checking each on `check_inputs` (CuPy arrays of the
+    seeded inputs) against `refs`.  Never raises: failures become `notes`."""
+    from mirage_xdsl.bench.check import relative_error
+    from mirage_xdsl.bench.timing import bench_us, sweep_us, torch_sweep_graph
+    from mirage_xdsl.bench.workloads import torch_workload_program
+
+    out = PeerTimes()
+
+    def fail(peers: Sequence[str], why: str) -> PeerTimes:
+        for p in peers:
+            out.notes.setdefault(p, why)
+        return out
+
+    try:
+        import torch  # type: ignore[import-not-found]
+    except ImportError as err:
+        return fail(PEERS, f"torch is not installed ({err})")
+    from mirage_xdsl.runtime.executable import _to_torch, external_stream
+
+    fn = torch_workload_program(program_name)
+    if fn is None:
+        return fail(PEERS, f"no torch program known for '{program_name}'")
+    tsets = [[_to_torch(cupy, x, s.dtype) for x, s in zip(xs, specs)] for xs in sets]
+    tcheck = [_to_torch(cupy, x, s.dtype) for x, s in zip(check_inputs, specs)] if check_inputs is not None else None
+    tstream = external_stream(cupy, torch.cuda.current_stream().cuda_stream)
+    n_sets = len(tsets)
+
+    def check(name: str, f: Any) -> bool:
+        if tcheck is None or refs is None:
+            return True
+        err = relative_error([_host(f(*tcheck))], refs)
+        out.errors[name] = err
+        if not err <= atol_rel:
+            out.notes[name] = f"wrong result: error {err:.2e} > {atol_rel:g} against the reference"
+            return False
+        return True
+
+    with torch.no_grad():
+        try:
+            if check("torch eager", fn):
+                out.eager_us = bench_us(lambda i: fn(*tsets[i]), n_sets, tstream)
+        except Exception as err:  # noqa: BLE001 - reported as the peer's note
+            out.notes["torch eager"] = _one_line(err)
+        if "torch eager" in out.notes:
+            return fail(("torch graph", "torch.compile"), "the torch program failed eagerly")
+        try:
+            replay = torch_sweep_graph(fn, tsets)
+            out.graph_us = sweep_us(replay, n_sets, tstream)
+            del replay
+        except Exception as err:  # noqa: BLE001
+            out.notes["torch graph"] = _one_line(err)
+        if not compile_peer:
+            return fail(("torch.compile",), "skipped (--no-compile-peer)")
+        try:
+            if log is not None:
+                log(f"torch.compile(mode={COMPILE_MODE!r}) of {program_name} ...")
+            start = time.perf_counter()
+            compiled = torch.compile(fn, mode=COMPILE_MODE, dynamic=False)
+            compiled(*tsets[0])
+            torch.cuda.synchronize()
+            out.compile_s = time.perf_counter() - start
+            if check("torch.compile", compiled):
+                replay = torch_sweep_graph(compiled, tsets)
+                out.compile_us = sweep_us(replay, n_sets, tstream)
+                del replay
+        except Exception as err:  # noqa: BLE001
+            out.notes["torch.compile"] = _one_line(err)
+    return out

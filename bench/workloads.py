@@ -1,0 +1,180 @@
+"""The benchmark workloads: name -> saved Mirage muGraph file, plain kernel graph, torch program.
+
+Each workload is one fp16 program of Mirage's benchmark set (mirage-notes 2.4).  Its
+candidates are every graph of the saved muGraph file (Mirage's superoptimizer output, found in
+the shared directory or a `--mugraphs DIR`) and every tuning variant of the plain kernel graph
+under `examples/` (our kn-fuse kernels).  Optional muGraph files may be missing: the workload
+then has no saved-Mirage candidates.  The torch program is the peer every candidate is timed
+against; it takes the inputs in the order of the graphs' arguments.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mirage_xdsl.bench import BenchError
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+"""The `mirage_xdsl` package directory (the repository root)."""
+
+EXAMPLES = PACKAGE_ROOT / "examples"
+
+
+def default_mugraph_dir() -> Path:
+    """`$MIRAGE_SHARED/mugraphs`, else `../shared/mugraphs` beside the repository."""
+    shared = os.environ.get("MIRAGE_SHARED")
+    return (Path(shared) if shared else PACKAGE_ROOT.parent / "shared") / "mugraphs"
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    mugraph: str | None
+    """file name of the saved Mirage muGraph file (looked up in the muGraph directories)"""
+    example: str | None
+    """file name of the plain kernel graph under examples/"""
+    optional: bool = False
+    """the muGraph file may be missing (not in the shared directory)"""
+
+
+WORKLOADS: tuple[Workload, ...] = (
+    Workload("rmsnorm_bs1", "rmsnorm_bs1.json", "rmsnorm_linear.mlir"),
+    Workload("rmsnorm_bs8", "rmsnorm_bs8.json", "rmsnorm_linear_bs8.mlir"),
+    Workload("gated_mlp", "gated_mlp.json", "gated_mlp.mlir"),
+    Workload("gqa_bs1", "gqa_bs1.json", "gqa.mlir"),
+    Workload("gqa_bs8", "gqa_bs8.json", "gqa_bs8.mlir"),
+    Workload("lora", "lora.json", "lora.mlir"),
+    Workload("ntrans_bs1", "ntrans_bs1.json", "ntrans.mlir", optional=True),
+    Workload("mha_bs1", "mha_bs1.json", "mha.mlir", optional=True),
+    Workload("mqa_bs1", "mqa_bs1.json", "mqa.mlir", optional=True),
+)
+BY_NAME = {w.name: w for w in WORKLOADS}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A workload with its files found: the saved muGraph file (`.json`; absent when an
+    optional one is missing) and the plain kernel graph (`.mlir`; absent with --no-examples)."""
+
+    name: str
+    files: tuple[Path, ...]
+
+
+def select(names: str | None) -> list[Workload]:
+    """The workloads named in a comma-separated list (None or empty: all of them)."""
+    if not names:
+        return list(WORKLOADS)
+    picked = []
+    for name in (n.strip() for n in names.split(",")):
+        if not name:
+            continue
+        if name not in BY_NAME:
+            raise BenchError(f"unknown workload '{name}' (known: {', '.join(BY_NAME)})")
+        if BY_NAME[name] not in picked:
+            picked.append(BY_NAME[name])
+    if not picked:
+        raise BenchError("--workloads names no workload")
+    return picked
+
+
+def find_mugraph(name: str, dirs: Sequence[Path]) -> Path | None:
+    for d in dirs:
+        if (Path(d) / name).is_file():
+            return Path(d) / name
+    return None
+
+
+def resolve(workloads: Sequence[Workload], mugraph_dirs: Sequence[Path], examples: bool = True) -> list[Resolved]:
+    """Find the files of `workloads`: muGraph files in `mugraph_dirs` (first hit wins), plain
+    graphs under examples/ (left out when `examples` is False).  A required muGraph file that
+    is missing is an error."""
+    out = []
+    for w in workloads:
+        files = []
+        if w.mugraph:
+            mugraph = find_mugraph(w.mugraph, mugraph_dirs)
+            if mugraph is None and not w.optional:
+                where = ", ".join(str(d) for d in mugraph_dirs) or "no directory"
+                raise BenchError(f"{w.mugraph}: not found in {where} (set MIRAGE_SHARED or give --mugraphs DIR)")
+            if mugraph is not None:
+                files.append(mugraph)
+        if examples and w.example:
+            example = EXAMPLES / w.example
+            if not example.is_file():
+                raise BenchError(f"{example}: no such file")
+            files.append(example)
+        out.append(Resolved(w.name, tuple(files)))
+    return out
+
+
+def workload_of_file(path: Path) -> str:
+    """The workload a file belongs to: the table's entry naming it, else the file's stem."""
+    for w in WORKLOADS:
+        if path.name in (w.mugraph, w.example):
+            return w.name
+    return path.stem
+
+
+def resolve_files(files: Sequence[str], mugraph_dirs: Sequence[Path]) -> list[Resolved]:
+    """`--files`: names or paths (a bare name is looked up in `mugraph_dirs`, then under
+    examples/), grouped by workload: table order first, then files of no known workload, each
+    its own workload named after the file's stem."""
+    groups: dict[str, list[Path]] = {}
+    for text in files:
+        path = Path(text)
+        if not path.is_file():
+            path = find_mugraph(text, mugraph_dirs) or EXAMPLES / text
+        if not path.is_file():
+            where = ", ".join([str(d) for d in mugraph_dirs] + ["examples/"])
+            raise BenchError(f"{text}: no such file (looked in {where})")
+        paths = groups.setdefault(workload_of_file(path), [])
+        if path.resolve() not in [p.resolve() for p in paths]:
+            paths.append(path)
+    order = [w.name for w in WORKLOADS if w.name in groups] + [n for n in groups if n not in BY_NAME]
+    return [Resolved(name, tuple(groups[name])) for name in order]
+
+
+# ---------------------------------------------------------------------------------------
+# The torch program of a workload
+
+
+def torch_rms(x: Any, ndims: int = 1) -> Any:
+    """RMS norm over the last `ndims` dims (no epsilon, no gain: Mirage's rms_norm)."""
+    import torch  # type: ignore[import-not-found]
+
+    dims = tuple(range(x.dim() - ndims, x.dim()))
+    return x * torch.rsqrt(torch.mean(x * x, dim=dims, keepdim=True))
+
+
+def torch_attention(q: Any, k: Any, v: Any) -> Any:
+    """softmax(Q @ K) @ V (K stored transposed, as in Mirage's graphs)."""
+    import torch  # type: ignore[import-not-found]
+
+    return torch.softmax(q @ k, dim=-1) @ v
+
+
+def torch_workload_program(stem: str) -> Callable[..., Any] | None:
+    """The torch program of a Mirage benchmark workload, known by its muGraph file stem or
+    workload name (`rmsnorm_bs1`, `gqa_bs8`, `single_gqa`, ...); None if unknown.  Needs torch."""
+    import torch  # type: ignore[import-not-found]
+
+    stem = stem.removeprefix("single_")
+    silu = torch.nn.functional.silu
+    table: list[tuple[str, Callable[..., Any]]] = [
+        ("rmsnorm", lambda x, w: torch_rms(x) @ w),
+        ("gated_mlp", lambda x, w1, w2: silu(x @ w1) * (x @ w2)),
+        ("qknorm_gqa", lambda q, k, v: torch_attention(torch_rms(q), k, torch_rms(v))),
+        ("gqa", torch_attention),
+        ("mha", torch_attention),
+        ("mqa", torch_attention),
+        ("lora", lambda x, w, a, b: x @ w + (x @ a) @ b),
+        ("ntrans", lambda h, x, alpha: torch_rms(x + alpha * (torch_rms(h) + x))),
+    ]
+    for prefix, fn in table:
+        if stem.startswith(prefix):
+            return fn
+    return None

@@ -1,0 +1,253 @@
+"""`mirage-bench` without a GPU: the workload table, variants, the CPU phase and its cache, the
+crash isolation of the GPU phase (with a fake child), the summary arithmetic, CLI errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import has_gpu
+
+from mirage_xdsl.bench import BenchError
+from mirage_xdsl.bench.gpu_phase import EnvInfo, Result, run_isolated
+from mirage_xdsl.bench.peers import PeerTimes
+from mirage_xdsl.bench.prepare import DEFAULT_VARIANTS, Prepared, load_prepared, parse_variant, parse_variants
+from mirage_xdsl.bench.report import summarize, summary_rows, write_report
+from mirage_xdsl.bench.workloads import EXAMPLES, WORKLOADS, resolve, resolve_files, select
+
+
+def run_cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mirage_xdsl.tools.mirage_bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("mirage-bench: error: ") and needle in lines[0], lines[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Workloads and variants
+
+
+def test_workload_table_resolves_shared_files(mugraph_dir: Path, tmp_path: Path) -> None:
+    resolved = {r.name: r for r in resolve(WORKLOADS, [mugraph_dir])}
+    assert list(resolved) == [w.name for w in WORKLOADS]
+    assert resolved["rmsnorm_bs1"].files == (mugraph_dir / "rmsnorm_bs1.json", EXAMPLES / "rmsnorm_linear.mlir")
+    assert resolved["gqa_bs8"].files == (mugraph_dir / "gqa_bs8.json", EXAMPLES / "gqa_bs8.mlir")
+    for w in WORKLOADS:
+        assert all(f.is_file() for f in resolved[w.name].files)
+        if not w.optional:
+            assert resolved[w.name].files[0].suffix == ".json"
+    # optional muGraph files: absent from the shared directory, found in an extra one
+    assert resolved["ntrans_bs1"].files == (EXAMPLES / "ntrans.mlir",)
+    (tmp_path / "mha_bs1.json").write_text("[]")
+    extra = {r.name: r for r in resolve(select("mha_bs1,lora"), [tmp_path, mugraph_dir], examples=False)}
+    assert extra["mha_bs1"].files == (tmp_path / "mha_bs1.json",)
+    assert extra["lora"].files == (mugraph_dir / "lora.json",)
+    # a required file that is missing is an error
+    with pytest.raises(BenchError, match="lora.json: not found"):
+        resolve(select("lora"), [tmp_path])
+    # --files: grouped by workload, unknown files are their own workload
+    files = resolve_files(["lora.mlir", "lora.json", str(tmp_path / "mha_bs1.json")], [mugraph_dir])
+    assert [(r.name, [f.name for f in r.files]) for r in files] == [
+        ("lora", ["lora.mlir", "lora.json"]),
+        ("mha_bs1", ["mha_bs1.json"]),
+    ]
+    with pytest.raises(BenchError, match="unknown workload 'nope'"):
+        select("lora,nope")
+
+
+def test_parse_variant() -> None:
+    assert parse_variant("c0s2") == {"candidate": 0, "stages": 2, "always_split": False}
+    assert parse_variant("c12s4x") == {"candidate": 12, "stages": 4, "always_split": True}
+    for bad in ("c1", "s2", "c1s2y", "C1S2", "c-1s2", ""):
+        with pytest.raises(BenchError, match="expected c<rank>s<stages>"):
+            parse_variant(bad)
+    assert parse_variants(None) == list(DEFAULT_VARIANTS)
+    assert parse_variants("none") is None
+    assert parse_variants("c0s2x, c1s2x,c0s2x") == ["c0s2x", "c1s2x"]
+    with pytest.raises(BenchError):
+        parse_variants("c0s2x,oops")
+
+
+# ---------------------------------------------------------------------------------------
+# CPU phase and cache
+
+
+@pytest.fixture(scope="module")
+def lora_prepared(tmp_path_factory: pytest.TempPathFactory, mugraph_dir: Path) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    pytest.importorskip("mirage_xdsl.passes.pipeline")
+    from mirage_xdsl.runtime.compiler import find_nvcc
+
+    if find_nvcc() is None:
+        pytest.skip("nvcc not found: the CPU phase cannot compile (and does not cache failures)")
+    root = tmp_path_factory.mktemp("bench")
+    cache, prep = root / "cache", root / "prep1"
+    proc = run_cli("--prepare-only", str(prep), "--workloads", "lora", "--variants", "c0s2x,c0s3x", "--seed", "11",
+                   "--cache-dir", str(cache), "--arch", "sm_90", "--jobs", "2", "--shared", str(mugraph_dir))
+    return cache, prep, proc
+
+
+def _cpu_seconds(stdout: str) -> float:
+    m = re.search(r"CPU phase: ([\d.]+) s", stdout)
+    assert m is not None, stdout
+    return float(m[1])
+
+
+def test_prepare_only_writes_manifest(lora_prepared: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
+    cache, prep, proc = lora_prepared
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "builds 0 cached, 6 built; references 0 cached, 5 computed" in proc.stdout
+    manifest = json.loads((prep / "manifest.json").read_text())
+    assert manifest["arch"] == "sm_90" and manifest["seeds"] == {"lora": 11 + 5}
+    graphs = [c["graph"] for c in manifest["candidates"]]
+    assert graphs == ["graph_0", "graph_1", "graph_2", "graph_3", "lora@c0s2x", "lora@c0s3x"]
+    prepared, refs, _ = load_prepared(prep)
+    assert all(p.error is None and p.plan_json and Path(p.cubin).is_file() for p in prepared)
+    assert {p.kind for p in prepared[:4]} == {"mugraph"} and prepared[4].kind == "plain"
+    # every candidate computes the same function: one reference for the workload
+    assert [p.ref_key for p in prepared] == [0] * 6 and len(refs["lora"]) == 1
+    assert refs["lora"][0][0].shape == (16, 4096)
+    # identical plan + cubin: timed once on the GPU
+    a, b = prepared[4], prepared[5]
+    same = a.plan_json == b.plan_json and Path(a.cubin).read_bytes() == Path(b.cubin).read_bytes()
+    assert (b.dup_of == "lora@c0s2x") == same
+
+
+def test_second_run_hits_the_cache(lora_prepared: tuple[Path, Path, subprocess.CompletedProcess[str]], mugraph_dir: Path) -> None:
+    cache, prep, first = lora_prepared
+    assert first.returncode == 0, first.stdout + first.stderr
+    common = ["--workloads", "lora", "--variants", "c0s2x,c0s3x", "--cache-dir", str(cache), "--arch", "sm_90",
+              "--jobs", "2", "--shared", str(mugraph_dir)]
+    again = run_cli("--prepare-only", str(prep.parent / "prep2"), "--seed", "11", *common)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "builds 6 cached, 0 built; references 5 cached, 0 computed" in again.stdout
+    assert _cpu_seconds(again.stdout) < 2.0, again.stdout
+    one, two = load_prepared(prep), load_prepared(prep.parent / "prep2")
+    assert [p.plan_json for p in one[0]] == [p.plan_json for p in two[0]]
+    assert all(p.cached for p in two[0])
+    # a new seed: builds still cached, only the references are computed again
+    fresh = run_cli("--prepare-only", str(prep.parent / "prep3"), "--seed", "12", *common)
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    assert "builds 6 cached, 0 built; references 0 cached, 5 computed" in fresh.stdout
+
+
+@pytest.mark.skipif(has_gpu(), reason="tests the no-GPU path")
+def test_from_without_gpu(lora_prepared: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    _, prep, first = lora_prepared
+    assert first.returncode == 0, first.stdout + first.stderr
+    proc = run_cli(str(tmp_path / "r.md"), "--from", str(prep), "--in-process")
+    assert proc.returncode == 1 and "no GPU found" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# GPU phase bookkeeping with a fake child process
+
+FAKE_CHILD = """
+import json, sys
+args = sys.argv[1:]
+todo = [int(i) for i in args[args.index("--child-candidates") + 1].split(",") if i not in ("", "-")]
+tag = "@@mirage-bench "
+for i in todo:
+    if i == 1:
+        sys.exit(7)  # the process dies (a fault that kills it)
+    res = {"workload": "w", "file": "f.json", "graph": f"graph_{i}", "kind": "mugraph", "status": "ok",
+           "ours_dev_us": 10.0 + i, "bytes": 1000}
+    if i in (3, 5):
+        res["status"] = "error"
+    print(tag + json.dumps({"result": res}), flush=True)
+    if i in (3, 5):
+        sys.exit(3)  # a sticky CUDA error: a new process goes on (with the peers only after the last)
+print(tag + json.dumps({"peers": {"eager_us": 30.0, "graph_us": 20.0, "notes": {"torch.compile": "skipped"}}}), flush=True)
+"""
+
+
+def test_run_isolated_restarts_after_crashes(tmp_path: Path) -> None:
+    child = tmp_path / "child.py"
+    child.write_text(textwrap.dedent(FAKE_CHILD))
+    prepared = [Prepared("w", "f.json", f"graph_{i}") for i in range(6)]
+    results, peers = run_isolated([sys.executable, str(child)], tmp_path, prepared, bench=True, atol_rel=1e-2, compile_peer=False)
+    assert [(r.graph, r.status) for r in results] == [
+        ("graph_0", "ok"),
+        ("graph_1", "crash"),
+        ("graph_2", "ok"),
+        ("graph_3", "error"),
+        ("graph_4", "ok"),
+        ("graph_5", "error"),
+    ]
+    assert "exited with status 7" in (results[1].message or "")
+    assert peers["w"].graph_us == 20.0 and peers["w"].notes["torch.compile"] == "skipped"
+
+
+# ---------------------------------------------------------------------------------------
+# Report
+
+
+def test_summary_arithmetic_and_report(tmp_path: Path) -> None:
+    results = [
+        Result("gqa_bs1", "gqa_bs1.json", "graph_0", "mugraph", "ok", 1e-3, 40.0, 25.0, 20.0, bytes=2_200_000),
+        Result("gqa_bs1", "gqa_bs1.json", "graph_1", "mugraph", "FAIL", 0.5, 9.0, 8.0, 5.0, bytes=2_200_000),
+        Result("gqa_bs1", "gqa.mlir", "gqa@c1s2x", "plain", "ok", 1e-3, 30.0, 18.0, 11.0, bytes=2_200_000),
+        Result("gqa_bs1", "gqa.mlir", "gqa@c0s3x", "plain", "ok", 1e-3, 30.0, 16.0, None, bytes=2_200_000),
+        Result("lora", "lora.json", "graph_0", "mugraph", "error", message="boom"),
+    ]
+    peers = {
+        "gqa_bs1": PeerTimes(eager_us=35.0, graph_us=22.0, compile_us=None, notes={"torch.compile": "RuntimeError: x"}),
+        "lora": PeerTimes(notes={p: "no candidate passed" for p in ("torch eager", "torch graph", "torch.compile")}),
+    }
+    gqa, lora = summarize(results, peers, copy_gbs=4000.0)
+    # the FAIL candidate is faster but does not count; the device time ranks (11 < 16 graph-mode)
+    assert gqa.best is results[2] and gqa.best_us == 11.0
+    assert gqa.best_mugraph is results[0] and gqa.best_plain is results[2]
+    assert gqa.best_peer == ("torch graph", 22.0)
+    assert gqa.speedup == pytest.approx(2.0)
+    assert gqa.achieved_gbs == pytest.approx(2_200_000 / 11e-6 / 1e9)  # 200 GB/s
+    assert gqa.copy_fraction == pytest.approx(0.05)
+    assert lora.best is None and lora.speedup is None and lora.achieved_gbs is None
+    rows = summary_rows([gqa, lora])
+    assert rows[2] == (
+        "| gqa_bs1 | 11.0 (gqa@c1s2x) | 20.0 (graph_0) | 11.0 (gqa@c1s2x) | 35.0 | 22.0 | - | 22.0 (torch graph) "
+        "| 2.00x | 2.20 | 200 | 5 |"
+    )
+    assert rows[3].startswith("| lora | - | - | - | - | - | - | - | - | - | - | - |")
+    env = EnvInfo(device="NVIDIA H200", arch="sm_90", cupy="14.0", cuda_runtime="13.0", torch="2.11", triton="3.6", copy_gbs=4000.0)
+    text = write_report(tmp_path / "r.md", results, peers, env, {"gqa_bs1": 1, "lora": 5}, 1e-2, date="2026-11-22T00:00:00")
+    assert (tmp_path / "r.md").read_text() == text
+    for needle in ("- Device: NVIDIA H200 (sm_90)", "torch 2.11, triton 3.6", "Copy bandwidth: 4000 GB/s", rows[2],
+                   "- gqa_bs1 torch.compile: RuntimeError: x", "| gqa_bs1 | gqa.mlir | gqa@c0s3x | ok |",
+                   "- lora lora.json graph_0: boom", "3 of 5 candidates passed"):
+        assert needle in text, needle
+
+
+# ---------------------------------------------------------------------------------------
+# CLI errors
+
+
+def test_cli_errors(tmp_path: Path) -> None:
+    assert_one_line_error(run_cli("--workloads", "lora,nope", "--prepare-only", str(tmp_path)), "unknown workload 'nope'")
+    assert_one_line_error(run_cli("--prepare-only", str(tmp_path), "--variants", "c1"), "variant 'c1'")
+    assert_one_line_error(run_cli(), "give the markdown report path")
+    assert_one_line_error(run_cli(str(tmp_path / "r.md"), "--from", str(tmp_path / "none")), "manifest.json: no such file")
+    assert_one_line_error(run_cli("--bogus"), "unrecognized arguments")
+
+
+def test_script_runs_from_a_checkout(tmp_path: Path) -> None:
+    """`python tools/mirage_bench.py` (the device machine's way) works without installing."""
+    script = Path(__file__).resolve().parents[1] / "tools" / "mirage_bench.py"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, str(script), "--workloads", "nope"], capture_output=True, text=True, env=env, timeout=120)
+    assert_one_line_error(proc, "unknown workload")
