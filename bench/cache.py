@@ -30,13 +30,14 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from mirage_xdsl.runtime.compiler import atomic_write_bytes as atomic_write
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_DIRS = ("dialects", "passes", "codegen", "runtime", "frontends", "tools")
@@ -82,22 +83,6 @@ def toolchain_tag() -> str:
 @functools.lru_cache(maxsize=None)
 def file_digest(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same directory + `os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 class BenchCache:

@@ -119,7 +119,15 @@ class DeviceModel:
     min_bytes_per_block: int = 128 * 16  # each thread of a (non-single) block loads >= 16 B
     max_split: int = 64
     min_balance: float = 0.9  # split-K only when the best unsplit grid fills fewer SM slots
-    always_try_split: bool = False  # enumerate split-K plans even when an unsplit grid fills the SMs
+    always_try_split: bool = True
+    """Also enumerate split-K plans when an unsplit grid fills the SMs (they compete on
+    estimated time; on the H200 the cheapest plan of this wider search was never slower than
+    the narrower search's: benchmarks/results/variants-h200-2026-11-22-sliced-k.md)."""
+    narrow_row_bytes: int = 16
+    narrow_row_penalty: float = 1.7
+    """Input tiles whose rows are contiguous runs of at most `narrow_row_bytes` (8 fp16
+    columns) stream this much slower than wider ones (gated_mlp: 8-column tiles 37 us,
+    16-column 26 us; benchmarks/results/membench-h200-2026-11-22.md)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -599,7 +607,7 @@ class Planner:
     ) -> Iterator[FusionPlan]:
         dev = self.device
         parallel = ax.parallel()
-        frontier = [n.idx for n in group.nodes if L is not None and ax.reduce_axis.get(n.idx) == L]
+        full_frontier = [n.idx for n in group.nodes if L is not None and ax.reduce_axis.get(n.idx) == L]
         splits = [1]
         if allow_split and L is not None:
             splits = []
@@ -607,7 +615,7 @@ class Planner:
             while s <= dev.max_split and ax.extent[L] % s == 0 and ax.extent[L] // s >= min(dev.k_tiles):
                 splits.append(s)
                 s *= 2
-        for S in splits:
+        for S, frontier in ((S, f) for S in splits for f in (self._frontiers(group, full_frontier) if S > 1 else [[]])):
             out_nodes = frontier if S > 1 else group.outputs
             gridable = [a for a in parallel if all(a in ax.axes[o] for o in out_nodes)]
             forced = [a for a in ax.extent if "batch" in ax.roles.get(a, set())]
@@ -627,7 +635,7 @@ class Planner:
                 if blocks > dev.max_blocks:
                     continue
                 for kt in ktiles:
-                    plan = self._kernel(group, ax, L, ph, factor, S, kt, has_loop)
+                    plan = self._kernel(group, ax, L, ph, factor, S, kt, has_loop, frontier)
                     if plan is None:
                         continue
                     if S == 1:
@@ -649,6 +657,7 @@ class Planner:
         S: int,
         kt: int,
         has_loop: bool,
+        frontier: Sequence[int] = (),
     ) -> KernelPlan | None:
         # grid axes: partitioned parallel axes in the order of the first output's dims, then split
         first = group.outputs[0] if group.outputs else None
@@ -673,7 +682,6 @@ class Planner:
             tfactor[L] = S * R
         # which nodes this kernel computes
         if S > 1:
-            frontier = [n.idx for n in group.nodes if ax.reduce_axis.get(n.idx) == L]
             needed_set: set[int] = set()
             stack = list(frontier)
             while stack:
@@ -683,7 +691,7 @@ class Planner:
                 needed_set.add(n)
                 stack.extend(group.nodes[n].args)
             needed = sorted(needed_set)
-            out_nodes = frontier
+            out_nodes = list(frontier)
         else:
             needed = [n.idx for n in group.nodes]
             out_nodes = list(group.outputs)
@@ -750,6 +758,23 @@ class Planner:
         return plan
 
     @staticmethod
+    def _frontiers(group: Group, full: list[int]) -> list[list[int]]:
+        """What kernel 1 of a split-K plan accumulates: every op reducing the loop axis, or
+        only the matmuls when the other reductions read group inputs alone (rms_norm's sum of
+        squares): the combine kernel then recomputes those from the inputs, and kernel 1's
+        partials keep the matmul's N axis, so the grid can tile N with wide tiles."""
+        out = [full]
+        matmuls = [n for n in full if group.nodes[n].kind == "matmul"]
+        if matmuls and len(matmuls) < len(full):
+
+            def reads_matmul(n: int) -> bool:
+                return any(group.nodes[a].kind == "matmul" or reads_matmul(a) for a in group.nodes[n].args)
+
+            if not any(reads_matmul(n) for n in full if n not in matmuls):
+                out.append(matmuls)
+        return out
+
+    @staticmethod
     def _partial_dim(ax: AxisInfo, node: int, factor: dict[int, int]) -> int | None:
         """The dim along which kernel 1 concatenates the split blocks' partials of `node`:
         the last dim that no grid axis partitions."""
@@ -778,6 +803,7 @@ class Planner:
         stage = 0
         unique_stage = 0.0
         unique_stage_iter = 0.0
+        unique_dram = 0.0  # unique bytes, narrow-row input tiles weighted by narrow_row_penalty
         lifts_max = 0
         align_penalty = 0
         for n in plan.needed:
@@ -792,6 +818,8 @@ class Planner:
                 smem += _round16(b * (2 if fdim >= 0 and R > 1 else 1))
                 loaded += blocks * b * (R if fdim >= 0 else 1)
                 unique += numel(node.shape) * eb
+                narrow = t[-1] < node.shape[-1] and t[-1] * eb <= dev.narrow_row_bytes
+                unique_dram += numel(node.shape) * eb * (dev.narrow_row_penalty if narrow else 1.0)
                 stage += b
                 # DRAM bytes in flight: a tile replicated along a grid axis comes from L2
                 replication = math.prod(g for g, m in zip(plan.grid, imap) if g > 1 and m < 0)
@@ -842,7 +870,9 @@ class Planner:
             if R > 1:
                 lifts_max += 1
         for o, omap in plan.outputs:
-            unique += numel(tiling.output_dtensor_shape(plan.tiles[o], plan.grid, omap)) * elem_bytes(group.nodes[o].dtype)
+            out_bytes = numel(tiling.output_dtensor_shape(plan.tiles[o], plan.grid, omap)) * elem_bytes(group.nodes[o].dtype)
+            unique += out_bytes
+            unique_dram += out_bytes
         if smem > dev.smem_per_block:
             return False
         if regs > dev.max_accum_per_thread:
@@ -867,7 +897,7 @@ class Planner:
         # MMA throughput needs several resident blocks per SM to hide its latencies
         resident = min(occ, max(1.0, blocks / dev.num_sms))
         hiding = min(1.0, resident / dev.blocks_for_full_mma_rate)
-        roof = max(unique / bandwidth, loaded / dev.l2_bytes_per_us, mma_flops / (dev.flops_per_us * hiding))
+        roof = max(unique_dram / bandwidth, loaded / dev.l2_bytes_per_us, mma_flops / (dev.flops_per_us * hiding))
         cost = (
             dev.launch_us
             + roof / balance
@@ -906,7 +936,7 @@ class Planner:
         for o, omap in k1.outputs:
             split_axis = [i for i, a in enumerate(k1.grid_axes) if a == k1.loop_axis and k1.grid[i] > 1]
             dims.append(omap[split_axis[0]])
-        key = (k1.loop_axis, k1.split, tuple(dims))
+        key = (k1.loop_axis, k1.split, tuple(dims), tuple(frontier))
         if key in cache:
             return cache[key]
         g2 = combine_group(group, ph, frontier, dims, k1.split)

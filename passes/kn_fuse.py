@@ -33,7 +33,7 @@ class KnFusePass(ModulePass):
     allow_split: bool = True
     k_tiles: tuple[int, ...] = (256, 128, 64)
     candidate: int = 0
-    always_split: bool = False
+    always_split: bool = True
 
     def passes(self) -> list[ModulePass]:
         return [

@@ -147,7 +147,7 @@ class KnPartitionPass(ModulePass):
     allow_split: bool = True
     k_tiles: tuple[int, ...] = (256, 128, 64)
     candidate: int = 0
-    always_split: bool = False
+    always_split: bool = True
 
     def device(self) -> DeviceModel:
         return replace(

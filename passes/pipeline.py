@@ -57,7 +57,7 @@ class MirageTranspilePass(ModulePass):
     stages: int = 0
     candidate: int = 0
     """Forwarded to `kn-fuse`: lower each fused group with its plan of this cost rank."""
-    always_split: bool = False
+    always_split: bool = True
     """Forwarded to `kn-fuse`: also consider split-K plans when an unsplit grid fills the SMs."""
 
     def passes(self) -> list[ModulePass]:
@@ -87,7 +87,7 @@ class MirageTranspilePass(ModulePass):
             p.apply(ctx, op)
 
 
-def fuse_plain_graphs(ctx: Context, module: ModuleOp, candidate: int = 0, always_split: bool = False) -> None:
+def fuse_plain_graphs(ctx: Context, module: ModuleOp, candidate: int = 0, always_split: bool = True) -> None:
     """Run `kn-fuse` (with its `candidate` and `always-split` options) on the functions of
     `module` that hold no `kn.customized` op, keeping the order of the module's top-level ops."""
     from xdsl.dialects.func import FuncOp

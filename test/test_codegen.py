@@ -577,20 +577,25 @@ def test_synthetic_graph_emulated(name: str) -> None:
         assert err < 1e-2, f"{name}: max error {err:.3g}"
 
 
-def graph_deep_pipeline() -> ModuleOp:
-    """A matmul over 8 iterations: both inputs cp.async pipelined, several stages deep."""
+def looped_matmul_graph(name: str, n: int, forloop_range: int) -> ModuleOp:
+    """X [16, 256] @ W [256, n]: two blocks over W's columns, a for-loop over K."""
     from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
 
-    g = new_kernel_graph("deep")
+    g = new_kernel_graph(name)
     X = g.new_input(dims=(16, 256), dtype="float16")
-    W = g.new_input(dims=(256, 64), dtype="float16")
-    tb = new_threadblock_graph(grid_dim=(2, 1, 1), forloop_range=8)
+    W = g.new_input(dims=(256, n), dtype="float16")
+    tb = new_threadblock_graph(grid_dim=(2, 1, 1), forloop_range=forloop_range)
     x = tb.new_input(X, input_map=(-1, -1, -1), forloop_dim=1)
     w = tb.new_input(W, input_map=(1, -1, -1), forloop_dim=0)
     tb.new_output(tb.forloop_accum(tb.matmul(x, w)), output_map=(1, -1, -1))
     (out,) = g.customized([X, W], tb)
     g.mark_output(out)
     return g.module
+
+
+def graph_deep_pipeline() -> ModuleOp:
+    """A matmul over 8 iterations: both inputs cp.async pipelined, several stages deep."""
+    return looped_matmul_graph("deep", 64, 8)
 
 
 @pytest.mark.parametrize("stages", [2, 3, 5, 8])
@@ -731,20 +736,9 @@ def test_gpu_matches_reference(shared_results: dict[str, FileResult], stem: str,
 
 
 def graph_sliced_k() -> ModuleOp:
-    """X [16, 256] @ W [256, 32] with 16-column blocks: a (1, 2) thr_layout in a block of four
-    warps, so the two idle warps take half of every call's k-steps (sliced K)."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
-
-    g = new_kernel_graph("sliced")
-    X = g.new_input(dims=(16, 256), dtype="float16")
-    W = g.new_input(dims=(256, 32), dtype="float16")
-    tb = new_threadblock_graph(grid_dim=(2, 1, 1), forloop_range=4)
-    x = tb.new_input(X, input_map=(-1, -1, -1), forloop_dim=1)
-    w = tb.new_input(W, input_map=(1, -1, -1), forloop_dim=0)
-    tb.new_output(tb.forloop_accum(tb.matmul(x, w)), output_map=(1, -1, -1))
-    (out,) = g.customized([X, W], tb)
-    g.mark_output(out)
-    return g.module
+    """16-column blocks: a (1, 2) thr_layout in a block of four warps, so the two idle warps
+    take half of every call's k-steps (sliced K)."""
+    return looped_matmul_graph("sliced", 32, 4)
 
 
 def test_sliced_k_emulated() -> None:
