@@ -232,10 +232,50 @@ def launch_smem_bytes(kernel: cute.KernelOp) -> int:
     return slicing.base + slicing.total if slicing.total else kernel.smem_bytes
 
 
+REG_ACC_MAX_PER_THREAD = 32
+"""Most fp32 registers per thread one register-resident accumulator may take."""
+
+
+def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
+    """Shared fp32 tiles that a for-loop only accumulates into, kept in registers instead:
+    filled with 0 before the loop and touched by nothing else there, updated by exactly one
+    elementwise "add" in the loop (nothing else in the loop reads or writes them), read only
+    after it.  Maps each tile to the registers per thread it takes (header: RegTile); the
+    shared tile is written once, after the loop.  This removes a shared-memory
+    read-modify-write per element and iteration (rms_norm's sum of squares)."""
+    body = list(kernel.body.block.ops)
+    nt = kernel.num_threads
+    out: dict[SSAValue, int] = {}
+    for pos, loop in enumerate(body):
+        if not isinstance(loop, cute.ForOp):
+            continue
+        inner = list(loop.body.block.ops)
+        for op in inner:
+            if not isinstance(op, cute.ElementwiseOp) or op.mode.data != "add":
+                continue
+            tile = op.out
+            typ = tile.type
+            if not isinstance(typ, cute.SmemTensorType) or not isinstance(typ.element_type, Float32Type) or tile in op.ins:
+                continue
+            if any(tile in other.operands for other in inner if other is not op):
+                continue
+            before = [o for o in body[:pos] if tile in o.operands]
+            if len(before) != 1 or not isinstance(before[0], cute.FillOp) or before[0].fill_value != 0.0:
+                continue
+            per = -(-math.prod(typ.get_shape()) // nt)
+            if per <= REG_ACC_MAX_PER_THREAD:
+                out[tile] = per
+    return out
+
+
 class _KernelPrinter:
     def __init__(self, kernel: cute.KernelOp):
         self.kernel = kernel
         self.slicing = mma_slicing(kernel)
+        self.reg_acc = register_accumulators(kernel)
+        self.reg_names: dict[SSAValue, str] = {}
+        self.reg_layouts: dict[SSAValue, str] = {}
+        self.stored_regs: set[str] = set()
         self.nt = kernel.num_threads
         self.lines: list[str] = []
         self.indent = 1
@@ -443,6 +483,12 @@ class _KernelPrinter:
     def fill(self, op: cute.FillOp) -> None:
         typ = op.dst.type
         assert isinstance(typ, cute.SmemTensorType)
+        if op.dst in self.reg_acc:
+            name = f"r{len(self.reg_names)}"
+            self.reg_names[op.dst] = name
+            self.emit(f"mx::RegTile<{self.reg_acc[op.dst]}> {name};  // register-resident accumulator of {self.names[op.dst]}")
+            self.emit(f"{name}.zero();")
+            return
         self.emit(f"mx::fill<{self.nt}, {self.natural_layout(typ)}>({self.tile_ptr(op.dst)}, {c_float(op.fill_value)}, tid);")
 
     @staticmethod
@@ -493,6 +539,13 @@ class _KernelPrinter:
         layouts = [self.operand_layout(v, dims, order) for v in ins] + ["mx::LNone"] * (3 - len(ins))
         ptrs = [self.tile_ptr(v) for v in ins] + ["static_cast<const float*>(nullptr)"] * (3 - len(ins))
         lo = layout_t([dims[d] for d in order], [out.strides[d] for d in order], out.swizzle)
+        if op.out in self.reg_names:
+            self.reg_layouts[op.out] = lo
+            self.emit(
+                f"mx::elementwise_reg<{self.nt}, {lo}, {', '.join(layouts)}>({self.reg_names[op.out]}, {', '.join(ptrs)}, tid,"
+            )
+            self.emit(f"    [](float o, float a, float b, float c) {{ return {body}; }});")
+            return
         self.emit(
             f"mx::elementwise<{self.nt}, 0, {lo}, {', '.join(layouts)}, {str(read).lower()}>("
             f"{self.tile_ptr(op.out)}, {', '.join(ptrs)}, tid,"
@@ -637,6 +690,13 @@ class _KernelPrinter:
         self.loop = None
         self.indent -= 1
         self.emit("}")
+        stored = [t for t in self.reg_layouts if t in self.reg_names and self.reg_names[t] not in self.stored_regs]
+        for tile in stored:
+            name = self.reg_names[tile]
+            self.stored_regs.add(name)
+            self.emit(f"mx::reg_store<{self.nt}, {self.reg_layouts[tile]}>({self.names[tile]}, {name}, tid);")
+        if stored:
+            self.emit("__syncthreads();")
 
 
 def print_kernel(kernel: cute.KernelOp) -> str:

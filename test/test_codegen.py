@@ -767,3 +767,20 @@ def test_sliced_k_emulated() -> None:
     (out,) = HostEmulator(program).run("sliced", inputs)
     assert not np.isnan(out).any()
     assert np.abs(out.astype(np.float64) - ref).max() / np.abs(ref).max() < 1e-2
+
+
+def test_register_accumulator(shared_results: dict[str, FileResult]) -> None:
+    """rmsnorm_bs1 graph 0 (Mirage's red_ld_rms): the sum-of-squares tile is filled, updated
+    by one elementwise add per iteration and read after the loop, so it lives in registers
+    and is stored once after the loop.  (test_host_emulation_matches_reference emulates this
+    candidate, so its numbers are checked there.)"""
+    res = shared_results["rmsnorm_bs1"]
+    assert res.module is not None
+    fn = next(op for op in res.module.body.block.ops if op.sym_name.data == "graph_0")  # type: ignore[attr-defined]
+    program = emit_cuda(ModuleOp([fn.clone()]))
+    kernel = next(op for op in res.module.walk() if isinstance(op, cute.KernelOp) and op.kernel_name.data == "graph_0_k0")
+    accs = cuda_printer.register_accumulators(kernel)
+    assert list(accs.values()) == [-(-2 * 128 // 128)]  # a [2, 128] fp32 tile: 2 registers per thread
+    src = program.source
+    assert src.count("mx::RegTile<") == 1 and src.count("mx::elementwise_reg<") == 1
+    assert src.index("mx::reg_store<") > src.index("for (int it")  # stored once, after the loop

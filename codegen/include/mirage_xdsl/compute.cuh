@@ -94,4 +94,43 @@ __device__ __forceinline__ void reduce_max_running(TO* mxp, TD* diff, const TI* 
   }
 }
 
+// ---- register-resident accumulators ------------------------------------------------------
+// An fp32 tile that a for-loop only accumulates into (filled with 0 before the loop, written
+// by one elementwise "add" per iteration, read after the loop) lives in registers: thread tid
+// keeps the elements tid + j*NT of the update's layout LO, exactly the ones it would update
+// in shared memory, and stores them once after the loop (reg_store).
+template <int PER>
+struct RegTile {
+  float r[PER];
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int j = 0; j < PER; ++j) r[j] = 0.0f;
+  }
+};
+
+template <int NT, class LO, class LA, class LB, class LC, int PER, class TA, class TB, class TC, class F>
+__device__ __forceinline__ void elementwise_reg(RegTile<PER>& acc, const TA* a, const TB* b, const TC* c, int tid, F f) {
+  static_assert(PER * NT >= LO::size, "RegTile too small for the layout");
+#pragma unroll
+  for (int j = 0; j < PER; ++j) {
+    const int i = tid + j * NT;
+    if (LO::size % NT == 0 || i < LO::size) {
+      float va = 0.0f, vb = 0.0f, vc = 0.0f;
+      if constexpr (LA::size != 0) va = to_f(a[LA::off(i)]);
+      if constexpr (LB::size != 0) vb = to_f(b[LB::off(i)]);
+      if constexpr (LC::size != 0) vc = to_f(c[LC::off(i)]);
+      acc.r[j] = f(acc.r[j], va, vb, vc);
+    }
+  }
+}
+
+template <int NT, class LO, int PER, class TO>
+__device__ __forceinline__ void reg_store(TO* o, const RegTile<PER>& acc, int tid) {
+#pragma unroll
+  for (int j = 0; j < PER; ++j) {
+    const int i = tid + j * NT;
+    if (LO::size % NT == 0 || i < LO::size) o[LO::off(i)] = from_f<TO>(acc.r[j]);
+  }
+}
+
 }  // namespace mx

@@ -66,6 +66,7 @@ func.func @graph_0(%0: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %1
 // CHECK-NEXT:   // s0_0: 6 stage buffers, 512 B apart
 // CHECK-NEXT:   mx::f16* s1_0 = reinterpret_cast<mx::f16*>(smem + 3200);
 // CHECK-NEXT:   // s1_0: 6 stage buffers, 6144 B apart
+// CHECK:        mx::RegTile<2> r0;  // register-resident accumulator of s2
 // CHECK:        mx::MmaAcc<2, 24, 1, 3, 16> f0;  // SM80_16x8x16_F32F16F16F32_TN, thr_layout (1,3)
 // CHECK:        mx::g2s_async<128, mx::L<16,2,1,1,8,4096,0,0>, mx::L<16,2,1,1,8,128,0,0,3,3,4>>(s0_0, i0, tid);
 // CHECK-NEXT:   mx::g2s_async<128, mx::L<3,128,1,1,8,6144,0,0>, mx::L<3,128,1,1,8,24,0,0>>(s1_0, i1 + blockIdx.x * 24, tid);
@@ -83,9 +84,13 @@ func.func @graph_0(%0: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %1
 // CHECK-NEXT:     mx::cp_async_commit();
 // CHECK-NEXT:     mx::cp_async_wait<5>();
 // CHECK-NEXT:     __syncthreads();
+// CHECK-NEXT:     mx::elementwise_reg<128, {{.*}}>(r0, (s0_0 + ((it) % 6) * 256), {{.*}}, tid,
+// CHECK-NEXT:         [](float o, float a, float b, float c) { return o + ((mx::f_square(a)) * 0.000244140625f); });
 // CHECK:          mx::mma_run<128, decltype(f0), 2, 24, 128, 1, 3, 16, false, mx::M2<128,1,3,3,4>, mx::M2<1,24>, mx::kLdsm, mx::kLdsmT>(f0, (s0_0 + ((it) % 6) * 256), (s1_0 + ((it) % 6) * 3072), smem, tid);  // SM80_16x8x16_F32F16F16F32_TN
 // CHECK:          __syncthreads();
 // CHECK-NEXT:   }
+// CHECK-NEXT:   mx::reg_store<128, {{.*}}>(s2, r0, tid);
+// CHECK-NEXT:   __syncthreads();
 // CHECK-NEXT:   mx::mma_store<decltype(f0), 2, 24, 1, 3, mx::M2<{{[0-9]+}},1{{.*}}>, false>(f0, {{s[0-9]+}}, static_cast<float*>(nullptr), tid,
 // CHECK:        mx::reduce_sum<128, 32, 128, 1,
 // CHECK-NEXT:       [](float o, float v) { return mx::f_sqrt(v); });
