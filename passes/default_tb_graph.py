@@ -101,6 +101,7 @@ class DeviceModel:
     smem_per_block: int = 232448  # 227 KiB opt-in
     smem_per_sm: int = 233472  # 228 KiB
     threads_per_block: int = 128  # Mirage's block_dim (128, 1, 1)
+    wide_block_threads: int = 512  # for matmul-free plans with a grid of < num_sms / 4 blocks
     max_threads_per_sm: int = 2048
     max_blocks_per_sm: int = 32
     max_blocks: int = 4096  # Mirage's MAX_NUM_THREADBLOCKS_PER_KERNEL
@@ -436,6 +437,7 @@ class KernelPlan:
     redundancy: float = 1.0  # matmul FLOPs of all blocks / FLOPs of the group computed once
     tiebreak: tuple = ()
     template: str = ""
+    threads: int = 128  # block_dim.x
 
     def imap_fdim(self, node: int) -> tuple[tuple[int, int, int], int]:
         axes = self.ax.axes[node]
@@ -755,7 +757,20 @@ class Planner:
         if not self._estimate(plan, has_loop):
             return None
         plan.template = _template(group, plan, "main")
+        plan.threads = self._threads(plan)
         return plan
+
+    def _threads(self, plan: KernelPlan) -> int:
+        """Threads per block: Mirage's 128, or up to `wide_block_threads` for matmul-free plans
+        whose grid leaves most SMs idle (nTrans: 8 rows, one block each), so each thread of
+        their elementwise/reduction phases handles fewer elements (the phases are
+        latency-bound: each thread's share is a chain of shared-memory loads)."""
+        dev = self.device
+        if any(plan.group.nodes[n].kind == "matmul" for n in plan.needed):
+            return dev.threads_per_block
+        if math.prod(plan.grid) * 4 > dev.num_sms:
+            return dev.threads_per_block
+        return dev.wide_block_threads
 
     @staticmethod
     def _frontiers(group: Group, full: list[int]) -> list[list[int]]:
@@ -1070,7 +1085,7 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
         out_types,
         block,
         grid_dim=plan.grid,
-        block_dim=(128, 1, 1),
+        block_dim=(plan.threads, 1, 1),
         forloop_range=R,
         reduction_dimx=dimx,
     )

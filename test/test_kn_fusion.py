@@ -174,7 +174,7 @@ def test_fuse_structure(name: str) -> None:
         assert 0 < k.attributes["kn.smem_estimate"].value.data <= SMEM_LIMIT  # type: ignore[attr-defined]
         gx, gy, gz = k.grid
         assert 1 <= gx * gy * gz <= 4096
-        assert k.block == (128, 1, 1)
+        assert k.block == ((512, 1, 1) if name == "ntrans" else (128, 1, 1))  # few-block matmul-free plans: wide blocks
 
 
 @pytest.mark.parametrize("name", NAMES)

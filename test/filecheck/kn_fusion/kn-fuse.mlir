@@ -38,9 +38,10 @@
 // LORA-NEXT:     tb.add
 // LORA-NOT:     kn.
 
-// nTrans: a row-wise kernel, one row per block, tb.rms_norm twice.
+// nTrans: a row-wise kernel, one row per 512-thread block (8 blocks leave most SMs idle, so
+// each block gets more threads), tb.rms_norm twice.
 // NTRANS-LABEL: func.func @ntrans
-// NTRANS-NEXT:    %o = kn.customized(%H, %X, %alpha) attributes {kn.template = "rowwise", {{.*}}grid_dim = array<i64: 8, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64
+// NTRANS-NEXT:    %o = kn.customized(%H, %X, %alpha) attributes {kn.template = "rowwise", {{.*}}grid_dim = array<i64: 8, 1, 1>, block_dim = array<i64: 512, 1, 1>, forloop_range = 1 : i64
 // NTRANS-COUNT-2:  tb.rms_norm
 // NTRANS-NOT:     kn.
 
