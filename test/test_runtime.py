@@ -781,3 +781,32 @@ def test_gpu_graph_mode_kernel_matmul_kernel(tmp_path: Path) -> None:
     np.testing.assert_allclose(cupy.asnumpy(gg(x, w)[0]), cupy.asnumpy(4 * (x @ w)), rtol=1e-4, atol=1e-4)
     with pytest.raises(LaunchError, match="cannot capture"):
         eager.capture_sweep([[x, w]])
+
+
+# ---------------------------------------------------------------------------------------
+# autotuning over plan ranks
+
+
+def test_pick_fastest_keeps_the_earlier_on_ties_and_failures() -> None:
+    from mirage_xdsl.runtime.executable import pick_fastest
+
+    times = {"a": 20.0, "b": None, "c": 12.5, "d": 12.5}
+    assert pick_fastest(list("abcd"), times.get) == (2, [20.0, None, 12.5, 12.5])
+    assert pick_fastest(list("b"), times.get)[0] == 0  # nothing timed: the cheapest estimate
+    assert pick_fastest(list("ba"), times.get)[0] == 1
+
+
+def test_prepare_candidates_and_autotune_without_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plan ranks give different kernels for gated_mlp; `compile(autotune=k)` without a GPU
+    is plain `compile` (rank 0, nothing timed)."""
+    import mirage_xdsl.runtime.executable as ex
+    from mirage_xdsl.tools.mirage_run import load_module
+
+    module = load_module(Path(__file__).resolve().parents[1] / "examples" / "gated_mlp.mlir")
+    sources = {ex.prepare(module, arch="sm_90", candidate=r).program.source for r in range(3)}
+    assert len(sources) == 3
+    monkeypatch.setattr(ex, "gpu_available", lambda: False)
+    monkeypatch.setattr(ex, "_autotuned", lambda *a, **k: pytest.fail("autotuned without a GPU"))
+    monkeypatch.setattr(ex, "_compiled", lambda prepared, *a: prepared)
+    chosen = ex.compile(module, arch="sm_90", autotune=4)
+    assert chosen.program.source == ex.prepare(module, arch="sm_90").program.source

@@ -228,24 +228,33 @@ def run_graph(
     bench: bool,
     atol_rel: float,
     cache_dir: str | None,
+    autotune: int = 0,
 ) -> Row:
-    """Compile and run one graph; failures are reported in the row, not raised."""
+    """Compile and run one graph; failures are reported in the row, not raised.  With
+    `autotune` > 1 on a GPU, plain kernel graphs are compiled through
+    `compile(..., autotune=autotune)` (the fastest of that many plan ranks)."""
     from mirage_xdsl.runtime.compiler import compile_cuda
-    from mirage_xdsl.runtime.executable import CompiledGraph, numpy_values, prepare, random_inputs
+    from mirage_xdsl.runtime.executable import CompiledGraph, compile, numpy_values, prepare, random_inputs
 
     name = func.sym_name.data
     row = Row(name)
     try:
-        prepared = prepare(module, name, arch)
-        plan = prepared.plan
-        graph = CompiledGraph(plan, None, source=prepared.program.source, input_names=prepared.input_names)
-        row.kernels = len(graph.kernel_names)
-        row.status = "generated"
-        if nvcc is not None and row.kernels:
-            graph.cubin_path = compile_cuda(prepared.program.source, prepared.arch, cache_dir=cache_dir, nvcc=nvcc)
+        if autotune > 1 and gpu:
+            graph = compile(module, name, arch, cache_dir=cache_dir, autotune=autotune)
+            plan = graph.plan
+            row.kernels = len(graph.kernel_names)
             row.status = "compiled"
-        elif nvcc is not None:
-            row.status = "compiled"
+        else:
+            prepared = prepare(module, name, arch)
+            plan = prepared.plan
+            graph = CompiledGraph(plan, None, source=prepared.program.source, input_names=prepared.input_names)
+            row.kernels = len(graph.kernel_names)
+            row.status = "generated"
+            if nvcc is not None and row.kernels:
+                graph.cubin_path = compile_cuda(prepared.program.source, prepared.arch, cache_dir=cache_dir, nvcc=nvcc)
+                row.status = "compiled"
+            elif nvcc is not None:
+                row.status = "compiled"
         inputs = random_inputs(plan.inputs, seed)
         refs = None
         if check or not gpu:
@@ -390,6 +399,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--atol-rel", type=float, default=1e-2, help="max |out-ref| / max |ref| that passes (default 1e-2)")
     p.add_argument("--seed", type=int, help="seed of the random inputs (default: fresh, printed)")
     p.add_argument("--arch", help="CUDA architecture (default: the GPU's, else sm_90)")
+    p.add_argument(
+        "--autotune",
+        type=int,
+        default=0,
+        metavar="K",
+        help="on a GPU, plain kernel graphs: time the K cheapest plans and keep the fastest",
+    )
     return p
 
 
@@ -439,6 +455,7 @@ def _main(args: argparse.Namespace) -> int:
             bench=args.bench,
             atol_rel=args.atol_rel,
             cache_dir=args.cache_dir,
+            autotune=args.autotune,
         )
         rows.append(row)
         print_line(format_row(row))
