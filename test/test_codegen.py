@@ -735,6 +735,20 @@ def test_gpu_matches_reference(shared_results: dict[str, FileResult], stem: str,
         assert err < 1e-2, f"{stem}:{name}: max error {err:.3g}"
 
 
+def assert_emulation_matches(module: ModuleOp, program: CudaProgram, name: str, scale: float, seed: int) -> None:
+    """The host-emulated `program` computes `module`'s function `name` on fresh fp16 inputs
+    uniform(-scale, scale): no NaN (nothing unwritten read) and relative error < 1e-2."""
+    from mirage_xdsl.codegen.host_emulator import HostEmulator
+    from mirage_xdsl.runtime.reference import run_reference
+
+    rng = np.random.default_rng(seed)
+    inputs = [rng.uniform(-scale, scale, size=s.shape).astype(np.float16) for s in program.plans[name].inputs]
+    (ref,) = run_reference(module, [x.astype(np.float64) for x in inputs])
+    (out,) = HostEmulator(program).run(name, inputs)
+    assert not np.isnan(out).any()
+    assert np.abs(out.astype(np.float64) - ref).max() / np.abs(ref).max() < 1e-2
+
+
 def graph_sliced_k() -> ModuleOp:
     """16-column blocks: a (1, 2) thr_layout in a block of four warps, so the two idle warps
     take half of every call's k-steps (sliced K)."""
@@ -746,9 +760,7 @@ def test_sliced_k_emulated() -> None:
     scratch to the plan's shared memory, and the emulated numbers match the reference."""
     if not have_cxx():
         pytest.skip("no host C++ compiler")
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.reference import run_reference
 
     module = graph_sliced_k()
     lowered = module.clone()
@@ -761,12 +773,7 @@ def test_sliced_k_emulated() -> None:
     assert ", 2> f0;" in program.source and "K sliced over 2 warp groups" in program.source
     (step,) = program.plans["sliced"].steps
     assert isinstance(step, KernelLaunch) and step.smem_bytes == slicing.base + slicing.total > kernel.smem_bytes
-    rng = np.random.default_rng(5)
-    inputs = [rng.uniform(-0.5, 0.5, size=s.shape).astype(np.float16) for s in program.plans["sliced"].inputs]
-    (ref,) = run_reference(module, [x.astype(np.float64) for x in inputs])
-    (out,) = HostEmulator(program).run("sliced", inputs)
-    assert not np.isnan(out).any()
-    assert np.abs(out.astype(np.float64) - ref).max() / np.abs(ref).max() < 1e-2
+    assert_emulation_matches(module, program, "sliced", scale=0.5, seed=5)
 
 
 def test_register_accumulator(shared_results: dict[str, FileResult]) -> None:
@@ -793,9 +800,7 @@ def test_wide_block_emulated() -> None:
         pytest.skip("no host C++ compiler")
     from xdsl.parser import Parser
 
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.reference import run_reference
 
     text = (Path(__file__).resolve().parents[1] / "examples" / "ntrans.mlir").read_text()
     module = Parser(make_ctx(), text).parse_module()
@@ -804,9 +809,4 @@ def test_wide_block_emulated() -> None:
     program = emit_cuda(lowered)
     (step,) = program.plans["ntrans"].steps
     assert isinstance(step, KernelLaunch) and step.block == (512, 1, 1)
-    rng = np.random.default_rng(4)
-    inputs = [rng.uniform(-1.0, 1.0, size=s.shape).astype(np.float16) for s in program.plans["ntrans"].inputs]
-    (ref,) = run_reference(module, [x.astype(np.float64) for x in inputs])
-    (out,) = HostEmulator(program).run("ntrans", inputs)
-    assert not np.isnan(out).any()
-    assert np.abs(out.astype(np.float64) - ref).max() / np.abs(ref).max() < 1e-2
+    assert_emulation_matches(module, program, "ntrans", scale=1.0, seed=4)
