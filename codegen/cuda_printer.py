@@ -226,10 +226,34 @@ def mma_slicing(kernel: cute.KernelOp) -> MmaSlicing:
     return MmaSlicing(slices, offsets, base, total)
 
 
+def block_reduce_threads(op: cute.ReduceOp, nt: int) -> int:
+    """Threads per output of a sum reduction: the op's own (at most a warp) or, when its
+    outputs would occupy at most a quarter of the block's warps (nTrans: one row sum per
+    512-thread block), the whole block -- a power of two of at least 128 threads per output
+    whose warps combine their shuffled sums through `reduce_scratch_bytes` of shared memory."""
+    out = op.outs[0].type
+    assert isinstance(out, cute.SmemTensorType)
+    n_out = math.prod(out.get_shape())
+    g = op.threads.value.data
+    if op.kind.data != "sum" or n_out * 32 * 4 > nt:
+        return g  # the warps of one output per warp already keep a quarter of the block busy
+    wide = 1 << ((nt // n_out).bit_length() - 1)
+    return max(g, wide)
+
+
+def reduce_scratch_bytes(kernel: cute.KernelOp) -> int:
+    """Shared memory for block-wide sum reductions: one float per warp (0 when none)."""
+    nt = kernel.num_threads
+    wide = any(isinstance(op, cute.ReduceOp) and block_reduce_threads(op, nt) > 32 for op in kernel.walk())
+    return (nt // 32) * 4 if wide else 0
+
+
 def launch_smem_bytes(kernel: cute.KernelOp) -> int:
-    """Dynamic shared memory of a launch of `kernel`: its plan plus the sliced-K scratch."""
+    """Dynamic shared memory of a launch of `kernel`: its plan, then the sliced-K scratch,
+    then the block-reduction scratch."""
     slicing = mma_slicing(kernel)
-    return slicing.base + slicing.total if slicing.total else kernel.smem_bytes
+    extra = slicing.total + reduce_scratch_bytes(kernel)
+    return slicing.base + extra if extra else kernel.smem_bytes
 
 
 REG_ACC_MAX_PER_THREAD = 32
@@ -578,9 +602,15 @@ class _KernelPrinter:
             return
         value = self.apply_epilogue("v", op.epilogue)
         body, read = self.store_expr(op.mode.data, value)
+        g = block_reduce_threads(op, self.nt)
+        scratch = (
+            f"reinterpret_cast<float*>(smem + {self.slicing.base + self.slicing.total})"
+            if g > 32
+            else "static_cast<float*>(nullptr)"
+        )
         self.emit(
             f"mx::reduce_sum<{self.nt}, {g}, {k}, {ks}, {lo}, {li}, {str(read).lower()}>("
-            f"{self.tile_ptr(outs[0])}, {self.tile_ptr(op.input)}, tid,"
+            f"{self.tile_ptr(outs[0])}, {self.tile_ptr(op.input)}, {scratch}, tid,"
         )
         self.emit(f"    [](float o, float v) {{ return {body}; }});")
 

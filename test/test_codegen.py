@@ -794,8 +794,8 @@ def test_register_accumulator(shared_results: dict[str, FileResult]) -> None:
 
 
 def test_wide_block_emulated() -> None:
-    """nTrans (8 rows, one block each, no matmul) gets 512-thread blocks; the emulated kernel
-    matches the reference."""
+    """nTrans (8 rows, one block each, no matmul) gets 512-thread blocks and block-wide row
+    sums; the emulated kernel matches the reference."""
     if not have_cxx():
         pytest.skip("no host C++ compiler")
     from xdsl.parser import Parser
@@ -809,4 +809,8 @@ def test_wide_block_emulated() -> None:
     program = emit_cuda(lowered)
     (step,) = program.plans["ntrans"].steps
     assert isinstance(step, KernelLaunch) and step.block == (512, 1, 1)
+    # one row sum per block: the whole block reduces it, warps meet in the appended scratch
+    assert program.source.count("mx::reduce_sum<512, 512, 4096,") == 2
+    kernel = next(op for op in lowered.walk() if isinstance(op, cute.KernelOp))
+    assert step.smem_bytes == (kernel.smem_bytes + 15) // 16 * 16 + 512 // 32 * 4
     assert_emulation_matches(module, program, "ntrans", scale=1.0, seed=4)

@@ -32,11 +32,13 @@ __device__ __forceinline__ void elementwise(TO* o, const TA* a, const TB* b, con
 
 // Reduce K strided group members per output: v(out) = sum_k in[LI.raw(out) + k*KS] (LI has the
 // output's mode sizes and the input's strides; KS = group * input stride of the reduced
-// dim), then o = f(o, v).  G threads (a power of two dividing 32) share one output and
-// combine partial sums with warp shuffles; every thread runs the same number of rounds so
-// the shuffles are warp-uniform.
+// dim), then o = f(o, v).  G threads (a power of two) share one output and combine partial
+// sums with warp shuffles; every thread runs the same number of rounds so the shuffles are
+// warp-uniform.  G > 32 (few outputs per block): each warp's shuffled sum goes to
+// `scratch` (NT/32 floats) and the first lane of the group adds them up -- every thread of
+// the block must call it then (barriers).
 template <int NT, int G, int K, int KS, class LO, class LI, bool READ, class TO, class TI, class F>
-__device__ __forceinline__ void reduce_sum(TO* o, const TI* in, int tid, F f) {
+__device__ __forceinline__ void reduce_sum(TO* o, const TI* in, float* scratch, int tid, F f) {
   constexpr int PER = NT / G;
   const int lane = tid % G;
   const int slot = tid / G;
@@ -50,9 +52,22 @@ __device__ __forceinline__ void reduce_sum(TO* o, const TI* in, int tid, F f) {
 #pragma unroll 4
       for (int k = lane; k < K; k += G) acc += to_f(in[LI::swz(b + k * KS)]);
     }
-    if constexpr (G > 1) {
+    if constexpr (G > 32) {
 #pragma unroll
-      for (int s = G / 2; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+      for (int s = 16; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+      if ((tid & 31) == 0) scratch[tid >> 5] = acc;
+      __syncthreads();
+      if (valid && lane == 0) {
+        acc = 0.0f;
+#pragma unroll
+        for (int w = 0; w < G / 32; ++w) acc += scratch[(tid >> 5) + w];
+      }
+    } else {
+      static_cast<void>(scratch);
+      if constexpr (G > 1) {
+#pragma unroll
+        for (int s = G / 2; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+      }
     }
     if (valid && lane == 0) {
       const int oo = LO::off(oi);
@@ -60,6 +75,7 @@ __device__ __forceinline__ void reduce_sum(TO* o, const TI* in, int tid, F f) {
       if constexpr (READ) vo = to_f(o[oo]);
       o[oo] = from_f<TO>(f(vo, acc));
     }
+    if constexpr (G > 32) __syncthreads();  // the scratch is reused by the next round
   }
 }
 
