@@ -13,6 +13,7 @@ import itertools
 
 import cupy as cp
 import numpy as np
+from streaming import K, N, copy_bandwidth_gbs, print_table, time_us, weight_copies
 SRC = r'''
 #include <cuda_fp16.h>
 __device__ __forceinline__ unsigned sa(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -59,7 +60,6 @@ __global__ void __launch_bounds__(128) bulkring(const __half* __restrict__ W, in
   if (acc == 12345.f) out[blockIdx.x] = acc;
 }
 '''
-K, N = 4096, 6144
 cfgs = []
 for TN, KT, S in itertools.product((16, 32, 64, 128, 256), (64, 128, 256), (2, 3, 4, 6)):
     for sp in (1, 2, 4, 8):
@@ -70,31 +70,14 @@ for TN, KT, S in itertools.product((16, 32, 64, 128, 256), (64, 128, 256), (2, 3
         cfgs.append((TN, KT, S, KB, sp, smem))
 names = [f"bulkring<{a},{b},{c},{d}>" for a, b, c, d, *_ in cfgs]
 mod = cp.RawModule(code=SRC, options=("-std=c++17", "--gpu-architecture=sm_90"), name_expressions=names)
-copies = [cp.random.uniform(-1, 1, K * N, dtype=cp.float32).astype(cp.float16) for _ in range(4)]
+copies = weight_copies()
 out = cp.zeros(4096, cp.float32)
-def time_us(fn, reps=30):
-    s, e = cp.cuda.Event(), cp.cuda.Event()
-    for i in range(5): fn(copies[i % 4])
-    ts = []
-    for r in range(reps):
-        s.record()
-        for i in range(4): fn(copies[i])
-        e.record(); e.synchronize(); ts.append(cp.cuda.get_elapsed_time(s, e) * 1000 / 4)
-    return float(np.median(ts))
-a = cp.empty(512 * 1024 * 1024, cp.uint8); b = cp.empty_like(a)
-tc = time_us(lambda _w: b.__setitem__(Ellipsis, a), reps=10)
-copy_bw = 2 * a.nbytes / tc / 1e3
-print(f"copy bandwidth (read+write): {copy_bw:.0f} GB/s")
+copy_gbs = copy_bandwidth_gbs()
 res = []
 for (TN, KT, S, KB, sp, smem), name in zip(cfgs, names):
     f = mod.get_function(name)
     if smem > 48 * 1024: f.max_dynamic_shared_size_bytes = smem
     grid = (N // TN, sp)
-    t = time_us(lambda w: f(grid, (128,), (w, np.int32(N), out), shared_mem=smem))
-    res.append((K * N * 2 / t / 1e3, f"bulk TN={TN:<3} KT={KT:<3} S={S} split={sp} blocks={grid[0]*grid[1]:<5} smem={smem//1024}K", t))
-res.sort(reverse=True)
-for bw, d, t in res[:40]:
-    print(f"{bw:7.0f} GB/s {100*bw/copy_bw:5.1f}%  {t:6.1f} us  {d}")
-print("...")
-for bw, d, t in res[-5:]:
-    print(f"{bw:7.0f} GB/s {100*bw/copy_bw:5.1f}%  {t:6.1f} us  {d}")
+    t = time_us(lambda i: f(grid, (128,), (copies[i], np.int32(N), out), shared_mem=smem))
+    res.append((t, f"bulk TN={TN:<3} KT={KT:<3} S={S} split={sp} blocks={grid[0]*grid[1]:<5} smem={smem//1024}K"))
+print_table(res, copy_gbs, top=40, bottom=5)

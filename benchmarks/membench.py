@@ -14,6 +14,7 @@ import itertools
 
 import cupy as cp
 import numpy as np
+from streaming import K, N, copy_bandwidth_gbs, print_table, time_us, weight_copies
 
 SRC = r'''
 #include <cuda_fp16.h>
@@ -83,7 +84,6 @@ __global__ void __launch_bounds__(128) direct(const __half* __restrict__ W, int 
   if (acc == 12345.f) out[blockIdx.x] = acc;
 }
 '''
-K, N = 4096, 6144
 ring_cfgs = []
 for TN, KT, S in itertools.product((16, 32, 64, 128), (64, 128, 256), (2, 3, 4, 6)):
     split = {16: 1, 32: 2, 64: 4, 128: 8}[TN]
@@ -101,36 +101,21 @@ for TN, U in itertools.product((16, 32, 64, 128, 256), (2, 4, 8)):
         direct_cfgs.append((TN, U, K // sp, sp))
 names = [f"ring<{a},{b},{c},{d}>" for a, b, c, d, *_ in ring_cfgs] + [f"direct<{a},{b},{c}>" for a, b, c, _ in direct_cfgs]
 mod = cp.RawModule(code=SRC, options=("-std=c++17", "--gpu-architecture=sm_90"), name_expressions=names)
-copies = [cp.random.uniform(-1, 1, K * N, dtype=cp.float32).astype(cp.float16) for _ in range(4)]
+copies = weight_copies()
 out = cp.zeros(4096, cp.float32)
-nbytes = K * N * 2
-def time_us(fn, reps=30):
-    s, e = cp.cuda.Event(), cp.cuda.Event()
-    for i in range(5): fn(copies[i % 4])
-    ts = []
-    for r in range(reps):
-        s.record(); 
-        for i in range(4): fn(copies[i])
-        e.record(); e.synchronize(); ts.append(cp.cuda.get_elapsed_time(s, e) * 1000 / 4)
-    return float(np.median(ts))
-# copy bandwidth
-a = cp.empty(512 * 1024 * 1024, cp.uint8); b = cp.empty_like(a)
-tc = time_us(lambda _w: b.__setitem__(Ellipsis, a), reps=10)
-copy_bw = 2 * a.nbytes / tc / 1e3
-print(f"copy bandwidth (read+write): {copy_bw:.0f} GB/s")
+copy_gbs = copy_bandwidth_gbs()
 res = []
 for (TN, KT, S, KB, sp, smem), name in zip(ring_cfgs, names):
     f = mod.get_function(name)
-    if smem > 48 * 1024: f.max_dynamic_shared_size_bytes = smem
+    if smem > 48 * 1024:
+        f.max_dynamic_shared_size_bytes = smem
     grid = (N // TN, sp)
-    t = time_us(lambda w: f(grid, (128,), (w, np.int32(N), out), shared_mem=smem))
+    t = time_us(lambda i: f(grid, (128,), (copies[i], np.int32(N), out), shared_mem=smem))
     occ = min(2048 // 128, (228 * 1024) // (smem + 1024))
-    res.append((nbytes / t / 1e3, f"ring TN={TN:<3} KT={KT:<3} S={S} split={sp:<2} blocks={grid[0]*grid[1]:<5} smem={smem//1024:>3}K blk/SM<={occ:<2}", t))
+    res.append((t, f"ring TN={TN:<3} KT={KT:<3} S={S} split={sp:<2} blocks={grid[0]*grid[1]:<5} smem={smem//1024:>3}K blk/SM<={occ:<2}"))
 for (TN, U, KB, sp), name in zip(direct_cfgs, names[len(ring_cfgs):]):
     f = mod.get_function(name)
     grid = (N // TN, sp)
-    t = time_us(lambda w: f(grid, (128,), (w, np.int32(N), out)))
-    res.append((nbytes / t / 1e3, f"direct TN={TN:<3} U={U} split={sp:<2} blocks={grid[0]*grid[1]}", t))
-res.sort(reverse=True)
-for bw, d, t in res:
-    print(f"{bw:7.0f} GB/s {100*bw/copy_bw:5.1f}%  {t:6.1f} us  {d}")
+    t = time_us(lambda i: f(grid, (128,), (copies[i], np.int32(N), out)))
+    res.append((t, f"direct TN={TN:<3} U={U} split={sp:<2} blocks={grid[0]*grid[1]}"))
+print_table(res, copy_gbs)

@@ -1,0 +1,60 @@
+"""Shared harness of the weight-streaming microbenchmarks (membench, bulkbench, tmabench).
+
+The matrix is the rmsnorm_linear weight W [K, N] = [4096, 6144] fp16 (50.3 MB); four copies
+are rotated so that the 60 MiB L2 does not serve it.  Times are CUDA-event medians (µs per
+kernel launch); bandwidth is W's bytes over that time, and its fraction is of the measured
+device-to-device copy bandwidth (bytes read + written).  CuPy only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import cupy as cp
+import numpy as np
+
+K, N = 4096, 6144
+W_BYTES = K * N * 2
+
+
+def weight_copies(n: int = 4) -> list[Any]:
+    """`n` random fp16 copies of W (flat CuPy arrays)."""
+    return [cp.random.uniform(-1, 1, K * N, dtype=cp.float32).astype(cp.float16) for _ in range(n)]
+
+
+def time_us(launch: Callable[[int], Any], rotate: int = 4, reps: int = 30) -> float:
+    """Median µs of one `launch(i)` over `reps` timed sweeps of i = 0 .. rotate-1."""
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    for i in range(5):
+        launch(i % rotate)
+    samples = []
+    for _ in range(reps):
+        start.record()
+        for i in range(rotate):
+            launch(i)
+        end.record()
+        end.synchronize()
+        samples.append(cp.cuda.get_elapsed_time(start, end) * 1000 / rotate)
+    return float(np.median(samples))
+
+
+def copy_bandwidth_gbs() -> float:
+    """Device-to-device copy of 512 MiB: bytes read + written per second (GB/s)."""
+    a = cp.empty(512 * 1024 * 1024, cp.uint8)
+    b = cp.empty_like(a)
+    t = time_us(lambda _i: b.__setitem__(Ellipsis, a), reps=10)
+    return 2 * a.nbytes / t / 1e3
+
+
+def print_table(results: list[tuple[float, str]], copy_gbs: float, top: int | None = None, bottom: int = 0) -> None:
+    """`results` = (µs, description); fastest first, with GB/s and % of the copy bandwidth."""
+    rows = sorted((W_BYTES / t / 1e3, d, t) for t, d in results)[::-1]
+    shown = rows if top is None else rows[:top]
+    print(f"copy bandwidth (read+write): {copy_gbs:.0f} GB/s")
+    for bw, d, t in shown:
+        print(f"{bw:7.0f} GB/s {100 * bw / copy_gbs:5.1f}%  {t:6.1f} us  {d}")
+    if bottom and top is not None and len(rows) > top:
+        print("...")
+        for bw, d, t in rows[-bottom:]:
+            print(f"{bw:7.0f} GB/s {100 * bw / copy_gbs:5.1f}%  {t:6.1f} us  {d}")
