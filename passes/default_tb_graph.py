@@ -124,6 +124,10 @@ class DeviceModel:
     """Also enumerate split-K plans when an unsplit grid fills the SMs (they compete on
     estimated time; on the H200 the cheapest plan of this wider search was never slower than
     the narrower search's: benchmarks/results/variants-h200-2026-11-22-sliced-k.md)."""
+    unpipelined_split_penalty_us: float = 1.0
+    """Per wave, for split-K / flash-decoding plans without a for-loop (R = 1): each block loads
+    its whole tile before computing, nothing overlaps the load (H200: such attention plans
+    took 17-42 µs where the pipelined ones took 11-18, variants-h200-2026-11-22-sliced-k.md)."""
     narrow_row_bytes: int = 16
     narrow_row_penalty: float = 1.7
     """Input tiles whose rows are contiguous runs of at most `narrow_row_bytes` (8 fp16
@@ -917,6 +921,7 @@ class Planner:
             dev.launch_us
             + roof / balance
             + waves * (R * dev.iter_latency_us + dev.block_latency_us)
+            + (waves * dev.unpipelined_split_penalty_us if R == 1 and plan.split > 1 else 0.0)
             + lifts_max * dev.max_lift_penalty_us
         )
         plan.smem, plan.blocks, plan.loaded_bytes, plan.unique_bytes, plan.flops = smem, blocks, loaded, unique, flops

@@ -58,7 +58,7 @@
 // MHA-NEXT:    kn.customized(%Q, %K, %V) attributes {kn.template = "flash_decoding", {{.*}}grid_dim = array<i64: 32, 8, 1>, {{.*}}forloop_range = 4 : i64
 // MHA:         %o = kn.customized(%o_part0, %o_part1) attributes {kn.template = "split_reduce"
 // MQA-LABEL: func.func @mqa
-// MQA-NEXT:    kn.customized(%Q, %K, %V) attributes {kn.template = "flash_decoding", {{.*}}grid_dim = array<i64: 32, 32, 1>, {{.*}}forloop_range = 1 : i64
+// MQA-NEXT:    kn.customized(%Q, %K, %V) attributes {kn.template = "flash_decoding", {{.*}}grid_dim = array<i64: 64, 8, 1>, {{.*}}forloop_range = 8 : i64
 // MQA:         %o = kn.customized(%o_part0, %o_part1) attributes {kn.template = "split_reduce"
 
 // The transpiler accepts the fused kernel (passes 1-9 of passes/README.md).
