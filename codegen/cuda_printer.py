@@ -298,8 +298,7 @@ class _KernelPrinter:
         self.slicing = mma_slicing(kernel)
         self.reg_acc = register_accumulators(kernel)
         self.reg_names: dict[SSAValue, str] = {}
-        self.reg_layouts: dict[SSAValue, str] = {}
-        self.stored_regs: set[str] = set()
+        self.loop_reg_tiles: list[tuple[SSAValue, str]] = []  # (tile, layout) updated in the current loop
         self.nt = kernel.num_threads
         self.lines: list[str] = []
         self.indent = 1
@@ -564,7 +563,7 @@ class _KernelPrinter:
         ptrs = [self.tile_ptr(v) for v in ins] + ["static_cast<const float*>(nullptr)"] * (3 - len(ins))
         lo = layout_t([dims[d] for d in order], [out.strides[d] for d in order], out.swizzle)
         if op.out in self.reg_names:
-            self.reg_layouts[op.out] = lo
+            self.loop_reg_tiles.append((op.out, lo))
             self.emit(
                 f"mx::elementwise_reg<{self.nt}, {lo}, {', '.join(layouts)}>({self.reg_names[op.out]}, {', '.join(ptrs)}, tid,"
             )
@@ -720,13 +719,11 @@ class _KernelPrinter:
         self.loop = None
         self.indent -= 1
         self.emit("}")
-        stored = [t for t in self.reg_layouts if t in self.reg_names and self.reg_names[t] not in self.stored_regs]
-        for tile in stored:
-            name = self.reg_names[tile]
-            self.stored_regs.add(name)
-            self.emit(f"mx::reg_store<{self.nt}, {self.reg_layouts[tile]}>({self.names[tile]}, {name}, tid);")
-        if stored:
+        for tile, layout in self.loop_reg_tiles:
+            self.emit(f"mx::reg_store<{self.nt}, {layout}>({self.names[tile]}, {self.reg_names[tile]}, tid);")
+        if self.loop_reg_tiles:
             self.emit("__syncthreads();")
+        self.loop_reg_tiles = []
 
 
 def print_kernel(kernel: cute.KernelOp) -> str:

@@ -668,6 +668,21 @@ class ForloopAccumOp(TbOp):
         return op
 
 
+UNARY_BY_KIND: dict[str, type[TbUnaryOp]] = {
+    "exp": ExpOp,
+    "square": SquareOp,
+    "sqrt": SqrtOp,
+    "silu": SiluOp,
+    "sigmoid": SigmoidOp,
+    "gelu": GeluOp,
+    "relu": ReluOp,
+    "log": LogOp,
+}
+"""The parameterless unary tb ops by kind name (the kn op name without `kn.`)."""
+BINARY_BY_KIND: dict[str, type[TbBinaryOp]] = {"add": AddOp, "sub": SubOp, "mul": MulOp, "div": DivOp, "pow": PowOp}
+"""The elementwise binary tb ops by kind name (tb.matmul is binary too but not elementwise)."""
+
+
 Threadblock = Dialect(
     "tb",
     [

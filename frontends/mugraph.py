@@ -142,25 +142,8 @@ KN_BINARY: dict[str, type[Operation]] = {
     "pow": kn.PowOp,
     "matmul": kn.MatmulOp,
 }
-TB_UNARY: dict[str, type[Operation]] = {
-    "exp": tb.ExpOp,
-    "square": tb.SquareOp,
-    "sqrt": tb.SqrtOp,
-    "silu": tb.SiluOp,
-    "sigmoid": tb.SigmoidOp,
-    "gelu": tb.GeluOp,
-    "relu": tb.ReluOp,
-    "log": tb.LogOp,
-    "rms_norm": tb.RmsNormOp,
-}
-TB_BINARY: dict[str, type[Operation]] = {
-    "add": tb.AddOp,
-    "sub": tb.SubOp,
-    "mul": tb.MulOp,
-    "div": tb.DivOp,
-    "pow": tb.PowOp,
-    "matmul": tb.MatmulOp,
-}
+TB_UNARY: dict[str, type[Operation]] = {**tb.UNARY_BY_KIND, "rms_norm": tb.RmsNormOp}
+TB_BINARY: dict[str, type[Operation]] = {**tb.BINARY_BY_KIND, "matmul": tb.MatmulOp}
 
 SCALAR_KEYS = ("scalar", "scalar_value")
 CLAMP_KEYS = (("min_val", "max_val"), ("min_value", "max_value"), ("min", "max"))

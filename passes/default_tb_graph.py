@@ -76,17 +76,8 @@ UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log"
 BINARY_KINDS = ("add", "sub", "mul", "div", "pow")
 FUSIBLE_KINDS = (*UNARY_KINDS, *BINARY_KINDS, "matmul", "reduction", "rms_norm")
 
-TB_UNARY: dict[str, type] = {
-    "exp": tb.ExpOp,
-    "square": tb.SquareOp,
-    "sqrt": tb.SqrtOp,
-    "silu": tb.SiluOp,
-    "sigmoid": tb.SigmoidOp,
-    "gelu": tb.GeluOp,
-    "relu": tb.ReluOp,
-    "log": tb.LogOp,
-}
-TB_BINARY: dict[str, type] = {"add": tb.AddOp, "sub": tb.SubOp, "mul": tb.MulOp, "div": tb.DivOp, "pow": tb.PowOp}
+TB_UNARY = tb.UNARY_BY_KIND
+TB_BINARY = tb.BINARY_BY_KIND
 
 TEMPLATE_ATTR = "kn.template"
 SMEM_ATTR = "kn.smem_estimate"

@@ -18,36 +18,22 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from mirage_xdsl.passes.kn_expand_composites import KnExpandCompositesPass, KnRecognizeCompositesPass
-from mirage_xdsl.passes.kn_partition import KnPartitionPass
+from mirage_xdsl.passes.kn_partition import KnPartitionPass, PartitionOptions
 from mirage_xdsl.passes.kn_simplify import KnSimplifyPass
 
 
 @dataclass(frozen=True)
-class KnFusePass(ModulePass):
+class KnFusePass(ModulePass, PartitionOptions):
     """Expand composites, simplify, recognise patterns, partition into fused kernels."""
 
     name = "kn-fuse"
-
-    smem_limit: int = 232448
-    num_sms: int = 132
-    allow_split: bool = True
-    k_tiles: tuple[int, ...] = (256, 128, 64)
-    candidate: int = 0
-    always_split: bool = True
 
     def passes(self) -> list[ModulePass]:
         return [
             KnExpandCompositesPass(),
             KnSimplifyPass(),
             KnRecognizeCompositesPass(),
-            KnPartitionPass(
-                smem_limit=self.smem_limit,
-                num_sms=self.num_sms,
-                allow_split=self.allow_split,
-                k_tiles=tuple(self.k_tiles),
-                candidate=self.candidate,
-                always_split=self.always_split,
-            ),
+            KnPartitionPass(**self.partition_options()),  # type: ignore[arg-type]
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -28,7 +28,7 @@ profiles) and `always-split` (also enumerate split-K plans when an unsplit grid 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -137,10 +137,9 @@ def reorder_block(block: Block) -> None:
 
 
 @dataclass(frozen=True)
-class KnPartitionPass(ModulePass):
-    """Aggregate fusible kn ops into groups and lower each into fused `kn.customized` kernels."""
-
-    name = "kn-partition"
+class PartitionOptions:
+    """The options of `kn-partition`, shared by `kn-fuse`, which forwards them (module
+    docstring)."""
 
     smem_limit: int = 232448
     num_sms: int = 132
@@ -148,6 +147,16 @@ class KnPartitionPass(ModulePass):
     k_tiles: tuple[int, ...] = (256, 128, 64)
     candidate: int = 0
     always_split: bool = True
+
+    def partition_options(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(PartitionOptions)}
+
+
+@dataclass(frozen=True)
+class KnPartitionPass(ModulePass, PartitionOptions):
+    """Aggregate fusible kn ops into groups and lower each into fused `kn.customized` kernels."""
+
+    name = "kn-partition"
 
     def device(self) -> DeviceModel:
         return replace(

@@ -59,31 +59,18 @@ def _broadcasts_into(factor: SSAValue, target: SSAValue) -> bool:
         return False
 
 
-def _row_factor(op: Operation) -> tuple[SSAValue, SSAValue] | None:
-    """`(x, r)` if `op` is `x / r`, `x * r` or `r * x` with `r` constant along x's last dim."""
+def _factor(op: Operation, dim: int) -> tuple[SSAValue, SSAValue] | None:
+    """`(x, f)` if `op` is `x / f`, `x * f` or `f * x` with `f` constant along x's dim `dim`
+    (-1: a row factor, as rms_norm's 1 / rms; -2: a column factor)."""
     if isinstance(op, kn.DivOp):
         pairs = [(op.lhs, op.rhs)]
     elif isinstance(op, kn.MulOp):
         pairs = [(op.lhs, op.rhs), (op.rhs, op.lhs)]
     else:
         return None
-    for x, r in pairs:
-        if kn.shape_of(r)[-1] == 1 and _broadcasts_into(r, x):
-            return x, r
-    return None
-
-
-def _col_factor(op: Operation) -> tuple[SSAValue, SSAValue] | None:
-    """`(w, c)` if `op` is `w / c`, `w * c` or `c * w` with `c` constant along w's second-last dim."""
-    if isinstance(op, kn.DivOp):
-        pairs = [(op.lhs, op.rhs)]
-    elif isinstance(op, kn.MulOp):
-        pairs = [(op.lhs, op.rhs), (op.rhs, op.lhs)]
-    else:
-        return None
-    for w, c in pairs:
-        if len(kn.shape_of(c)) >= 2 and kn.shape_of(c)[-2] == 1 and _broadcasts_into(c, w):
-            return w, c
+    for x, f in pairs:
+        if len(kn.shape_of(f)) >= -dim and kn.shape_of(f)[dim] == 1 and _broadcasts_into(f, x):
+            return x, f
     return None
 
 
@@ -105,7 +92,7 @@ class MoveScaleAcrossMatmul(RewritePattern):
                 rewriter.replace(op, [mm, scaled])
                 rewriter.erase(producer)
                 return
-            match = _row_factor(producer) if side == "lhs" else _col_factor(producer)
+            match = _factor(producer, -1 if side == "lhs" else -2)
             if match is None:
                 continue
             x, factor = match

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +37,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def run_tool(module: str, *args: str, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """Run one of our command-line tools (`python -m <module> args...`), capturing its output."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+        timeout=timeout,
+    )
+
+
+def assert_one_line_error(prog: str, proc: subprocess.CompletedProcess[str], needle: str) -> None:
+    """The tool failed the way a user should see it: exit 1, one stderr line `<prog>: error:
+    ...` containing `needle`, no traceback."""
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"{prog}: error: ") and needle in lines[0], lines[0]

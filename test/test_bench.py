@@ -3,6 +3,7 @@ crash isolation of the GPU phase (with a fake child), the summary arithmetic, CL
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -12,7 +13,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import has_gpu
+from conftest import assert_one_line_error as one_line_error
+from conftest import has_gpu, run_tool
 
 from mirage_xdsl.bench import BenchError
 from mirage_xdsl.bench.gpu_phase import EnvInfo, Result, run_isolated
@@ -23,20 +25,10 @@ from mirage_xdsl.bench.workloads import EXAMPLES, WORKLOADS, resolve, resolve_fi
 
 
 def run_cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mirage_xdsl.tools.mirage_bench", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_tool("mirage_xdsl.tools.mirage_bench", *args, timeout=timeout)
 
 
-def assert_one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("mirage-bench: error: ") and needle in lines[0], lines[0]
+assert_one_line_error = functools.partial(one_line_error, "mirage-bench")
 
 
 # ---------------------------------------------------------------------------------------

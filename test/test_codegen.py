@@ -26,10 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.context import Context
-from xdsl.dialects.arith import Arith
-from xdsl.dialects.builtin import Builtin, IntegerAttr, ModuleOp, bf16, f16, f32, i64
-from xdsl.dialects.func import Func, FuncOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, bf16, f16, f32, i64
+from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException
 
 from mirage_xdsl.codegen import cuda_printer
@@ -43,7 +41,7 @@ from mirage_xdsl.passes.convert_tb_to_cute import (
     parse_swizzle,
     reduce_threads,
 )
-from mirage_xdsl.tools.registry import get_all_dialects
+from mirage_xdsl.runtime.executable import make_context
 
 SHARED = Path(os.environ.get("MIRAGE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 MUGRAPH_FILES = sorted((SHARED / "mugraphs").glob("*.json"))
@@ -54,13 +52,7 @@ OVERSIZED = "tb-plan-smem"
 rmsnorm_bs1 graph 14 holds the whole K = 4096 per block); they cannot run and are skipped."""
 
 
-def make_ctx() -> Context:
-    ctx = Context()
-    for d in (Builtin, Func, Arith):
-        ctx.load_dialect(d)
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    return ctx
+make_ctx = make_context
 
 
 def find_nvcc() -> str | None:

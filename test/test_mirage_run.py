@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import has_gpu
+from conftest import assert_one_line_error as one_line_error
+from conftest import has_gpu, run_tool
 
 from mirage_xdsl.tools import mirage_run
 from mirage_xdsl.tools.mirage_run import relative_error, rotation_sets, select
@@ -25,22 +25,10 @@ func.func @g(%x: tensor<4x8xf16>, %y: tensor<4x8xf16>) -> tensor<4x8xf16> {
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    full_env = dict(os.environ, **(env or {}))
-    return subprocess.run(
-        [sys.executable, "-m", "mirage_xdsl.tools.mirage_run", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-    )
+    return run_tool("mirage_xdsl.tools.mirage_run", *args, env=env, timeout=timeout)
 
 
-def assert_one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("mirage-run: error: ") and needle in lines[0], lines[0]
+assert_one_line_error = functools.partial(one_line_error, "mirage-run")
 
 
 def test_missing_file(tmp_path: Path) -> None:
