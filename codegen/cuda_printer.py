@@ -40,6 +40,7 @@ from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects import kernel as kn
 from mirage_xdsl.dialects.kernel import element_type_of, ints, shape_of
 from mirage_xdsl.passes.layout_math import dtensor_strides
+from mirage_xdsl.passes.plan_workspace import GRID_SUM_SCRATCH_ATTR
 
 HEADER = "mirage_xdsl/runtime.cuh"
 
@@ -248,12 +249,27 @@ def reduce_scratch_bytes(kernel: cute.KernelOp) -> int:
     return (nt // 32) * 4 if wide else 0
 
 
+GRID_SUM_FLAG_BYTES = 16
+"""Shared memory of `cute.grid_sum`'s "this block arrived last" flag (4 bytes, 16-aligned)."""
+
+
+def grid_sum_of(kernel: cute.KernelOp) -> cute.GridSumOp | None:
+    """The kernel's `cute.grid_sum` (convert-tb-to-cute emits at most one)."""
+    return next((op for op in kernel.walk() if isinstance(op, cute.GridSumOp)), None)
+
+
 def launch_smem_bytes(kernel: cute.KernelOp) -> int:
     """Dynamic shared memory of a launch of `kernel`: its plan, then the sliced-K scratch,
-    then the block-reduction scratch."""
+    then the block-reduction scratch, then the grid-sum flag."""
     slicing = mma_slicing(kernel)
-    extra = slicing.total + reduce_scratch_bytes(kernel)
+    extra = slicing.total + reduce_scratch_bytes(kernel) + (GRID_SUM_FLAG_BYTES if grid_sum_of(kernel) else 0)
     return slicing.base + extra if extra else kernel.smem_bytes
+
+
+def grid_sum_counters(kernel: cute.KernelOp) -> int:
+    """Arrival counters a launch of `kernel` uses: one per split group (0 without grid sum)."""
+    op = grid_sum_of(kernel)
+    return 0 if op is None else math.prod(kernel.grid) // kernel.grid[op.grid_axis]
 
 
 REG_ACC_MAX_PER_THREAD = 32
@@ -352,6 +368,8 @@ class _KernelPrinter:
                 name = f"i{i - nout}"
                 params.append(f"const {ct}* __restrict__ {name}")
             self.names[arg] = name
+        if grid_sum_of(k) is not None:
+            params += ["float* __restrict__ gs_scratch", "unsigned* __restrict__ gs_counters"]
         b = k.block
         header = [
             f"// {k.kernel_name.data}: grid ({k.grid[0]}, {k.grid[1]}, {k.grid[2]}), "
@@ -391,6 +409,8 @@ class _KernelPrinter:
             self.elementwise(op)
         elif isinstance(op, cute.ReduceOp):
             self.reduce(op)
+        elif isinstance(op, cute.GridSumOp):
+            self.grid_sum(op)
         elif isinstance(op, cute.ConcatOp):
             self.concat(op)
         elif isinstance(op, cute.MmaInitOp):
@@ -613,6 +633,46 @@ class _KernelPrinter:
         )
         self.emit(f"    [](float o, float v) {{ return {body}; }});")
 
+    def grid_sum(self, op: cute.GridSumOp) -> None:
+        """Partials to the scratch slot of this block (group-major, then split index), arrive,
+        and -- in the last block of the group only -- the group's sums into `outs`.  The
+        slot layout matches passes/plan_workspace.grid_sum_scratch_bytes."""
+        k = self.kernel
+        axis, xyz = op.grid_axis, "xyz"
+        split = k.grid[axis]
+        group, scale = [], 1
+        for a in range(3):
+            if a == axis or k.grid[a] == 1:
+                continue
+            group.append(f"blockIdx.{xyz[a]}" if scale == 1 else f"{scale}u * blockIdx.{xyz[a]}")
+            scale *= k.grid[a]
+        types = [v.type for v in op.ins]
+        sizes = [math.prod(t.get_shape()) for t in types]  # type: ignore[attr-defined]
+        slot = sum(sizes)
+        slicing = self.slicing
+        flag = slicing.base + slicing.total + reduce_scratch_bytes(k)
+        self.emit(f"{{  // grid sum: the {split} blocks along blockIdx.{xyz[axis]} of each group, one of them goes on")
+        self.indent += 1
+        self.emit(f"const unsigned gs_group = {' + '.join(group) or '0u'};")
+        self.emit(f"float* gs_part = gs_scratch + (size_t)(gs_group * {split}u + blockIdx.{xyz[axis]}) * {slot};")
+        base = 0
+        for v, typ, n in zip(op.ins, types, sizes):
+            self.emit(f"mx::grid_partial_store<{self.nt}, {self.natural_layout(typ)}>(gs_part + {base}, {self.tile_ptr(v)}, tid);")  # type: ignore[arg-type]
+            base += n
+        self.emit(
+            f"if (!mx::grid_arrive(gs_counters + gs_group, {split}u, reinterpret_cast<unsigned*>(smem + {flag}), tid)) return;"
+        )
+        self.emit(f"const float* gs_all = gs_scratch + (size_t)gs_group * {split * slot};")
+        base = 0
+        for v, n in zip(op.outs, sizes):
+            typ = v.type
+            self.emit(
+                f"mx::grid_partial_sum<{self.nt}, {split}, {slot}, {self.natural_layout(typ)}>({self.tile_ptr(v)}, gs_all + {base}, tid);"  # type: ignore[arg-type]
+            )
+            base += n
+        self.indent -= 1
+        self.emit("}")
+
     def concat(self, op: cute.ConcatOp) -> None:
         out = op.out.type
         assert isinstance(out, cute.SmemTensorType)
@@ -825,6 +885,7 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
         return TensorRef("workspace", 0, ints(offs)[value.index], _spec(value))
 
     steps: list[KernelLaunch | LibraryCall] = []
+    counters = 0
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             continue
@@ -835,6 +896,12 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
                     op, f"{op.kernel_name.data} needs {launch_smem_bytes(op)} B of shared memory, more than {arch}'s {limit} B"
                 )
             args = tuple(ref(v, op) for v in op.outputs) + tuple(ref(v, op) for v in op.inputs)
+            if n_counters := grid_sum_counters(op):
+                scratch = op.attributes.get(GRID_SUM_SCRATCH_ATTR)
+                if not isinstance(scratch, IntegerAttr):
+                    raise _err(op, f"a kernel with a grid sum needs '{GRID_SUM_SCRATCH_ATTR}'; run kn-plan-workspace first")
+                args += (TensorRef("workspace", 0, scratch.value.data), TensorRef("counters", 0, 4 * counters))
+                counters += n_counters
             steps.append(KernelLaunch(op.kernel_name.data, op.grid, op.block, launch_smem_bytes(op), args))
             continue
         if isinstance(op, kn.CustomizedOp):
@@ -867,7 +934,7 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
                 need = r.offset + _spec_bytes(r.spec)
                 if need > workspace:
                     raise _err(fn, f"workspace slice [{r.offset}, {need}) exceeds kn.workspace_size = {workspace}")
-    return LaunchPlan(fn.sym_name.data, inputs, outputs, workspace, tuple(steps), arch)
+    return LaunchPlan(fn.sym_name.data, inputs, outputs, workspace, tuple(steps), arch, counters)
 
 
 _DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint16": 2}

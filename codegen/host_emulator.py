@@ -180,6 +180,8 @@ class HostEmulator:
         self.lib = ctypes.CDLL(str(build_host_library(program, cache_dir)))
         self.lib.mxh_launch.restype = ctypes.c_int
         self.lib.mxh_launch.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 7 + [ctypes.POINTER(ctypes.c_void_p)]
+        # grid-sum arrival counters: zeroed once per plan and kept, as the CuPy runtime does
+        self.counters = {name: np.zeros(max(plan.counters, 1), np.uint32) for name, plan in program.plans.items()}
 
     def run(self, func_name: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         plan: LaunchPlan = self.program.plans[func_name]
@@ -216,9 +218,18 @@ class HostEmulator:
             assert ref.spec is not None
             return ref.spec.dtype
 
+        counters = self.counters[func_name]
+
+        def pointer(ref: TensorRef) -> int:
+            if ref.kind == "counters":
+                return counters.ctypes.data + ref.offset
+            if ref.kind == "workspace" and ref.spec is None:
+                return workspace.ctypes.data + ref.offset
+            return view_of(ref).ctypes.data
+
         for step in plan.steps:
             if isinstance(step, KernelLaunch):
-                ptrs = (ctypes.c_void_p * len(step.args))(*[view_of(r).ctypes.data for r in step.args])
+                ptrs = (ctypes.c_void_p * len(step.args))(*[pointer(r) for r in step.args])
                 rc = self.lib.mxh_launch(step.kernel.encode(), *step.grid, *step.block, step.smem_bytes, ptrs)
                 if rc != 0:
                     raise HostEmulationError(f"kernel {step.kernel} not found in the host library")

@@ -2,8 +2,8 @@
 
 A kernel graph (`func.func`) becomes one CUDA translation unit plus a `LaunchPlan` that
 lists, in order, the steps that run it: generated-kernel launches and library calls
-(cuBLAS matmul, CuPy elementwise/reduction) over graph inputs, graph outputs and slices of
-one workspace buffer.  The plan round-trips through JSON (`to_json` / `from_json`).
+(cuBLAS matmul, CuPy elementwise/reduction) over graph inputs, graph outputs, slices of
+one workspace buffer and, for kernels with grid sums, a persistent buffer of counters.  The plan round-trips through JSON (`to_json` / `from_json`).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ class TensorSpec:
 class TensorRef:
     """Where a step's argument lives: graph input i, graph output i, or the workspace."""
 
-    kind: Literal["input", "output", "workspace"]
+    kind: Literal["input", "output", "workspace", "counters"]
     index: int = 0
-    """input/output position; unused for the workspace"""
+    """input/output position; unused for the workspace and the counters"""
     offset: int = 0
-    """byte offset into the workspace (workspace only)"""
+    """byte offset into the workspace or the counters (those two only)"""
     spec: TensorSpec | None = None
     """shape/strides/dtype of a workspace tensor (inputs and outputs use the plan's specs)"""
 
@@ -71,6 +71,10 @@ class LaunchPlan:
     workspace_bytes: int
     steps: tuple[KernelLaunch | LibraryCall, ...]
     arch: str = "sm_90"
+    counters: int = 0
+    """32-bit arrival counters of the plan's grid sums (tb.grid_sum): a buffer the runtime
+    zeroes once and keeps for the life of the compiled graph -- the kernels re-arm what they
+    use, so launches of one compiled graph must not run concurrently on several streams."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -102,4 +106,5 @@ class LaunchPlan:
             raw["workspace_bytes"],
             tuple(steps),
             raw.get("arch", "sm_90"),
+            raw.get("counters", 0),
         )

@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_attr_definition,
@@ -969,6 +970,43 @@ class ElementwiseOp(CuteOp):
 
 
 @irdl_op_definition
+class GridSumOp(CuteOp):
+    """The split-K combine of `tb.grid_sum`, inside the kernel: each block writes its tiles
+    `ins` (fp32) to its slot of the global scratch, `__threadfence`, and arrives at its split
+    group's counter; the last block to arrive re-arms the counter, sums the group's slots in
+    split order into `outs`, and goes on; the other blocks return.  `dim` is the grid axis
+    the group spans (0 = x, 1 = y, 2 = z).  The scratch (`kn.grid_sum_scratch_offset` in the
+    workspace) and the counters (a zeroed buffer the runtime keeps per compiled graph) are
+    extra kernel parameters.  `cute.grid_sum(%a, %b) -> (%c, %d) {dim = 1 : i64} : ...`."""
+
+    name = "cute.grid_sum"
+    ins = var_operand_def(SmemTensorType)
+    outs = var_operand_def(SmemTensorType)
+    dim = prop_def(IntegerAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    assembly_format = "`(` $ins `)` `->` `(` $outs `)` attr-dict `:` type($ins) `->` type($outs)"
+
+    def __init__(self, ins: Sequence[SSAValue], outs: Sequence[SSAValue], dim: int):
+        super().__init__(operands=[list(ins), list(outs)], properties={"dim": IntegerAttr(dim, i64)})
+
+    @property
+    def grid_axis(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        if len(self.ins) != len(self.outs) or not self.ins:
+            raise _fail(self, f"needs one output tile per input tile, got {len(self.ins)} and {len(self.outs)}")
+        for i, (a, b) in enumerate(zip(self.ins, self.outs)):
+            if _smem(a).get_shape() != _smem(b).get_shape():
+                raise _fail(self, f"tile #{i}: input shape {_smem(a).get_shape()} differs from output {_smem(b).get_shape()}")
+        if not 0 <= self.grid_axis < 3:
+            raise _fail(self, f"dim must be a grid axis 0, 1 or 2, got {self.grid_axis}")
+        kernel = kernel_of(self)
+        if kernel is not None and kernel.grid[self.grid_axis] < 2:
+            raise _fail(self, f"grid axis {self.grid_axis} has {kernel.grid[self.grid_axis]} block: nothing to sum")
+
+
+@irdl_op_definition
 class ReduceOp(CuteOp):
     """Reduce dim `dim` of `input` to `group` elements over STRIDED groups:
     `v[..., j, ...] = sum_k in[..., j + k*group, ...]` (kind `sum`), then epilogue and store.
@@ -1244,6 +1282,7 @@ Cute = Dialect(
         FillOp,
         ElementwiseOp,
         ReduceOp,
+        GridSumOp,
         ConcatOp,
         MmaInitOp,
         MmaOp,

@@ -488,6 +488,26 @@ class CustomizedOp(IRDLOperation):
         return ints(self.block_dim)  # type: ignore[return-value]
 
     @property
+    def grid_sum_axis(self) -> int | None:
+        """The grid axis that the graph's `tb.grid_sum` ops reduce (None without them)."""
+        if len(self.body.blocks) != 1:
+            return None
+        for op in self.body.block.ops:
+            if op.name == "tb.grid_sum":
+                return op.properties["dim"].value.data  # type: ignore[union-attr]
+        return None
+
+    @property
+    def store_grid(self) -> tuple[int, int, int]:
+        """The grid as `tb.output` sees it: the `tb.grid_sum` axis counts 1 block (one block
+        of each split group stores), the other axes as in `grid_dim`."""
+        grid = list(self.grid)
+        axis = self.grid_sum_axis
+        if axis is not None:
+            grid[axis] = 1
+        return tuple(grid)  # type: ignore[return-value]
+
+    @property
     def num_iterations(self) -> int:
         return self.forloop_range.value.data
 
@@ -525,7 +545,6 @@ class CustomizedOp(IRDLOperation):
         if (err := self.graph_error()) is not None:
             raise fail(self, err)
         check_tensor_types(self)
-        grid = self.grid
         args = self.body.block.args
         if len(args) != len(self.inputs) or any(a.type != v.type for a, v in zip(args, self.inputs)):
             raise fail(
@@ -541,9 +560,13 @@ class CustomizedOp(IRDLOperation):
             raise fail(
                 self, f"{len(outputs)} tb.output ops for {len(self.outputs)} results; each result needs one tb.output"
             )
+        axes = {op.properties["dim"] for op in self.body.block.ops if op.name == "tb.grid_sum"}
+        if len(axes) > 1:
+            raise fail(self, "all tb.grid_sum ops of a graph must reduce the same grid axis (one synchronisation)")
+        store_grid = self.store_grid
         for i, (out_op, res) in enumerate(zip(outputs, self.outputs)):
             try:
-                expected = tiling.output_dtensor_shape(shape_of(out_op.input), grid, ints(out_op.output_map))
+                expected = tiling.output_dtensor_shape(shape_of(out_op.input), store_grid, ints(out_op.output_map))
             except tiling.ShapeError as err:
                 raise fail(self, f"tb.output #{i}: {err}") from None
             check_shape(self, expected, shape_of(res), what=f"result #{i}")

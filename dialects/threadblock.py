@@ -227,7 +227,8 @@ class OutputOp(TbOp):
     """Store each block's tile into the kernel output; only after the for-loop.
 
     `output_map` (x, y, z): the output dim each grid axis concatenates along; every grid
-    axis > 1 needs an entry (blocks must write disjoint regions).
+    axis > 1 needs an entry (blocks must write disjoint regions), except the axis of the
+    graph's `tb.grid_sum` ops, which must be -1 (one block per group stores).
     """
 
     name = "tb.output"
@@ -252,8 +253,22 @@ class OutputOp(TbOp):
         graph = checked_graph_of(self)
         if graph is None:
             return
+        axis = graph.grid_sum_axis
+        if axis is not None:
+            if self.omap[axis] >= 0:
+                raise fail(
+                    self,
+                    f"the graph's tb.grid_sum ops reduce grid axis {'xyz'[axis]}, so one block per group "
+                    f"stores: output_map.{'xyz'[axis]} must be -1, got {self.omap[axis]}",
+                )
+            if not depends_on_grid_sum(self.input):
+                raise fail(
+                    self,
+                    "the stored tile does not depend on a tb.grid_sum: only the last block of each "
+                    "split group runs after the grid sums, so store a tile computed from them",
+                )
         try:
-            tiling.output_dtensor_shape(shape_of(self.input), graph.grid, self.omap)
+            tiling.output_dtensor_shape(shape_of(self.input), graph.store_grid, self.omap)
         except tiling.ShapeError as err:
             raise fail(self, str(err)) from None
 
@@ -668,6 +683,85 @@ class ForloopAccumOp(TbOp):
         return op
 
 
+# ---------------------------------------------------------------------------------------
+# Split-K across blocks (beyond Mirage)
+
+
+GRID_SUMMABLE_ACCUMULATORS = ("nored", "red_ld_sum", "redtox_ld_sum")
+"""Accumulators whose split-block partials add up to the unsplit result (sums; not a mean,
+rms, max or rescaled sum)."""
+
+
+@irdl_op_definition
+class GridSumOp(TbOp):
+    """Sum an accumulator's tile over the blocks of one split group.
+
+    The blocks that differ only in grid axis `dim` (0 = x, 1 = y, 2 = z) form a group; each
+    holds a partial tile (it accumulated one slice of a split for-loop axis) and the result is
+    the group's sum.  Only ONE block per group -- the last to arrive -- runs the ops after the
+    grid sums and stores the outputs; the others stop at the grid sums.  Hence every
+    `tb.output` needs `output_map[dim] = -1` and must store a tile computed from a grid sum.
+    All `tb.grid_sum` ops of a graph reduce the same axis and synchronise once.  Beyond
+    Mirage, whose split-K needs a second kernel (a `kn.reduction` over the partials); the CUDA
+    lowering follows the "last block" reduction of the CUDA samples' threadFenceReduction:
+    partials to a global scratch, `__threadfence`, a per-group arrival counter, and the last
+    block sums the partials in block order (deterministic).
+    Syntax: `tb.grid_sum %acc {dim = 1 : i64} : T -> T`.
+    """
+
+    name = "tb.grid_sum"
+    input = operand_def(STensorType)
+    result = result_def(STensorType)
+    dim = prop_def(IntegerAttr)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, dim: int):
+        super().__init__(operands=[input], result_types=[input.type], properties={"dim": IntegerAttr(dim, i64)})
+
+    @property
+    def grid_axis(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        if self.result.type != self.input.type:
+            raise fail(self, f"the result type {self.result.type} must equal the operand type {self.input.type}")
+        owner = self.input.owner
+        if not isinstance(owner, ForloopAccumOp) or owner.accum_kind not in GRID_SUMMABLE_ACCUMULATORS:
+            raise fail(
+                self,
+                "the operand must be a tb.forloop_accum result of kind "
+                f"{', '.join(GRID_SUMMABLE_ACCUMULATORS)}: a grid sum adds up the split blocks' partial sums",
+            )
+        if not 0 <= self.grid_axis < 3:
+            raise fail(self, f"dim must be a grid axis 0, 1 or 2 (x, y, z), got {self.grid_axis}")
+        graph = checked_graph_of(self)
+        if graph is None:
+            return
+        if graph.grid[self.grid_axis] < 2:
+            raise fail(
+                self,
+                f"grid_dim.{'xyz'[self.grid_axis]} = {graph.grid[self.grid_axis]}: a grid sum needs at least "
+                "2 blocks along its axis",
+            )
+
+
+def depends_on_grid_sum(value: SSAValue) -> bool:
+    """Whether `value` is computed (transitively, inside its block) from a `tb.grid_sum`."""
+    seen: set[SSAValue] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        owner = v.owner
+        if isinstance(owner, GridSumOp):
+            return True
+        if isinstance(owner, IRDLOperation):
+            stack.extend(owner.operands)
+    return False
+
+
 UNARY_BY_KIND: dict[str, type[TbUnaryOp]] = {
     "exp": ExpOp,
     "square": SquareOp,
@@ -710,6 +804,7 @@ Threadblock = Dialect(
         RmsNormOp,
         ConcatOp,
         ForloopAccumOp,
+        GridSumOp,
     ],
     [STensorType],
 )

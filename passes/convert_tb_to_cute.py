@@ -522,6 +522,28 @@ class _KernelBuilder:
             raise _error(leader, "tb.rms_norm must be decomposed first; run tb-decompose-accumulators")
         raise _error(leader, f"{leader.name} has no CuTe lowering")
 
+    def lower_grid_sums(self, sums: Sequence[_Chain], rest: Sequence[_Chain]) -> list[Operation]:
+        """Every `tb.grid_sum` of the graph as ONE `cute.grid_sum` (one synchronisation of the
+        split blocks) and a barrier, first thing after the loop: tb-schedule puts them on the
+        first post-loop level, before every other post-loop op."""
+        ops = [ch.ops[0] for ch in sums]
+        for ch in sums:
+            if len(ch.ops) != 1:
+                raise _error(ch.ops[1], "an op is fused onto a tb.grid_sum; run tb-fusion-chains on this graph again")
+        first = min(ch.level for ch in sums)
+        late = [ch for ch in sums if ch.level != first] + [ch for ch in rest if ch.level <= first]
+        if late:
+            raise _error(
+                late[0].ops[0],
+                "tb.grid_sum ops must share the first post-loop level, before every other post-loop op; run tb-schedule",
+            )
+        axis = {op.grid_axis for op in ops}  # type: ignore[attr-defined]
+        if len(axis) != 1:
+            raise _error(ops[0], "all tb.grid_sum ops of a graph must reduce the same grid axis")
+        ins = [self.tile(op, op.operands[0]) for op in ops]
+        outs = [self.tile(op, op.results[0]) for op in ops]
+        return [cute.GridSumOp(ins, outs, axis.pop()), cute.BarrierOp()]
+
     def matmul_parts(self, chain: _Chain) -> tuple[tb.MatmulOp, cute.FragmentType]:
         mm = chain.ops[0]
         assert isinstance(mm, tb.MatmulOp)
@@ -682,7 +704,12 @@ class _KernelBuilder:
             for op, frag in reg_accums.items():
                 body.append(cute.FragStoreOp(frag, self.tile(op, op.results[0]), [], "store"))
             body.append(cute.BarrierOp())
-        body += emit_stage(by_stage["post"], None)
+        post = by_stage["post"]
+        sums = [ch for ch in post if isinstance(ch.ops[0], tb.GridSumOp)]
+        if sums:
+            post = [ch for ch in post if ch not in sums]
+            body += self.lower_grid_sums(sums, post)
+        body += emit_stage(post, None)
         block.add_ops(body)
 
         kernel = cute.KernelOp(

@@ -13,6 +13,9 @@ dim and `R` = the graph's `forloop_range`:
 | `tb.rms_norm(x)`         | `square` -> `mul_scalar(1/n)` -> `reduction(last)` -> `sqrt` -> `div(x, .)` |
 
 Afterwards only `nored`, `nored_rescale` and `max` accumulators remain, and no `tb.rms_norm`.
+A `tb.grid_sum` of a decomposed accumulator moves above the linear post-loop ops
+(`reduction`, `reduction_to_dimx`, `mul_scalar`) so that it reads the `nored` accumulator:
+`grid_sum(red_ld_sum(x))` -> `reduction(grid_sum(nored(x)))`.
 Ops before the accumulator stay in the loop (their tiles are not `after_accum`); the
 accumulator's result and everything computed from it are `after_accum` (the op constructors
 derive the types).  `red_ld_rms` scales before accumulating so that partial sums stay in range.
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -106,6 +110,28 @@ class DecomposeAccumulator(RewritePattern):
         rewriter.replace(op, accumulator_ops(op))
 
 
+LINEAR_POST_OPS = (tb.ReductionOp, tb.ReductionToDimxOp, tb.MulScalarOp)
+"""Post-loop ops that commute with a sum over blocks (they are linear in their operand)."""
+
+
+class HoistGridSum(RewritePattern):
+    """`grid_sum(f(a))` -> `f(grid_sum(a))` for a linear `f` used once: after decomposition a
+    grid sum then reads the `nored` accumulator itself, so the code generator can sum every
+    grid sum's partials at one point, right after the for-loop."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tb.GridSumOp, rewriter: PatternRewriter) -> None:
+        producer = op.input.owner
+        if not isinstance(producer, LINEAR_POST_OPS) or not op.input.has_one_use():
+            return
+        summed = tb.GridSumOp(producer.input, op.grid_axis)
+        moved = producer.clone()
+        moved.operands = [summed.result]
+        rewriter.insert(summed, InsertPoint.before(producer))
+        rewriter.replace(op, [moved])
+        rewriter.erase(producer)
+
+
 class DecomposeTbRmsNorm(RewritePattern):
     """Rewrite `tb.rms_norm`."""
 
@@ -122,6 +148,6 @@ class DecomposeAccumulatorsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([DecomposeAccumulator(), DecomposeTbRmsNorm()], dce_enabled=False),
+            GreedyRewritePatternApplier([DecomposeAccumulator(), DecomposeTbRmsNorm(), HoistGridSum()], dce_enabled=False),
             apply_recursively=False,
         ).rewrite_module(op)

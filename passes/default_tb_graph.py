@@ -115,6 +115,16 @@ class DeviceModel:
     """Also enumerate split-K plans when an unsplit grid fills the SMs (they compete on
     estimated time; on the H200 the cheapest plan of this wider search was never slower than
     the narrower search's: benchmarks/results/variants-h200-2026-11-22-sliced-k.md)."""
+    grid_sum: bool = True
+    """Also plan split-K kernels that combine their partials themselves (`tb.grid_sum`: the
+    last block of each split group sums them) instead of in a second kernel."""
+    grid_sum_us: float = 0.8
+    grid_sum_us_per_split: float = 0.1
+    """Added latency of an in-kernel combine (`grid_sum_us + S * grid_sum_us_per_split` for S
+    split blocks per group): the arrival atomics on one counter, then the last block's loads
+    of S partials and its epilogue.  H200, against the same kernels without the combine:
+    rmsnorm_linear S = 4..16 +1.0-1.7 us, gqa S = 16 +2.4 us, S = 32 +5.5 us
+    (benchmarks/results/grid-sum-h200-2026-11-22.md)."""
     unpipelined_split_penalty_us: float = 1.0
     """Per wave, for split-K / flash-decoding plans without a for-loop (R = 1): each block loads
     its whole tile before computing, nothing overlaps the load (H200: such attention plans
@@ -124,6 +134,25 @@ class DeviceModel:
     """Input tiles whose rows are contiguous runs of at most `narrow_row_bytes` (8 fp16
     columns) stream this much slower than wider ones (gated_mlp: 8-column tiles 37 us,
     16-column 26 us; benchmarks/results/membench-h200-2026-11-22.md)."""
+    short_row_bytes: int = 32
+    short_row_penalty: float = 1.05
+    """Rows of at most `short_row_bytes` (16 fp16 columns) stream slower than rows of 128-256
+    bytes (membench: 62-65 % vs 74-76 % of the copy bandwidth, a ratio of about 1.18); kept
+    mild so that, with little shared memory, 16-column tiles with a long for-loop still beat
+    8-column ones (which stream 1.4x slower still, `narrow_row_penalty`)."""
+    odd_row_penalty: float = 1.25
+    """Rows that are not a power-of-two number of bytes (e.g. 96 fp16 columns) stream this
+    much slower (rmsnorm_linear on the H200: split-K kernels with 96- and 48-column W tiles
+    17.0 / 18.6 us, 64- and 128-column 14.5-14.6 us; unsplit, 24-column tiles 22.7 us where
+    16-column ones take 18.3; benchmarks/results/grid-sum-h200-2026-11-22.md)."""
+
+    def row_penalty(self, row_bytes: int) -> float:
+        """How much slower than wide rows a tile with `row_bytes`-byte rows streams."""
+        if row_bytes <= self.narrow_row_bytes:
+            return self.narrow_row_penalty
+        if row_bytes <= self.short_row_bytes:
+            return self.short_row_penalty
+        return self.odd_row_penalty if row_bytes & (row_bytes - 1) else 1.0
 
 
 # ---------------------------------------------------------------------------------------
@@ -433,6 +462,14 @@ class KernelPlan:
     tiebreak: tuple = ()
     template: str = ""
     threads: int = 128  # block_dim.x
+    grid_sum: bool = False  # split-K combined in this kernel (tb.grid_sum) instead of a second one
+
+    @property
+    def store_grid(self) -> tuple[int, int, int]:
+        """The grid as the outputs see it: with a grid sum, the split axis stores once."""
+        if not self.grid_sum:
+            return self.grid
+        return tuple(1 if a == self.loop_axis and self.split > 1 else g for g, a in zip(self.grid, self.grid_axes))  # type: ignore[return-value]
 
     def imap_fdim(self, node: int) -> tuple[tuple[int, int, int], int]:
         axes = self.ax.axes[node]
@@ -505,8 +542,27 @@ def _rms_shortcuts(group: Group, ax: AxisInfo, ph: dict[int, str], loop_axis: in
     return out
 
 
+def _reads_any(group: Group, node: int, targets: set[int]) -> bool:
+    """Whether `node` is or (transitively) reads one of `targets`."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n in targets:
+            return True
+        if n not in seen:
+            seen.add(n)
+            stack.extend(group.nodes[n].args)
+    return False
+
+
 def _tile(ax: AxisInfo, node: int, factor: dict[int, int]) -> tuple[int, ...]:
     return tuple(1 if a is None else ax.extent[a] // factor.get(a, 1) for a in ax.axes[node])
+
+
+def is_attention(group: Group) -> bool:
+    """Whether `group` is an attention (softmax(Q K^T) V) block."""
+    kinds = group.kinds()
+    return "softmax_matmul" in group.records or ("exp" in kinds and kinds.count("matmul") >= 2)
 
 
 def _template(group: Group, plan: KernelPlan, role: str) -> str:
@@ -514,9 +570,9 @@ def _template(group: Group, plan: KernelPlan, role: str) -> str:
         return "split_reduce"
     kinds = group.kinds()
     n_mm = kinds.count("matmul")
-    attention = "softmax_matmul" in group.records or ("exp" in kinds and n_mm >= 2)
+    attention = is_attention(group)
     if plan.split > 1:
-        return "flash_decoding" if attention else "split_k"
+        return ("flash_decoding" if attention else "split_k") + ("_grid_sum" if plan.grid_sum else "")
     if attention:
         return "attention"
     if n_mm == 0:
@@ -612,8 +668,8 @@ class Planner:
             while s <= dev.max_split and ax.extent[L] % s == 0 and ax.extent[L] // s >= min(dev.k_tiles):
                 splits.append(s)
                 s *= 2
-        for S, frontier in ((S, f) for S in splits for f in (self._frontiers(group, full_frontier) if S > 1 else [[]])):
-            out_nodes = frontier if S > 1 else group.outputs
+        for S, frontier, gsum in self._split_options(group, splits, full_frontier):
+            out_nodes = frontier if S > 1 and not gsum else group.outputs
             gridable = [a for a in parallel if all(a in ax.axes[o] for o in out_nodes)]
             forced = [a for a in ax.extent if "batch" in ax.roles.get(a, set())]
             if any(a not in gridable for a in forced):
@@ -632,10 +688,10 @@ class Planner:
                 if blocks > dev.max_blocks:
                     continue
                 for kt in ktiles:
-                    plan = self._kernel(group, ax, L, ph, factor, S, kt, has_loop, frontier)
+                    plan = self._kernel(group, ax, L, ph, factor, S, kt, has_loop, frontier, gsum)
                     if plan is None:
                         continue
-                    if S == 1:
+                    if S == 1 or gsum:
                         yield FusionPlan([plan], plan.cost_us, plan.tiebreak)
                         continue
                     combine = self._combine(group, ph, plan, frontier, combine_cache)
@@ -643,6 +699,28 @@ class Planner:
                         continue
                     cost = plan.cost_us + combine.cost_us
                     yield FusionPlan([plan, *combine.kernels], cost, plan.tiebreak + combine.tiebreak)
+
+    def _split_options(
+        self, group: Group, splits: Sequence[int], full_frontier: list[int]
+    ) -> Iterator[tuple[int, list[int], bool]]:
+        """(split, what kernel 1 accumulates, combined in-kernel by grid sums?) to enumerate:
+        unsplit; per split factor the two-kernel plans of each frontier and, if every output
+        depends on a loop reduction (only the last block of a group stores), the one-kernel
+        grid-sum plan -- not for attention: on the H200 gqa's grid-sum flash decoding took
+        13.1 us where kernel 1 + the combine kernel took 10.6
+        (benchmarks/results/grid-sum-h200-2026-11-22.md)."""
+        for S in splits:
+            if S == 1:
+                yield 1, [], False
+                continue
+            for f in self._frontiers(group, full_frontier):
+                yield S, f, False
+            if (
+                self.device.grid_sum
+                and not is_attention(group)
+                and all(_reads_any(group, o, set(full_frontier)) for o in group.outputs)
+            ):
+                yield S, full_frontier, True
 
     def _kernel(
         self,
@@ -655,6 +733,7 @@ class Planner:
         kt: int,
         has_loop: bool,
         frontier: Sequence[int] = (),
+        grid_sum: bool = False,
     ) -> KernelPlan | None:
         # grid axes: partitioned parallel axes in the order of the first output's dims, then split
         first = group.outputs[0] if group.outputs else None
@@ -678,7 +757,7 @@ class Planner:
         if L is not None:
             tfactor[L] = S * R
         # which nodes this kernel computes
-        if S > 1:
+        if S > 1 and not grid_sum:
             needed_set: set[int] = set()
             stack = list(frontier)
             while stack:
@@ -725,6 +804,9 @@ class Planner:
                 if g == 1:
                     omap.append(-1)
                     continue
+                if a == L and S > 1 and grid_sum:
+                    omap.append(-1)  # the last block of each split group stores
+                    continue
                 if a == L and S > 1:
                     d = self._partial_dim(ax, o, factor)
                 else:
@@ -737,6 +819,7 @@ class Planner:
         plan = KernelPlan(
             group, ax, ph, L, R, S, tuple(grid), tuple(gaxes), tiles, needed, outputs, rms, skipped, dimx  # type: ignore[arg-type]
         )
+        plan.grid_sum = grid_sum
         # input tiles must agree with Mirage's tiling rule
         for n in needed:
             node = group.nodes[n]
@@ -828,8 +911,9 @@ class Planner:
                 smem += _round16(b * (2 if fdim >= 0 and R > 1 else 1))
                 loaded += blocks * b * (R if fdim >= 0 else 1)
                 unique += numel(node.shape) * eb
-                narrow = t[-1] < node.shape[-1] and t[-1] * eb <= dev.narrow_row_bytes
-                unique_dram += numel(node.shape) * eb * (dev.narrow_row_penalty if narrow else 1.0)
+                row = t[-1] * eb
+                slow = dev.row_penalty(row) if t[-1] < node.shape[-1] else 1.0
+                unique_dram += numel(node.shape) * eb * slow
                 stage += b
                 # DRAM bytes in flight: a tile replicated along a grid axis comes from L2
                 replication = math.prod(g for g, m in zip(plan.grid, imap) if g > 1 and m < 0)
@@ -880,9 +964,13 @@ class Planner:
             if R > 1:
                 lifts_max += 1
         for o, omap in plan.outputs:
-            out_bytes = numel(tiling.output_dtensor_shape(plan.tiles[o], plan.grid, omap)) * elem_bytes(group.nodes[o].dtype)
+            out_bytes = numel(tiling.output_dtensor_shape(plan.tiles[o], plan.store_grid, omap)) * elem_bytes(group.nodes[o].dtype)
             unique += out_bytes
             unique_dram += out_bytes
+        summed = 0  # fp32 elements of the grid-summed tiles per block
+        if plan.grid_sum:
+            summed = sum(numel(plan.tiles[n]) for n in plan.needed if ax.reduce_axis.get(n) == plan.loop_axis)
+            smem += _round16(summed * 4) + 16
         if smem > dev.smem_per_block:
             return False
         if regs > dev.max_accum_per_thread:
@@ -914,6 +1002,12 @@ class Planner:
             + waves * (R * dev.iter_latency_us + dev.block_latency_us)
             + (waves * dev.unpipelined_split_penalty_us if R == 1 and plan.split > 1 else 0.0)
             + lifts_max * dev.max_lift_penalty_us
+            # grid sum: every block's partials to L2 and back, then the last block's epilogue
+            + (
+                (2 * blocks * summed * 4) / dev.l2_bytes_per_us + dev.grid_sum_us + plan.split * dev.grid_sum_us_per_split
+                if plan.grid_sum
+                else 0.0
+            )
         )
         plan.smem, plan.blocks, plan.loaded_bytes, plan.unique_bytes, plan.flops = smem, blocks, loaded, unique, flops
         plan.cost_us = round(cost, 3)
@@ -1016,6 +1110,17 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
             lifted[n] = add(tb.ForloopAccumOp(val[n], "nored" if R == 1 else "max", dimx))
         return lifted[n]
 
+    split_axis = next((i for i, a in enumerate(plan.grid_axes) if a == plan.loop_axis and plan.grid[i] > 1), -1)
+    summed: dict[int, SSAValue] = {}
+
+    def after_loop(n: int) -> SSAValue:
+        """`n` as the post-loop ops read it: grid-summed if it is a split accumulator."""
+        if plan.grid_sum and ax.reduce_axis.get(n) == plan.loop_axis:
+            if n not in summed:
+                summed[n] = add(tb.GridSumOp(val[n], split_axis))
+            return summed[n]
+        return val[n] if ph[n] == "post" else lift(n)
+
     for arg, n, ev in zip(block.args, inputs, ext_vals):
         if ev.name_hint:
             arg.name_hint = ev.name_hint.lower()
@@ -1049,7 +1154,7 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
                 val[n] = add(tb.ForloopAccumOp(add(tb.ReductionToDimxOp(x, d, dimx)), "nored", dimx))
             continue
         if ph[n] == "post":
-            xs = [val[a] if ph[a] == "post" else lift(a) for a in node.args]
+            xs = [after_loop(a) for a in node.args]
         else:
             xs = [val[a] for a in node.args]
         if k in TB_UNARY:
@@ -1071,9 +1176,9 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
             raise AssertionError(f"cannot place kn.{k} in a block graph")
     out_types = []
     for o, omap in plan.outputs:
-        v = val[o] if ph[o] == "post" else lift(o)
+        v = after_loop(o)
         ops.append(tb.OutputOp(v, omap))
-        shape = tiling.output_dtensor_shape(kn.shape_of(v), plan.grid, omap)
+        shape = tiling.output_dtensor_shape(kn.shape_of(v), plan.store_grid, omap)
         out_types.append(TensorType(group.nodes[o].dtype, shape))
     block.add_ops(ops)
     op = kn.CustomizedOp(

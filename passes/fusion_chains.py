@@ -60,8 +60,9 @@ def is_fusable(op: Operation) -> bool:
 def can_lead_fusion(producer: Operation) -> bool:
     """Whether a fusable consumer may be fused onto `producer`: not a load, not a two-result
     `reduction_max`, and not an accumulator (its value is final only after the loop; on
-    decomposed IR only `nored`, `nored_rescale` and `max` remain, Mirage's exclusion list)."""
-    return not isinstance(producer, (tb.InputOp, tb.ReductionMaxOp, tb.ForloopAccumOp))
+    decomposed IR only `nored`, `nored_rescale` and `max` remain, Mirage's exclusion list), and
+    not a `tb.grid_sum` (the grid sums of a graph are lowered together, as one step)."""
+    return not isinstance(producer, (tb.InputOp, tb.ReductionMaxOp, tb.ForloopAccumOp, tb.GridSumOp))
 
 
 def fused_producer(op: Operation) -> Operation | None:

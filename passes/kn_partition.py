@@ -12,7 +12,7 @@ group into `kn.customized` op(s) whose threadblock graphs come from `default_tb_
    the union of its producers' groups, or the largest single producer group, if the result
    is still convex (no path leaves and re-enters it) and plannable; else it starts a group.
 3. *Lowering.*  Each group is replaced by the plan's kernels -- one `kn.customized`, or two
-   for split-K (partials + combine) -- carrying `kn.template`, `kn.smem_estimate` (bytes:
+   for split-K (partials + combine; or one, whose split blocks meet in `tb.grid_sum`) -- carrying `kn.template`, `kn.smem_estimate` (bytes:
    the sum of the tile sizes) and `kn.cost_estimate_us`.  Plans estimated above 40% of the
    shared-memory limit are checked with `tb-plan-smem` itself (passes 1-9 of
    mirage-transpile on a scratch copy); the cheapest plan that it fits is taken.  A group
@@ -22,7 +22,9 @@ group into `kn.customized` op(s) whose threadblock graphs come from `default_tb_
 Options: `smem-limit` (bytes per block), `num-sms`, `allow-split`, `k-tiles` (for-loop tile
 candidates along the contracted dim), `candidate` (take the plan of this rank in estimated
 cost order instead of the cheapest: 0 = cheapest; the tuning candidates `mirage-bench`
-profiles) and `always-split` (also enumerate split-K plans when an unsplit grid fills the SMs).
+profiles), `always-split` (also enumerate split-K plans when an unsplit grid fills the SMs)
+and `grid-sum` (also enumerate split-K plans that combine their partials in the kernel with
+`tb.grid_sum` instead of a second kernel).
 """
 
 from __future__ import annotations
@@ -147,6 +149,7 @@ class PartitionOptions:
     k_tiles: tuple[int, ...] = (256, 128, 64)
     candidate: int = 0
     always_split: bool = True
+    grid_sum: bool = True
 
     def partition_options(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(PartitionOptions)}
@@ -165,6 +168,7 @@ class KnPartitionPass(ModulePass, PartitionOptions):
             num_sms=self.num_sms,
             k_tiles=tuple(self.k_tiles),
             always_try_split=self.always_split,
+            grid_sum=self.grid_sum,
         )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

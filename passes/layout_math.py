@@ -20,12 +20,14 @@ ACCUMULATOR_ELEM_BYTES = 4
 
 def stores_fp32(value: SSAValue) -> bool:
     """True when `value` is an accumulator tile kept in fp32: a `tb.forloop_accum` result of a
-    graph whose for-loop runs more than once.  With `forloop_range = 1` nothing accumulates, so
+    graph whose for-loop runs more than once, or the `tb.grid_sum` of one.  With `forloop_range = 1` nothing accumulates, so
     the tile keeps its element type (exact), and Mirage's plans sized for fp16 still fit
     (rmsnorm_bs1 graph 14 copies whole 2x4096 rows into its accumulators)."""
     from mirage_xdsl.dialects import kernel as kn
     from mirage_xdsl.dialects import threadblock as tb
 
+    if isinstance(value, OpResult) and isinstance(value.op, tb.GridSumOp):
+        return stores_fp32(value.op.input)  # the sum of fp32 partials stays fp32
     if not (isinstance(value, OpResult) and isinstance(value.op, tb.ForloopAccumOp)):
         return False
     graph = value.op.parent_op()

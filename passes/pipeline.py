@@ -59,6 +59,8 @@ class MirageTranspilePass(ModulePass):
     """Forwarded to `kn-fuse`: lower each fused group with its plan of this cost rank."""
     always_split: bool = True
     """Forwarded to `kn-fuse`: also consider split-K plans when an unsplit grid fills the SMs."""
+    grid_sum: bool = True
+    """Forwarded to `kn-fuse`: also consider split-K plans combined inside the kernel."""
 
     def passes(self) -> list[ModulePass]:
         available = get_all_passes()
@@ -82,13 +84,17 @@ class MirageTranspilePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.fuse:
-            fuse_plain_graphs(ctx, op, candidate=self.candidate, always_split=self.always_split)
+            fuse_plain_graphs(
+                ctx, op, candidate=self.candidate, always_split=self.always_split, grid_sum=self.grid_sum
+            )
         for p in self.passes():
             p.apply(ctx, op)
 
 
-def fuse_plain_graphs(ctx: Context, module: ModuleOp, candidate: int = 0, always_split: bool = True) -> None:
-    """Run `kn-fuse` (with its `candidate` and `always-split` options) on the functions of
+def fuse_plain_graphs(
+    ctx: Context, module: ModuleOp, candidate: int = 0, always_split: bool = True, grid_sum: bool = True
+) -> None:
+    """Run `kn-fuse` (with its `candidate`, `always-split` and `grid-sum` options) on the functions of
     `module` that hold no `kn.customized` op, keeping the order of the module's top-level ops."""
     from xdsl.dialects.func import FuncOp
 
@@ -105,7 +111,7 @@ def fuse_plain_graphs(ctx: Context, module: ModuleOp, candidate: int = 0, always
     for top in tops:
         top.detach()
     scratch = ModuleOp(plain)
-    fuse()(candidate=candidate, always_split=always_split).apply(ctx, scratch)  # type: ignore[call-arg]
+    fuse()(candidate=candidate, always_split=always_split, grid_sum=grid_sum).apply(ctx, scratch)  # type: ignore[call-arg]
     for top in plain:
         top.detach()
     module.body.block.add_ops(tops)

@@ -13,12 +13,17 @@ memory between intermediates whose lifetimes do not overlap:
   (smallest sufficient) 128-aligned gap among the already placed tensors whose lifetimes
   overlap, else on top of them.
 
+A `kn.customized` with `tb.grid_sum` ops also gets a scratch buffer for its blocks' fp32
+partials (`grid_sum_scratch_bytes`), live only while it runs: `kn.grid_sum_scratch_offset`.
+
 Writes (passes/README.md): `kn.workspace_offset = array<i64>` (bytes per result, -1 = graph
 output) on every kn op with an intermediate result, and `kn.workspace_size = i64` (bytes) on
 the function.
 """
 
 from __future__ import annotations
+
+import math
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -87,6 +92,20 @@ def _strides_of(op: Operation, index: int, value: SSAValue) -> tuple[int, ...]:
     return row_major_strides(kn.shape_of(value))
 
 
+GRID_SUM_SCRATCH_ATTR = "kn.grid_sum_scratch_offset"
+"""Byte offset, in the workspace, of the fp32 partials of a kernel's `tb.grid_sum` ops."""
+
+
+def grid_sum_scratch_bytes(op: Operation) -> int:
+    """Bytes of fp32 partials a `kn.customized` with `tb.grid_sum` ops writes: one slot per
+    block holding every grid-summed tile (0 without grid sums).  The CUDA printer lays the
+    slots out the same way (codegen/cuda_printer.py, `grid_sum`)."""
+    if not isinstance(op, kn.CustomizedOp) or op.grid_sum_axis is None:
+        return 0
+    per_block = sum(math.prod(kn.shape_of(g.results[0])) for g in op.body.block.ops if g.name == "tb.grid_sum")
+    return math.prod(op.grid) * per_block * 4
+
+
 def plan_function(func: FuncOp) -> None:
     """Plan the workspace of one kernel-graph function and annotate it."""
     ops = list(func.body.block.ops)
@@ -105,9 +124,15 @@ def plan_function(func: FuncOp) -> None:
             last = max((position[_top_level(use.operation, func)] for use in res.uses), default=i)
             buffers.append(Buffer(size, i, last))
             owners.append((op, r))
+        if scratch := grid_sum_scratch_bytes(op):
+            buffers.append(Buffer(scratch, i, i))  # live while the kernel runs
+            owners.append((op, -1))
     offsets, total = plan(buffers)
     per_op: dict[Operation, list[int]] = {}
     for (op, r), offset in zip(owners, offsets):
+        if r < 0:
+            op.attributes[GRID_SUM_SCRATCH_ATTR] = IntegerAttr(offset, i64)
+            continue
         per_op.setdefault(op, [-1] * len(op.results))[r] = offset
     for op, values in per_op.items():
         op.attributes["kn.workspace_offset"] = DenseArrayBase.from_list(i64, values)

@@ -11,6 +11,8 @@ producer from an earlier stage (a pre-loop input seen from the loop; an accumula
 anything before the loop seen from the post-loop) counts as level 0. A barrier
 (`__syncthreads`) separates consecutive levels of a stage, and only those: the number of
 levels of a stage is its longest dependency path, so no order has fewer barriers.
+`tb.grid_sum` ops (which synchronise the split blocks once) take the first post-loop level
+and never move; every other post-loop op runs after them.
 
 **Peak memory among orders with the fewest barriers.** Keeping the number of levels, a
 chain with slack may run at any level between its ASAP level (the DP) and its ALAP level.
@@ -117,6 +119,10 @@ class SchedOp:
     def is_accum(self) -> bool:
         return self.name == "tb.forloop_accum"
 
+    @property
+    def is_grid_sum(self) -> bool:
+        return self.name == "tb.grid_sum"
+
 
 @dataclass(frozen=True)
 class TensorLife:
@@ -185,6 +191,9 @@ def _chain_preds(ops: Sequence[SchedOp], stages: Sequence[str], members: dict[in
 def asap_levels(ops: Sequence[SchedOp], stages: Sequence[str] | None = None) -> list[int]:
     """The depth DP: inputs 0, fused ops their leader's level, others 1 + max(producers)."""
     stages = stages or [stage_of(o) for o in ops]
+    # grid sums synchronise the split blocks once, right after the loop: they take the first
+    # post level and every other post op comes after them
+    after_sums = 1 if any(o.is_grid_sum for o in ops) else 0
     level = [0] * len(ops)
     for op in ops:  # topological order
         if op.is_input:
@@ -193,6 +202,8 @@ def asap_levels(ops: Sequence[SchedOp], stages: Sequence[str] | None = None) -> 
             level[op.idx] = level[op.chain]
         else:
             prods = [level[p] if stages[p] == stages[op.idx] else 0 for p, _ in op.operands if p >= 0]
+            if stages[op.idx] == "post" and not op.is_grid_sum:
+                prods.append(after_sums)
             level[op.idx] = 1 + max(prods, default=0)
     return level
 
@@ -328,7 +339,9 @@ def schedule_ops(
             alap[c] = 0
             continue
         alap[c] = min([alap[s] - 1 for s in succs[c]], default=top[stages[c]])
-    movable = [c for c in topo if not ops[c].is_input and not ops[c].is_output and alap[c] > asap[c]]
+    movable = [
+        c for c in topo if not (ops[c].is_input or ops[c].is_output or ops[c].is_grid_sum) and alap[c] > asap[c]
+    ]
 
     def assign(chain_level: dict[int, int]) -> list[int]:
         lv = list(asap)

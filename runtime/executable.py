@@ -21,6 +21,10 @@ records one CUDA graph running the plan on several input sets, for timing device
 
 Generated kernels receive raw device pointers (input, output, workspace base + offset) in
 the plan's argument order; dynamic shared memory above 48 KB is enabled per kernel at load.
+Kernels with grid sums (split-K combined in the kernel, `tb.grid_sum`) also get a pointer into
+the graph's arrival counters: zeroed at load, kept for the life of the `CompiledGraph`, and
+left zero by every complete launch -- so one `CompiledGraph` must not run on several streams
+at once (compile it once per stream for that).
 
 Validation is separate from launching: `describe`, `check_inputs`, `check_plan` and
 `alloc_elements` are pure functions usable without a GPU.  Errors: `InputError` (a
@@ -225,7 +229,11 @@ def check_plan(
                         f"{where}: workspace slice [{ref.offset}, {ref.offset + size}) lies outside the "
                         f"{plan.workspace_bytes}-byte workspace"
                     )
-            if ref.kind not in ("input", "output", "workspace"):
+            if ref.kind == "counters" and not (0 <= ref.offset and ref.offset + 4 <= 4 * plan.counters):
+                raise LaunchError(f"{where}: counter at byte {ref.offset} lies outside the plan's {plan.counters} counters")
+            if ref.kind == "counters" and not isinstance(step, KernelLaunch):
+                raise LaunchError(f"{where}: only generated kernels take the grid-sum counters")
+            if ref.kind not in ("input", "output", "workspace", "counters"):
                 raise LaunchError(f"{where}: unknown tensor reference kind '{ref.kind}'")
         if isinstance(step, LibraryCall) and any(
             r.kind == "workspace" and r.spec is None for r in step.args + step.results
@@ -431,6 +439,7 @@ class CompiledGraph:
         self.poison_outputs = poison_outputs
         self._module: Any = None
         self._kernels: dict[str, Any] = {}
+        self._counters: Any = None  # grid-sum arrival counters (CuPy uint32), see the module docstring
         self._device: int | None = None
         self._graphs: OrderedDict[tuple[Any, ...], _GraphEntry] = OrderedDict()
         self._capture_stream: Any = None
@@ -502,6 +511,8 @@ class CompiledGraph:
         for name, smem in need.items():
             if smem > DEFAULT_SMEM_LIMIT:
                 kernels[name].max_dynamic_shared_size_bytes = smem
+        # grid-sum arrival counters: zero once; every launch leaves them zero again
+        self._counters = cupy.zeros(max(self.plan.counters, 1), dtype=cupy.uint32)
         self._module = module if module is not None else True
         self._kernels = kernels
         self._device = int(device.id)
@@ -642,9 +653,10 @@ class CompiledGraph:
                         "input": [x.data.ptr for x in ins],
                         "output": [x.data.ptr for x in outs],
                         "workspace": [ws.data.ptr],
+                        "counters": [self._counters.data.ptr],
                     }
                 # kernels take raw device pointers (CuPy passes a Python int as 8 bytes)
-                args = tuple(ptrs[r.kind][r.index if r.kind != "workspace" else 0] + r.offset for r in step.args)
+                args = tuple(ptrs[r.kind][r.index if r.kind in ("input", "output") else 0] + r.offset for r in step.args)
                 self._kernels[step.kernel](step.grid, step.block, args, shared_mem=step.smem_bytes)
             else:
                 args = [self._resolve(cupy, r, ins, outs, ws) for r in step.args]

@@ -35,6 +35,8 @@ Threadblock execution model (one block, all blocks at once here):
   first call) across calls (i.e. iterations): `new = max(old, max_d x)`, `diff = old - new`,
   `old = new`.  The first call therefore yields `diff = -inf` and `exp(diff) = 0`, which is
   what the online-softmax rescale accumulators expect (`acc = 0 * 0 + x`).
+* `tb.grid_sum` sums the tiles of the blocks along its grid axis (a split group); the
+  outputs are then scattered as if that axis had one block (the last block stores).
 * `tb.reduction` sums a dim to 1; `tb.reduction_to_dimx` sums STRIDED groups of a dim down to
   the graph's `reduction_dimx` (read off the result type); `tb.rms_norm` normalises the last
   dim without epsilon; `tb.output` scatters every block's tile into the concatenated DTensor
@@ -523,10 +525,14 @@ def _run_customized(kop: Any, kn_inputs: list[np.ndarray]) -> list[np.ndarray]:
         raise ReferenceExecutionError(
             f"kn.customized: {len(outputs)} tb.output ops for {len(kop.results)} results"
         )
+    store_grid = list(grid)
+    for op in post_ops:
+        if op.name == "tb.grid_sum":
+            store_grid[_int_prop(op, "dim")] = 1
     results = []
     for out_op in outputs:
         omap = tuple(int(v) for v in out_op.output_map.get_values())
-        results.append(_scatter_output(out_op, env[out_op.operands[0]], grid, omap))
+        results.append(_scatter_output(out_op, env[out_op.operands[0]], store_grid, omap))
     return results
 
 
@@ -555,6 +561,9 @@ def _run_tb_op(op: Any, xs: list[np.ndarray], max_state: dict[Any, np.ndarray]) 
         return [new, old - new]
     if kind == "rms_norm":
         return [rms_normalize(xs[0], (-1,))]
+    if kind == "grid_sum":
+        # the group's partial tiles, summed; the block axis keeps size 1 (one block stores)
+        return [xs[0].sum(axis=_int_prop(op, "dim"), keepdims=True)]
     if kind == "concat":
         a, b = xs
         d = off + _int_prop(op, "dim")

@@ -199,9 +199,10 @@ def test_transpile_accepts_fused(name: str) -> None:
 
 
 def test_rmsnorm_linear_kernel() -> None:
-    """Mirage's best rmsnorm block graph (mirage-notes 2.3): grid over W's columns, for-loop
-    over K, red_ld_rms of X beside matmul + nored, div after the loop."""
-    (k,) = customized_ops(fused_example("rmsnorm_linear"))
+    """Without split-K plans: Mirage's best rmsnorm block graph (mirage-notes 2.3): grid
+    over W's columns, for-loop over K, red_ld_rms of X beside matmul + nored, div after the
+    loop."""
+    (k,) = customized_ops(fuse(example("rmsnorm_linear"), grid_sum=False, always_split=False))
     assert k.grid == (384, 1, 1) and k.num_iterations == 16
     body = list(k.body.block.ops)
     assert [op.name for op in body] == [
@@ -214,6 +215,20 @@ def test_rmsnorm_linear_kernel() -> None:
     assert [op.accum_kind for op in body if isinstance(op, tb.ForloopAccumOp)] == ["red_ld_rms", "nored"]
     out = body[-1]
     assert isinstance(out, tb.OutputOp) and out.omap == (1, -1, -1)
+
+
+def test_rmsnorm_linear_grid_sum_kernel() -> None:
+    """The default plan: ONE kernel whose grid splits K too (96 column tiles x 4 K slices,
+    64-column W tiles); each block accumulates its K slice, tb.grid_sum adds the four partial
+    matmul tiles and sums of squares, the last block of each column tile divides and stores."""
+    (k,) = customized_ops(fused_example("rmsnorm_linear"))
+    assert k.attributes["kn.template"].data == "split_k_grid_sum"  # type: ignore[attr-defined]
+    assert k.grid == (96, 4, 1) and k.num_iterations == 4
+    sums = [op for op in k.body.block.ops if isinstance(op, tb.GridSumOp)]
+    assert len(sums) == 2 and {op.grid_axis for op in sums} == {1}
+    assert sorted(op.input.owner.accum_kind for op in sums) == ["nored", "red_ld_sum"]  # type: ignore[union-attr]
+    (out,) = [op for op in k.body.block.ops if isinstance(op, tb.OutputOp)]
+    assert out.omap == (1, -1, -1) and kn.shape_of(k.results[0]) == (2, 6144)
 
 
 @pytest.mark.parametrize("name", sorted(ATTENTION))
@@ -366,8 +381,9 @@ def test_axes_and_phases() -> None:
 
 
 def test_split_only_when_grid_too_small() -> None:
-    """gated_mlp has >= 132 blocks unsplit: no split-K; gqa has 32 at most: flash decoding."""
-    planner = Planner(DeviceModel())
+    """Without `always-split`: gated_mlp has >= 132 blocks unsplit: no split-K; gqa has 32 at
+    most: flash decoding."""
+    planner = Planner(DeviceModel(always_try_split=False))
     for name, kernels in (("gated_mlp", 1), ("gqa", 2)):
         module = example(name)
         for p in (KnExpandCompositesPass(), KnSimplifyPass(), KnRecognizeCompositesPass()):
@@ -389,7 +405,7 @@ def test_smem_verification_uses_the_real_planner() -> None:
         p.apply(_context(), module)
     ops = [op for op in the_func(module).body.block.ops if fusible_op(op)]
     group, _ = group_from_ops(ops)
-    plan = Planner(DeviceModel()).plan(group)
+    plan = Planner(DeviceModel(grid_sum=False, always_try_split=False)).plan(group)
     assert plan is not None and 15000 < plan.kernels[0].smem < 25000
     assert smem_fits(plan, SMEM_LIMIT)  # far below the limit: accepted without planning
     assert smem_fits(plan, 15000)  # planned, single-buffered loads: about 12.4 KB
@@ -418,7 +434,7 @@ def test_rmsnorm_split_k_leaves_the_sum_of_squares_to_the_combine_kernel() -> No
     tiles) and whose combine kernel recomputes sum(x^2) from X; they compute the same."""
     ranks = []
     for rank in range(40):
-        module = fuse(example("rmsnorm_linear"), candidate=rank, always_split=True)
+        module = fuse(example("rmsnorm_linear"), candidate=rank, always_split=True, grid_sum=False)
         kernels = customized_ops(module)
         if len(kernels) == 2:
             ranks.append(rank)

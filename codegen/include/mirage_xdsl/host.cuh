@@ -318,6 +318,18 @@ inline void run_block(mxh_dim3 bidx, mxh_dim3 block, const std::function<void()>
 #define blockDim (mxh::st().block_dim)
 
 inline void __syncthreads() { mxh::block_barrier(); }
+// Blocks run one after another on the host: global memory is coherent and atomics are plain.
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  *p = old + v;
+  return old;
+}
+inline unsigned atomicExch(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  *p = v;
+  return old;
+}
+inline float __ldcg(const float* p) { return *p; }
 inline float __shfl_xor_sync(unsigned, float v, int mask) { return mxh::shfl_xor(v, mask); }
 inline float __int_as_float(int i) { return mxh::bits_to_float((uint32_t)i); }
 inline float __uint_as_float(unsigned u) { return mxh::bits_to_float(u); }

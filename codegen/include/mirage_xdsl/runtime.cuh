@@ -4,3 +4,4 @@
 #include "copy.cuh"
 #include "compute.cuh"
 #include "mma.cuh"
+#include "grid.cuh"

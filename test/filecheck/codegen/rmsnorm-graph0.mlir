@@ -125,6 +125,7 @@ func.func @graph_0(%0: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %1
 // CHECK:           "kind": "input",
 // CHECK-NEXT:      "index": 1,
 // CHECK:         "step": "kernel"
-// CHECK:        "arch": "sm_90"
+// CHECK:        "arch": "sm_90",
+// CHECK-NEXT:   "counters": 0
 // CHECK-NEXT: }
 // CHECK-NEXT: */

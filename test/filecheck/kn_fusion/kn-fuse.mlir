@@ -1,7 +1,8 @@
 // kn-fuse (expand -> simplify -> recognize -> partition) on every example kernel graph, and the
 // fused output through the transpiler pipeline.
-// RUN: mirage-opt %S/../../../examples/rmsnorm_linear.mlir -p kn-fuse | filecheck %s --check-prefix=RMS
-// RUN: mirage-opt %S/../../../examples/gated_mlp.mlir -p kn-fuse | filecheck %s --check-prefix=MLP
+// RUN: mirage-opt %S/../../../examples/rmsnorm_linear.mlir -p 'kn-fuse{always-split=false}' | filecheck %s --check-prefix=RMS
+// RUN: mirage-opt %S/../../../examples/rmsnorm_linear.mlir -p kn-fuse | filecheck %s --check-prefix=GRIDSUM
+// RUN: mirage-opt %S/../../../examples/gated_mlp.mlir -p 'kn-fuse{always-split=false}' | filecheck %s --check-prefix=MLP
 // RUN: mirage-opt %S/../../../examples/lora.mlir -p kn-fuse | filecheck %s --check-prefix=LORA
 // RUN: mirage-opt %S/../../../examples/ntrans.mlir -p kn-fuse | filecheck %s --check-prefix=NTRANS
 // RUN: mirage-opt %S/../../../examples/gqa.mlir -p kn-fuse | filecheck %s --check-prefix=GQA
@@ -9,7 +10,8 @@
 // RUN: mirage-opt %S/../../../examples/mqa.mlir -p kn-fuse | filecheck %s --check-prefix=MQA
 // RUN: mirage-opt %S/../../../examples/rmsnorm_linear.mlir -p 'kn-fuse,mirage-transpile{to-cute=false}' | filecheck %s --check-prefix=PIPE
 
-// rms_norm(X) @ W: one kernel, red_ld_rms beside matmul + nored, div after the loop.
+// rms_norm(X) @ W without split-K plans: one kernel, red_ld_rms beside matmul + nored, div
+// after the loop (Mirage's plan).
 // RMS-LABEL: func.func @rmsnorm_linear
 // RMS-NEXT:    %o = kn.customized(%X, %W) attributes {kn.template = "matmul_row_stats", {{.*}}grid_dim = array<i64: 384, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 16 : i64
 // RMS:           tb.input %x {input_map = array<i64: -1, -1, -1>, forloop_dim = 1 : i64} : tensor<2x4096xf16> -> !tb.stensor<2x256xf16>
@@ -21,7 +23,22 @@
 // RMS-NEXT:      tb.output {{.*}} {output_map = array<i64: 1, -1, -1>}
 // RMS-NOT:     kn.
 
-// silu(X @ W1) * (X @ W2): two matmuls share the X tile; silu and mul after the loop.
+// The default: split-K over 4 blocks per 64-column tile, combined in the kernel: the partial
+// matmul and sum of squares meet in tb.grid_sum, the last block divides and stores.
+// GRIDSUM-LABEL: func.func @rmsnorm_linear
+// GRIDSUM-NEXT:    %o = kn.customized(%X, %W) attributes {kn.template = "split_k_grid_sum", {{.*}}grid_dim = array<i64: 96, 4, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 4 : i64
+// GRIDSUM:           tb.input %x {input_map = array<i64: -1, 1, -1>, forloop_dim = 1 : i64} : tensor<2x4096xf16> -> !tb.stensor<2x256xf16>
+// GRIDSUM-NEXT:      tb.input %w {input_map = array<i64: 1, 0, -1>, forloop_dim = 0 : i64} : tensor<4096x6144xf16> -> !tb.stensor<256x64xf16>
+// GRIDSUM-DAG:       %[[SS:.*]] = tb.forloop_accum red_ld_sum
+// GRIDSUM-DAG:       %[[MM:.*]] = tb.forloop_accum nored
+// GRIDSUM-DAG:       tb.grid_sum %[[SS]] {dim = 1 : i64}
+// GRIDSUM-DAG:       tb.grid_sum %[[MM]] {dim = 1 : i64}
+// GRIDSUM:           tb.div
+// GRIDSUM-NEXT:      tb.output {{.*}} {output_map = array<i64: 1, -1, -1>}
+// GRIDSUM-NOT:     kn.
+
+// silu(X @ W1) * (X @ W2) without split-K plans: two matmuls share the X tile; silu and mul
+// after the loop.
 // MLP-LABEL: func.func @gated_mlp
 // MLP-NEXT:    %o = kn.customized(%X, %W1, %W2) attributes {kn.template = "multi_matmul_shared_operand", {{.*}}grid_dim = array<i64: 256, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 16 : i64
 // MLP:           %[[X:.*]] = tb.input %x {{.*}} -> !tb.stensor<8x256xf16>

@@ -860,3 +860,63 @@ func.func private @stensor_type(!tb.stensor<4xindex>)
 
 func.func private @stensor_type(!tb.stensor<4xf16, after_loop>)
 // CHECK: expected 'after_accum' (the only flag of a tb.stensor type)
+
+// -----
+
+// ---- tb.grid_sum: split groups summed in one kernel ----
+
+func.func @grid_sum_of_non_accumulator(%X: tensor<2x64xf16>) -> tensor<2x32xf16> {
+  %o = kn.customized(%X) attributes {grid_dim = array<i64: 1, 2, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<2x64xf16>) -> tensor<2x32xf16> {
+  ^bb0(%x: tensor<2x64xf16>):
+    %t = tb.input %x {input_map = array<i64: -1, 1, -1>, forloop_dim = -1 : i64} : tensor<2x64xf16> -> !tb.stensor<2x32xf16>
+    %a = tb.forloop_accum nored %t : !tb.stensor<2x32xf16> -> !tb.stensor<2x32xf16, after_accum>
+    %e = tb.exp %a : !tb.stensor<2x32xf16, after_accum>
+    %g = tb.grid_sum %e {dim = 1 : i64} : !tb.stensor<2x32xf16, after_accum> -> !tb.stensor<2x32xf16, after_accum>
+    tb.output %g {output_map = array<i64: -1, -1, -1>} : !tb.stensor<2x32xf16, after_accum>
+  }
+  func.return %o : tensor<2x32xf16>
+}
+// CHECK: tb.grid_sum: the operand must be a tb.forloop_accum result of kind nored, red_ld_sum, redtox_ld_sum
+
+// -----
+
+func.func @grid_sum_over_one_block(%X: tensor<2x64xf16>) -> tensor<2x64xf16> {
+  %o = kn.customized(%X) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<2x64xf16>) -> tensor<2x64xf16> {
+  ^bb0(%x: tensor<2x64xf16>):
+    %t = tb.input %x {input_map = array<i64: -1, -1, -1>, forloop_dim = -1 : i64} : tensor<2x64xf16> -> !tb.stensor<2x64xf16>
+    %a = tb.forloop_accum nored %t : !tb.stensor<2x64xf16> -> !tb.stensor<2x64xf16, after_accum>
+    %g = tb.grid_sum %a {dim = 1 : i64} : !tb.stensor<2x64xf16, after_accum> -> !tb.stensor<2x64xf16, after_accum>
+    tb.output %g {output_map = array<i64: -1, -1, -1>} : !tb.stensor<2x64xf16, after_accum>
+  }
+  func.return %o : tensor<2x64xf16>
+}
+// CHECK: tb.grid_sum: grid_dim.y = 1: a grid sum needs at least 2 blocks along its axis
+
+// -----
+
+func.func @grid_sum_axis_stored(%X: tensor<2x64xf16>) -> tensor<2x64xf16> {
+  %o = kn.customized(%X) attributes {grid_dim = array<i64: 1, 2, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<2x64xf16>) -> tensor<2x64xf16> {
+  ^bb0(%x: tensor<2x64xf16>):
+    %t = tb.input %x {input_map = array<i64: -1, 1, -1>, forloop_dim = -1 : i64} : tensor<2x64xf16> -> !tb.stensor<2x32xf16>
+    %a = tb.forloop_accum nored %t : !tb.stensor<2x32xf16> -> !tb.stensor<2x32xf16, after_accum>
+    %g = tb.grid_sum %a {dim = 1 : i64} : !tb.stensor<2x32xf16, after_accum> -> !tb.stensor<2x32xf16, after_accum>
+    tb.output %g {output_map = array<i64: -1, 1, -1>} : !tb.stensor<2x32xf16, after_accum>
+  }
+  func.return %o : tensor<2x64xf16>
+}
+// CHECK: tb.output: the graph's tb.grid_sum ops reduce grid axis y, so one block per group stores: output_map.y must be -1, got 1
+
+// -----
+
+func.func @grid_sum_output_without_sum(%X: tensor<2x64xf16>) -> (tensor<2x32xf16>, tensor<2x32xf16>) {
+  %o:2 = kn.customized(%X) attributes {grid_dim = array<i64: 1, 2, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<2x64xf16>) -> (tensor<2x32xf16>, tensor<2x32xf16>) {
+  ^bb0(%x: tensor<2x64xf16>):
+    %t = tb.input %x {input_map = array<i64: -1, 1, -1>, forloop_dim = -1 : i64} : tensor<2x64xf16> -> !tb.stensor<2x32xf16>
+    %a = tb.forloop_accum nored %t : !tb.stensor<2x32xf16> -> !tb.stensor<2x32xf16, after_accum>
+    %g = tb.grid_sum %a {dim = 1 : i64} : !tb.stensor<2x32xf16, after_accum> -> !tb.stensor<2x32xf16, after_accum>
+    tb.output %g {output_map = array<i64: -1, -1, -1>} : !tb.stensor<2x32xf16, after_accum>
+    tb.output %a {output_map = array<i64: -1, -1, -1>} : !tb.stensor<2x32xf16, after_accum>
+  }
+  func.return %o#0, %o#1 : tensor<2x32xf16>, tensor<2x32xf16>
+}
+// CHECK: tb.output: the stored tile does not depend on a tb.grid_sum

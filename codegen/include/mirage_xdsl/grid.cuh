@@ -1,0 +1,60 @@
+// mirage_xdsl device library: split-K combine across the blocks of one kernel (tb.grid_sum).
+//
+// The blocks of a split group (they differ only in one grid index) each hold partial tiles.
+// Every block writes its tiles as fp32 to its slot of a global scratch and arrives at the
+// group's counter; the last block to arrive sums the group's slots in split order (so the
+// result does not depend on arrival order) and runs the rest of the kernel; the others
+// return.  The pattern is the "last block" reduction of the CUDA samples'
+// threadFenceReduction (CUDA C++ Programming Guide, "Memory Fence Functions"), with the
+// release/acquire ordering of the PTX memory model instead of its fences.
+#pragma once
+#include "core.cuh"
+
+namespace mx {
+
+// part[i] = in[L(i)] for every logical element i of the tile (fp32, coalesced).
+template <int NT, class L, class T>
+__device__ __forceinline__ void grid_partial_store(float* part, const T* in, int tid) {
+  for_each_mine<NT, L::size>(tid, [&](int i) { part[i] = to_f(in[L::off(i)]); });
+}
+
+// Arrive at `counter` (one of `n` blocks); true in the last block to arrive, which re-arms the
+// counter for the next launch.  Every thread of the block calls it; `flag` is 4 bytes of
+// shared memory.  Ordering as in CUTLASS's generic barrier (cutlass/barrier.h): the block
+// barrier orders every thread's partial stores before thread 0's arrival, an acq_rel atomic
+// at GPU scope publishes them (release) and, in the last block, orders the partial loads
+// after the other blocks' arrivals (acquire) -- no sequentially consistent __threadfence.
+__device__ __forceinline__ unsigned atomic_add_acq_rel_gpu(unsigned* counter, unsigned v) {
+#ifdef MX_HOST
+  return atomicAdd(counter, v);
+#else
+  unsigned old;
+  asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], %2;" : "=r"(old) : "l"(counter), "r"(v) : "memory");
+  return old;
+#endif
+}
+
+__device__ __forceinline__ bool grid_arrive(unsigned* counter, unsigned n, unsigned* flag, int tid) {
+  __syncthreads();
+  if (tid == 0) {
+    const bool last = atomic_add_acq_rel_gpu(counter, 1u) == n - 1;
+    if (last) atomicExch(counter, 0u);  // every block of the group has arrived
+    *flag = last ? 1u : 0u;
+  }
+  __syncthreads();
+  return *flag != 0u;
+}
+
+// out[L(i)] = sum over s < S of parts[s * SLOT + i]: the group's partials, in split order.
+// The loads go through L2 (`ld.global.cg`): other SMs wrote them, and L1 is not coherent.
+template <int NT, int S, int SLOT, class L, class T>
+__device__ __forceinline__ void grid_partial_sum(T* out, const float* parts, int tid) {
+  for_each_mine<NT, L::size>(tid, [&](int i) {
+    float acc = 0.0f;
+#pragma unroll
+    for (int s = 0; s < S; ++s) acc += __ldcg(parts + s * SLOT + i);
+    out[L::off(i)] = from_f<T>(acc);
+  });
+}
+
+}  // namespace mx
