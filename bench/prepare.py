@@ -41,9 +41,11 @@ from mirage_xdsl.bench.check import same_outputs
 from mirage_xdsl.bench.workloads import BY_NAME, WORKLOADS, Resolved
 
 MANIFEST_VERSION = 2
-DEFAULT_VARIANTS = tuple(f"c{rank}s2x" for rank in range(8)) + ("c0s3x", "c0s4x")
-"""Tuning variants of the plain graphs by default: kn-fuse plans of cost rank 0..7 with a
-2-stage cp.async ring and split-K plans enumerated, and the cheapest plan with 3 and 4 stages."""
+DEFAULT_VARIANTS = tuple(f"c{rank}s2x" for rank in range(16)) + ("c0s3x", "c0s4x")
+"""Tuning variants of the plain graphs by default: kn-fuse plans of cost rank 0..15 with a
+2-stage cp.async ring and split-K plans enumerated, and the cheapest plan with 3 and 4 stages.
+Sixteen ranks, not eight: the grid-sum plans crowd the first ranks, and on the H200 the
+fastest rmsnorm/gated_mlp plans were ranks 7-16 (results/variants-h200-2026-11-22-grid-sum-24-ranks.md)."""
 
 
 @dataclass

@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-examples", action="store_true", help="leave out the plain kernel graphs under examples/")
     p.add_argument("--variants", help="comma-separated tuning variants of the plain graphs, c<rank>s<stages>[x] "
                    "(kn-fuse plan rank, cp.async stages, x = split-K too); 'none' = the default pipeline once "
-                   "(default: c0s2x..c7s2x,c0s3x,c0s4x)")
+                   "(default: c0s2x..c15s2x,c0s3x,c0s4x)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes of the CPU phase")
     p.add_argument("--arch", help="CUDA architecture (default: the GPU's, else sm_90)")
     p.add_argument("--cache-dir", type=Path, help="CPU-phase cache (default ~/.cache/mirage_xdsl/bench)")
