@@ -29,7 +29,10 @@ Model
    partial sums side by side along a free dim (omap); the combine kernel sums the S partials
    with a strided reduction (`kn.reduction` size = partial width, i.e. `sum_todimx`,
    mirage-notes 1.7) and runs the post-loop ops.  The combine kernel is planned by the same
-   search (without a further split).
+   search (without a further split).  Beyond Mirage, a split-K plan may instead stay ONE
+   kernel (`DeviceModel.grid_sum`, not for attention): every accumulator is followed by a
+   `tb.grid_sum` over the split grid axis, the post-loop ops read the sums, and the last
+   block of each split group stores (outputs map the split axis to -1).
 4. **Search and cost.**  All grid factorisations of the parallel axes (batch dims of matmuls
    fully split, matmul N tiles multiples of 8, M tiles of 16), loop tiles `k_tiles` (256,
    128, 64; on the H200, 256-wide K tiles beat 128 and 64 for rmsnorm_linear and gated_mlp
