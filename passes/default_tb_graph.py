@@ -128,6 +128,11 @@ class DeviceModel:
     of S partials and its epilogue.  H200, against the same kernels without the combine:
     rmsnorm_linear S = 4..16 +1.0-1.7 us, gqa S = 16 +2.4 us, S = 32 +5.5 us
     (benchmarks/results/grid-sum-h200-2026-11-22.md)."""
+    grid_sum_max_k_tile: int = 128
+    """Grid-sum plans walk K in tiles of at most this many rows: on the H200 the same grids ran
+    faster with more, shorter iterations -- rmsnorm_linear 96 x 4: 256-row tiles 18.1 us,
+    128-row 16.5; 96 x 8: 19.5 / 16.9 / 16.2 (256 / 128 / 64); gated_mlp 64 x 4: 128-row 20.9,
+    64-row 20.6 (variants-h200-2026-11-22-grid-sum-24-ranks.md)."""
     unpipelined_split_penalty_us: float = 1.0
     """Per wave, for split-K / flash-decoding plans without a for-loop (R = 1): each block loads
     its whole tile before computing, nothing overlaps the load (H200: such attention plans
@@ -683,6 +688,8 @@ class Planner:
             else:
                 per = ax.extent[L] // S
                 ktiles = sorted({k for k in dev.k_tiles if per % k == 0} | ({per} if per <= max(dev.k_tiles) else set()))
+                if gsum:
+                    ktiles = [k for k in ktiles if k <= dev.grid_sum_max_k_tile]
             for combo in itertools.product(*choices):
                 factor = {a: g for a, g in zip(gridable, combo) if g > 1}
                 if len(factor) + (1 if S > 1 else 0) > 3:
