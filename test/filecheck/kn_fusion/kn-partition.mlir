@@ -1,6 +1,8 @@
 // RUN: mirage-opt %s -p 'kn-partition{always-split=false}' --split-input-file | filecheck %s
 // RUN: mirage-opt %s -p 'kn-partition{allow-split=false}' --split-input-file | filecheck %s --check-prefix=NOSPLIT
 // RUN: mirage-opt %s -p 'kn-partition{smem-limit=16384 always-split=false}' --split-input-file | filecheck %s --check-prefix=SMALL
+// RUN: mirage-opt %s -p kn-partition --split-input-file | filecheck %s --check-prefix=GRIDSUM
+// RUN: mirage-opt %s -p 'kn-partition{grid-sum=false}' --split-input-file | filecheck %s --check-prefix=NOGRIDSUM
 
 // rmsnorm_linear after kn-expand-composites and kn-simplify: ONE kernel, Mirage's best graph
 // shape (mirage-notes 2.3): grid over W's columns (384 blocks of 16 columns), for-loop over K
@@ -29,6 +31,20 @@ func.func @rmsnorm_linear(%X: tensor<2x4096xf16>, %W: tensor<4096x6144xf16>) -> 
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %o : tensor<2x6144xf16>
 // CHECK-NOT:     kn.matmul
+
+// With every option at its default, split-K plans compete and combine in the kernel: the
+// rmsnorm kernel's split blocks meet in tb.grid_sum (option grid-sum=false: a combine kernel).
+// GRIDSUM-LABEL: func.func @rmsnorm_linear
+// GRIDSUM-NEXT:    %o = kn.customized(%X, %W) attributes {kn.template = "split_k_grid_sum"
+// GRIDSUM-COUNT-2:   tb.grid_sum
+// GRIDSUM:           tb.output {{.*}} {output_map = array<i64: 1, -1, -1>}
+// GRIDSUM-NEXT:    }
+// GRIDSUM-NEXT:    func.return %o
+// NOGRIDSUM-LABEL: func.func @rmsnorm_linear
+// NOGRIDSUM-NOT:     tb.grid_sum
+// NOGRIDSUM:         kn.template = "split_k"
+// NOGRIDSUM:         kn.template = "split_reduce"
+// NOGRIDSUM-NOT:     tb.grid_sum
 
 // NOSPLIT-LABEL: func.func @rmsnorm_linear
 // NOSPLIT:         grid_dim = array<i64: 384, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 16 : i64
