@@ -14,7 +14,7 @@ import itertools
 
 import cupy as cp
 import numpy as np
-from streaming import K, N, copy_bandwidth_gbs, print_table, time_us, weight_copies
+from streaming import K, N, compile_kernels, copy_bandwidth_gbs, kernel, print_table, time_us, weight_copies
 
 SRC = r'''
 #include <cuda_fp16.h>
@@ -100,21 +100,19 @@ for TN, U in itertools.product((16, 32, 64, 128, 256), (2, 4, 8)):
         if blocks < 264 or blocks > 3000: continue
         direct_cfgs.append((TN, U, K // sp, sp))
 names = [f"ring<{a},{b},{c},{d}>" for a, b, c, d, *_ in ring_cfgs] + [f"direct<{a},{b},{c}>" for a, b, c, _ in direct_cfgs]
-mod = cp.RawModule(code=SRC, options=("-std=c++17", "--gpu-architecture=sm_90"), name_expressions=names)
+mod = compile_kernels(SRC, names)
 copies = weight_copies()
 out = cp.zeros(4096, cp.float32)
 copy_gbs = copy_bandwidth_gbs()
 res = []
 for (TN, KT, S, KB, sp, smem), name in zip(ring_cfgs, names):
-    f = mod.get_function(name)
-    if smem > 48 * 1024:
-        f.max_dynamic_shared_size_bytes = smem
+    f = kernel(mod, name, smem)
     grid = (N // TN, sp)
     t = time_us(lambda i: f(grid, (128,), (copies[i], np.int32(N), out), shared_mem=smem))
     occ = min(2048 // 128, (228 * 1024) // (smem + 1024))
     res.append((t, f"ring TN={TN:<3} KT={KT:<3} S={S} split={sp:<2} blocks={grid[0]*grid[1]:<5} smem={smem//1024:>3}K blk/SM<={occ:<2}"))
 for (TN, U, KB, sp), name in zip(direct_cfgs, names[len(ring_cfgs):]):
-    f = mod.get_function(name)
+    f = kernel(mod, name)
     grid = (N // TN, sp)
     t = time_us(lambda i: f(grid, (128,), (copies[i], np.int32(N), out)))
     res.append((t, f"direct TN={TN:<3} U={U} split={sp:<2} blocks={grid[0]*grid[1]}"))

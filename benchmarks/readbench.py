@@ -18,7 +18,18 @@ import itertools
 
 import cupy as cp
 import numpy as np
-from streaming import K, N, W_BYTES, copy_bandwidth_gbs, print_table, time_us, weight_copies
+from streaming import (
+    K,
+    N,
+    W_BYTES,
+    compile_kernels,
+    copy_bandwidth_gbs,
+    graph_time_us,
+    kernel,
+    print_table,
+    time_us,
+    weight_copies,
+)
 
 SRC = r'''
 #include <cuda_fp16.h>
@@ -64,27 +75,6 @@ __global__ void tile(const __half* __restrict__ W, int n, float* out) {
 '''
 
 
-def graph_time_us(launch, rotate=4, reps=30):
-    """µs per launch: `rotate` launches captured into one CUDA graph, replayed."""
-    stream = cp.cuda.Stream(non_blocking=True)
-    with stream:
-        stream.begin_capture()
-        for i in range(rotate):
-            launch(i)
-        graph = stream.end_capture()
-    for _ in range(5):
-        graph.launch(stream)
-    samples = []
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    for _ in range(reps):
-        start.record(stream)
-        graph.launch(stream)
-        end.record(stream)
-        end.synchronize()
-        samples.append(cp.cuda.get_elapsed_time(start, end) * 1000 / rotate)
-    return float(np.median(samples))
-
-
 SMS = cp.cuda.Device().attributes["MultiProcessorCount"]
 flat_cfgs = [(u, t, b) for u, t, b in itertools.product((4, 8), (256, 512, 1024), (1, 2, 4, 8, 16))]
 tile_cfgs = []
@@ -96,14 +86,14 @@ for tn, u, threads in itertools.product((64, 128, 256, 512, 1024), (4, 8), (128,
         if SMS <= blocks <= 4096 and (K // split) >= threads // (tn // 8):
             tile_cfgs.append((tn, u, K // split, threads, split))
 names = [f"flat<{u}>" for u in (4, 8)] + [f"tile<{tn},{u},{kb}>" for tn, u, kb, *_ in tile_cfgs]
-mod = cp.RawModule(code=SRC, options=("-std=c++17", "--gpu-architecture=sm_90"), name_expressions=sorted(set(names)))
+mod = compile_kernels(SRC, sorted(set(names)))
 copies = weight_copies()
 out = cp.zeros(1 << 16, cp.float32)
 copy_gbs = copy_bandwidth_gbs()
 n16 = W_BYTES // 16
 results = {"eager": [], "graph": []}
 for u, threads, per_sm in flat_cfgs:
-    f = mod.get_function(f"flat<{u}>")
+    f = kernel(mod, f"flat<{u}>")
     blocks = SMS * per_sm
     chunk = -(-n16 // blocks)
     launch = lambda i: f((blocks,), (threads,), (copies[i], np.int64(n16), np.int64(chunk), out))
@@ -111,14 +101,14 @@ for u, threads, per_sm in flat_cfgs:
     results["eager"].append((time_us(launch), desc))
     results["graph"].append((graph_time_us(launch), desc))
 for tn, u, kb, threads, split in tile_cfgs:
-    f = mod.get_function(f"tile<{tn},{u},{kb}>")
+    f = kernel(mod, f"tile<{tn},{u},{kb}>")
     grid = (N // tn, split)
     launch = lambda i: f(grid, (threads,), (copies[i], np.int32(N), out))
     desc = f"tile TN={tn:<4} U={u} threads={threads:<3} split={split:<2} blocks={grid[0] * grid[1]}"
     results["eager"].append((time_us(launch), desc))
     results["graph"].append((graph_time_us(launch), desc))
 big = cp.empty(1 << 30, cp.uint8)
-f = mod.get_function("flat<8>")
+f = kernel(mod, "flat<8>")
 big16 = big.nbytes // 16
 t_big = graph_time_us(lambda i: f((SMS * 8,), (512,), (big, np.int64(big16), np.int64(-(-big16 // (SMS * 8))), out)), rotate=1, reps=10)
 print(f"# flat read of 1 GiB: {t_big:.1f} us = {big.nbytes / t_big / 1e3:.0f} GB/s ({100 * big.nbytes / t_big / 1e3 / copy_gbs:.1f}% of copy)")

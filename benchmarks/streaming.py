@@ -1,4 +1,5 @@
-"""Shared harness of the weight-streaming microbenchmarks (membench, bulkbench, tmabench).
+"""Shared harness of the weight-streaming microbenchmarks (membench, bulkbench, tmabench,
+readbench).
 
 The matrix is the rmsnorm_linear weight W [K, N] = [4096, 6144] fp16 (50.3 MB); four copies
 are rotated so that the 60 MiB L2 does not serve it.  Times are CUDA-event medians (µs per
@@ -37,6 +38,32 @@ def time_us(launch: Callable[[int], Any], rotate: int = 4, reps: int = 30) -> fl
         end.synchronize()
         samples.append(cp.cuda.get_elapsed_time(start, end) * 1000 / rotate)
     return float(np.median(samples))
+
+
+def graph_time_us(launch: Callable[[int], Any], rotate: int = 4, reps: int = 30) -> float:
+    """Median µs of one `launch(i)` when the `rotate` launches are captured into one CUDA graph
+    and replayed (how `mirage-bench` times device work): no per-launch host overhead."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        for i in range(rotate):
+            launch(i)
+        graph = stream.end_capture()
+    return time_us(lambda _i: graph.launch(), rotate=1, reps=reps) / rotate
+
+
+def compile_kernels(source: str, names: list[str]) -> Any:
+    """The CUDA `source` compiled for sm_90 by NVRTC, with the template instances `names`."""
+    return cp.RawModule(code=source, options=("-std=c++17", "--gpu-architecture=sm_90"), name_expressions=names)
+
+
+def kernel(module: Any, name: str, smem: int = 0) -> Any:
+    """Kernel `name` of `module`, allowed `smem` bytes of dynamic shared memory (above 48 KiB
+    a kernel must opt in)."""
+    f = module.get_function(name)
+    if smem > 48 * 1024:
+        f.max_dynamic_shared_size_bytes = smem
+    return f
 
 
 def copy_bandwidth_gbs() -> float:

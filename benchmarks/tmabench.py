@@ -14,7 +14,7 @@ import itertools
 
 import cupy as cp
 import numpy as np
-from streaming import K, N, copy_bandwidth_gbs, print_table, time_us, weight_copies
+from streaming import K, N, compile_kernels, copy_bandwidth_gbs, kernel, print_table, time_us, weight_copies
 SRC = r'''
 #include <cuda_fp16.h>
 __device__ __forceinline__ unsigned sa(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -80,7 +80,7 @@ for TN, KT, S in itertools.product((16, 32, 64, 128, 256), (32, 64, 128, 256), (
         if blocks < 96 or blocks > 1600 or KB % KT or KB // KT < 2 or smem > 200 * 1024: continue
         cfgs.append((TN, KT, S, KB, sp, smem))
 names = [f"tmaring<{a},{b},{c},{d}>" for a, b, c, d, *_ in cfgs]
-mod = cp.RawModule(code=SRC, options=("-std=c++17", "--gpu-architecture=sm_90"), name_expressions=names)
+mod = compile_kernels(SRC, names)
 out = cp.zeros(4096, cp.float32)
 copy_gbs = copy_bandwidth_gbs()
 cache = {}
@@ -88,8 +88,7 @@ res = []
 for (TN, KT, S, KB, sp, smem), name in zip(cfgs, names):
     if (TN, KT) not in cache: cache[(TN, KT)] = maps_for(TN, KT)
     mp = cache[(TN, KT)]
-    f = mod.get_function(name)
-    if smem > 48 * 1024: f.max_dynamic_shared_size_bytes = smem
+    f = kernel(mod, name, smem)
     grid = (N // TN, sp)
     t = time_us(lambda i: f(grid, (128,), (mp, np.int32(i), out), shared_mem=smem))
     res.append((t, f"tma TN={TN:<3} KT={KT:<3} S={S} split={sp} blocks={grid[0]*grid[1]:<5} smem={smem//1024}K"))

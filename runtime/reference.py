@@ -525,10 +525,7 @@ def _run_customized(kop: Any, kn_inputs: list[np.ndarray]) -> list[np.ndarray]:
         raise ReferenceExecutionError(
             f"kn.customized: {len(outputs)} tb.output ops for {len(kop.results)} results"
         )
-    store_grid = list(grid)
-    for op in post_ops:
-        if op.name == "tb.grid_sum":
-            store_grid[_int_prop(op, "dim")] = 1
+    store_grid = kop.store_grid  # a tb.grid_sum axis stores once
     results = []
     for out_op in outputs:
         omap = tuple(int(v) for v in out_op.output_map.get_values())
