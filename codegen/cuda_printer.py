@@ -258,11 +258,20 @@ def grid_sum_of(kernel: cute.KernelOp) -> cute.GridSumOp | None:
     return next((op for op in kernel.walk() if isinstance(op, cute.GridSumOp)), None)
 
 
+def grid_sum_flag_offset(kernel: cute.KernelOp) -> int:
+    """Byte offset of the grid-sum flag in shared memory: after the plan, the sliced-K scratch
+    and the block-reduction scratch."""
+    slicing = mma_slicing(kernel)
+    return slicing.base + slicing.total + reduce_scratch_bytes(kernel)
+
+
 def launch_smem_bytes(kernel: cute.KernelOp) -> int:
     """Dynamic shared memory of a launch of `kernel`: its plan, then the sliced-K scratch,
     then the block-reduction scratch, then the grid-sum flag."""
+    if grid_sum_of(kernel) is not None:
+        return grid_sum_flag_offset(kernel) + GRID_SUM_FLAG_BYTES
     slicing = mma_slicing(kernel)
-    extra = slicing.total + reduce_scratch_bytes(kernel) + (GRID_SUM_FLAG_BYTES if grid_sum_of(kernel) else 0)
+    extra = slicing.total + reduce_scratch_bytes(kernel)
     return slicing.base + extra if extra else kernel.smem_bytes
 
 
@@ -649,8 +658,7 @@ class _KernelPrinter:
         types = [v.type for v in op.ins]
         sizes = [math.prod(t.get_shape()) for t in types]  # type: ignore[attr-defined]
         slot = sum(sizes)
-        slicing = self.slicing
-        flag = slicing.base + slicing.total + reduce_scratch_bytes(k)
+        flag = grid_sum_flag_offset(k)
         self.emit(f"{{  // grid sum: the {split} blocks along blockIdx.{xyz[axis]} of each group, one of them goes on")
         self.indent += 1
         self.emit(f"const unsigned gs_group = {' + '.join(group) or '0u'};")
