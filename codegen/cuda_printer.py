@@ -200,14 +200,14 @@ class MmaSlicing:
 
 
 def mma_slicing(kernel: cute.KernelOp) -> MmaSlicing:
-    """Which accumulators of `kernel` use sliced K, and where their scratch lives.  Sliced
-    only when the scratch fits KSLICE_SCRATCH_LIMIT and the block's shared memory stays within
-    cute.MAX_SMEM_BYTES; otherwise no accumulator is sliced."""
+    """Which accumulators of `kernel` use sliced K, and where their scratch lives.  The `acc`
+    of a `cute.mma_chain` is always sliced (its warps own different keys).  The others are
+    sliced only when all their scratch fits KSLICE_SCRATCH_LIMIT and the block's shared
+    memory stays within cute.MAX_SMEM_BYTES."""
     warps = kernel.num_threads // 32
     base = (kernel.smem_bytes + 15) // 16 * 16
-    slices: dict[SSAValue, int] = {}
-    offsets: dict[SSAValue, int] = {}
-    total = 0
+    chained = {op.acc for op in kernel.walk() if isinstance(op, cute.MmaChainOp)}
+    sizes: dict[SSAValue, tuple[int, int]] = {}  # fragment -> (slices, scratch bytes)
     for op in kernel.walk():
         if not isinstance(op, cute.MmaInitOp):
             continue
@@ -219,11 +219,18 @@ def mma_slicing(kernel: cute.KernelOp) -> MmaSlicing:
             continue
         fm = -(-(-(-m // 16)) // tgm)
         fn = -(-(-(-n // 8)) // tgn)
-        slices[op.result] = ks
-        offsets[op.result] = base + total
-        total += (ks - 1) * tgm * tgn * 32 * fm * fn * 4 * 4
-    if total > KSLICE_SCRATCH_LIMIT or base + total > cute.MAX_SMEM_BYTES:
-        return MmaSlicing({}, {}, base, 0)
+        sizes[op.result] = (ks, (ks - 1) * tgm * tgn * 32 * fm * fn * 4 * 4)
+    optional = sum(size for frag, (_, size) in sizes.items() if frag not in chained)
+    required = sum(size for frag, (_, size) in sizes.items() if frag in chained)
+    keep_optional = optional <= KSLICE_SCRATCH_LIMIT and base + optional + required <= cute.MAX_SMEM_BYTES
+    slices: dict[SSAValue, int] = {}
+    offsets: dict[SSAValue, int] = {}
+    total = 0
+    for frag, (ks, size) in sizes.items():
+        if frag in chained or keep_optional:
+            slices[frag] = ks
+            offsets[frag] = base + total
+            total += size
     return MmaSlicing(slices, offsets, base, total)
 
 
@@ -426,6 +433,8 @@ class _KernelPrinter:
             self.mma_init(op)
         elif isinstance(op, cute.MmaOp):
             self.mma(op)
+        elif isinstance(op, cute.MmaChainOp):
+            self.mma_chain(op)
         elif isinstance(op, cute.FragStoreOp):
             self.frag_store(op)
         elif isinstance(op, cute.ForOp):
@@ -753,6 +762,31 @@ class _KernelPrinter:
             f"mx::mma_run<{self.nt}, decltype({acc}), {m}, {n}, {k}, {tgm}, {tgn}, {ak}, {str(bf).lower()}, "
             f"{la}, {lb}, mx::{LOAD_MODES[am]}, mx::{LOAD_MODES[bm]}>({acc}, {a}, {b}, smem, tid);  // {atom}"
         )
+
+    def mma_chain(self, op: cute.MmaChainOp) -> None:
+        acc, total = op.acc.type, op.sum.type
+        assert isinstance(acc, cute.FragmentType) and isinstance(total, cute.FragmentType)
+        m, n1, atom, _, warps, _, bf = self.frag_info(total)
+        ta, tbt, tc = op.a.type, op.b.type, op.c.type
+        assert isinstance(ta, cute.SmemTensorType) and isinstance(tbt, cute.SmemTensorType)
+        assert isinstance(tc, cute.SmemTensorType)
+        k1, d = ta.get_shape()[-1], tc.get_shape()[-1]
+        ra, rb, rc = len(ta.get_shape()), len(tbt.get_shape()), len(tc.get_shape())
+        la = matrix_t(ta.strides[-2], ta.strides[-1], ta.swizzle)
+        lb = matrix_t(tbt.strides[-1], tbt.strides[-2], tbt.swizzle)  # B^T view: (n, k)
+        lc = matrix_t(tc.strides[-1], tc.strides[-2], tc.swizzle)  # C^T view: (d, key)
+        am = LOAD_MODES[fragment_load_mode(ta, ra - 2, ra - 1, 16)]
+        bm = LOAD_MODES[fragment_load_mode(tbt, rb - 1, rb - 2, 16)]
+        cm = LOAD_MODES[fragment_load_mode(tc, rc - 1, rc - 2, 16)]
+        cm = cm if cm == "kLdsmT" else "kLdElem"  # mma_chain_run reads C by ldmatrix.trans or elements
+        value = self.apply_epilogue("v", op.epilogue)
+        acc_name, sum_name = self.names[op.acc], self.names[op.sum]
+        self.emit(
+            f"mx::mma_chain_run<{self.nt}, decltype({acc_name}), decltype({sum_name}), {m}, {n1}, {k1}, {d}, {warps}, "
+            f"{str(bf).lower()}, {la}, {lb}, mx::{am}, mx::{bm}, {lc}, mx::{cm}>({acc_name}, {sum_name}, "
+            f"{self.tile_ptr(op.a)}, {self.tile_ptr(op.b)}, {self.tile_ptr(op.c)}, smem, tid,"
+        )
+        self.emit(f"    [](float v) {{ return {value}; }});  // {atom}: P = epilogue(A @ B) stays in registers")
 
     def frag_store(self, op: cute.FragStoreOp) -> None:
         frag = op.acc.type

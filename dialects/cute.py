@@ -14,7 +14,8 @@
 * `cute.fill` (clear an accumulator), `cute.elementwise` (a fusion chain: leader + unary
   epilogue + store/accumulate), `cute.reduce` (sum or running max over one dim with
   STRIDED groups), `cute.concat`, `cute.mma_init` / `cute.mma` / `cute.frag_store` (a tiled
-  MMA whose fp32 accumulator fragment lives in registers), `cute.barrier`, `cute.for`.
+  MMA whose fp32 accumulator fragment lives in registers; `cute.mma_chain` = matmul ->
+  epilogue -> matmul with the intermediate kept in registers), `cute.barrier`, `cute.for`.
 
 Every verifier message reads `cute.<op>: <rule>`.  Math is fp32; tiles produced by
 accumulators are fp32 in shared memory (passes/README.md, "Storage precision").
@@ -1176,6 +1177,69 @@ class MmaOp(CuteOp):
 
 
 @irdl_op_definition
+class MmaChainOp(CuteOp):
+    """`acc += round(epilogue(A @ B)) @ C` and `sum += round(epilogue(A @ B))`, the product
+    `P = A @ B` never leaving registers (FlashAttention-2's fused softmax numerator: scores,
+    exp, row-sum partials and P @ V in one op).  `round` = to the element type of A (what a
+    shared P tile would hold).
+
+    A (M x K1), B (K1 x N1), C (N1 x D) are shared tiles; `sum` (M x N1) carries the tiled
+    MMA of the first product, thr_layout (1, W) over the block's W warps, which take the
+    atom blocks w, w + W, ... of P; `acc` (M x D) has thr_layout (1, 1): the W warps split
+    the second product's K (= N1) and sum their slices when `acc` is stored (sliced K).
+    Rules: 16x8x16 atoms of one element type, M <= 16, N1 a multiple of 16 W (two atom
+    blocks per k16 step), the block has exactly W warps."""
+
+    name = "cute.mma_chain"
+    acc = operand_def(FragmentType)
+    sum = operand_def(FragmentType)
+    a = operand_def(SmemTensorType)
+    b = operand_def(SmemTensorType)
+    c = operand_def(SmemTensorType)
+    epilogue = prop_def(ArrayAttr)
+    assembly_format = (
+        "$acc `,` $sum `,` $a `,` $b `,` $c $epilogue attr-dict `:` type($acc) `,` type($sum) `,` type($a) `,` "
+        "type($b) `,` type($c)"
+    )
+
+    def __init__(self, acc: SSAValue, sum: SSAValue, a: SSAValue, b: SSAValue, c: SSAValue, epilogue: Sequence[UnaryFnAttr]):
+        super().__init__(operands=[acc, sum, a, b, c], properties={"epilogue": ArrayAttr(epilogue)})
+
+    def verify_(self) -> None:
+        _check_epilogue(self, self.epilogue)
+        m, n1, _ = _matmul_dims(self, self.a, self.b)
+        c_shape = _smem(self.c).get_shape()
+        if len(c_shape) < 2 or any(d != 1 for d in c_shape[:-2]) or c_shape[-2] != n1:
+            raise _fail(self, f"C {c_shape} must be a matrix with {n1} rows (the columns of A @ B)")
+        d = c_shape[-1]
+        acc, total = self.acc.type, self.sum.type
+        assert isinstance(acc, FragmentType) and isinstance(total, FragmentType)
+        if total.get_shape() != (m, n1) or acc.get_shape() != (m, d):
+            raise _fail(self, f"sum {total.get_shape()} / acc {acc.get_shape()} must be {(m, n1)} / {(m, d)}")
+        types = {str(_smem(v).element_type) for v in (self.a, self.b, self.c)}
+        if len(types) != 1:
+            raise _fail(self, f"A, B and C must share one 16-bit element type, got {sorted(types)}")
+        for frag in (acc, total):
+            if frag.mma.atom_shape != (16, 8, 16):
+                raise _fail(self, f"{frag.mma.atom_name}: a 16x8x16 atom is needed")
+            want = "bf16" if "BF16" in frag.mma.atom_name else "f16"
+            if types != {want}:
+                raise _fail(self, f"atom {frag.mma.atom_name} needs {want} tiles")
+        warps = total.mma.tg[1]
+        if total.mma.tg[0] != 1 or acc.mma.tg != (1, 1):
+            raise _fail(self, "sum needs thr_layout (1, W) and acc thr_layout (1, 1)")
+        if m > 16:
+            raise _fail(self, f"A has {m} rows; at most 16 (one atom row block) are supported")
+        if n1 % (16 * warps):
+            raise _fail(self, f"N1 = {n1} must be a multiple of 16 x {warps} warps (two atom blocks per warp and k16 step)")
+        kernel = self.parent_op()
+        while kernel is not None and not isinstance(kernel, KernelOp):
+            kernel = kernel.parent_op()
+        if kernel is not None and kernel.num_threads != 32 * warps:
+            raise _fail(self, f"the block must have exactly {warps} warps (thr_layout of sum), has {kernel.num_threads} threads")
+
+
+@irdl_op_definition
 class FragStoreOp(CuteOp):
     """Write an accumulator fragment into a tile: `out (=|+=) epilogue(acc)`."""
 
@@ -1286,6 +1350,7 @@ Cute = Dialect(
         ConcatOp,
         MmaInitOp,
         MmaOp,
+        MmaChainOp,
         FragStoreOp,
         ForOp,
         YieldOp,

@@ -31,7 +31,10 @@ reductions `cute.reduce`, everything else `cute.elementwise` / `cute.concat`.  A
 tiles of multi-iteration graphs are fp32 (`layout_math.stores_fp32`), register fragments
 always.  The MMA atom and the warp layout (tg_m, tg_n) follow Mirage's data-moved score
 (mirage-notes 3.9); option `tensor_cores=false` (or non-fp16/bf16 operands) selects the
-CUDA-core `UniversalFMA` fallback.
+CUDA-core `UniversalFMA` fallback.  Flash decoding's loop body (`P = exp(Q @ K)`, `L += P`,
+`O += P @ V`, see passes/register_chain.py) becomes one `cute.mma_chain`: P stays in
+registers, L accumulates in P's fragment layout and is stored after the loop like the
+register accumulators, the warps split the keys of `P @ V`.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.dialects.kernel import CustomizedOp, element_type_of, ints, shape_of
 from mirage_xdsl.passes.layout_math import dtensor_strides, stores_fp32
+from mirage_xdsl.passes.register_chain import RegisterChain, find_register_chains
 
 PASS_NAME = "convert-tb-to-cute"
 
@@ -210,6 +214,7 @@ class _KernelBuilder:
         self.nt = graph.block[0] * graph.block[1] * graph.block[2]
         self.iters = graph.num_iterations
         self.smem: dict[SSAValue, SSAValue] = {}  # tb value -> cute smem value
+        self.chain_sums: dict[RegisterChain, SSAValue] = {}  # the register row sums of each cute.mma_chain
         self.pipelined: set[Operation] = set()  # inputs copied with cp.async (ring of stage buffers)
         self.num_stages = 0  # buffers per pipelined input (all of a kernel share one ring index)
 
@@ -564,6 +569,34 @@ class _KernelBuilder:
             and chain.stage == "loop"
         )
 
+    def register_chains(self, chains: Sequence[_Chain]) -> list[RegisterChain]:
+        """The loop's matmul -> epilogue -> matmul chains lowered to `cute.mma_chain`."""
+        if not self.tensor_cores:
+            return []
+
+        def first_mma(mm: tb.MatmulOp) -> cute.TiledMmaAttr:
+            return self.matmul_parts(_Chain([mm], "loop", 0))[1].mma
+
+        loop = [ch.ops for ch in chains if ch.stage == "loop"]
+        found = find_register_chains(loop, lambda op: type(op) in UNARY_FN, first_mma, self.nt // 32)
+        # the warps' partial P @ V meet in a scratch appended to the planned shared memory
+        # (mma_store, sliced K): keep the chains whose scratch still fits the block
+        room = cute.MAX_SMEM_BYTES - (self.int_attr(self.graph, "tb.smem_size") + 15) // 16 * 16
+        kept = []
+        for rc in found:
+            d = shape_of(rc.second_matmul.result)[-1]
+            scratch = (self.nt // 32 - 1) * 32 * -(-d // 8) * 4 * 4
+            if scratch <= room:
+                kept.append(rc)
+                room -= scratch
+        return kept
+
+    def lower_register_chain(self, rc: RegisterChain, reg_accums: dict[Operation, SSAValue]) -> list[Operation]:
+        first, second = rc.first_matmul, rc.second_matmul
+        a, b, c = self.tile(first, first.lhs), self.tile(first, first.rhs), self.tile(second, second.rhs)
+        epilogue = self.epilogue_of(rc.first[1:])
+        return [cute.MmaChainOp(reg_accums[rc.second[-1]], self.chain_sums[rc], a, b, c, epilogue)]
+
     def lower_matmul(self, chain: _Chain, reg_accums: dict[Operation, SSAValue]) -> list[Operation]:
         mm, frag_type = self.matmul_parts(chain)
         a, b = self.tile(mm, mm.lhs), self.tile(mm, mm.rhs)
@@ -625,19 +658,30 @@ class _KernelBuilder:
         allocs = self.alloc_tiles(ops)
         chains = self.chains(ops)
         body: list[Operation] = list(allocs)
+        fused = self.register_chains(chains)
+        fused_by_op = {op: rc for rc in fused for op in (*rc.first, rc.total, *rc.second)}
 
         # prologue: accumulator state
         reg_accums: dict[Operation, SSAValue] = {}
         inits: list[Operation] = []
+        for rc in fused:
+            init = cute.MmaInitOp(self.matmul_parts(_Chain(list(rc.first), "loop", 0))[1])
+            init.result.name_hint = f"psum{len(self.chain_sums)}"
+            self.chain_sums[rc] = init.result
+            inits.append(init)
         for ch in chains:
             lead = ch.ops[0]
             if self.is_register_accum(ch):
                 _, frag_type = self.matmul_parts(ch)
+                if lead in fused_by_op:  # its warps split K: cute.mma_chain
+                    frag_type = cute.FragmentType(frag_type.get_shape(), cute.TiledMmaAttr(frag_type.mma.atom_name, (1, 1)))
                 init = cute.MmaInitOp(frag_type)
                 init.result.name_hint = f"racc{len(reg_accums)}"
                 reg_accums[ch.ops[-1]] = init.result
                 inits.append(init)
                 continue
+            if lead in fused_by_op:
+                continue  # the row-sum accumulator of a cute.mma_chain lives in registers
             for op in ch.ops:
                 if isinstance(op, tb.ForloopAccumOp):
                     value = float("-inf") if op.accum_kind == "max" else 0.0
@@ -654,6 +698,9 @@ class _KernelBuilder:
             prev_level: int | None = None
             pending_async = False
             for idx, ch in enumerate(stage_chains):
+                fusion = fused_by_op.get(ch.ops[0])
+                if fusion is not None and ch.ops[0] is not fusion.first[0]:
+                    continue  # lowered with its chain's first matmul (no level of its own, no barrier)
                 if prev_level is not None and ch.level != prev_level:
                     if pending_async:
                         out += [cute.CpAsyncCommitOp(), cute.CpAsyncWaitOp(self.num_stages - 1)]
@@ -661,7 +708,9 @@ class _KernelBuilder:
                     out.append(cute.BarrierOp())
                 prev_level = ch.level
                 lead = ch.ops[0]
-                if isinstance(lead, tb.InputOp):
+                if fusion is not None:
+                    out += self.lower_register_chain(fusion, reg_accums)
+                elif isinstance(lead, tb.InputOp):
                     out += self.lower_input(lead, kargs, iv, prologue=None)
                     pending_async |= lead in self.pipelined
                 elif isinstance(lead, tb.OutputOp):
@@ -701,6 +750,8 @@ class _KernelBuilder:
         if reg_accums:
             for op, frag in reg_accums.items():
                 body.append(cute.FragStoreOp(frag, self.tile(op, op.results[0]), [], "store"))
+            for rc, frag in self.chain_sums.items():
+                body.append(cute.FragStoreOp(frag, self.tile(rc.total, rc.total.result), [], "store"))
             body.append(cute.BarrierOp())
         post = by_stage["post"]
         sums = [ch for ch in post if isinstance(ch.ops[0], tb.GridSumOp)]
@@ -708,6 +759,10 @@ class _KernelBuilder:
             post = [ch for ch in post if ch not in sums]
             body += self.lower_grid_sums(sums, post)
         body += emit_stage(post, None)
+        # P of a cute.mma_chain was planned a shared tile (tb-plan-smem runs before this
+        # lowering decides) that nothing reads now
+        p_tiles = {self.smem.get(rc.first[-1].results[0]) for rc in fused}
+        body = [op for op in body if not (isinstance(op, cute.SmemAllocOp) and op.result in p_tiles and not op.result.uses)]
         block.add_ops(body)
 
         kernel = cute.KernelOp(

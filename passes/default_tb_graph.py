@@ -104,6 +104,13 @@ class DeviceModel:
     l2_bytes_per_us: float = 1.0e7
     flops_per_us: float = 2.0e8  # fp16 mma.sync rate our kernels reach (a guess well below the ~660 TFLOP/s peak)
     blocks_for_full_mma_rate: int = 4  # resident 128-thread blocks per SM that hide MMA latency
+    register_chain_blocks_for_full_mma_rate: int = 2
+    """The same for attention plans lowered to `cute.mma_chain` (P in registers,
+    passes/register_chain.py): each warp runs two dependent MMA chains per iteration without
+    a shared-memory round trip in between, so half the resident blocks hide the latency.  On
+    the H200 the 128-key tiles that need 84 KB of shared memory (2 blocks per SM) became the
+    fastest plans with the chain: gqa bs8 35.1 us (was rank 12) vs 40.1 for rank 0's 64-key
+    tiles, gqa bs1 9.1 vs 10.0, mqa 13.0 vs 14.1 (benchmarks/results/register-chain-h200-2026-11-22.md)."""
     launch_us: float = 1.5  # per kernel, incl. the drain/ramp between dependent kernels
     iter_latency_us: float = 0.25  # exposed per for-loop iteration (double-buffered loads)
     mem_latency_us: float = 0.5  # global-load latency under load (Little's law)
@@ -848,6 +855,18 @@ class Planner:
         plan.threads = self._threads(plan)
         return plan
 
+    def _register_chain(self, plan: KernelPlan) -> bool:
+        """Whether convert-tb-to-cute will keep this attention plan's P in registers: every
+        matmul tile has at most 16 rows and the scores' tile gives each warp whole k16 steps
+        (register_chain.py's rules, before the lowering sees the threadblock graph)."""
+        if not is_attention(plan.group):
+            return False
+        matmuls = [n for n in plan.needed if plan.group.nodes[n].kind == "matmul" and n not in plan.skipped]
+        if not matmuls or any(plan.tiles[n][-2] > 16 for n in matmuls):
+            return False
+        warps = self._threads(plan) // 32
+        return plan.tiles[matmuls[0]][-1] % (16 * warps) == 0
+
     def _threads(self, plan: KernelPlan) -> int:
         """Threads per block: Mirage's 128, or up to `wide_block_threads` for matmul-free plans
         whose grid leaves most SMs idle (nTrans: 8 rows, one block each), so each thread of
@@ -1004,7 +1023,8 @@ class Planner:
         bandwidth = min(dev.hbm_bytes_per_us, in_flight / dev.mem_latency_us)
         # MMA throughput needs several resident blocks per SM to hide its latencies
         resident = min(occ, max(1.0, blocks / dev.num_sms))
-        hiding = min(1.0, resident / dev.blocks_for_full_mma_rate)
+        full_rate = dev.register_chain_blocks_for_full_mma_rate if self._register_chain(plan) else dev.blocks_for_full_mma_rate
+        hiding = min(1.0, resident / full_rate)
         roof = max(unique_dram / bandwidth, loaded / dev.l2_bytes_per_us, mma_flops / (dev.flops_per_us * hiding))
         cost = (
             dev.launch_us

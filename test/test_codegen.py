@@ -876,3 +876,61 @@ def test_planned_grid_sum_emulated() -> None:
         if found == 2:
             break
     assert found == 2
+
+
+# ---------------------------------------------------------------------------------------
+# Matmul -> exp -> matmul with P kept in registers (cute.mma_chain)
+
+REGISTER_CHAIN = Path(__file__).parent / "filecheck" / "codegen" / "register-chain.mlir"
+
+
+def test_register_chain_emulated() -> None:
+    """Attention with 16 query rows per block: one cute.mma_chain per iteration (no shared
+    P tile, no barrier between the two products), and the emulated kernel, whose warps split
+    the keys of P @ V and keep the row sums in registers, computes the reference."""
+    if not have_cxx():
+        pytest.skip("no host C++ compiler")
+    from xdsl.parser import Parser
+
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    module = Parser(make_ctx(), REGISTER_CHAIN.read_text()).parse_module()
+    lowered = module.clone()
+    MirageTranspilePass().apply(make_ctx(), lowered)
+    (loop,) = [op for op in lowered.walk() if isinstance(op, cute.ForOp)]
+    names = [op.name for op in loop.body.block.ops]
+    assert names.count("cute.mma_chain") == 1 and "cute.mma" not in names
+    assert names.count("cute.barrier") == 2  # after the loads, at the end of the iteration
+    assert_emulation_matches(module, emit_cuda(lowered), "attn", scale=0.3, seed=5)
+
+
+def test_planned_register_chains_emulated() -> None:
+    """kn-fuse's attention plans of a small GQA graph that lower to cute.mma_chain (its warps
+    own 16 keys each) compute the plain graph; plans that do not fit the pattern keep the
+    shared P tile."""
+    if not have_cxx():
+        pytest.skip("no host C++ compiler")
+    from xdsl.parser import Parser
+
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass, fuse_plain_graphs
+
+    text = """
+    func.func @gqa(%Q: tensor<2x32x64xf16>, %K: tensor<2x64x512xf16>, %V: tensor<2x512x64xf16>) -> tensor<2x32x64xf16> {
+      %s = kn.matmul %Q, %K : tensor<2x32x64xf16>, tensor<2x64x512xf16> -> tensor<2x32x512xf16>
+      %e = kn.exp %s : tensor<2x32x512xf16>
+      %z = kn.reduction %e {dim = 2 : i64, size = 1 : i64} : tensor<2x32x512xf16> -> tensor<2x32x1xf16>
+      %p = kn.div %e, %z : tensor<2x32x512xf16>, tensor<2x32x1xf16> -> tensor<2x32x512xf16>
+      %o = kn.matmul %p, %V : tensor<2x32x512xf16>, tensor<2x512x64xf16> -> tensor<2x32x64xf16>
+      func.return %o : tensor<2x32x64xf16>
+    }"""
+    found = 0
+    for rank in range(8):
+        module = Parser(make_ctx(), text).parse_module()
+        fuse_plain_graphs(make_ctx(), module, candidate=rank)
+        lowered = module.clone()
+        MirageTranspilePass().apply(make_ctx(), lowered)
+        if not any(isinstance(op, cute.MmaChainOp) for op in lowered.walk()):
+            continue
+        assert_emulation_matches(module, emit_cuda(lowered), "gqa", scale=0.3, seed=rank)
+        found += 1
+    assert found >= 1

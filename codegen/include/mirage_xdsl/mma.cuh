@@ -217,6 +217,63 @@ __device__ __forceinline__ void mma_run(Acc& acc, const T* a, const T* b, const 
   }
 }
 
+// ---- matmul -> epilogue -> matmul in registers (flash attention's P never leaves them) ----
+//
+// S = A @ B (M <= 16 rows, N1 columns: the scores of N1 keys), P = epilogue(S) rounded to
+// the element type T, sum += P, acc += P @ C (C: N1 x D, the values).  Warp w computes S for
+// its atom blocks w, w + W, ... (thr_layout (1, W), SAcc = the type of `sum`) and, without
+// leaving registers, multiplies its own columns of P by the matching rows of C: the m16n8k16
+// C fragments of two n8 blocks are exactly the A fragment of one k16 step (FlashAttention-2's
+// trick), with k index 0..7 <-> the keys of block 2p and 8..15 <-> those of block 2p + 1.
+// So the W warps split the keys of the second product: `acc` is a sliced-K accumulator
+// (thr_layout (1, 1), KS = W) whose slices mma_store adds.  Needs FN of SAcc even.
+// LC: view (n, k) of C (C^T, like mma_run's LB), CM its load mode (kLdsmT or elements).
+template <int NT, class Acc, class SAcc, int M, int N1, int K1, int D, int W, bool BF16, class LA, class LB, int AM,
+          int BM, class LC, int CM, class T, class F>
+__device__ __forceinline__ void mma_chain_run(Acc& acc, SAcc& sum, const T* a, const T* b, const T* c, const void* zero,
+                                              int tid, F epilogue) {
+  static_assert(SAcc::FM == 1 && SAcc::FN % 2 == 0 && Acc::KS == W && Acc::FM == 1, "mma_chain_run: see above");
+  SAcc s;
+  s.zero();
+  mma_run<NT, SAcc, M, N1, K1, 1, W, 16, BF16, LA, LB, AM, BM>(s, a, b, zero, tid);
+  const int warp = tid >> 5;
+  if (warp >= W) return;
+  const int lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int q = lane >> 3, i8 = lane & 7;
+  unsigned p[SAcc::FN][2];  // row g and row g + 8: packed (col 2t, col 2t + 1) of each n8 block
+#pragma unroll
+  for (int j = 0; j < SAcc::FN; ++j) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const T lo = from_f<T>(epilogue(s.c[0][j][2 * r])), hi = from_f<T>(epilogue(s.c[0][j][2 * r + 1]));
+      sum.c[0][j][2 * r] += to_f(lo);
+      sum.c[0][j][2 * r + 1] += to_f(hi);
+      p[j][r] = bits16(lo) | (bits16(hi) << 16);
+    }
+  }
+#pragma unroll
+  for (int jp = 0; jp < SAcc::FN / 2; ++jp) {
+    const unsigned af[4] = {p[2 * jp][0], p[2 * jp][1], p[2 * jp + 1][0], p[2 * jp + 1][1]};
+    const int key0 = 8 * (warp + 2 * jp * W), key1 = 8 * (warp + (2 * jp + 1) * W);  // first key of each half
+#pragma unroll
+    for (int nb = 0; nb < Acc::FN; ++nb) {
+      const int n0 = nb * 8;
+      unsigned bfr[2];
+      if constexpr (CM == kLdsmT) {
+        const int key = ((q & 1) ? key1 : key0) + i8;
+        ldsm<2, true>(bfr, n0 < D ? static_cast<const void*>(c + LC::off(n0, key)) : zero);
+      } else {
+        const int n = n0 + g;
+        const auto el = [&](int key) { return n < D ? bits16(c[LC::off(n, key)]) : 0u; };
+        bfr[0] = el(key0 + 2 * t) | (el(key0 + 2 * t + 1) << 16);
+        bfr[1] = el(key1 + 2 * t) | (el(key1 + 2 * t + 1) << 16);
+      }
+      if (n0 < D) mma_16x8x16<BF16>(acc.c[0][nb], af, bfr);
+    }
+  }
+}
+
 // The stores of one lane of thr_layout warp (wm, wn).
 template <class Acc, int M, int N, int TGM, int TGN, class LC, bool READ, class TC, class F>
 __device__ __forceinline__ void mma_store_lane(const Acc& acc, TC* c, int g, int t, int wm, int wn, F f) {

@@ -157,3 +157,37 @@ func.func @bad_atom(%x: !cute.frag<16x8xf32, #cute.tiled_mma<SM70_8x8x4, (1,1)>>
   func.return
 }
 // CHECK: cute.tiled_mma: unknown atom 'SM70_8x8x4'
+
+// -----
+
+// cute.mma_chain: the warps of the block are the warps of the first product's thr_layout.
+func.func @mma_chain_warps(%x: tensor<64xf16>) -> tensor<64xf16> {
+  %o = cute.kernel(%x) attributes {kernel_name = "k", grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 256, 1, 1>, smem_size = 24576 : i64, forloop_range = 1 : i64, arg_strides = [array<i64: 1>, array<i64: 1>]} : (tensor<64xf16>) -> tensor<64xf16> {
+  ^bb0(%o0: tensor<64xf16>, %i0: tensor<64xf16>):
+    %a = cute.smem_alloc [128] : !cute.smem<f16, (16,64):(64,1)>
+    %b = cute.smem_alloc [2176] : !cute.smem<f16, (64,64):(64,1)>
+    %c = cute.smem_alloc [10368] : !cute.smem<f16, (64,64):(64,1)>
+    %s = cute.mma_init : !cute.frag<16x64xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,4)>>
+    %f = cute.mma_init : !cute.frag<16x64xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,1)>>
+    cute.mma_chain %f, %s, %a, %b, %c [#cute.fn<exp>] : !cute.frag<16x64xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,1)>>, !cute.frag<16x64xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,4)>>, !cute.smem<f16, (16,64):(64,1)>, !cute.smem<f16, (64,64):(64,1)>, !cute.smem<f16, (64,64):(64,1)>
+  }
+  func.return %o : tensor<64xf16>
+}
+// CHECK: cute.mma_chain: the block must have exactly 4 warps (thr_layout of sum), has 256 threads
+
+// -----
+
+// cute.mma_chain: every warp needs whole k16 steps of P (two atom blocks each).
+func.func @mma_chain_keys(%x: tensor<64xf16>) -> tensor<64xf16> {
+  %o = cute.kernel(%x) attributes {kernel_name = "k", grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, smem_size = 16384 : i64, forloop_range = 1 : i64, arg_strides = [array<i64: 1>, array<i64: 1>]} : (tensor<64xf16>) -> tensor<64xf16> {
+  ^bb0(%o0: tensor<64xf16>, %i0: tensor<64xf16>):
+    %a = cute.smem_alloc [128] : !cute.smem<f16, (16,64):(64,1)>
+    %b = cute.smem_alloc [2176] : !cute.smem<f16, (64,32):(32,1)>
+    %c = cute.smem_alloc [6272] : !cute.smem<f16, (32,64):(64,1)>
+    %s = cute.mma_init : !cute.frag<16x32xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,4)>>
+    %f = cute.mma_init : !cute.frag<16x64xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,1)>>
+    cute.mma_chain %f, %s, %a, %b, %c [] : !cute.frag<16x64xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,1)>>, !cute.frag<16x32xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,4)>>, !cute.smem<f16, (16,64):(64,1)>, !cute.smem<f16, (64,32):(32,1)>, !cute.smem<f16, (32,64):(64,1)>
+  }
+  func.return %o : tensor<64xf16>
+}
+// CHECK: cute.mma_chain: N1 = 32 must be a multiple of 16 x 4 warps (two atom blocks per warp and k16 step)
