@@ -855,7 +855,7 @@ class Planner:
         plan.threads = self._threads(plan)
         return plan
 
-    def _register_chain(self, plan: KernelPlan) -> bool:
+    def keeps_p_in_registers(self, plan: KernelPlan) -> bool:
         """Whether convert-tb-to-cute will keep this attention plan's P in registers: every
         matmul tile has at most 16 rows and the scores' tile gives each warp whole k16 steps
         (register_chain.py's rules, before the lowering sees the threadblock graph)."""
@@ -1023,7 +1023,7 @@ class Planner:
         bandwidth = min(dev.hbm_bytes_per_us, in_flight / dev.mem_latency_us)
         # MMA throughput needs several resident blocks per SM to hide its latencies
         resident = min(occ, max(1.0, blocks / dev.num_sms))
-        full_rate = dev.register_chain_blocks_for_full_mma_rate if self._register_chain(plan) else dev.blocks_for_full_mma_rate
+        full_rate = dev.register_chain_blocks_for_full_mma_rate if self.keeps_p_in_registers(plan) else dev.blocks_for_full_mma_rate
         hiding = min(1.0, resident / full_rate)
         roof = max(unique_dram / bandwidth, loaded / dev.l2_bytes_per_us, mma_flops / (dev.flops_per_us * hiding))
         cost = (

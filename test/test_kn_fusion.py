@@ -460,3 +460,35 @@ def test_rmsnorm_split_k_leaves_the_sum_of_squares_to_the_combine_kernel() -> No
             if len(ranks) == 3:
                 break
     assert ranks, "no split-K plan among the first 40 candidates"
+
+
+def _planned_group(name: str) -> Any:
+    module = example(name)
+    for p in (KnExpandCompositesPass(), KnSimplifyPass(), KnRecognizeCompositesPass()):
+        p.apply(_context(), module)
+    group, _ = group_from_ops([op for op in the_func(module).body.block.ops if fusible_op(op)])
+    return group
+
+
+def test_register_chain_plans_are_costed_with_fewer_blocks() -> None:
+    """The planner predicts which attention plans convert-tb-to-cute lowers to cute.mma_chain
+    (<= 16 query rows, whole k16 steps of keys per warp) and lets 2 resident blocks reach the
+    full MMA rate for them, so gqa's 128-key tiles (2 blocks per SM) rank first; matmul
+    groups without attention are never register chains."""
+    planner = Planner(DeviceModel())
+    plans = planner.candidates(_planned_group("gqa"))
+    chains = [fp for fp in plans if planner.keeps_p_in_registers(fp.kernels[0])]
+    assert chains and plans[0] in chains
+    for fp in chains:
+        k = fp.kernels[0]
+        scores = next(n for n in k.needed if k.group.nodes[n].kind == "matmul")
+        assert k.tiles[scores][-2] <= 16 and k.tiles[scores][-1] % 64 == 0
+    best = plans[0].kernels[0]
+    scores = next(n for n in best.needed if best.group.nodes[n].kind == "matmul")
+    assert best.tiles[scores][-2:] == (16, 128)  # 16 query rows x 128 keys per iteration
+    # the same plan costed with 4 blocks for the full MMA rate (the rule for other plans)
+    four = Planner(DeviceModel(register_chain_blocks_for_full_mma_rate=4)).candidates(_planned_group("gqa"))
+    same = next(fp for fp in four if fp.kernels[0].grid == best.grid and fp.kernels[0].tiles == best.tiles)
+    assert plans[0].cost_us < same.cost_us
+    rms = Planner(DeviceModel())
+    assert not any(rms.keeps_p_in_registers(fp.kernels[0]) for fp in rms.candidates(_planned_group("rmsnorm_linear")))
