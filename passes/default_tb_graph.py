@@ -46,7 +46,8 @@ Model
       + waves * (iterations * exposed latency + block latency)
    with BW = min(HBM bandwidth, DRAM bytes in flight / latency) (Little's law: one pipeline
    stage of the non-replicated input tiles per resident block), balance = blocks / (SMs *
-   ceil(blocks / SMs)) (wave quantisation), hiding = resident blocks per SM / 4 (at most 1)
+   ceil(blocks / SMs)) (wave quantisation), hiding = resident blocks per SM / 4 (at most 1;
+   / 2 for attention plans whose P convert-tb-to-cute keeps in registers, `cute.mma_chain`)
    and MMA FLOPs counted on m16n8k16-padded tiles.  Ties go to better balance, then about 4
    blocks per SM (measured best for gated_mlp and rmsnorm_linear), N tiles multiples of 16,
    fewer blocks, longer loop tiles, fewer ops.  Split-K is only tried
