@@ -47,14 +47,32 @@ __device__ __forceinline__ bool grid_arrive(unsigned* counter, unsigned n, unsig
 
 // out[L(i)] = sum over s < S of parts[s * SLOT + i]: the group's partials, in split order.
 // The loads go through L2 (`ld.global.cg`): other SMs wrote them, and L1 is not coherent.
+// A thread's elements are summed in batches of up to kBatch, every load of a batch issued
+// before its first store: the compiler cannot move a load above a store to `out` (it may
+// alias), so element by element each one waited a full L2 round trip.
 template <int NT, int S, int SLOT, class L, class T>
 __device__ __forceinline__ void grid_partial_sum(T* out, const float* parts, int tid) {
-  for_each_mine<NT, L::size>(tid, [&](int i) {
-    float acc = 0.0f;
+  constexpr int kTrips = (L::size + NT - 1) / NT;  // elements per thread
+  constexpr int kBatch = kTrips < 8 ? kTrips : 8;
+#pragma unroll 1
+  for (int j0 = 0; j0 < kTrips; j0 += kBatch) {
+    float acc[kBatch];
 #pragma unroll
-    for (int s = 0; s < S; ++s) acc += __ldcg(parts + s * SLOT + i);
-    out[L::off(i)] = from_f<T>(acc);
-  });
+    for (int b = 0; b < kBatch; ++b) acc[b] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int i = tid + (j0 + b) * NT;
+        if (j0 + b < kTrips && (L::size % NT == 0 || i < L::size)) acc[b] += __ldcg(parts + s * SLOT + i);
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int i = tid + (j0 + b) * NT;
+      if (j0 + b < kTrips && (L::size % NT == 0 || i < L::size)) out[L::off(i)] = from_f<T>(acc[b]);
+    }
+  }
 }
 
 }  // namespace mx
