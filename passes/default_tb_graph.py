@@ -136,11 +136,14 @@ class DeviceModel:
     of S partials and its epilogue.  H200, against the same kernels without the combine:
     rmsnorm_linear S = 4..16 +1.0-1.7 us, gqa S = 16 +2.4 us, S = 32 +5.5 us
     (benchmarks/results/grid-sum-h200-2026-11-22.md)."""
-    grid_sum_max_k_tile: int = 128
+    grid_sum_max_k_tile: int = 64
     """Grid-sum plans walk K in tiles of at most this many rows: on the H200 the same grids ran
     faster with more, shorter iterations -- rmsnorm_linear 96 x 4: 256-row tiles 18.1 us,
     128-row 16.5; 96 x 8: 19.5 / 16.9 / 16.2 (256 / 128 / 64); gated_mlp 64 x 4: 128-row 20.9,
-    64-row 20.6 (variants-h200-2026-11-22-grid-sum-24-ranks.md)."""
+    64-row 20.6 (variants-h200-2026-11-22-grid-sum-24-ranks.md).  64 rather than 128: the
+    rank-0 plans measured 17.4 -> 16.6 us (rmsnorm bs1), 21.7 -> 21.3 (bs8), 22.4 -> 21.6
+    (gated_mlp), and the fastest plans of all three use 64-row tiles
+    (mirage-bench-h200-2026-11-22-grid-sum-batched-loads.md)."""
     unpipelined_split_penalty_us: float = 1.0
     """Per wave, for split-K / flash-decoding plans without a for-loop (R = 1): each block loads
     its whole tile before computing, nothing overlaps the load (H200: such attention plans

@@ -218,13 +218,13 @@ def test_rmsnorm_linear_kernel() -> None:
 
 
 def test_rmsnorm_linear_grid_sum_kernel() -> None:
-    """The default plan: ONE kernel whose grid splits K too (48 column tiles x 8 K slices,
-    128-column W tiles, 128-row K tiles); each block accumulates its K slice, tb.grid_sum adds
-    the eight partial matmul tiles and sums of squares, the last block of each column tile
+    """The default plan: ONE kernel whose grid splits K too (24 column tiles x 16 K slices,
+    256-column W tiles, 64-row K tiles); each block accumulates its K slice, tb.grid_sum adds
+    the sixteen partial matmul tiles and sums of squares, the last block of each column tile
     divides and stores."""
     (k,) = customized_ops(fused_example("rmsnorm_linear"))
     assert k.attributes["kn.template"].data == "split_k_grid_sum"  # type: ignore[attr-defined]
-    assert k.grid == (48, 8, 1) and k.num_iterations == 4
+    assert k.grid == (24, 16, 1) and k.num_iterations == 4
     sums = [op for op in k.body.block.ops if isinstance(op, tb.GridSumOp)]
     assert len(sums) == 2 and {op.grid_axis for op in sums} == {1}
     assert sorted(op.input.owner.accum_kind for op in sums) == ["nored", "red_ld_sum"]  # type: ignore[union-attr]
