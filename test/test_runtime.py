@@ -849,3 +849,28 @@ def test_gpu_grid_sum_kernel_rearms_its_counters() -> None:
             (out,) = g(cupy.asarray(X), cupy.asarray(W))
             assert _rel_err([cupy.asnumpy(out).astype(np.float64)], [ref]) < 1e-2
         assert not cupy.asnumpy(g._counters).any()
+
+
+@pytest.mark.gpu
+def test_gpu_register_chain_attention() -> None:
+    """Attention whose P = exp(Q @ K) stays in registers (cute.mma_chain, the warps splitting
+    the keys of P @ V): correct on fresh inputs with poisoned outputs, eagerly and in
+    CUDA-graph mode."""
+    _needs_compiler()
+    import cupy
+    from xdsl.parser import Parser
+
+    from mirage_xdsl.runtime.executable import compile as compile_graph
+    from mirage_xdsl.runtime.executable import make_context
+    from mirage_xdsl.runtime.reference import run_reference
+
+    text = (Path(__file__).parent / "filecheck" / "codegen" / "register-chain.mlir").read_text()
+    module = Parser(make_context(), text).parse_module()
+    for cuda_graph in (False, True):
+        g = compile_graph(module.clone(), cuda_graph=cuda_graph, poison_outputs=True)
+        assert "mma_chain_run" in g.source
+        for seed in range(3):
+            inputs = [0.3 * x for x in random_inputs(g.plan.inputs, seed=seed)]
+            (ref,) = run_reference(module, [x.astype(np.float64) for x in inputs])
+            (out,) = g(*[cupy.asarray(x) for x in inputs])
+            assert _rel_err([cupy.asnumpy(out).astype(np.float64)], [ref]) < 1e-2
