@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -848,14 +849,25 @@ def test_grid_sum_emulated() -> None:
         assert not emu.counters["split_k_rms"].any()  # re-armed for the next launch
 
 
-def test_planned_grid_sum_emulated() -> None:
-    """kn-fuse's grid-sum plans of a small rms_norm(X) @ W compute the plain graph."""
-    if not have_cxx():
-        pytest.skip("no host C++ compiler")
+def fused_and_lowered(text: str, ranks: int) -> Iterator[tuple[int, ModuleOp, ModuleOp]]:
+    """(rank, the plain graph `text` fused with kn-fuse's plan of that cost rank, the same
+    after mirage-transpile) for ranks 0 .. ranks-1."""
     from xdsl.parser import Parser
 
     from mirage_xdsl.passes.pipeline import MirageTranspilePass, fuse_plain_graphs
 
+    for rank in range(ranks):
+        module = Parser(make_ctx(), text).parse_module()
+        fuse_plain_graphs(make_ctx(), module, candidate=rank)
+        lowered = module.clone()
+        MirageTranspilePass().apply(make_ctx(), lowered)
+        yield rank, module, lowered
+
+
+def test_planned_grid_sum_emulated() -> None:
+    """kn-fuse's grid-sum plans of a small rms_norm(X) @ W compute the plain graph."""
+    if not have_cxx():
+        pytest.skip("no host C++ compiler")
     text = """
     func.func @small(%X: tensor<2x1024xf16>, %W: tensor<1024x256xf16>) -> tensor<2x256xf16> {
       %n = kn.rms_norm %X {normalized_shape = array<i64: 1024>} : tensor<2x1024xf16>
@@ -863,14 +875,10 @@ def test_planned_grid_sum_emulated() -> None:
       func.return %o : tensor<2x256xf16>
     }"""
     found = 0
-    for rank in range(12):
-        module = Parser(make_ctx(), text).parse_module()
-        fuse_plain_graphs(make_ctx(), module, candidate=rank)
+    for rank, module, lowered in fused_and_lowered(text, 12):
         kernels = [op for op in module.walk() if op.name == "kn.customized"]
         if len(kernels) != 1 or not kernels[0].attributes["kn.template"].data.endswith("_grid_sum"):  # type: ignore[attr-defined]
             continue
-        lowered = module.clone()
-        MirageTranspilePass().apply(make_ctx(), lowered)
         assert_emulation_matches(module, emit_cuda(lowered), "small", scale=0.5, seed=rank)
         found += 1
         if found == 2:
@@ -921,10 +929,6 @@ def test_planned_register_chains_emulated() -> None:
     shared P tile."""
     if not have_cxx():
         pytest.skip("no host C++ compiler")
-    from xdsl.parser import Parser
-
-    from mirage_xdsl.passes.pipeline import MirageTranspilePass, fuse_plain_graphs
-
     text = """
     func.func @gqa(%Q: tensor<2x32x64xf16>, %K: tensor<2x64x512xf16>, %V: tensor<2x512x64xf16>) -> tensor<2x32x64xf16> {
       %s = kn.matmul %Q, %K : tensor<2x32x64xf16>, tensor<2x64x512xf16> -> tensor<2x32x512xf16>
@@ -935,11 +939,7 @@ def test_planned_register_chains_emulated() -> None:
       func.return %o : tensor<2x32x64xf16>
     }"""
     found = 0
-    for rank in range(8):
-        module = Parser(make_ctx(), text).parse_module()
-        fuse_plain_graphs(make_ctx(), module, candidate=rank)
-        lowered = module.clone()
-        MirageTranspilePass().apply(make_ctx(), lowered)
+    for rank, module, lowered in fused_and_lowered(text, 8):
         if not any(isinstance(op, cute.MmaChainOp) for op in lowered.walk()):
             continue
         assert_emulation_matches(module, emit_cuda(lowered), "gqa", scale=0.3, seed=rank)
