@@ -766,7 +766,7 @@ class _KernelPrinter:
     def mma_chain(self, op: cute.MmaChainOp) -> None:
         acc, total = op.acc.type, op.sum.type
         assert isinstance(acc, cute.FragmentType) and isinstance(total, cute.FragmentType)
-        m, n1, atom, _, warps, _, bf = self.frag_info(total)
+        m, n1, atom, tgm, warps, _, bf = self.frag_info(total)
         ta, tbt, tc = op.a.type, op.b.type, op.c.type
         assert isinstance(ta, cute.SmemTensorType) and isinstance(tbt, cute.SmemTensorType)
         assert isinstance(tc, cute.SmemTensorType)
@@ -782,7 +782,7 @@ class _KernelPrinter:
         value = self.apply_epilogue("v", op.epilogue)
         acc_name, sum_name = self.names[op.acc], self.names[op.sum]
         self.emit(
-            f"mx::mma_chain_run<{self.nt}, decltype({acc_name}), decltype({sum_name}), {m}, {n1}, {k1}, {d}, {warps}, "
+            f"mx::mma_chain_run<{self.nt}, decltype({acc_name}), decltype({sum_name}), {m}, {n1}, {k1}, {d}, {tgm}, {warps}, "
             f"{str(bf).lower()}, {la}, {lb}, mx::{am}, mx::{bm}, {lc}, mx::{cm}>({acc_name}, {sum_name}, "
             f"{self.tile_ptr(op.a)}, {self.tile_ptr(op.b)}, {self.tile_ptr(op.c)}, smem, tid,"
         )

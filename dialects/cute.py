@@ -1184,11 +1184,12 @@ class MmaChainOp(CuteOp):
     shared P tile would hold).
 
     A (M x K1), B (K1 x N1), C (N1 x D) are shared tiles; `sum` (M x N1) carries the tiled
-    MMA of the first product, thr_layout (1, W) over the block's W warps, which take the
-    atom blocks w, w + W, ... of P; `acc` (M x D) has thr_layout (1, 1): the W warps split
-    the second product's K (= N1) and sum their slices when `acc` is stored (sliced K).
-    Rules: 16x8x16 atoms of one element type, M <= 16, N1 a multiple of 16 W (two atom
-    blocks per k16 step), the block has exactly W warps."""
+    MMA of the first product, thr_layout (TGM, W) over the block's TGM x W warps: warp
+    (wm, wn) takes the 16 rows of block wm and the atom blocks wn, wn + W, ... of P; `acc`
+    (M x D) has thr_layout (TGM, 1): the W warps of a row block split the second product's
+    K (= N1) and sum their slices when `acc` is stored (sliced K).  Rules: 16x8x16 atoms of
+    one element type, one 16-row block per warp row (M <= 16 TGM), N1 a multiple of 16 W
+    (two atom blocks per k16 step), the block has exactly TGM x W warps."""
 
     name = "cute.mma_chain"
     acc = operand_def(FragmentType)
@@ -1225,18 +1226,20 @@ class MmaChainOp(CuteOp):
             want = "bf16" if "BF16" in frag.mma.atom_name else "f16"
             if types != {want}:
                 raise _fail(self, f"atom {frag.mma.atom_name} needs {want} tiles")
-        warps = total.mma.tg[1]
-        if total.mma.tg[0] != 1 or acc.mma.tg != (1, 1):
-            raise _fail(self, "sum needs thr_layout (1, W) and acc thr_layout (1, 1)")
-        if m > 16:
-            raise _fail(self, f"A has {m} rows; at most 16 (one atom row block) are supported")
+        tgm, warps = total.mma.tg
+        if acc.mma.tg != (tgm, 1):
+            raise _fail(self, f"acc needs thr_layout ({tgm}, 1), the rows of sum's ({tgm}, {warps})")
+        if m > 16 * tgm:
+            raise _fail(self, f"A has {m} rows; at most 16 per warp row ({16 * tgm}) are supported")
         if n1 % (16 * warps):
             raise _fail(self, f"N1 = {n1} must be a multiple of 16 x {warps} warps (two atom blocks per warp and k16 step)")
         kernel = self.parent_op()
         while kernel is not None and not isinstance(kernel, KernelOp):
             kernel = kernel.parent_op()
-        if kernel is not None and kernel.num_threads != 32 * warps:
-            raise _fail(self, f"the block must have exactly {warps} warps (thr_layout of sum), has {kernel.num_threads} threads")
+        if kernel is not None and kernel.num_threads != 32 * tgm * warps:
+            raise _fail(
+                self, f"the block must have exactly {tgm * warps} warps (thr_layout of sum), has {kernel.num_threads} threads"
+            )
 
 
 @irdl_op_definition

@@ -65,7 +65,7 @@ from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.dialects.kernel import CustomizedOp, element_type_of, ints, shape_of
 from mirage_xdsl.passes.layout_math import dtensor_strides, stores_fp32
-from mirage_xdsl.passes.register_chain import RegisterChain, find_register_chains
+from mirage_xdsl.passes.register_chain import RegisterChain, chain_thr_layout, find_register_chains
 
 PASS_NAME = "convert-tb-to-cute"
 
@@ -574,22 +574,29 @@ class _KernelBuilder:
         if not self.tensor_cores:
             return []
 
-        def first_mma(mm: tb.MatmulOp) -> cute.TiledMmaAttr:
-            return self.matmul_parts(_Chain([mm], "loop", 0))[1].mma
-
         loop = [ch.ops for ch in chains if ch.stage == "loop"]
-        found = find_register_chains(loop, lambda op: type(op) in UNARY_FN, first_mma, self.nt // 32)
+        found = find_register_chains(loop, lambda op: type(op) in UNARY_FN, self.chain_mma, self.nt // 32)
         # the warps' partial P @ V meet in a scratch appended to the planned shared memory
         # (mma_store, sliced K): keep the chains whose scratch still fits the block
         room = cute.MAX_SMEM_BYTES - (self.int_attr(self.graph, "tb.smem_size") + 15) // 16 * 16
         kept = []
         for rc in found:
             d = shape_of(rc.second_matmul.result)[-1]
-            scratch = (self.nt // 32 - 1) * 32 * -(-d // 8) * 4 * 4
+            rows, key_groups = self.chain_mma(rc.first_matmul).tg
+            scratch = (key_groups - 1) * rows * 32 * -(-d // 8) * 4 * 4
             if scratch <= room:
                 kept.append(rc)
                 room -= scratch
         return kept
+
+    def chain_mma(self, mm: tb.MatmulOp) -> cute.TiledMmaAttr:
+        """The tiled MMA of P = A @ B in a `cute.mma_chain`: one warp row per 16-row block of
+        A and the remaining warps side by side along the keys (register_chain.chain_thr_layout)."""
+        ta = self.tile(mm, mm.lhs).type
+        assert isinstance(ta, cute.SmemTensorType)
+        m, k = ta.get_shape()[-2:]
+        atom = mma_atom_for(ta.element_type, element_type_of(mm.rhs), k) or "UniversalFMA"
+        return cute.TiledMmaAttr(atom, chain_thr_layout(m, self.nt // 32))
 
     def lower_register_chain(self, rc: RegisterChain, reg_accums: dict[Operation, SSAValue]) -> list[Operation]:
         first, second = rc.first_matmul, rc.second_matmul
@@ -665,7 +672,8 @@ class _KernelBuilder:
         reg_accums: dict[Operation, SSAValue] = {}
         inits: list[Operation] = []
         for rc in fused:
-            init = cute.MmaInitOp(self.matmul_parts(_Chain(list(rc.first), "loop", 0))[1])
+            p_shape = shape_of(rc.first_matmul.result)[-2:]
+            init = cute.MmaInitOp(cute.FragmentType(p_shape, self.chain_mma(rc.first_matmul)))
             init.result.name_hint = f"psum{len(self.chain_sums)}"
             self.chain_sums[rc] = init.result
             inits.append(init)
@@ -673,8 +681,9 @@ class _KernelBuilder:
             lead = ch.ops[0]
             if self.is_register_accum(ch):
                 _, frag_type = self.matmul_parts(ch)
-                if lead in fused_by_op:  # its warps split K: cute.mma_chain
-                    frag_type = cute.FragmentType(frag_type.get_shape(), cute.TiledMmaAttr(frag_type.mma.atom_name, (1, 1)))
+                if lead in fused_by_op:  # the rows of P's warp layout; its key groups split K
+                    rows = self.chain_mma(fused_by_op[lead].first_matmul).tg[0]
+                    frag_type = cute.FragmentType(frag_type.get_shape(), cute.TiledMmaAttr(frag_type.mma.atom_name, (rows, 1)))
                 init = cute.MmaInitOp(frag_type)
                 init.result.name_hint = f"racc{len(reg_accums)}"
                 reg_accums[ch.ops[-1]] = init.result

@@ -75,6 +75,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from mirage_xdsl.dialects import kernel as kn
 from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.dialects import tiling
+from mirage_xdsl.passes.register_chain import chain_thr_layout
 
 UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar")
 BINARY_KINDS = ("add", "sub", "mul", "div", "pow")
@@ -112,6 +113,12 @@ class DeviceModel:
     the H200 the 128-key tiles that need 84 KB of shared memory (2 blocks per SM) became the
     fastest plans with the chain: gqa bs8 35.1 us (was rank 12) vs 40.1 for rank 0's 64-key
     tiles, gqa bs1 9.1 vs 10.0, mqa 13.0 vs 14.1 (benchmarks/results/register-chain-h200-2026-11-22.md)."""
+    register_chain_max_rows: int = 32
+    """Query rows per block up to which `register_chain_blocks_for_full_mma_rate` applies.
+    H200, the attention plan ranks measured with chains of 16-64 query rows
+    (mirage-bench-h200-2026-11-22-register-chain-tall-tiles.md), rank 0 with 16 / 32 / 64:
+    gqa bs1 9.0 / 9.4 / 9.4 us, gqa bs8 35.0 / 32.0 / 32.6, mha 14.3 (all), mqa 12.9 / 11.8 /
+    11.8."""
     launch_us: float = 1.5  # per kernel, incl. the drain/ramp between dependent kernels
     iter_latency_us: float = 0.25  # exposed per for-loop iteration (double-buffered loads)
     mem_latency_us: float = 0.5  # global-load latency under load (Little's law)
@@ -860,16 +867,19 @@ class Planner:
         return plan
 
     def keeps_p_in_registers(self, plan: KernelPlan) -> bool:
-        """Whether convert-tb-to-cute will keep this attention plan's P in registers: every
-        matmul tile has at most 16 rows and the scores' tile gives each warp whole k16 steps
-        (register_chain.py's rules, before the lowering sees the threadblock graph)."""
+        """Whether convert-tb-to-cute will keep this attention plan's P in registers
+        (`cute.mma_chain`, before the lowering sees the threadblock graph) with 16 query rows
+        per block -- the tiles the 2-block rule was measured on; taller tiles are lowered the
+        same way (register_chain.chain_thr_layout) but keep the 4-block rule until measured."""
         if not is_attention(plan.group):
             return False
         matmuls = [n for n in plan.needed if plan.group.nodes[n].kind == "matmul" and n not in plan.skipped]
-        if not matmuls or any(plan.tiles[n][-2] > 16 for n in matmuls):
+        if not matmuls:
             return False
+        rows, keys = plan.tiles[matmuls[0]][-2:]
         warps = self._threads(plan) // 32
-        return plan.tiles[matmuls[0]][-1] % (16 * warps) == 0
+        tgm, w = chain_thr_layout(rows, warps)
+        return rows <= min(16 * tgm, self.device.register_chain_max_rows) and tgm * w == warps and keys % (16 * w) == 0
 
     def _threads(self, plan: KernelPlan) -> int:
         """Threads per block: Mirage's 128, or up to `wide_block_threads` for matmul-free plans

@@ -16,8 +16,9 @@ The pattern (all in the loop stage, chains from tb-fusion-chains):
 * `total`  = a `nored` tb.forloop_accum of P alone in its chain (the row-sum partials), and
 * `second` = [tb.matmul with lhs P, `nored` register accumulator (`tb.accum_in_reg`)];
 
-with 16-bit operands of one type, at most 16 rows, and a first-MMA warp layout (1, W) over
-the block's W warps in which every warp owns an even number of atom blocks (N1 % 16W == 0).
+with 16-bit operands of one type and a first-MMA warp layout (TGM, W) over all of the
+block's warps with one 16-row block per warp row (M <= 16 TGM) and an even number of atom
+blocks per warp (N1 % 16W == 0).
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ class RegisterChain:
         mm = self.second[0]
         assert isinstance(mm, tb.MatmulOp)
         return mm
+
+
+def chain_thr_layout(rows: int, warps: int) -> tuple[int, int]:
+    """(TGM, W) of P = A @ B in a chain: a warp row per 16-row block of A (FlashAttention-2
+    gives every warp its own rows and all keys), the rest of the warps side by side along
+    the keys; (1, warps) when the row blocks do not divide the warps (not fusible unless
+    A has at most 16 rows)."""
+    blocks = -(-rows // 16)
+    return (blocks, warps // blocks) if warps % blocks == 0 else (1, warps)
 
 
 def _is_register_accum(op: Operation) -> bool:
@@ -95,4 +105,5 @@ def _shapes_fit(first: tb.MatmulOp, second: tb.MatmulOp, mma: cute.TiledMmaAttr,
     if len(elems) != 1 or elems.pop() not in (Float16Type, BFloat16Type):
         return False
     m, n1 = shape_of(first.result)[-2:]
-    return mma.atom_shape == (16, 8, 16) and mma.tg == (1, warps) and m <= 16 and n1 % (16 * warps) == 0
+    tgm, w = mma.tg
+    return mma.atom_shape == (16, 8, 16) and tgm * w == warps and m <= 16 * tgm and n1 % (16 * w) == 0

@@ -892,12 +892,12 @@ def test_planned_grid_sum_emulated() -> None:
 REGISTER_CHAIN = Path(__file__).parent / "filecheck" / "codegen" / "register-chain.mlir"
 
 
-@pytest.mark.parametrize("dtype", ["f16", "bf16"])
-def test_register_chain_emulated(dtype: str) -> None:
-    """Attention with 16 query rows per block: one cute.mma_chain per iteration (no shared
-    P tile, no barrier between the two products), and the emulated kernel, whose warps split
-    the keys of P @ V and keep the row sums in registers, computes the reference (bf16: P
-    rounded to bf16 like the shared tile it replaces)."""
+@pytest.mark.parametrize(("rows", "dtype", "warps"), [(16, "f16", (1, 4)), (16, "bf16", (1, 4)), (32, "f16", (2, 2)), (64, "f16", (4, 1))])
+def test_register_chain_emulated(rows: int, dtype: str, warps: tuple[int, int]) -> None:
+    """Attention with 16, 32 or 64 query rows per block: one cute.mma_chain per iteration (no
+    shared P tile, no barrier between the two products), a warp row per 16 query rows and
+    the other warps splitting the keys of P @ V, and the emulated kernel computes the
+    reference (bf16: P rounded to bf16 like the shared tile it replaces)."""
     if not have_cxx():
         pytest.skip("no host C++ compiler")
     from xdsl.parser import Parser
@@ -906,12 +906,15 @@ def test_register_chain_emulated(dtype: str) -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
     from mirage_xdsl.runtime.reference import run_reference
 
-    module = Parser(make_ctx(), REGISTER_CHAIN.read_text().replace("f16", dtype)).parse_module()
+    text = REGISTER_CHAIN.read_text().replace("f16", dtype).replace("x16x", f"x{rows}x")
+    module = Parser(make_ctx(), text).parse_module()
     lowered = module.clone()
     MirageTranspilePass().apply(make_ctx(), lowered)
     (loop,) = [op for op in lowered.walk() if isinstance(op, cute.ForOp)]
     names = [op.name for op in loop.body.block.ops]
     assert names.count("cute.mma_chain") == 1 and "cute.mma" not in names
+    (chain,) = [op for op in loop.body.block.ops if isinstance(op, cute.MmaChainOp)]
+    assert chain.sum.type.mma.tg == warps  # type: ignore[attr-defined]
     assert names.count("cute.barrier") == 2  # after the loads, at the end of the iteration
     assert not any(isinstance(op, cute.SmemAllocOp) and not op.result.uses for op in lowered.walk())
     program = emit_cuda(lowered)

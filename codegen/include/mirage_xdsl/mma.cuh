@@ -219,25 +219,29 @@ __device__ __forceinline__ void mma_run(Acc& acc, const T* a, const T* b, const 
 
 // ---- matmul -> epilogue -> matmul in registers (flash attention's P never leaves them) ----
 //
-// S = A @ B (M <= 16 rows, N1 columns: the scores of N1 keys), P = epilogue(S) rounded to
-// the element type T, sum += P, acc += P @ C (C: N1 x D, the values).  Warp w computes S for
-// its atom blocks w, w + W, ... (thr_layout (1, W), SAcc = the type of `sum`) and, without
+// S = A @ B (M rows, N1 columns: the scores of N1 keys), P = epilogue(S) rounded to the
+// element type T, sum += P, acc += P @ C (C: N1 x D, the values).  The block's warps form a
+// TGM x W grid (thr_layout (TGM, W) of S, SAcc = the type of `sum`): warp (wm, wn) computes
+// S for the 16 rows of block wm and the atom blocks wn, wn + W, ... of keys and, without
 // leaving registers, multiplies its own columns of P by the matching rows of C: the m16n8k16
 // C fragments of two n8 blocks are exactly the A fragment of one k16 step (FlashAttention-2's
 // trick), with k index 0..7 <-> the keys of block 2p and 8..15 <-> those of block 2p + 1.
-// So the W warps split the keys of the second product: `acc` is a sliced-K accumulator
-// (thr_layout (1, 1), KS = W) whose slices mma_store adds.  Needs FN of SAcc even.
+// So the W warps of a row block split the keys of the second product: `acc` has thr_layout
+// (TGM, 1) and K sliced over W (its slices are added by mma_store).  W = 1 is
+// FlashAttention-2's layout (each warp owns 16 rows and every key); decode tiles of 16 rows
+// use TGM = 1.  Needs one row block per warp (SAcc::FM == 1) and FN of SAcc even.
 // LC: view (n, k) of C (C^T, like mma_run's LB), CM its load mode (kLdsmT or elements).
-template <int NT, class Acc, class SAcc, int M, int N1, int K1, int D, int W, bool BF16, class LA, class LB, int AM,
-          int BM, class LC, int CM, class T, class F>
+template <int NT, class Acc, class SAcc, int M, int N1, int K1, int D, int TGM, int W, bool BF16, class LA, class LB,
+          int AM, int BM, class LC, int CM, class T, class F>
 __device__ __forceinline__ void mma_chain_run(Acc& acc, SAcc& sum, const T* a, const T* b, const T* c, const void* zero,
                                               int tid, F epilogue) {
   static_assert(SAcc::FM == 1 && SAcc::FN % 2 == 0 && Acc::KS == W && Acc::FM == 1, "mma_chain_run: see above");
   SAcc s;
   s.zero();
-  mma_run<NT, SAcc, M, N1, K1, 1, W, 16, BF16, LA, LB, AM, BM>(s, a, b, zero, tid);
+  mma_run<NT, SAcc, M, N1, K1, TGM, W, 16, BF16, LA, LB, AM, BM>(s, a, b, zero, tid);
   const int warp = tid >> 5;
-  if (warp >= W) return;
+  if (warp >= TGM * W) return;
+  const int wn = warp / TGM;  // the key group; the row block (warp % TGM) is acc's own
   const int lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
   const int q = lane >> 3, i8 = lane & 7;
@@ -255,7 +259,7 @@ __device__ __forceinline__ void mma_chain_run(Acc& acc, SAcc& sum, const T* a, c
 #pragma unroll
   for (int jp = 0; jp < SAcc::FN / 2; ++jp) {
     const unsigned af[4] = {p[2 * jp][0], p[2 * jp][1], p[2 * jp + 1][0], p[2 * jp + 1][1]};
-    const int key0 = 8 * (warp + 2 * jp * W), key1 = 8 * (warp + (2 * jp + 1) * W);  // first key of each half
+    const int key0 = 8 * (wn + 2 * jp * W), key1 = 8 * (wn + (2 * jp + 1) * W);  // first key of each half
 #pragma unroll
     for (int nb = 0; nb < Acc::FN; ++nb) {
       const int n0 = nb * 8;

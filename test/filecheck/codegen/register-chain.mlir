@@ -36,5 +36,5 @@ func.func @attn(%Q: tensor<2x16x64xf16>, %K: tensor<2x64x256xf16>, %V: tensor<2x
 
 // CHECK:       mx::MmaAcc<16, 64, 1, 4, 16> f0;
 // CHECK:       mx::MmaAcc<16, 64, 1, 1, 16, 4> f1;  // {{.*}} K sliced over 4 warp groups
-// CHECK:       mx::mma_chain_run<128, decltype(f1), decltype(f0), 16, 64, 64, 64, 4, false,
+// CHECK:       mx::mma_chain_run<128, decltype(f1), decltype(f0), 16, 64, 64, 64, 1, 4, false,
 // CHECK-NEXT:      [](float v) { return mx::f_exp(v); });

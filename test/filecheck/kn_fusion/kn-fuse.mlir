@@ -63,10 +63,10 @@
 // NTRANS-COUNT-2:  tb.rms_norm
 // NTRANS-NOT:     kn.
 
-// Attention: flash decoding (128-key tiles: P stays in registers, cute.mma_chain), partials
-// along the last dim, then the split_reduce kernel.
+// Attention: flash decoding (32 query rows x 128 keys per iteration: P stays in registers,
+// cute.mma_chain), partials along the last dim, then the split_reduce kernel.
 // GQA-LABEL: func.func @gqa
-// GQA-NEXT:    %o_part0, %o_part1 = kn.customized(%Q, %K, %V) attributes {kn.template = "flash_decoding", {{.*}}grid_dim = array<i64: 2, 16, 8>, {{.*}}forloop_range = 4 : i64
+// GQA-NEXT:    %o_part0, %o_part1 = kn.customized(%Q, %K, %V) attributes {kn.template = "flash_decoding", {{.*}}grid_dim = array<i64: 2, 8, 16>, {{.*}}forloop_range = 2 : i64
 // GQA:           tb.output {{.*}}output_map = array<i64: 0, 1, 2>
 // GQA-NEXT:      tb.output {{.*}}output_map = array<i64: 0, 1, 2>
 // GQA:         %o = kn.customized(%o_part0, %o_part1) attributes {kn.template = "split_reduce"
@@ -77,7 +77,7 @@
 // MHA-NEXT:    kn.customized(%Q, %K, %V) attributes {kn.template = "flash_decoding", {{.*}}grid_dim = array<i64: 32, 4, 1>, {{.*}}forloop_range = 4 : i64
 // MHA:         %o = kn.customized(%o_part0, %o_part1) attributes {kn.template = "split_reduce"
 // MQA-LABEL: func.func @mqa
-// MQA-NEXT:    kn.customized(%Q, %K, %V) attributes {kn.template = "flash_decoding", {{.*}}grid_dim = array<i64: 64, 4, 1>, {{.*}}forloop_range = 8 : i64
+// MQA-NEXT:    kn.customized(%Q, %K, %V) attributes {kn.template = "flash_decoding", {{.*}}grid_dim = array<i64: 32, 8, 1>, {{.*}}forloop_range = 4 : i64
 // MQA:         %o = kn.customized(%o_part0, %o_part1) attributes {kn.template = "split_reduce"
 
 // The transpiler accepts the fused kernel (passes 1-9 of passes/README.md).

@@ -57,11 +57,11 @@ func.func @rmsnorm_linear(%X: tensor<2x4096xf16>, %W: tensor<4096x6144xf16>) -> 
 // -----
 
 // GQA after kn-simplify (exp(QK) @ V / sum(exp(QK))): TWO kernels, flash decoding.
-// Kernel 1: grid (batch 2, 16 row blocks of 16 queries, 8 KV splits of 512); K and V are
-// split by grid z AND walked by the for-loop along the same dim (4 iterations of 128 keys:
-// with P kept in registers, cute.mma_chain, 128-key tiles are costed cheapest); it writes
-// per-block partial denominators [.,16,1] and numerators [.,16,64] side by side along the
-// last dim (omap z -> 2). Kernel 2 sums the 8 partials (the numerators with a strided sum
+// Kernel 1: grid (batch 2, 8 row blocks of 32 queries, 16 KV splits of 256); K and V are
+// split by grid z AND walked by the for-loop along the same dim (2 iterations of 128 keys:
+// with P kept in registers, cute.mma_chain, these tiles are costed cheapest); it writes
+// per-block partial denominators [.,32,1] and numerators [.,32,64] side by side along the
+// last dim (omap z -> 2). Kernel 2 sums the 16 partials (the numerators with a strided sum
 // down to 64 = sum_todimx) and divides.
 func.func @gqa(%Q: tensor<2x256x64xf16>, %K: tensor<2x64x4096xf16>, %V: tensor<2x4096x64xf16>) -> tensor<2x256x64xf16> {
   %s = kn.matmul %Q, %K : tensor<2x256x64xf16>, tensor<2x64x4096xf16> -> tensor<2x256x4096xf16>
@@ -72,21 +72,21 @@ func.func @gqa(%Q: tensor<2x256x64xf16>, %K: tensor<2x64x4096xf16>, %V: tensor<2
   func.return %o : tensor<2x256x64xf16>
 }
 // CHECK-LABEL: func.func @gqa
-// CHECK-NEXT:    %[[Z:.*]], %[[N:.*]] = kn.customized(%Q, %K, %V) attributes {kn.template = "flash_decoding", {{.*}}grid_dim = array<i64: 2, 16, 8>, block_dim = array<i64: 128, 1, 1>, forloop_range = 4 : i64, reduction_dimx = 64 : i64} : (tensor<2x256x64xf16>, tensor<2x64x4096xf16>, tensor<2x4096x64xf16>) -> (tensor<2x256x8xf16>, tensor<2x256x512xf16>) {
-// CHECK:           %[[TQ:.*]] = tb.input %q {input_map = array<i64: 0, 1, -1>, forloop_dim = -1 : i64} : tensor<2x256x64xf16> -> !tb.stensor<1x16x64xf16>
+// CHECK-NEXT:    %[[Z:.*]], %[[N:.*]] = kn.customized(%Q, %K, %V) attributes {kn.template = "flash_decoding", {{.*}}grid_dim = array<i64: 2, 8, 16>, block_dim = array<i64: 128, 1, 1>, forloop_range = 2 : i64, reduction_dimx = 64 : i64} : (tensor<2x256x64xf16>, tensor<2x64x4096xf16>, tensor<2x4096x64xf16>) -> (tensor<2x256x16xf16>, tensor<2x256x1024xf16>) {
+// CHECK:           %[[TQ:.*]] = tb.input %q {input_map = array<i64: 0, 1, -1>, forloop_dim = -1 : i64} : tensor<2x256x64xf16> -> !tb.stensor<1x32x64xf16>
 // CHECK-NEXT:      %[[TK:.*]] = tb.input %k {input_map = array<i64: 0, -1, 2>, forloop_dim = 2 : i64} : tensor<2x64x4096xf16> -> !tb.stensor<1x64x128xf16>
 // CHECK-NEXT:      %[[TV:.*]] = tb.input %v {input_map = array<i64: 0, -1, 1>, forloop_dim = 1 : i64} : tensor<2x4096x64xf16> -> !tb.stensor<1x128x64xf16>
 // CHECK-NEXT:      %[[S:.*]] = tb.matmul %[[TQ]], %[[TK]]
-// CHECK-NEXT:      %[[E:.*]] = tb.exp %[[S]] : !tb.stensor<1x16x128xf16>
-// CHECK-NEXT:      %[[DEN:.*]] = tb.forloop_accum red_ld_sum %[[E]] : !tb.stensor<1x16x128xf16> -> !tb.stensor<1x16x1xf16, after_accum>
-// CHECK-NEXT:      %[[PV:.*]] = tb.matmul %[[E]], %[[TV]] : !tb.stensor<1x16x128xf16>, !tb.stensor<1x128x64xf16> -> !tb.stensor<1x16x64xf16>
+// CHECK-NEXT:      %[[E:.*]] = tb.exp %[[S]] : !tb.stensor<1x32x128xf16>
+// CHECK-NEXT:      %[[DEN:.*]] = tb.forloop_accum red_ld_sum %[[E]] : !tb.stensor<1x32x128xf16> -> !tb.stensor<1x32x1xf16, after_accum>
+// CHECK-NEXT:      %[[PV:.*]] = tb.matmul %[[E]], %[[TV]] : !tb.stensor<1x32x128xf16>, !tb.stensor<1x128x64xf16> -> !tb.stensor<1x32x64xf16>
 // CHECK-NEXT:      %[[NUM:.*]] = tb.forloop_accum nored %[[PV]]
-// CHECK-NEXT:      tb.output %[[DEN]] {output_map = array<i64: 0, 1, 2>} : !tb.stensor<1x16x1xf16, after_accum>
-// CHECK-NEXT:      tb.output %[[NUM]] {output_map = array<i64: 0, 1, 2>} : !tb.stensor<1x16x64xf16, after_accum>
+// CHECK-NEXT:      tb.output %[[DEN]] {output_map = array<i64: 0, 1, 2>} : !tb.stensor<1x32x1xf16, after_accum>
+// CHECK-NEXT:      tb.output %[[NUM]] {output_map = array<i64: 0, 1, 2>} : !tb.stensor<1x32x64xf16, after_accum>
 // CHECK-NEXT:    }
-// CHECK-NEXT:    %o = kn.customized(%[[Z]], %[[N]]) attributes {kn.template = "split_reduce", {{.*}}forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<2x256x8xf16>, tensor<2x256x512xf16>) -> tensor<2x256x64xf16> {
-// CHECK:           tb.reduction {{.*}} : !tb.stensor<{{.*}}x8xf16> -> !tb.stensor<{{.*}}x1xf16>
-// CHECK-NEXT:      tb.reduction_to_dimx {{.*}} {dim = 2 : i64} : !tb.stensor<{{.*}}x512xf16> -> !tb.stensor<{{.*}}x64xf16>
+// CHECK-NEXT:    %o = kn.customized(%[[Z]], %[[N]]) attributes {kn.template = "split_reduce", {{.*}}forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<2x256x16xf16>, tensor<2x256x1024xf16>) -> tensor<2x256x64xf16> {
+// CHECK:           tb.reduction {{.*}} : !tb.stensor<{{.*}}x16xf16> -> !tb.stensor<{{.*}}x1xf16>
+// CHECK-NEXT:      tb.reduction_to_dimx {{.*}} {dim = 2 : i64} : !tb.stensor<{{.*}}x1024xf16> -> !tb.stensor<{{.*}}x64xf16>
 // CHECK-NEXT:      tb.div
 // CHECK-NEXT:      tb.forloop_accum nored
 // CHECK-NEXT:      tb.output
