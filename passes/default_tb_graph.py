@@ -736,7 +736,10 @@ class Planner:
         depends on a loop reduction (only the last block of a group stores), the one-kernel
         grid-sum plan -- not for attention: on the H200 gqa's grid-sum flash decoding took
         13.1 us where kernel 1 + the combine kernel took 10.6
-        (benchmarks/results/grid-sum-h200-2026-11-22.md)."""
+        (benchmarks/results/grid-sum-h200-2026-11-22.md), and still lost with P in registers
+        and batched partial loads: best grid-sum / two-kernel plan of 24 ranks, gqa bs1 11.9 /
+        8.9 us, gqa bs8 38.5 / 32.2, mha 16.0 / 14.1, mqa 16.4 / 11.9
+        (mirage-bench-h200-2026-11-22-attention-grid-sum-with-chains.md)."""
         for S in splits:
             if S == 1:
                 yield 1, [], False
