@@ -6,9 +6,9 @@ back by the row-sum accumulator and by the second MMA, with barriers between), a
 decode-sized tiles (16 query rows) those round trips and their address arithmetic are most
 of the kernel's instructions.  When the chain has exactly that shape, convert-tb-to-cute
 emits one `cute.mma_chain` instead (mx::mma_chain_run, codegen/include/mirage_xdsl/mma.cuh):
-the MMA fragments of P are the A operand of the second MMA (FlashAttention-2, Dao 2023,
-section 3.3: "the output of the first matmul can be kept in registers as the input of the
-second"), and L accumulates in registers in P's fragment layout until the loop ends.
+the MMA fragments of P are the A operand of the second MMA (the register reuse of
+FlashAttention-2, Dao 2023), and L accumulates in registers in P's fragment layout until
+the loop ends.
 
 The pattern (all in the loop stage, chains from tb-fusion-chains):
 
