@@ -1226,19 +1226,23 @@ class MmaChainOp(CuteOp):
             want = "bf16" if "BF16" in frag.mma.atom_name else "f16"
             if types != {want}:
                 raise _fail(self, f"atom {frag.mma.atom_name} needs {want} tiles")
-        tgm, warps = total.mma.tg
+        tgm, key_groups = total.mma.tg
         if acc.mma.tg != (tgm, 1):
-            raise _fail(self, f"acc needs thr_layout ({tgm}, 1), the rows of sum's ({tgm}, {warps})")
+            raise _fail(self, f"acc needs thr_layout ({tgm}, 1), the rows of sum's ({tgm}, {key_groups})")
         if m > 16 * tgm:
             raise _fail(self, f"A has {m} rows; at most 16 per warp row ({16 * tgm}) are supported")
-        if n1 % (16 * warps):
-            raise _fail(self, f"N1 = {n1} must be a multiple of 16 x {warps} warps (two atom blocks per warp and k16 step)")
+        if n1 % (16 * key_groups):
+            raise _fail(
+                self,
+                f"N1 = {n1} must be a multiple of 16 x {key_groups} key groups (two atom blocks per warp and k16 step)",
+            )
         kernel = self.parent_op()
         while kernel is not None and not isinstance(kernel, KernelOp):
             kernel = kernel.parent_op()
-        if kernel is not None and kernel.num_threads != 32 * tgm * warps:
+        if kernel is not None and kernel.num_threads != 32 * tgm * key_groups:
             raise _fail(
-                self, f"the block must have exactly {tgm * warps} warps (thr_layout of sum), has {kernel.num_threads} threads"
+                self,
+                f"the block must have exactly {tgm * key_groups} warps (thr_layout of sum), has {kernel.num_threads} threads",
             )
 
 

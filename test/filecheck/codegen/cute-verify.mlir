@@ -190,4 +190,4 @@ func.func @mma_chain_keys(%x: tensor<64xf16>) -> tensor<64xf16> {
   }
   func.return %o : tensor<64xf16>
 }
-// CHECK: cute.mma_chain: N1 = 32 must be a multiple of 16 x 4 warps (two atom blocks per warp and k16 step)
+// CHECK: cute.mma_chain: N1 = 32 must be a multiple of 16 x 4 key groups (two atom blocks per warp and k16 step)
