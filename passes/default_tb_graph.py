@@ -871,9 +871,10 @@ class Planner:
 
     def keeps_p_in_registers(self, plan: KernelPlan) -> bool:
         """Whether convert-tb-to-cute will keep this attention plan's P in registers
-        (`cute.mma_chain`, before the lowering sees the threadblock graph) with 16 query rows
-        per block -- the tiles the 2-block rule was measured on; taller tiles are lowered the
-        same way (register_chain.chain_thr_layout) but keep the 4-block rule until measured."""
+        (`cute.mma_chain`, predicted before the lowering sees the threadblock graph: a warp row
+        per 16 query rows and whole k16 steps of keys per warp, register_chain.chain_thr_layout)
+        with at most `register_chain_max_rows` query rows per block, the tiles the 2-block
+        rule was measured on; taller chains keep the 4-block rule."""
         if not is_attention(plan.group):
             return False
         matmuls = [n for n in plan.needed if plan.group.nodes[n].kind == "matmul" and n not in plan.skipped]
