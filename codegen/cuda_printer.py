@@ -213,13 +213,10 @@ def mma_slicing(kernel: cute.KernelOp) -> MmaSlicing:
             continue
         frag = op.result.type
         assert isinstance(frag, cute.FragmentType)
-        m, n, atom, tgm, tgn, _, _ = _KernelPrinter.frag_info(frag)
+        _, _, atom, tgm, tgn, _, _ = _KernelPrinter.frag_info(frag)
         ks = warps // (tgm * tgn) if atom != "UniversalFMA" and warps % (tgm * tgn) == 0 else 1
-        if ks <= 1:
-            continue
-        fm = -(-(-(-m // 16)) // tgm)
-        fn = -(-(-(-n // 8)) // tgn)
-        sizes[op.result] = (ks, (ks - 1) * tgm * tgn * 32 * fm * fn * 4 * 4)
+        if ks > 1:
+            sizes[op.result] = (ks, frag.slice_scratch_bytes(ks))
     optional = sum(size for frag, (_, size) in sizes.items() if frag not in chained)
     required = sum(size for frag, (_, size) in sizes.items() if frag in chained)
     keep_optional = optional <= KSLICE_SCRATCH_LIMIT and base + optional + required <= cute.MAX_SMEM_BYTES

@@ -419,6 +419,16 @@ class FragmentType(ParametrizedAttribute, TypeAttribute):
     def get_shape(self) -> tuple[int, ...]:
         return int_tuple(self.shape)
 
+    def slice_scratch_bytes(self, slices: int) -> int:
+        """Shared memory in which `slices` K slices of this tensor-core accumulator meet
+        (mma.cuh `MmaAcc::kScratchFloats`: slices 1.. park one fp32 fragment per warp of
+        the thr_layout, FM x FN atom blocks of 4 floats per lane)."""
+        m, n = self.get_shape()
+        tgm, tgn = self.mma.tg
+        fm = -(-(-(-m // 16)) // tgm)
+        fn = -(-(-(-n // 8)) // tgn)
+        return (slices - 1) * tgm * tgn * 32 * fm * fn * 4 * 4
+
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():

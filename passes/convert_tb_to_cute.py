@@ -581,9 +581,7 @@ class _KernelBuilder:
         room = cute.MAX_SMEM_BYTES - (self.int_attr(self.graph, "tb.smem_size") + 15) // 16 * 16
         kept = []
         for rc in found:
-            d = shape_of(rc.second_matmul.result)[-1]
-            rows, key_groups = self.chain_mma(rc.first_matmul).tg
-            scratch = (key_groups - 1) * rows * 32 * -(-d // 8) * 4 * 4
+            scratch = self.chain_acc_type(rc).slice_scratch_bytes(self.chain_mma(rc.first_matmul).tg[1])
             if scratch <= room:
                 kept.append(rc)
                 room -= scratch
@@ -597,6 +595,12 @@ class _KernelBuilder:
         m, k = ta.get_shape()[-2:]
         atom = mma_atom_for(ta.element_type, element_type_of(mm.rhs), k) or "UniversalFMA"
         return cute.TiledMmaAttr(atom, chain_thr_layout(m, self.nt // 32))
+
+    def chain_acc_type(self, rc: RegisterChain) -> cute.FragmentType:
+        """The fragment of `rc`'s P @ V accumulator: the rows of P's warp layout, its key
+        groups splitting K (thr_layout (TGM, 1), sliced by the printer)."""
+        mma = self.chain_mma(rc.first_matmul)
+        return cute.FragmentType(shape_of(rc.second_matmul.result)[-2:], cute.TiledMmaAttr(mma.atom_name, (mma.tg[0], 1)))
 
     def lower_register_chain(self, rc: RegisterChain, reg_accums: dict[Operation, SSAValue]) -> list[Operation]:
         first, second = rc.first_matmul, rc.second_matmul
@@ -680,10 +684,8 @@ class _KernelBuilder:
         for ch in chains:
             lead = ch.ops[0]
             if self.is_register_accum(ch):
-                _, frag_type = self.matmul_parts(ch)
-                if lead in fused_by_op:  # the rows of P's warp layout; its key groups split K
-                    rows = self.chain_mma(fused_by_op[lead].first_matmul).tg[0]
-                    frag_type = cute.FragmentType(frag_type.get_shape(), cute.TiledMmaAttr(frag_type.mma.atom_name, (rows, 1)))
+                fusion = fused_by_op.get(lead)
+                frag_type = self.chain_acc_type(fusion) if fusion is not None else self.matmul_parts(ch)[1]
                 init = cute.MmaInitOp(frag_type)
                 init.result.name_hint = f"racc{len(reg_accums)}"
                 reg_accums[ch.ops[-1]] = init.result

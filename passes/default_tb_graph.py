@@ -75,7 +75,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from mirage_xdsl.dialects import kernel as kn
 from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.dialects import tiling
-from mirage_xdsl.passes.register_chain import chain_thr_layout
+from mirage_xdsl.passes.register_chain import chain_shape_fits, chain_thr_layout
 
 UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar")
 BINARY_KINDS = ("add", "sub", "mul", "div", "pow")
@@ -882,8 +882,8 @@ class Planner:
             return False
         rows, keys = plan.tiles[matmuls[0]][-2:]
         warps = self._threads(plan) // 32
-        tgm, w = chain_thr_layout(rows, warps)
-        return rows <= min(16 * tgm, self.device.register_chain_max_rows) and tgm * w == warps and keys % (16 * w) == 0
+        fits = chain_shape_fits(rows, keys, chain_thr_layout(rows, warps), warps)
+        return fits and rows <= self.device.register_chain_max_rows
 
     def _threads(self, plan: KernelPlan) -> int:
         """Threads per block: Mirage's 128, or up to `wide_block_threads` for matmul-free plans

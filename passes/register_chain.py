@@ -64,6 +64,13 @@ def chain_thr_layout(rows: int, warps: int) -> tuple[int, int]:
     return (blocks, warps // blocks) if warps % blocks == 0 else (1, warps)
 
 
+def chain_shape_fits(rows: int, keys: int, thr_layout: tuple[int, int], warps: int) -> bool:
+    """Whether P (rows x keys) with warp layout (TGM, W) fits `mx::mma_chain_run`: all of the
+    block's warps, one 16-row block per warp row, two atom blocks per warp and k16 step."""
+    tgm, w = thr_layout
+    return tgm * w == warps and rows <= 16 * tgm and keys % (16 * w) == 0
+
+
 def _is_register_accum(op: Operation) -> bool:
     return isinstance(op, tb.ForloopAccumOp) and op.accum_kind == "nored" and "tb.accum_in_reg" in op.attributes
 
@@ -90,7 +97,7 @@ def find_register_chains(
         if len(users) != 2 or len(seconds) != 1 or len(totals) != 1:
             continue
         total, second = totals[0], by_leader.get(seconds[0])
-        if total.accum_kind != "nored" or "tb.accum_in_reg" in total.attributes or by_leader.get(total) != [total]:
+        if total.accum_kind != "nored" or "tb.accum_in_reg" in total.attributes or list(by_leader.get(total, ())) != [total]:
             continue
         if second is None or len(second) != 2 or not _is_register_accum(second[1]):
             continue
@@ -105,5 +112,4 @@ def _shapes_fit(first: tb.MatmulOp, second: tb.MatmulOp, mma: cute.TiledMmaAttr,
     if len(elems) != 1 or elems.pop() not in (Float16Type, BFloat16Type):
         return False
     m, n1 = shape_of(first.result)[-2:]
-    tgm, w = mma.tg
-    return mma.atom_shape == (16, 8, 16) and tgm * w == warps and m <= 16 * tgm and n1 % (16 * w) == 0
+    return mma.atom_shape == (16, 8, 16) and chain_shape_fits(m, n1, mma.tg, warps)
