@@ -41,11 +41,16 @@ from mirage_xdsl.bench.check import same_outputs
 from mirage_xdsl.bench.workloads import BY_NAME, WORKLOADS, Resolved
 
 MANIFEST_VERSION = 2
-DEFAULT_VARIANTS = tuple(f"c{rank}s2x" for rank in range(16)) + ("c0s3x", "c0s4x")
+DEFAULT_VARIANTS = (
+    tuple(f"c{rank}s2x" for rank in range(16)) + ("c0s3x", "c0s4x") + tuple(f"c{rank}s2xr" for rank in range(8))
+)
 """Tuning variants of the plain graphs by default: kn-fuse plans of cost rank 0..15 with a
-2-stage cp.async ring and split-K plans enumerated, and the cheapest plan with 3 and 4 stages.
+2-stage cp.async ring and split-K plans enumerated, the cheapest plan with 3 and 4 stages,
+and ranks 0..7 with their partials reduced before the grid sum (`r`).
 Sixteen ranks, not eight: the grid-sum plans crowd the first ranks, and on the H200 the
-fastest rmsnorm/gated_mlp plans were ranks 7-16 (results/variants-h200-2026-11-22-grid-sum-24-ranks.md)."""
+fastest rmsnorm/gated_mlp plans were ranks 7-16 (results/variants-h200-2026-11-22-grid-sum-24-ranks.md).
+`r` helps rmsnorm bs8 and hurts bs1 (results/reduce-partials-h200-2026-11-24.md); a graph
+without a reduction after its grid sum builds the same kernel, timed once."""
 
 
 @dataclass
@@ -83,12 +88,13 @@ def one_line(err: BaseException) -> str:
 
 
 def parse_variant(text: str) -> dict[str, Any]:
-    """`c<rank>s<stages>[x]` -> mirage-transpile options: the kn-fuse plan of that cost rank,
-    that cp.async pipeline depth (0 = automatic), `x` = split-K plans enumerated too."""
-    m = re.fullmatch(r"c(\d+)s(\d+)(x?)", text)
+    """`c<rank>s<stages>[x][r]` -> mirage-transpile options: the kn-fuse plan of that cost
+    rank, that cp.async pipeline depth (0 = automatic), `x` = split-K plans enumerated too,
+    `r` = partials reduced before their grid sum (`reduce_partials`)."""
+    m = re.fullmatch(r"c(\d+)s(\d+)(x?)(r?)", text)
     if m is None:
-        raise BenchError(f"variant '{text}': expected c<rank>s<stages>[x], e.g. c0s2 or c3s4x")
-    return {"candidate": int(m[1]), "stages": int(m[2]), "always_split": bool(m[3])}
+        raise BenchError(f"variant '{text}': expected c<rank>s<stages>[x][r], e.g. c0s2, c3s4x or c3s2xr")
+    return {"candidate": int(m[1]), "stages": int(m[2]), "always_split": bool(m[3]), "reduce_partials": bool(m[4])}
 
 
 def parse_variants(text: str | None) -> list[str] | None:

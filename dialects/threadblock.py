@@ -692,9 +692,15 @@ GRID_SUMMABLE_ACCUMULATORS = ("nored", "red_ld_sum", "redtox_ld_sum")
 rms, max or rescaled sum)."""
 
 
+PARTIAL_LINEAR_OPS = (ReductionOp, ReductionToDimxOp, MulScalarOp)
+"""Ops that may stand between an accumulator and its grid sum: linear, so the sum of their
+results over the split blocks is their result on the summed accumulator."""
+
+
 @irdl_op_definition
 class GridSumOp(TbOp):
-    """Sum an accumulator's tile over the blocks of one split group.
+    """Sum an accumulator's tile (or a reduction or scaling of it) over the blocks of one
+    split group.
 
     The blocks that differ only in grid axis `dim` (0 = x, 1 = y, 2 = z) form a group; each
     holds a partial tile (it accumulated one slice of a split for-loop axis) and the result is
@@ -726,11 +732,14 @@ class GridSumOp(TbOp):
         if self.result.type != self.input.type:
             raise fail(self, f"the result type {self.result.type} must equal the operand type {self.input.type}")
         owner = self.input.owner
+        while isinstance(owner, PARTIAL_LINEAR_OPS):  # a partial reduced or scaled before its sum
+            owner = owner.operands[0].owner
         if not isinstance(owner, ForloopAccumOp) or owner.accum_kind not in GRID_SUMMABLE_ACCUMULATORS:
             raise fail(
                 self,
                 "the operand must be a tb.forloop_accum result of kind "
-                f"{', '.join(GRID_SUMMABLE_ACCUMULATORS)}: a grid sum adds up the split blocks' partial sums",
+                f"{', '.join(GRID_SUMMABLE_ACCUMULATORS)}, or a tb.reduction, tb.reduction_to_dimx or "
+                "tb.mul_scalar of one: a grid sum adds up the split blocks' partial sums",
             )
         if not 0 <= self.grid_axis < 3:
             raise fail(self, f"dim must be a grid axis 0, 1 or 2 (x, y, z), got {self.grid_axis}")

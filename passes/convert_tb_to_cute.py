@@ -529,18 +529,18 @@ class _KernelBuilder:
 
     def lower_grid_sums(self, sums: Sequence[_Chain], rest: Sequence[_Chain]) -> list[Operation]:
         """Every `tb.grid_sum` of the graph as ONE `cute.grid_sum` (one synchronisation of the
-        split blocks) and a barrier, first thing after the loop: tb-schedule puts them on the
-        first post-loop level, before every other post-loop op."""
+        split blocks) and a barrier.  tb-schedule puts them on one post-loop level, after the
+        post-loop ops that feed them (`rest` below that level) and before all others."""
         ops = [ch.ops[0] for ch in sums]
         for ch in sums:
             if len(ch.ops) != 1:
                 raise _error(ch.ops[1], "an op is fused onto a tb.grid_sum; run tb-fusion-chains on this graph again")
-        first = min(ch.level for ch in sums)
-        late = [ch for ch in sums if ch.level != first] + [ch for ch in rest if ch.level <= first]
+        level = sums[0].level
+        late = [ch for ch in sums if ch.level != level] + [ch for ch in rest if ch.level == level]
         if late:
             raise _error(
                 late[0].ops[0],
-                "tb.grid_sum ops must share the first post-loop level, before every other post-loop op; run tb-schedule",
+                "tb.grid_sum ops must share one post-loop level, after the ops that feed them and before every other post-loop op; run tb-schedule",
             )
         ins = [self.tile(op, op.operands[0]) for op in ops]
         outs = [self.tile(op, op.results[0]) for op in ops]
@@ -768,7 +768,11 @@ class _KernelBuilder:
         sums = [ch for ch in post if isinstance(ch.ops[0], tb.GridSumOp)]
         if sums:
             post = [ch for ch in post if ch not in sums]
+            feeding = [ch for ch in post if ch.level < sums[0].level]
+            if feeding:  # e.g. a reduction that shrinks a partial before it is summed
+                body += emit_stage(feeding, None) + [cute.BarrierOp()]
             body += self.lower_grid_sums(sums, post)
+            post = [ch for ch in post if ch not in feeding]
         body += emit_stage(post, None)
         # P of a cute.mma_chain was planned a shared tile (tb-plan-smem runs before this
         # lowering decides) that nothing reads now

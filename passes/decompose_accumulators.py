@@ -15,7 +15,12 @@ dim and `R` = the graph's `forloop_range`:
 Afterwards only `nored`, `nored_rescale` and `max` accumulators remain, and no `tb.rms_norm`.
 A `tb.grid_sum` of a decomposed accumulator moves above the linear post-loop ops
 (`reduction`, `reduction_to_dimx`, `mul_scalar`) so that it reads the `nored` accumulator:
-`grid_sum(red_ld_sum(x))` -> `reduction(grid_sum(nored(x)))`.
+`grid_sum(red_ld_sum(x))` -> `reduction(grid_sum(nored(x)))`.  With `reduce-partials` it
+stays below the reductions, which shrink the partial each split block writes and the last
+block reads: `grid_sum(reduction(nored(x)))` (16x64 -> 16x1 fp32 for the rmsnorm sum of
+squares at bs8).  Neither order wins everywhere on an H200 (rmsnorm bs8 19.6 -> 18.2 µs,
+bs1 16.0 -> 17.6 µs, benchmarks/results/reduce-partials-h200-2026-11-24.md), so it is a
+tuning option that the benchmark's variants try (`c<rank>s<stages>xr`).
 Ops before the accumulator stay in the loop (their tiles are not `after_accum`); the
 accumulator's result and everything computed from it are `after_accum` (the op constructors
 derive the types).  `red_ld_rms` scales before accumulating so that partial sums stay in range.
@@ -113,16 +118,22 @@ class DecomposeAccumulator(RewritePattern):
 LINEAR_POST_OPS = (tb.ReductionOp, tb.ReductionToDimxOp, tb.MulScalarOp)
 """Post-loop ops that commute with a sum over blocks (they are linear in their operand)."""
 
+SHAPE_PRESERVING_POST_OPS = (tb.MulScalarOp,)
+"""The linear post-loop ops a grid sum still moves above with `reduce-partials`."""
 
+
+@dataclass
 class HoistGridSum(RewritePattern):
-    """`grid_sum(f(a))` -> `f(grid_sum(a))` for a linear `f` used once: after decomposition a
-    grid sum then reads the `nored` accumulator itself, so the code generator can sum every
-    grid sum's partials at one point, right after the for-loop."""
+    """`grid_sum(f(a))` -> `f(grid_sum(a))` for a linear `f` of `over` used once: after
+    decomposition a grid sum then reads the `nored` accumulator itself (or, without the
+    reductions in `over`, the reduced partial)."""
+
+    over: tuple[type[Operation], ...] = LINEAR_POST_OPS
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tb.GridSumOp, rewriter: PatternRewriter) -> None:
         producer = op.input.owner
-        if not isinstance(producer, LINEAR_POST_OPS) or not op.input.has_one_use():
+        if not isinstance(producer, self.over) or not op.input.has_one_use():
             return
         summed = tb.GridSumOp(producer.input, op.grid_axis)
         moved = producer.clone()
@@ -142,12 +153,18 @@ class DecomposeTbRmsNorm(RewritePattern):
 
 @dataclass(frozen=True)
 class DecomposeAccumulatorsPass(ModulePass):
-    """Leave only `nored`, `nored_rescale` and `max` accumulators, and no `tb.rms_norm`."""
+    """Leave only `nored`, `nored_rescale` and `max` accumulators, and no `tb.rms_norm`.
+
+    `reduce_partials`: reduce a split block's accumulator before its grid sum (see above)."""
 
     name = PASS_NAME
+    reduce_partials: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([DecomposeAccumulator(), DecomposeTbRmsNorm(), HoistGridSum()], dce_enabled=False),
+            GreedyRewritePatternApplier(
+                [DecomposeAccumulator(), DecomposeTbRmsNorm(), HoistGridSum(SHAPE_PRESERVING_POST_OPS if self.reduce_partials else LINEAR_POST_OPS)],
+                dce_enabled=False,
+            ),
             apply_recursively=False,
         ).rewrite_module(op)

@@ -20,7 +20,8 @@ ACCUMULATOR_ELEM_BYTES = 4
 
 def stores_fp32(value: SSAValue) -> bool:
     """True when `value` is an accumulator tile kept in fp32: a `tb.forloop_accum` result of a
-    graph whose for-loop runs more than once, or the `tb.grid_sum` of one.  With `forloop_range = 1` nothing accumulates, so
+    graph whose for-loop runs more than once, the `tb.grid_sum` of one, or a reduction (or
+    `mul_scalar`) of one whose only users are grid sums (a partial shrunk before it is summed).  With `forloop_range = 1` nothing accumulates, so
     the tile keeps its element type (exact), and Mirage's plans sized for fp16 still fit
     (rmsnorm_bs1 graph 14 copies whole 2x4096 rows into its accumulators)."""
     from mirage_xdsl.dialects import kernel as kn
@@ -28,6 +29,13 @@ def stores_fp32(value: SSAValue) -> bool:
 
     if isinstance(value, OpResult) and isinstance(value.op, tb.GridSumOp):
         return stores_fp32(value.op.input)  # the sum of fp32 partials stays fp32
+    if (
+        isinstance(value, OpResult)
+        and isinstance(value.op, (tb.ReductionOp, tb.ReductionToDimxOp, tb.MulScalarOp))
+        and value.uses
+        and all(isinstance(use.operation, tb.GridSumOp) for use in value.uses)
+    ):
+        return stores_fp32(value.op.operands[0])  # a partial reduced before it is summed
     if not (isinstance(value, OpResult) and isinstance(value.op, tb.ForloopAccumOp)):
         return False
     graph = value.op.parent_op()

@@ -61,6 +61,9 @@ class MirageTranspilePass(ModulePass):
     """Forwarded to `kn-fuse`: also consider split-K plans when an unsplit grid fills the SMs."""
     grid_sum: bool = True
     """Forwarded to `kn-fuse`: also consider split-K plans combined inside the kernel."""
+    reduce_partials: bool = False
+    """Forwarded to `tb-decompose-accumulators`: reduce a split block's accumulator before
+    its grid sum (a smaller partial; faster for some plans, slower for others)."""
 
     def passes(self) -> list[ModulePass]:
         available = get_all_passes()
@@ -74,6 +77,8 @@ class MirageTranspilePass(ModulePass):
                 out.append(cls(hopper_gmma=self.hopper_gmma))  # type: ignore[call-arg]
             elif name == "tb-plan-pipeline":
                 out.append(cls(stages=self.stages, smem_limit=self.smem_limit))  # type: ignore[call-arg]
+            elif name == "tb-decompose-accumulators":
+                out.append(cls(reduce_partials=self.reduce_partials))  # type: ignore[call-arg]
             elif name == "tb-plan-smem":
                 out.append(cls(time_limit_ms=self.time_limit_ms, smem_limit=self.smem_limit))  # type: ignore[call-arg]
             else:

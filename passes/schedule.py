@@ -11,8 +11,10 @@ producer from an earlier stage (a pre-loop input seen from the loop; an accumula
 anything before the loop seen from the post-loop) counts as level 0. A barrier
 (`__syncthreads`) separates consecutive levels of a stage, and only those: the number of
 levels of a stage is its longest dependency path, so no order has fewer barriers.
-`tb.grid_sum` ops (which synchronise the split blocks once) take the first post-loop level
-and never move; every other post-loop op runs after them.
+`tb.grid_sum` ops (which synchronise the split blocks once) share one post-loop level and
+never move: the first one after the post-loop ops that feed a grid sum (a `reduction` that
+shrinks a partial before it is summed, see tb-decompose-accumulators); every other
+post-loop op runs after them.
 
 **Peak memory among orders with the fewest barriers.** Keeping the number of levels, a
 chain with slack may run at any level between its ASAP level (the DP) and its ALAP level.
@@ -189,23 +191,47 @@ def _chain_preds(ops: Sequence[SchedOp], stages: Sequence[str], members: dict[in
 
 
 def asap_levels(ops: Sequence[SchedOp], stages: Sequence[str] | None = None) -> list[int]:
-    """The depth DP: inputs 0, fused ops their leader's level, others 1 + max(producers)."""
+    """The depth DP: inputs 0, fused ops their leader's level, others 1 + max(producers).
+
+    Grid sums synchronise the split blocks once: they all take the level after the deepest
+    post-loop op that feeds one of them, and every other post-loop op comes after them."""
     stages = stages or [stage_of(o) for o in ops]
-    # grid sums synchronise the split blocks once, right after the loop: they take the first
-    # post level and every other post op comes after them
-    after_sums = 1 if any(o.is_grid_sum for o in ops) else 0
+    if not any(o.is_grid_sum for o in ops):
+        return _depths(ops, stages, None)
+    feeds_sum = _feeds_grid_sum(ops, stages)
+    free = _depths(ops, stages, None)  # a feeder's depth depends only on feeders and the loop
+    sums_level = 1 + max((free[i] for i in feeds_sum), default=0)
+    return _depths(ops, stages, (sums_level, feeds_sum))
+
+
+def _depths(ops: Sequence[SchedOp], stages: Sequence[str], sums: tuple[int, set[int]] | None) -> list[int]:
+    """The DP; with `sums` = (the grid sums' level, the ops that feed them), grid sums take
+    that level and the other post-loop ops come after it."""
     level = [0] * len(ops)
     for op in ops:  # topological order
         if op.is_input:
             level[op.idx] = 0
         elif op.chain_pos > 0 and op.chain != op.idx:
             level[op.idx] = level[op.chain]
+        elif sums is not None and op.is_grid_sum:
+            level[op.idx] = sums[0]
         else:
             prods = [level[p] if stages[p] == stages[op.idx] else 0 for p, _ in op.operands if p >= 0]
-            if stages[op.idx] == "post" and not op.is_grid_sum:
-                prods.append(after_sums)
+            if sums is not None and stages[op.idx] == "post" and op.idx not in sums[1]:
+                prods.append(sums[0])
             level[op.idx] = 1 + max(prods, default=0)
     return level
+
+
+def _feeds_grid_sum(ops: Sequence[SchedOp], stages: Sequence[str]) -> set[int]:
+    """Post-loop ops (not grid sums) with a path to a `tb.grid_sum`."""
+    feeds: set[int] = set()
+    for op in reversed(ops):  # consumers before producers
+        if op.is_grid_sum or op.idx in feeds:
+            for p, _ in op.operands:
+                if p >= 0 and stages[p] == "post" and not ops[p].is_grid_sum:
+                    feeds.add(p)
+    return feeds
 
 
 def time_axis(ops: Sequence[SchedOp], stages: Sequence[str], levels: Sequence[int]) -> tuple[int, int, int]:
@@ -337,6 +363,9 @@ def schedule_ops(
     for c in reversed(topo):
         if ops[c].is_input:
             alap[c] = 0
+            continue
+        if ops[c].is_grid_sum:  # the sums never move, so what feeds them stays before them
+            alap[c] = asap[c]
             continue
         alap[c] = min([alap[s] - 1 for s in succs[c]], default=top[stages[c]])
     movable = [

@@ -64,9 +64,10 @@ def test_workload_table_resolves_shared_files(mugraph_dir: Path, tmp_path: Path)
 
 
 def test_parse_variant() -> None:
-    assert parse_variant("c0s2") == {"candidate": 0, "stages": 2, "always_split": False}
-    assert parse_variant("c12s4x") == {"candidate": 12, "stages": 4, "always_split": True}
-    for bad in ("c1", "s2", "c1s2y", "C1S2", "c-1s2", ""):
+    assert parse_variant("c0s2") == {"candidate": 0, "stages": 2, "always_split": False, "reduce_partials": False}
+    assert parse_variant("c12s4x") == {"candidate": 12, "stages": 4, "always_split": True, "reduce_partials": False}
+    assert parse_variant("c3s2xr") == {"candidate": 3, "stages": 2, "always_split": True, "reduce_partials": True}
+    for bad in ("c1", "s2", "c1s2y", "C1S2", "c-1s2", "c1s2rx", ""):
         with pytest.raises(BenchError, match="expected c<rank>s<stages>"):
             parse_variant(bad)
     assert parse_variants(None) == list(DEFAULT_VARIANTS)

@@ -813,11 +813,13 @@ def test_wide_block_emulated() -> None:
 # Split-K combined inside the kernel (tb.grid_sum)
 
 
-def test_grid_sum_emulated() -> None:
+@pytest.mark.parametrize("reduce_partials", [False, True])
+def test_grid_sum_emulated(reduce_partials: bool) -> None:
     """A split-K rms_norm(X) @ W kernel whose four split blocks per column tile meet in a grid
     sum: the plan passes the workspace scratch and one arrival counter per group, the last
     block stores, and two runs in a row (the counters must be re-armed by the first) match
-    the reference."""
+    the reference.  With `reduce_partials` the sum of squares is reduced to [2, 1] before
+    the grid sum, in fp32, so each block's partials shrink."""
     if not have_cxx():
         pytest.skip("no host C++ compiler")
     from xdsl.parser import Parser
@@ -829,15 +831,22 @@ def test_grid_sum_emulated() -> None:
     text = (Path(__file__).parent / "data" / "split_k_grid_sum.mlir").read_text()
     module = Parser(make_ctx(), text).parse_module()
     lowered = module.clone()
-    MirageTranspilePass().apply(make_ctx(), lowered)
+    MirageTranspilePass(reduce_partials=reduce_partials).apply(make_ctx(), lowered)
     (grid_sum,) = [op for op in lowered.walk() if isinstance(op, cute.GridSumOp)]
     assert len(grid_sum.ins) == 2 and grid_sum.grid_axis == 1
+    partial_shapes = sorted(tuple(v.type.get_shape()) for v in grid_sum.ins)
+    assert all(v.type.element_type == f32 for v in grid_sum.ins)
     program = emit_cuda(lowered)
     plan = program.plans["split_k_rms"]
     (step,) = plan.steps
     assert isinstance(step, KernelLaunch) and plan.counters == 2  # one per column tile
     assert [r.kind for r in step.args[-2:]] == ["workspace", "counters"]
-    assert plan.workspace_bytes >= 2 * 4 * (64 + 64) * 4  # 8 blocks x two fp32 [2, 32] partials
+    if reduce_partials:  # 8 blocks x fp32 [2, 1] + [2, 32] partials
+        assert partial_shapes == [(2, 1), (2, 32)]
+        assert 2 * 4 * (2 + 64) * 4 <= plan.workspace_bytes < 2 * 4 * (64 + 64) * 4
+    else:  # 8 blocks x two fp32 [2, 32] partials
+        assert partial_shapes == [(2, 32), (2, 32)]
+        assert plan.workspace_bytes >= 2 * 4 * (64 + 64) * 4
     emu = HostEmulator(program)
     rng = np.random.default_rng(3)
     for _ in range(2):
