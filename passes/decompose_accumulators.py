@@ -18,8 +18,8 @@ A `tb.grid_sum` of a decomposed accumulator moves above the linear post-loop ops
 `grid_sum(red_ld_sum(x))` -> `reduction(grid_sum(nored(x)))`.  With `reduce-partials` it
 stays below the reductions, which shrink the partial each split block writes and the last
 block reads: `grid_sum(reduction(nored(x)))` (16x64 -> 16x1 fp32 for the rmsnorm sum of
-squares at bs8).  Neither order wins everywhere on an H200 (rmsnorm bs8 19.6 -> 18.2 µs,
-bs1 16.0 -> 17.6 µs, benchmarks/results/reduce-partials-h200-2026-11-24.md), so it is a
+squares at bs8).  Neither order wins everywhere on an H200 (best plans: rmsnorm bs8 19.3 ->
+18.3 µs, bs1 16.0 -> 17.7 µs, benchmarks/results/reduce-partials-h200-2026-11-24.md), so it is a
 tuning option that the benchmark's variants try (`c<rank>s<stages>xr`).
 Ops before the accumulator stay in the loop (their tiles are not `after_accum`); the
 accumulator's result and everything computed from it are `after_accum` (the op constructors
