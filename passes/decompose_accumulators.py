@@ -15,7 +15,7 @@ dim and `R` = the graph's `forloop_range`:
 Afterwards only `nored`, `nored_rescale` and `max` accumulators remain, and no `tb.rms_norm`.
 A `tb.grid_sum` of a decomposed accumulator moves above the linear post-loop ops
 (`reduction`, `reduction_to_dimx`, `mul_scalar`) so that it reads the `nored` accumulator:
-`grid_sum(red_ld_sum(x))` -> `reduction(grid_sum(nored(x)))`.  With `reduce-partials` it
+`grid_sum(red_ld_sum(x))` -> `reduction(grid_sum(nored(x)))`.  With `reduce_partials` it
 stays below the reductions, which shrink the partial each split block writes and the last
 block reads: `grid_sum(reduction(nored(x)))` (16x64 -> 16x1 fp32 for the rmsnorm sum of
 squares at bs8).  Neither order wins everywhere on an H200 (best plans: rmsnorm bs8 19.3 ->
