@@ -13,14 +13,14 @@ dim and `R` = the graph's `forloop_range`:
 | `tb.rms_norm(x)`         | `square` -> `mul_scalar(1/n)` -> `reduction(last)` -> `sqrt` -> `div(x, .)` |
 
 Afterwards only `nored`, `nored_rescale` and `max` accumulators remain, and no `tb.rms_norm`.
-A `tb.grid_sum` of a decomposed accumulator moves above the linear post-loop ops
-(`reduction`, `reduction_to_dimx`, `mul_scalar`) so that it reads the `nored` accumulator:
-`grid_sum(red_ld_sum(x))` -> `reduction(grid_sum(nored(x)))`.  With `reduce_partials` it
-stays below the reductions, which shrink the partial each split block writes and the last
-block reads: `grid_sum(reduction(nored(x)))` (16x64 -> 16x1 fp32 for the rmsnorm sum of
-squares at bs8).  Neither order wins everywhere on an H200 (best plans: rmsnorm bs8 19.3 ->
-18.3 µs, bs1 16.0 -> 17.7 µs, benchmarks/results/reduce-partials-h200-2026-11-24.md), so it is a
-tuning option that the benchmark's variants try (`c<rank>s<stages>xr`).
+A `tb.grid_sum` of a decomposed accumulator stays below the reductions, which shrink the
+partial each split block writes and the last block reads (`reduce_partials`, the default):
+`grid_sum(red_ld_sum(x))` -> `grid_sum(reduction(nored(x)))`, 16x64 -> 16x1 fp32 for the
+rmsnorm sum of squares at bs8 (every grid-sum plan of rmsnorm bs8 1.7-4.9 µs faster on an
+H200, bs1 within 0.1-0.4 µs; benchmarks/results/reduce-partials-h200-2026-11-24.md).  With
+`reduce_partials=false` it moves above the linear post-loop ops (`reduction`,
+`reduction_to_dimx`, `mul_scalar`) and reads the `nored` accumulator itself:
+`reduction(grid_sum(nored(x)))`.  Either way it moves above a `mul_scalar`.
 Ops before the accumulator stay in the loop (their tiles are not `after_accum`); the
 accumulator's result and everything computed from it are `after_accum` (the op constructors
 derive the types).  `red_ld_rms` scales before accumulating so that partial sums stay in range.
@@ -158,7 +158,7 @@ class DecomposeAccumulatorsPass(ModulePass):
     `reduce_partials`: reduce a split block's accumulator before its grid sum (see above)."""
 
     name = PASS_NAME
-    reduce_partials: bool = False
+    reduce_partials: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(

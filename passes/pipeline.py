@@ -61,9 +61,9 @@ class MirageTranspilePass(ModulePass):
     """Forwarded to `kn-fuse`: also consider split-K plans when an unsplit grid fills the SMs."""
     grid_sum: bool = True
     """Forwarded to `kn-fuse`: also consider split-K plans combined inside the kernel."""
-    reduce_partials: bool = False
+    reduce_partials: bool = True
     """Forwarded to `tb-decompose-accumulators`: reduce a split block's accumulator before
-    its grid sum (a smaller partial; faster for some plans, slower for others)."""
+    its grid sum (a smaller partial)."""
 
     def passes(self) -> list[ModulePass]:
         available = get_all_passes()

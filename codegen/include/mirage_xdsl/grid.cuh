@@ -12,10 +12,13 @@
 
 namespace mx {
 
-// part[i] = in[L(i)] for every logical element i of the tile (fp32, coalesced).
-template <int NT, class L, class T>
+// part[i] = in[L(i)] for every logical element i of the tile (fp32, coalesced), and zeros
+// up to PADDED (the tile's whole 32-byte sectors): a sector that one block writes only in
+// part makes the last block's read of it miss L2 and wait for DRAM.
+template <int NT, class L, int PADDED, class T>
 __device__ __forceinline__ void grid_partial_store(float* part, const T* in, int tid) {
-  for_each_mine<NT, L::size>(tid, [&](int i) { part[i] = to_f(in[L::off(i)]); });
+  static_assert(PADDED >= L::size && PADDED % 8 == 0, "a partial takes whole 32-byte sectors");
+  for_each_mine<NT, PADDED>(tid, [&](int i) { part[i] = i < L::size ? to_f(in[L::off(i)]) : 0.0f; });
 }
 
 // Arrive at `counter` (one of `n` blocks); true in the last block to arrive, which re-arms the
@@ -45,32 +48,45 @@ __device__ __forceinline__ bool grid_arrive(unsigned* counter, unsigned n, unsig
   return *flag != 0u;
 }
 
+// Elements tid + (j0 + b) * NT, b < B, of grid_partial_sum: every load before any store,
+// no bounds tests (the caller passes whole trips).
+template <int NT, int S, int SLOT, int B, class L, class T>
+__device__ __forceinline__ void grid_partial_sum_trips(T* out, const float* parts, int tid, int j0) {
+  float acc[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) acc[b] = 0.0f;
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+#pragma unroll
+    for (int b = 0; b < B; ++b) acc[b] += __ldcg(parts + s * SLOT + tid + (j0 + b) * NT);
+  }
+#pragma unroll
+  for (int b = 0; b < B; ++b) out[L::off(tid + (j0 + b) * NT)] = from_f<T>(acc[b]);
+}
+
 // out[L(i)] = sum over s < S of parts[s * SLOT + i]: the group's partials, in split order.
 // The loads go through L2 (`ld.global.cg`): other SMs wrote them, and L1 is not coherent.
-// A thread's elements are summed in batches of up to kBatch, every load of a batch issued
-// before its first store: the compiler cannot move a load above a store to `out` (it may
-// alias), so element by element each one waited a full L2 round trip.
+// A thread's elements are summed in batches of up to 8, every load of a batch issued before
+// its first store: the compiler cannot move a load above a store to `out` (it may alias), so
+// element by element each one waited a full L2 round trip.  Batches have a compile-time size
+// and the last, partial trip (L::size % NT elements) runs under ONE branch: loads guarded
+// one by one by bounds tests were issued one after another, an L2 round trip apiece (a
+// [2, 1] fp32 tile over 8 splits took 1.5 µs; benchmarks/results/reduce-partials-h200-2026-11-24.md).
 template <int NT, int S, int SLOT, class L, class T>
 __device__ __forceinline__ void grid_partial_sum(T* out, const float* parts, int tid) {
-  constexpr int kTrips = (L::size + NT - 1) / NT;  // elements per thread
-  constexpr int kBatch = kTrips < 8 ? kTrips : 8;
+  constexpr int kFull = L::size / NT;  // trips every thread makes
+  constexpr int kBatch = 8;
 #pragma unroll 1
-  for (int j0 = 0; j0 < kTrips; j0 += kBatch) {
-    float acc[kBatch];
+  for (int q = 0; q < kFull / kBatch; ++q) grid_partial_sum_trips<NT, S, SLOT, kBatch, L>(out, parts, tid, q * kBatch);
+  if constexpr (kFull % kBatch != 0)
+    grid_partial_sum_trips<NT, S, SLOT, kFull % kBatch, L>(out, parts, tid, kFull / kBatch * kBatch);
+  if constexpr (L::size % NT != 0) {
+    if (tid < L::size % NT) {
+      const int i = tid + kFull * NT;
+      float acc = 0.0f;
 #pragma unroll
-    for (int b = 0; b < kBatch; ++b) acc[b] = 0.0f;
-#pragma unroll
-    for (int s = 0; s < S; ++s) {
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int i = tid + (j0 + b) * NT;
-        if (j0 + b < kTrips && (L::size % NT == 0 || i < L::size)) acc[b] += __ldcg(parts + s * SLOT + i);
-      }
-    }
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const int i = tid + (j0 + b) * NT;
-      if (j0 + b < kTrips && (L::size % NT == 0 || i < L::size)) out[L::off(i)] = from_f<T>(acc[b]);
+      for (int s = 0; s < S; ++s) acc += __ldcg(parts + s * SLOT + i);
+      out[L::off(i)] = from_f<T>(acc);
     }
   }
 }
