@@ -880,6 +880,21 @@ func.func @grid_sum_of_non_accumulator(%X: tensor<2x64xf16>) -> tensor<2x32xf16>
 
 // -----
 
+func.func @grid_sum_of_reduced_max(%X: tensor<2x64xf16>) -> tensor<2x1xf16> {
+  %o = kn.customized(%X) attributes {grid_dim = array<i64: 1, 2, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<2x64xf16>) -> tensor<2x1xf16> {
+  ^bb0(%x: tensor<2x64xf16>):
+    %t = tb.input %x {input_map = array<i64: -1, 1, -1>, forloop_dim = -1 : i64} : tensor<2x64xf16> -> !tb.stensor<2x32xf16>
+    %a = tb.forloop_accum max %t : !tb.stensor<2x32xf16> -> !tb.stensor<2x32xf16, after_accum>
+    %r = tb.reduction %a {dim = 1 : i64} : !tb.stensor<2x32xf16, after_accum> -> !tb.stensor<2x1xf16, after_accum>
+    %g = tb.grid_sum %r {dim = 1 : i64} : !tb.stensor<2x1xf16, after_accum> -> !tb.stensor<2x1xf16, after_accum>
+    tb.output %g {output_map = array<i64: -1, -1, -1>} : !tb.stensor<2x1xf16, after_accum>
+  }
+  func.return %o : tensor<2x1xf16>
+}
+// CHECK: {{^}}tb.grid_sum: the operand must be a tb.forloop_accum result of kind nored, red_ld_sum, redtox_ld_sum, or a tb.reduction, tb.reduction_to_dimx or tb.mul_scalar of one
+
+// -----
+
 func.func @grid_sum_over_one_block(%X: tensor<2x64xf16>) -> tensor<2x64xf16> {
   %o = kn.customized(%X) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<2x64xf16>) -> tensor<2x64xf16> {
   ^bb0(%x: tensor<2x64xf16>):
