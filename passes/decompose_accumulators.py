@@ -115,11 +115,11 @@ class DecomposeAccumulator(RewritePattern):
         rewriter.replace(op, accumulator_ops(op))
 
 
-LINEAR_POST_OPS = (tb.ReductionOp, tb.ReductionToDimxOp, tb.MulScalarOp)
+LINEAR_POST_OPS = tb.PARTIAL_LINEAR_OPS
 """Post-loop ops that commute with a sum over blocks (they are linear in their operand)."""
 
 SHAPE_PRESERVING_POST_OPS = (tb.MulScalarOp,)
-"""The linear post-loop ops a grid sum still moves above with `reduce-partials`."""
+"""The linear post-loop ops a grid sum still moves above with `reduce_partials`."""
 
 
 @dataclass

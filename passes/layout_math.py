@@ -21,9 +21,10 @@ ACCUMULATOR_ELEM_BYTES = 4
 def stores_fp32(value: SSAValue) -> bool:
     """True when `value` is an accumulator tile kept in fp32: a `tb.forloop_accum` result of a
     graph whose for-loop runs more than once, the `tb.grid_sum` of one, or a reduction (or
-    `mul_scalar`) of one whose only users are grid sums (a partial shrunk before it is summed).  With `forloop_range = 1` nothing accumulates, so
-    the tile keeps its element type (exact), and Mirage's plans sized for fp16 still fit
-    (rmsnorm_bs1 graph 14 copies whole 2x4096 rows into its accumulators)."""
+    `mul_scalar`) of one whose only users are grid sums (a partial shrunk before it is
+    summed).  With `forloop_range = 1` nothing accumulates, so the tile keeps its element
+    type (exact), and Mirage's plans sized for fp16 still fit (rmsnorm_bs1 graph 14 copies
+    whole 2x4096 rows into its accumulators)."""
     from mirage_xdsl.dialects import kernel as kn
     from mirage_xdsl.dialects import threadblock as tb
 
@@ -31,7 +32,7 @@ def stores_fp32(value: SSAValue) -> bool:
         return stores_fp32(value.op.input)  # the sum of fp32 partials stays fp32
     if (
         isinstance(value, OpResult)
-        and isinstance(value.op, (tb.ReductionOp, tb.ReductionToDimxOp, tb.MulScalarOp))
+        and isinstance(value.op, tb.PARTIAL_LINEAR_OPS)
         and value.uses
         and all(isinstance(use.operation, tb.GridSumOp) for use in value.uses)
     ):
