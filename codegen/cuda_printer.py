@@ -40,7 +40,7 @@ from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects import kernel as kn
 from mirage_xdsl.dialects.kernel import element_type_of, ints, shape_of
 from mirage_xdsl.passes.layout_math import dtensor_strides
-from mirage_xdsl.passes.plan_workspace import GRID_SUM_SCRATCH_ATTR, grid_sum_tile_floats
+from mirage_xdsl.passes.plan_workspace import GRID_SUM_SCRATCH_ATTR
 
 HEADER = "mirage_xdsl/runtime.cuh"
 
@@ -663,25 +663,22 @@ class _KernelPrinter:
             scale *= k.grid[a]
         types = [v.type for v in op.ins]
         sizes = [math.prod(t.get_shape()) for t in types]  # type: ignore[attr-defined]
-        padded = [grid_sum_tile_floats(n) for n in sizes]  # whole 32-byte sectors per tile
-        slot = sum(padded)
+        slot = sum(sizes)
         flag = grid_sum_flag_offset(k)
         self.emit(f"{{  // grid sum: the {split} blocks along blockIdx.{xyz[axis]} of each group, one of them goes on")
         self.indent += 1
         self.emit(f"const unsigned gs_group = {' + '.join(group) or '0u'};")
         self.emit(f"float* gs_part = gs_scratch + (size_t)(gs_group * {split}u + blockIdx.{xyz[axis]}) * {slot};")
         base = 0
-        for v, typ, n in zip(op.ins, types, padded):
-            self.emit(
-                f"mx::grid_partial_store<{self.nt}, {self.natural_layout(typ)}, {n}>(gs_part + {base}, {self.tile_ptr(v)}, tid);"  # type: ignore[arg-type]
-            )
+        for v, typ, n in zip(op.ins, types, sizes):
+            self.emit(f"mx::grid_partial_store<{self.nt}, {self.natural_layout(typ)}>(gs_part + {base}, {self.tile_ptr(v)}, tid);")  # type: ignore[arg-type]
             base += n
         self.emit(
             f"if (!mx::grid_arrive(gs_counters + gs_group, {split}u, reinterpret_cast<unsigned*>(smem + {flag}), tid)) return;"
         )
         self.emit(f"const float* gs_all = gs_scratch + (size_t)gs_group * {split * slot};")
         base = 0
-        for v, n in zip(op.outs, padded):
+        for v, n in zip(op.outs, sizes):
             typ = v.type
             self.emit(
                 f"mx::grid_partial_sum<{self.nt}, {split}, {slot}, {self.natural_layout(typ)}>({self.tile_ptr(v)}, gs_all + {base}, tid);"  # type: ignore[arg-type]

@@ -96,29 +96,13 @@ GRID_SUM_SCRATCH_ATTR = "kn.grid_sum_scratch_offset"
 """Byte offset, in the workspace, of the fp32 partials of a kernel's `tb.grid_sum` ops."""
 
 
-GRID_SUM_SECTOR_FLOATS = 8
-"""fp32 values per 32-byte L2 sector.  Each tile's partial takes a whole number of sectors
-and the padding is written too, so that no sector of the scratch is written by two blocks
-or only in part: a read of a partly written sector misses L2 and waits for DRAM (a 2-float
-sum-of-squares partial at 8-byte offsets cost rmsnorm bs1 1.4 µs on an H200,
-benchmarks/results/reduce-partials-h200-2026-11-24.md)."""
-
-
-def grid_sum_tile_floats(numel: int) -> int:
-    """fp32 values a grid-summed tile of `numel` elements takes in a block's slot."""
-    return round_up(numel, GRID_SUM_SECTOR_FLOATS)
-
-
 def grid_sum_scratch_bytes(op: Operation) -> int:
     """Bytes of fp32 partials a `kn.customized` with `tb.grid_sum` ops writes: one slot per
-    block holding every grid-summed tile, each padded to whole 32-byte sectors (0 without
-    grid sums).  The CUDA printer lays the slots out the same way (codegen/cuda_printer.py,
-    `grid_sum`)."""
+    block holding every grid-summed tile (0 without grid sums).  The CUDA printer lays the
+    slots out the same way (codegen/cuda_printer.py, `grid_sum`)."""
     if not isinstance(op, kn.CustomizedOp) or op.grid_sum_axis is None:
         return 0
-    per_block = sum(
-        grid_sum_tile_floats(math.prod(kn.shape_of(g.results[0]))) for g in op.body.block.ops if g.name == "tb.grid_sum"
-    )
+    per_block = sum(math.prod(kn.shape_of(g.results[0])) for g in op.body.block.ops if g.name == "tb.grid_sum")
     return math.prod(op.grid) * per_block * 4
 
 

@@ -12,13 +12,10 @@
 
 namespace mx {
 
-// part[i] = in[L(i)] for every logical element i of the tile (fp32, coalesced), and zeros
-// up to PADDED (the tile's whole 32-byte sectors): a sector that one block writes only in
-// part makes the last block's read of it miss L2 and wait for DRAM.
-template <int NT, class L, int PADDED, class T>
+// part[i] = in[L(i)] for every logical element i of the tile (fp32, coalesced).
+template <int NT, class L, class T>
 __device__ __forceinline__ void grid_partial_store(float* part, const T* in, int tid) {
-  static_assert(PADDED >= L::size && PADDED % 8 == 0, "a partial takes whole 32-byte sectors");
-  for_each_mine<NT, PADDED>(tid, [&](int i) { part[i] = i < L::size ? to_f(in[L::off(i)]) : 0.0f; });
+  for_each_mine<NT, L::size>(tid, [&](int i) { part[i] = to_f(in[L::off(i)]); });
 }
 
 // Arrive at `counter` (one of `n` blocks); true in the last block to arrive, which re-arms the
