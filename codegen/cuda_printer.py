@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
+from mirage_xdsl.codegen.grid_sum_epilogue import Phase, plan_epilogue
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects import kernel as kn
@@ -397,8 +398,15 @@ class _KernelPrinter:
         else:
             self.emit("const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);")
         self.emit("if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header")
-        for op in k.body.block.ops:
-            self.op(op)
+        ops = list(k.body.block.ops)
+        i = 0
+        while i < len(ops):
+            op = ops[i]
+            i += 1
+            if isinstance(op, cute.GridSumOp):
+                i += self.grid_sum(op, ops[i:])  # may print the ops after it too
+            else:
+                self.op(op)
         return "\n".join(header + self.lines + ["}", ""])
 
     # ---- ops -----------------------------------------------------------------------------
@@ -423,7 +431,7 @@ class _KernelPrinter:
         elif isinstance(op, cute.ReduceOp):
             self.reduce(op)
         elif isinstance(op, cute.GridSumOp):
-            self.grid_sum(op)
+            self.grid_sum(op, [])
         elif isinstance(op, cute.ConcatOp):
             self.concat(op)
         elif isinstance(op, cute.MmaInitOp):
@@ -580,6 +588,11 @@ class _KernelPrinter:
         strides = [0 if dims[d] == 1 else typ.strides[d] for d in order]
         return layout_t([out_dims[d] for d in order], strides, typ.swizzle)
 
+    def elementwise_value(self, op: cute.ElementwiseOp) -> str:
+        """The chain's value as a C expression of its inputs `a`, `b`, `c`."""
+        lead = {"id": "a", "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b", "pow": "mx::f_pow(a, b)"}[op.fn.data]
+        return self.apply_epilogue(lead, op.epilogue)
+
     def elementwise(self, op: cute.ElementwiseOp) -> None:
         out = op.out.type
         assert isinstance(out, cute.SmemTensorType)
@@ -590,10 +603,7 @@ class _KernelPrinter:
         scale = None
         if mode == "rescale":
             scale = "abc"[len(ins) - 1]
-        fn = op.fn.data
-        lead = {"id": "a", "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b", "pow": "mx::f_pow(a, b)"}[fn]
-        value = self.apply_epilogue(lead, op.epilogue)
-        body, read = self.store_expr(mode, value, scale)
+        body, read = self.store_expr(mode, self.elementwise_value(op), scale)
         layouts = [self.operand_layout(v, dims, order) for v in ins] + ["mx::LNone"] * (3 - len(ins))
         ptrs = [self.tile_ptr(v) for v in ins] + ["static_cast<const float*>(nullptr)"] * (3 - len(ins))
         lo = layout_t([dims[d] for d in order], [out.strides[d] for d in order], out.swizzle)
@@ -648,9 +658,11 @@ class _KernelPrinter:
         )
         self.emit(f"    [](float o, float v) {{ return {body}; }});")
 
-    def grid_sum(self, op: cute.GridSumOp) -> None:
+    def grid_sum(self, op: cute.GridSumOp, following: Sequence[Operation]) -> int:
         """Partials to the scratch slot of this block (group-major, then split index), arrive,
-        and -- in the last block of the group only -- the group's sums into `outs`.  The
+        and -- in the last block of the group only -- the group's sums into `outs`, and the
+        elementwise ops after them that codegen/grid_sum_epilogue.py runs in registers.
+        Returns how many ops of `following` (the ops after the grid sum) were printed.  The
         slot layout matches passes/plan_workspace.grid_sum_scratch_bytes."""
         k = self.kernel
         axis, xyz = op.grid_axis, "xyz"
@@ -664,28 +676,88 @@ class _KernelPrinter:
         types = [v.type for v in op.ins]
         sizes = [math.prod(t.get_shape()) for t in types]  # type: ignore[attr-defined]
         slot = sum(sizes)
+        bases = {v: sum(sizes[:j]) for j, v in enumerate(op.outs)}
         flag = grid_sum_flag_offset(k)
         self.emit(f"{{  // grid sum: the {split} blocks along blockIdx.{xyz[axis]} of each group, one of them goes on")
         self.indent += 1
         self.emit(f"const unsigned gs_group = {' + '.join(group) or '0u'};")
         self.emit(f"float* gs_part = gs_scratch + (size_t)(gs_group * {split}u + blockIdx.{xyz[axis]}) * {slot};")
-        base = 0
-        for v, typ, n in zip(op.ins, types, sizes):
+        for v, typ, base in zip(op.ins, types, bases.values()):
             self.emit(f"mx::grid_partial_store<{self.nt}, {self.natural_layout(typ)}>(gs_part + {base}, {self.tile_ptr(v)}, tid);")  # type: ignore[arg-type]
-            base += n
         self.emit(
             f"if (!mx::grid_arrive(gs_counters + gs_group, {split}u, reinterpret_cast<unsigned*>(smem + {flag}), tid)) return;"
         )
         self.emit(f"const float* gs_all = gs_scratch + (size_t)gs_group * {split * slot};")
-        base = 0
-        for v, n in zip(op.outs, sizes):
+        plan = plan_epilogue(op, following, self.nt, self.reg_names)
+        for v in op.outs if plan is None else plan.unfused_sums:
             typ = v.type
             self.emit(
-                f"mx::grid_partial_sum<{self.nt}, {split}, {slot}, {self.natural_layout(typ)}>({self.tile_ptr(v)}, gs_all + {base}, tid);"  # type: ignore[arg-type]
+                f"mx::grid_partial_sum<{self.nt}, {split}, {slot}, {self.natural_layout(typ)}>({self.tile_ptr(v)}, gs_all + {bases[v]}, tid);"  # type: ignore[arg-type]
             )
-            base += n
+        for phase in plan.phases if plan is not None else []:
+            self.epilogue_phase(phase, bases, split, slot)
         self.indent -= 1
         self.emit("}")
+        return 0 if plan is None else plan.consumed
+
+    def rounded(self, value: SSAValue, expr: str) -> str:
+        """`expr` as the tile of `value` stores it (rounded to its element type)."""
+        elem = self.elem(value)
+        return expr if isinstance(elem, Float32Type) else f"mx::round_as<{c_type(elem)}>({expr})"
+
+    def epilogue_phase(self, phase: Phase, bases: dict[SSAValue, int], split: int, slot: int) -> None:
+        """One phase of the grid-sum epilogue: this thread's elements of the sums in
+        registers, the phase's elementwise ops on them, the stores of what is read later,
+        and the barrier that ends the phase."""
+        nt, n = self.nt, phase.size
+        trips = max(1, n // nt)
+        names = ", ".join(self.names[v] for v in phase.values)
+        self.emit(f"{{  // in registers: {names}")
+        self.indent += 1
+        if n < nt:
+            self.emit(f"if (tid < {n}) {{")
+            self.indent += 1
+        for j, v in enumerate(phase.sums):
+            self.emit(f"float g{j}[{trips}];")
+            self.emit(f"mx::grid_partial_sum_mine<{nt}, {split}, {slot}, {trips}>(g{j}, gs_all + {bases[v]}, tid);")
+        self.emit("#pragma unroll")
+        self.emit(f"for (int j = 0; j < {trips}; ++j) {{")
+        self.indent += 1
+        self.emit(f"const int i = tid + j * {nt};")
+        regs: dict[SSAValue, str] = {}
+        for j, v in enumerate(phase.sums):
+            typ = v.type
+            assert isinstance(typ, cute.SmemTensorType)
+            regs[v] = self.phase_value(phase, v, f"g{j}[j]", len(regs), self.natural_layout(typ))
+        for op in phase.ops:
+            # the op's own layouts: its order walks the elements like the sums' flat index
+            order = cute.dense_ints(op.order)
+            out = op.out.type
+            assert isinstance(out, cute.SmemTensorType)
+            lo = layout_t([phase.shape[d] for d in order], [out.strides[d] for d in order], out.swizzle)
+            args = [
+                regs[v] if v in regs else f"mx::to_f({self.tile_ptr(v)}[{self.operand_layout(v, phase.shape, order)}::off(i)])"
+                for v in op.ins
+            ] + ["0.0f"] * (3 - len(op.ins))
+            fn = f"[](float o, float a, float b, float c) {{ return {self.elementwise_value(op)}; }}"
+            regs[op.out] = self.phase_value(phase, op.out, f"{fn}(0.0f, {', '.join(args)})", len(regs), lo)
+        self.indent -= 1
+        self.emit("}")
+        if n < nt:
+            self.indent -= 1
+            self.emit("}")
+        self.indent -= 1
+        self.emit("}")
+        self.emit("__syncthreads();")
+
+    def phase_value(self, phase: Phase, value: SSAValue, expr: str, index: int, layout: str) -> str:
+        """Declare register `r<index>` = expr (rounded to the tile's type); store it to the
+        shared tile (at `layout`, flat index `i`) too when it is read outside the phase."""
+        reg = f"r{index}"
+        self.emit(f"const float {reg} = {self.rounded(value, expr)};  // {self.names[value]}")
+        if value in phase.stored:
+            self.emit(f"{self.tile_ptr(value)}[{layout}::off(i)] = mx::from_f<{c_type(self.elem(value))}>({reg});")
+        return reg
 
     def concat(self, op: cute.ConcatOp) -> None:
         out = op.out.type

@@ -88,4 +88,26 @@ __device__ __forceinline__ void grid_partial_sum(T* out, const float* parts, int
   }
 }
 
+// This thread's elements tid + j * NT (j < TRIPS) of the group's sums of one tile, in split
+// order, into registers: the grid-sum epilogue that codegen/grid_sum_epilogue.py fuses with
+// the elementwise ops after it, so the sums never round-trip through shared memory.  Every
+// load is issued before any sum is used (no stores in between); the caller guarantees that
+// each of its elements exists (TRIPS * NT == size, or one trip under `tid < size`).
+template <int NT, int S, int SLOT, int TRIPS>
+__device__ __forceinline__ void grid_partial_sum_mine(float (&v)[TRIPS], const float* parts, int tid) {
+#pragma unroll
+  for (int j = 0; j < TRIPS; ++j) v[j] = 0.0f;
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+#pragma unroll
+    for (int j = 0; j < TRIPS; ++j) v[j] += __ldcg(parts + s * SLOT + tid + j * NT);
+  }
+}
+
+// x rounded to T and back (the value a consumer would read from a T tile).
+template <class T>
+__device__ __forceinline__ float round_as(float x) {
+  return to_f(from_f<T>(x));
+}
+
 }  // namespace mx
