@@ -689,13 +689,16 @@ class _KernelPrinter:
         )
         self.emit(f"const float* gs_all = gs_scratch + (size_t)gs_group * {split * slot};")
         plan = plan_epilogue(op, following, self.nt, self.reg_names)
+        phases = plan.phases if plan is not None else []
+        # every phase's sums first: all their loads in flight together (one L2 round trip)
+        sum_regs = self.phase_sums(phases, bases, split, slot)
         for v in op.outs if plan is None else plan.unfused_sums:
             typ = v.type
             self.emit(
                 f"mx::grid_partial_sum<{self.nt}, {split}, {slot}, {self.natural_layout(typ)}>({self.tile_ptr(v)}, gs_all + {bases[v]}, tid);"  # type: ignore[arg-type]
             )
-        for phase in plan.phases if plan is not None else []:
-            self.epilogue_phase(phase, bases, split, slot)
+        for phase in phases:
+            self.epilogue_phase(phase, sum_regs)
         self.indent -= 1
         self.emit("}")
         return 0 if plan is None else plan.consumed
@@ -705,10 +708,22 @@ class _KernelPrinter:
         elem = self.elem(value)
         return expr if isinstance(elem, Float32Type) else f"mx::round_as<{c_type(elem)}>({expr})"
 
-    def epilogue_phase(self, phase: Phase, bases: dict[SSAValue, int], split: int, slot: int) -> None:
-        """One phase of the grid-sum epilogue: this thread's elements of the sums in
-        registers, the phase's elementwise ops on them, the stores of what is read later,
-        and the barrier that ends the phase."""
+    def phase_sums(self, phases: Sequence[Phase], bases: dict[SSAValue, int], split: int, slot: int) -> dict[SSAValue, str]:
+        """This thread's elements of every phase's sums into register arrays `g<k>`."""
+        regs: dict[SSAValue, str] = {}
+        for phase in phases:
+            n = phase.size
+            for v in phase.sums:
+                name = regs[v] = f"g{len(regs)}"
+                call = f"mx::grid_partial_sum_mine<{self.nt}, {split}, {slot}, {max(1, n // self.nt)}>({name}, gs_all + {bases[v]}, tid);"
+                self.emit(f"float {name}[{max(1, n // self.nt)}];  // {self.names[v]}")
+                self.emit(call if n >= self.nt else f"if (tid < {n}) {call}")
+        return regs
+
+    def epilogue_phase(self, phase: Phase, sum_regs: dict[SSAValue, str]) -> None:
+        """One phase of the grid-sum epilogue: on this thread's elements of the phase's sums
+        (registers `sum_regs`), the elementwise ops, the stores of what is read later, and
+        the barrier that ends the phase."""
         nt, n = self.nt, phase.size
         trips = max(1, n // nt)
         names = ", ".join(self.names[v] for v in phase.values)
@@ -717,18 +732,15 @@ class _KernelPrinter:
         if n < nt:
             self.emit(f"if (tid < {n}) {{")
             self.indent += 1
-        for j, v in enumerate(phase.sums):
-            self.emit(f"float g{j}[{trips}];")
-            self.emit(f"mx::grid_partial_sum_mine<{nt}, {split}, {slot}, {trips}>(g{j}, gs_all + {bases[v]}, tid);")
         self.emit("#pragma unroll")
         self.emit(f"for (int j = 0; j < {trips}; ++j) {{")
         self.indent += 1
         self.emit(f"const int i = tid + j * {nt};")
         regs: dict[SSAValue, str] = {}
-        for j, v in enumerate(phase.sums):
+        for v in phase.sums:
             typ = v.type
             assert isinstance(typ, cute.SmemTensorType)
-            regs[v] = self.phase_value(phase, v, f"g{j}[j]", len(regs), self.natural_layout(typ))
+            regs[v] = self.phase_value(phase, v, f"{sum_regs[v]}[j]", len(regs), self.natural_layout(typ))
         for op in phase.ops:
             # the op's own layouts: its order walks the elements like the sums' flat index
             order = cute.dense_ints(op.order)

@@ -11,8 +11,11 @@ computed itself, so the values can stay in registers and the barriers between th
 go: one *phase* is the sums of one tile shape plus the elementwise ops on that shape that
 follow them, and a barrier ends each phase.  A value is still written to its shared tile
 when anything outside its phase reads it (a later phase through a broadcast, the output
-copy).  Measured on gated_mlp (NVIDIA H200, 2026-11-24, hand-written equivalent):
-20.8 -> 20.6 µs (benchmarks/results/tail-balance-h200-2026-11-24.md).
+copy).  The printer loads every phase's sums before the first phase, so that all their L2
+round trips overlap as in `mx::grid_partial_sum` (phase by phase, rmsnorm bs8 lost 0.4 µs).
+Measured (NVIDIA H200, 2026-11-24, medians of 5 interleaved runs): gated_mlp c6s2x 20.9 ->
+20.6 µs, c1s2xr 22.3 -> 21.9, rmsnorm bs8 c3s2xr 17.8 -> 17.7
+(benchmarks/results/register-epilogue-h200-2026-11-24.md).
 
 Numerics are unchanged: the sums add the same partials in the same split order
 (`mx::grid_partial_sum_mine`), and each value is rounded to its tile's element type as the
