@@ -36,6 +36,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from mirage_xdsl.codegen.grid_sum_epilogue import Phase, plan_epilogue
+from mirage_xdsl.codegen.register_rows import RowChain, plan_row_chain
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects import kernel as kn
@@ -322,6 +323,12 @@ def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
     return out
 
 
+def _uniform(value: SSAValue) -> bool:
+    """A tile of one element (a row sum): one register every thread holds."""
+    typ = value.type
+    return isinstance(typ, cute.SmemTensorType) and math.prod(typ.get_shape()) == 1
+
+
 class _KernelPrinter:
     def __init__(self, kernel: cute.KernelOp):
         self.kernel = kernel
@@ -398,16 +405,27 @@ class _KernelPrinter:
         else:
             self.emit("const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);")
         self.emit("if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header")
-        ops = list(k.body.block.ops)
+        self.print_ops(list(k.body.block.ops))
+        return "\n".join(header + self.lines + ["}", ""])
+
+    def print_ops(self, ops: Sequence[Operation]) -> None:
+        """The ops of one block, with the multi-op forms: a grid sum and the epilogue it
+        fuses (codegen/grid_sum_epilogue.py), register-resident row chains
+        (codegen/register_rows.py)."""
         i = 0
         while i < len(ops):
             op = ops[i]
             i += 1
             if isinstance(op, cute.GridSumOp):
-                i += self.grid_sum(op, ops[i:])  # may print the ops after it too
-            else:
-                self.op(op)
-        return "\n".join(header + self.lines + ["}", ""])
+                i += self.grid_sum(op, ops[i:])
+                continue
+            if isinstance(op, (cute.ElementwiseOp, cute.ReduceOp)):
+                chain = plan_row_chain(ops[i - 1 :], self.nt, self.reg_names, lambda r: block_reduce_threads(r, self.nt))
+                if chain is not None:
+                    self.row_chain(chain)
+                    i += chain.consumed - 1
+                    continue
+            self.op(op)
 
     # ---- ops -----------------------------------------------------------------------------
 
@@ -771,6 +789,61 @@ class _KernelPrinter:
             self.emit(f"{self.tile_ptr(value)}[{layout}::off(i)] = mx::from_f<{c_type(self.elem(value))}>({reg});")
         return reg
 
+    def row_chain(self, chain: RowChain) -> None:
+        """A register-resident row chain (codegen/register_rows.py): value `v<k>` of op k is
+        this thread's elements `v<k>[j]` (flat index tid + j * NT) or, for a row sum, one
+        float every thread holds; stores of what is read later; one barrier at the end."""
+        nt = self.nt
+        trips = chain.length // nt
+        scratch = f"reinterpret_cast<float*>(smem + {self.slicing.base + self.slicing.total})"
+        self.emit(f"{{  // in registers: {', '.join(self.names[v] for v in chain.values)}")
+        self.indent += 1
+        regs: dict[SSAValue, str] = {}
+        for k, op in enumerate(chain.ops):
+            name = f"v{k}"
+            if isinstance(op, cute.ReduceOp):
+                out = op.outs[0]
+                self.emit(f"float t{k} = 0.0f;")
+                self.emit("#pragma unroll")
+                self.emit(f"for (int j = 0; j < {trips}; ++j) t{k} += {regs[op.input]}[j];")
+                fn = f"[](float o, float v) {{ return {self.apply_epilogue('v', op.epilogue)}; }}"
+                self.emit(f"const float {name} = {self.rounded(out, f'{fn}(0.0f, mx::block_sum<{nt}>(t{k}, {scratch}, tid))')};")
+                if out in chain.stored:
+                    self.emit(f"if (tid == 0) {self.tile_ptr(out)}[0] = mx::from_f<{c_type(self.elem(out))}>({name});")
+                regs[out] = name
+                continue
+            assert isinstance(op, cute.ElementwiseOp)
+            out_t = op.out.type
+            assert isinstance(out_t, cute.SmemTensorType)
+            order = cute.dense_ints(op.order)
+            dims = out_t.get_shape()
+            lo = layout_t([dims[d] for d in order], [out_t.strides[d] for d in order], out_t.swizzle)
+            args = []
+            for v in op.ins:
+                if v in regs:
+                    args.append(regs[v] if _uniform(v) else f"{regs[v]}[j]")
+                else:
+                    args.append(f"mx::to_f({self.tile_ptr(v)}[{self.operand_layout(v, dims, order)}::off(i)])")
+            args += ["0.0f"] * (3 - len(op.ins))
+            body, read = self.store_expr(op.mode.data, self.elementwise_value(op))
+            o = f"mx::to_f({self.tile_ptr(op.out)}[{lo}::off(i)])" if read else "0.0f"
+            fn = f"[](float o, float a, float b, float c) {{ return {body}; }}"
+            self.emit(f"float {name}[{trips}];")
+            self.emit("#pragma unroll")
+            self.emit(f"for (int j = 0; j < {trips}; ++j) {{")
+            self.indent += 1
+            self.emit(f"const int i = tid + j * {nt};")
+            call = f"{fn}({o}, {', '.join(args)})"
+            self.emit(f"{name}[j] = {self.rounded(op.out, call)};")
+            if op.out in chain.stored:
+                self.emit(f"{self.tile_ptr(op.out)}[{lo}::off(i)] = mx::from_f<{c_type(out_t.element_type)}>({name}[j]);")
+            self.indent -= 1
+            self.emit("}")
+            regs[op.out] = name
+        self.indent -= 1
+        self.emit("}")
+        self.emit("__syncthreads();")
+
     def concat(self, op: cute.ConcatOp) -> None:
         out = op.out.type
         assert isinstance(out, cute.SmemTensorType)
@@ -897,8 +970,7 @@ class _KernelPrinter:
         self.emit(f"for (int it = 0; it < {op.trip_count}; ++it) {{")
         self.indent += 1
         self.loop = op
-        for inner in op.body.block.ops:
-            self.op(inner)
+        self.print_ops(list(op.body.block.ops))
         self.loop = None
         self.indent -= 1
         self.emit("}")

@@ -149,4 +149,21 @@ __device__ __forceinline__ void reg_store(TO* o, const RegTile<PER>& acc, int ti
   }
 }
 
+// Sum of v over the whole block (NT threads, a multiple of 32), returned in every thread:
+// warp shuffles, then the warps' sums in warp order -- the order in which reduce_sum with
+// G = NT adds (codegen/register_rows.py relies on it for bit-identical results).
+// `scratch`: NT / 32 floats of shared memory, free again when it returns.
+template <int NT>
+__device__ __forceinline__ float block_sum(float v, float* scratch, int tid) {
+#pragma unroll
+  for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
+  if ((tid & 31) == 0) scratch[tid >> 5] = v;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < NT / 32; ++w) total += scratch[w];
+  __syncthreads();
+  return total;
+}
+
 }  // namespace mx
