@@ -36,7 +36,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from mirage_xdsl.codegen.grid_sum_epilogue import Phase, plan_epilogue
-from mirage_xdsl.codegen.register_rows import RowChain, plan_row_chain
+from mirage_xdsl.codegen.register_rows import GlobalIO, RowChain, global_io, plan_row_chain
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects import kernel as kn
@@ -323,6 +323,12 @@ def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
     return out
 
 
+def _broadcast(value: SSAValue) -> bool:
+    """A tile read with a size-1 dim repeated (not a whole row)."""
+    typ = value.type
+    return isinstance(typ, cute.SmemTensorType) and typ.get_shape()[-1] == 1
+
+
 def _uniform(value: SSAValue) -> bool:
     """A tile of one element (a row sum): one register every thread holds."""
     typ = value.type
@@ -346,6 +352,8 @@ class _KernelPrinter:
         self.loop: cute.ForOp | None = None
         self.frag_count = 0
         self.smem_count = 0
+        self.chains: dict[Operation, RowChain] = {}  # first op -> register-resident row chain
+        self.io = GlobalIO()
 
     def emit(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
@@ -405,8 +413,27 @@ class _KernelPrinter:
         else:
             self.emit("const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);")
         self.emit("if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header")
+        self.plan_row_chains()
         self.print_ops(list(k.body.block.ops))
         return "\n".join(header + self.lines + ["}", ""])
+
+    def plan_row_chains(self) -> None:
+        """Every register-resident row chain of the kernel (top level and loop body) and the
+        tiles they read from / write to global memory directly (codegen/register_rows.py)."""
+        blocks = [list(self.kernel.body.block.ops)]
+        blocks += [list(op.body.block.ops) for op in self.kernel.body.block.ops if isinstance(op, cute.ForOp)]
+        for ops in blocks:
+            k = 0
+            while k < len(ops):
+                chain = None
+                if isinstance(ops[k], (cute.ElementwiseOp, cute.ReduceOp)):
+                    chain = plan_row_chain(ops[k:], self.nt, self.reg_names, lambda r: block_reduce_threads(r, self.nt))
+                if chain is None:
+                    k += 1
+                    continue
+                self.chains[ops[k]] = chain
+                k += chain.consumed
+        self.io = global_io(self.kernel, list(self.chains.values()))
 
     def print_ops(self, ops: Sequence[Operation]) -> None:
         """The ops of one block, with the multi-op forms: a grid sum and the epilogue it
@@ -419,13 +446,12 @@ class _KernelPrinter:
             if isinstance(op, cute.GridSumOp):
                 i += self.grid_sum(op, ops[i:])
                 continue
-            if isinstance(op, (cute.ElementwiseOp, cute.ReduceOp)):
-                chain = plan_row_chain(ops[i - 1 :], self.nt, self.reg_names, lambda r: block_reduce_threads(r, self.nt))
-                if chain is not None:
-                    self.row_chain(chain)
-                    i += chain.consumed - 1
-                    continue
-            self.op(op)
+            chain = self.chains.get(op)
+            if chain is not None:
+                self.row_chain(chain)
+                i += chain.consumed - 1
+            elif op not in self.io.skipped:
+                self.op(op)
 
     # ---- ops -----------------------------------------------------------------------------
 
@@ -796,9 +822,12 @@ class _KernelPrinter:
         nt = self.nt
         trips = chain.length // nt
         scratch = f"reinterpret_cast<float*>(smem + {self.slicing.base + self.slicing.total})"
+        contiguous = self.chain_contiguous(chain)
+        index = f"tid * {trips} + j" if contiguous else f"tid + j * {nt}"
         self.emit(f"{{  // in registers: {', '.join(self.names[v] for v in chain.values)}")
         self.indent += 1
         regs: dict[SSAValue, str] = {}
+        self.preload_inputs(chain, regs, index, contiguous)
         for k, op in enumerate(chain.ops):
             name = f"v{k}"
             if isinstance(op, cute.ReduceOp):
@@ -822,27 +851,100 @@ class _KernelPrinter:
             for v in op.ins:
                 if v in regs:
                     args.append(regs[v] if _uniform(v) else f"{regs[v]}[j]")
+                elif v in self.io.loads:
+                    args.append(f"mx::to_f({self.global_element(self.io.loads[v], v, dims, order)})")
                 else:
                     args.append(f"mx::to_f({self.tile_ptr(v)}[{self.operand_layout(v, dims, order)}::off(i)])")
             args += ["0.0f"] * (3 - len(op.ins))
             body, read = self.store_expr(op.mode.data, self.elementwise_value(op))
-            o = f"mx::to_f({self.tile_ptr(op.out)}[{lo}::off(i)])" if read else "0.0f"
+            out_copy = self.io.stores.get(op.out)
+            # an accumulator written straight out held the fill value 0 before this one trip
+            o = f"mx::to_f({self.tile_ptr(op.out)}[{lo}::off(i)])" if read and out_copy is None else "0.0f"
             fn = f"[](float o, float a, float b, float c) {{ return {body}; }}"
+            vector_out = out_copy is not None and contiguous and self.row_vectors(out_copy, op.out, trips)
+            call = f"{fn}({o}, {', '.join(args)})"
+            body_lines = [f"{name}[j] = {self.rounded(op.out, call)};"]
+            if out_copy is not None and not vector_out:
+                gt = c_type(element_type_of(out_copy.dst))
+                body_lines.append(f"{self.global_element(out_copy, op.out, dims, order)} = mx::from_f<{gt}>({name}[j]);")
+            elif out_copy is None and op.out in chain.stored:
+                body_lines.append(f"{self.tile_ptr(op.out)}[{lo}::off(i)] = mx::from_f<{c_type(out_t.element_type)}>({name}[j]);")
             self.emit(f"float {name}[{trips}];")
             self.emit("#pragma unroll")
             self.emit(f"for (int j = 0; j < {trips}; ++j) {{")
             self.indent += 1
-            self.emit(f"const int i = tid + j * {nt};")
-            call = f"{fn}({o}, {', '.join(args)})"
-            self.emit(f"{name}[j] = {self.rounded(op.out, call)};")
-            if op.out in chain.stored:
-                self.emit(f"{self.tile_ptr(op.out)}[{lo}::off(i)] = mx::from_f<{c_type(out_t.element_type)}>({name}[j]);")
+            if any("(i)" in line for line in body_lines):
+                self.emit(f"const int i = {index};")
+            for line in body_lines:
+                self.emit(line)
             self.indent -= 1
             self.emit("}")
+            if vector_out:
+                assert out_copy is not None
+                self.emit(f"mx::store_row<{trips}>(&{self.global_element(out_copy, op.out, dims, order, f'tid * {trips}')}, {name});")
             regs[op.out] = name
         self.indent -= 1
         self.emit("}")
         self.emit("__syncthreads();")
+
+    def chain_contiguous(self, chain: RowChain) -> bool:
+        """Whether the chain's threads may own consecutive elements (flat index tid * T + j,
+        16-byte global vectors) instead of every NT-th (tid + j * NT): only when it touches
+        no whole-row shared tile, where consecutive elements per thread would conflict on
+        banks.  (The row sums then add in another order than the op-by-op print's.)"""
+        values = set(chain.values)
+        for op in chain.ops:
+            if not isinstance(op, cute.ElementwiseOp):
+                continue
+            for v in op.ins:
+                if v not in values and v not in self.io.loads and not _broadcast(v):
+                    return False
+        return all(v in self.io.stores or _uniform(v) for v in chain.stored)
+
+    def row_vectors(self, copy: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue, trips: int) -> bool:
+        """Whether a thread's `trips` consecutive elements of `tile` move as 16-byte global
+        vectors: unit stride along the row, and the planner already allows 16-byte vectors
+        for this tensor (the copy's `vec`), so the row start is 16-byte aligned."""
+        eb = cute.elem_bytes(self.elem(tile))
+        return copy.tile.strides[-1] == 1 and copy.vec.value.data * eb == 16 and (trips * eb) % 16 == 0
+
+    def preload_inputs(self, chain: RowChain, regs: dict[SSAValue, str], index: str, contiguous: bool) -> None:
+        """Whole-row inputs that the chain reads from global memory, loaded once into
+        register arrays `x<k>` before its first op: every load in flight together."""
+        trips = chain.length // self.nt
+        for op in chain.ops:
+            if not isinstance(op, cute.ElementwiseOp):
+                continue
+            out = op.out.type
+            assert isinstance(out, cute.SmemTensorType)
+            order = cute.dense_ints(op.order)
+            for v in op.ins:
+                if v in regs or v not in self.io.loads or v.type.get_shape() != out.get_shape():  # type: ignore[attr-defined]
+                    continue
+                name = regs[v] = f"x{len([r for r in regs.values() if r.startswith('x')])}"
+                copy = self.io.loads[v]
+                self.emit(f"float {name}[{trips}];  // {self.names[v]}, from global memory")
+                if contiguous and self.row_vectors(copy, v, trips):
+                    start = self.global_element(copy, v, out.get_shape(), order, f"tid * {trips}")
+                    self.emit(f"mx::load_row<{trips}>({name}, &{start});")
+                    continue
+                self.emit("#pragma unroll")
+                self.emit(f"for (int j = 0; j < {trips}; ++j) {{")
+                self.emit(f"  const int i = {index};")
+                self.emit(f"  {name}[j] = mx::to_f({self.global_element(copy, v, out.get_shape(), order)});")
+                self.emit("}")
+
+    def global_element(
+        self, copy: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue, dims: Sequence[int], order: Sequence[int], index: str = "i"
+    ) -> str:
+        """The global element behind flat index `index` (walking `dims` in `order`) of
+        `tile`, which `copy` moves between shared and global memory; size-1 dims broadcast."""
+        typ = tile.type
+        assert isinstance(typ, cute.SmemTensorType)
+        tdims, gstrides = typ.get_shape(), copy.tile.strides
+        lg = layout_t([dims[d] for d in order], [0 if tdims[d] == 1 else gstrides[d] for d in order])
+        arg = copy.src if isinstance(copy, cute.CopyG2SOp) else copy.dst
+        return f"({self.gmem_ptr(copy, arg)})[{lg}::raw({index})]"
 
     def concat(self, op: cute.ConcatOp) -> None:
         out = op.out.type

@@ -10,13 +10,22 @@ row with the whole block, each thread only ever needs its own elements and the s
 results, so the chain can run in registers: the sums become block reductions
 (`mx::block_sum`, warp shuffles and one float per warp) whose result every thread holds.
 A value is still written to its shared tile when an op outside the chain reads it.
-Measured (NVIDIA H200, 2026-11-24): nTrans 5.1 -> 3.6 µs (a hand-written kernel that also
-reads its inputs and writes its output straight from registers: 2.8 µs;
-benchmarks/results/register-rows-h200-2026-11-24.md).
 
-Numerics are unchanged: each value is rounded to its tile's element type (`mx::round_as`),
-and `mx::block_sum` adds in the order of `mx::reduce_sum` with the whole block per output
-(each thread's elements in j order, shuffles 16..1, the warps' sums in warp order).
+Inputs that only chains read skip shared memory: the chain loads them from global memory
+into registers once, before its first op, and their copies are not printed; an output
+accumulator that only its copy-out reads (zero-filled, one for-loop trip) is stored from
+registers (`global_io`).  A chain that then touches no whole-row shared tile lets each
+thread own consecutive elements, so those loads and stores are 16-byte vectors
+(`mx::load_row` / `mx::store_row`; with shared tiles, every NT-th element per thread keeps
+the banks conflict-free).  Measured (NVIDIA H200, 2026-11-24, nTrans): 5.1 µs op by op, 3.6
+with the chain in registers, 3.3 with global inputs and output, 2.9-3.1 with 16-byte vectors
+(benchmarks/results/register-rows-h200-2026-11-24.md).
+
+Numerics: each value is rounded to its tile's element type (`mx::round_as`), and with every
+NT-th element per thread `mx::block_sum` adds in the order of `mx::reduce_sum` with the whole
+block per output (each thread's elements in j order, shuffles 16..1, the warps' sums in warp
+order), so the result is bit-identical to the op-by-op print; with consecutive elements per
+thread the row sums add in another order (the same within fp16 rounding).
 
 Rules (anything else is printed op by op): elementwise ops with mode `store` or `add`, the
 natural order and a shared output that is not register-resident; sums of a chain value over
@@ -152,6 +161,47 @@ def _hazard_free(chain: RowChain) -> bool:
             if r[0] < w[1] and w[0] < r[1]:  # type: ignore[index]
                 return False
     return True
+
+
+@dataclass
+class GlobalIO:
+    """Tiles of a kernel's row chains that skip shared memory altogether."""
+
+    loads: dict[SSAValue, cute.CopyG2SOp] = field(default_factory=dict)
+    """tile -> the copy that fills it: the chain reads the tile's elements from global memory"""
+    stores: dict[SSAValue, cute.CopyS2GOp] = field(default_factory=dict)
+    """accumulator tile -> the copy that writes it out: the chain stores to global memory"""
+    skipped: set[Operation] = field(default_factory=set)
+    """ops no longer printed: those copies and the accumulators' zero fills"""
+
+
+def global_io(kernel: cute.KernelOp, chains: Sequence[RowChain]) -> GlobalIO:
+    """Inputs that only chains read, straight from global memory (their copy is not
+    printed), and a chain's accumulator that only its output copy reads, straight to global
+    memory (no fill, no copy), when the accumulator collects a single trip (for-loop of one
+    iteration: `0 + value` is what the tile would have held)."""
+    io = GlobalIO()
+    chain_ops = {op for ch in chains for op in ch.ops}
+    top = list(kernel.body.block.ops)
+    loops = [op for op in top if isinstance(op, cute.ForOp)]
+    single_trip = all(loop.trip_count == 1 for loop in loops)
+    for op in top:
+        if isinstance(op, cute.CopyG2SOp) and op.iter is None and _byte_range(op.dst) is not None:
+            readers = [u.operation for u in op.dst.uses if u.operation is not op]
+            if readers and all(r in chain_ops and isinstance(r, cute.ElementwiseOp) and op.dst in r.ins for r in readers):
+                io.loads[op.dst] = op
+                io.skipped.add(op)
+    for ch in chains:
+        last = ch.ops[-1]
+        if not single_trip or not isinstance(last, cute.ElementwiseOp) or last.mode.data != "add":
+            continue
+        users = [u.operation for u in last.out.uses if u.operation is not last]
+        fills = [u for u in users if isinstance(u, cute.FillOp) and u.parent is kernel.body.block and u.fill_value == 0.0]
+        copies = [u for u in users if isinstance(u, cute.CopyS2GOp) and u.parent is kernel.body.block]
+        if len(fills) == 1 and len(copies) == 1 and len(users) == 2 and last.out not in (v for o in ch.ops for v in getattr(o, "ins", ())):
+            io.stores[last.out] = copies[0]
+            io.skipped.update((fills[0], copies[0]))
+    return io
 
 
 def plan_row_chain(

@@ -40,7 +40,8 @@ __device__ __forceinline__ void g2s_chunked(T* s, const T* g, int tid) {
     if constexpr (SVEC) {
       *reinterpret_cast<uint4*>(s + LS::off(i)) = v;
     } else {
-      const T* e = reinterpret_cast<const T*>(&v);
+      T e[16 / sizeof(T)];
+      __builtin_memcpy(e, &v, 16);  // not a pointer cast (strict aliasing)
       const int b = LS::raw(i);
 #pragma unroll
       for (int j = 0; j < V; ++j) s[LS::swz(b + j * SS0)] = e[j];
@@ -79,6 +80,38 @@ __device__ __forceinline__ void s2g_chunked(TG* g, const TS* s, int tid) {
     }
     *reinterpret_cast<uint4*>(g + LG::raw(i)) = v;
   });
+}
+
+// T consecutive global elements at p <-> fp32 registers, in 16-byte vectors (p 16-byte
+// aligned, T * sizeof(E) a multiple of 16): the rows of a register-resident row chain whose
+// threads own consecutive elements (codegen/register_rows.py).
+template <int T, class E>
+__device__ __forceinline__ void load_row(float (&x)[T], const E* p) {
+  constexpr int PER = 16 / sizeof(E);
+  static_assert(T % PER == 0, "whole 16-byte vectors");
+#pragma unroll
+  for (int c = 0; c < T / PER; ++c) {
+    const uint4 v = *reinterpret_cast<const uint4*>(p + c * PER);
+    E e[PER];
+    __builtin_memcpy(e, &v, 16);  // not a pointer cast: that breaks strict aliasing (host g++ -O2)
+#pragma unroll
+    for (int k = 0; k < PER; ++k) x[c * PER + k] = to_f(e[k]);
+  }
+}
+
+template <int T, class E>
+__device__ __forceinline__ void store_row(E* p, const float (&x)[T]) {
+  constexpr int PER = 16 / sizeof(E);
+  static_assert(T % PER == 0, "whole 16-byte vectors");
+#pragma unroll
+  for (int c = 0; c < T / PER; ++c) {
+    E e[PER];
+#pragma unroll
+    for (int k = 0; k < PER; ++k) e[k] = from_f<E>(x[c * PER + k]);
+    uint4 v;
+    __builtin_memcpy(&v, e, 16);
+    *reinterpret_cast<uint4*>(p + c * PER) = v;
+  }
 }
 
 }  // namespace mx
