@@ -89,17 +89,6 @@ def _trips_ok(size: int, nt: int) -> bool:
     return size < nt or (size % nt == 0 and size // nt <= MAX_TRIPS)
 
 
-def _byte_range(value: SSAValue) -> tuple[int, int] | None:
-    """[start, end) of a single-buffer shared tile, None for anything else."""
-    owner = value.owner
-    if not isinstance(owner, cute.SmemAllocOp) or len(owner.byte_offsets) != 1:
-        return None
-    typ = value.type
-    assert isinstance(typ, cute.SmemTensorType)
-    start = owner.byte_offsets[0]
-    return start, start + typ.cosize() * cute.elem_bytes(typ.element_type)
-
-
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
@@ -114,7 +103,7 @@ class _Planner:
     def eligible(self, op: Operation) -> bool:
         if not isinstance(op, cute.ElementwiseOp) or op.mode.data != "store":
             return False
-        if op.out in self.register_resident or _byte_range(op.out) is None:
+        if op.out in self.register_resident or cute.tile_byte_range(op.out) is None:
             return False
         shape = _shape(op.out)
         return _natural(cute.dense_ints(op.order), shape) and _trips_ok(math.prod(shape), self.nt)
@@ -156,8 +145,8 @@ def _mark_stored(phase: Phase, grid_sum: cute.GridSumOp) -> None:
 def _hazard_free(phase: Phase) -> bool:
     """No stored tile of the phase overlaps a shared tile the phase reads."""
     values = set(phase.values)
-    reads = [_byte_range(v) for op in phase.ops for v in op.ins if v not in values]
-    writes = [_byte_range(v) for v in phase.stored]
+    reads = [cute.tile_byte_range(v) for op in phase.ops for v in op.ins if v not in values]
+    writes = [cute.tile_byte_range(v) for v in phase.stored]
     if any(r is None for r in reads + writes):
         return False
     return not any(_overlap(w, r) for w in writes for r in reads)  # type: ignore[arg-type]

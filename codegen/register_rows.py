@@ -76,16 +76,6 @@ def row_length(shape: Sequence[int]) -> int | None:
     return shape[-1] if shape and all(d == 1 for d in shape[:-1]) else None
 
 
-def _byte_range(value: SSAValue) -> tuple[int, int] | None:
-    owner = value.owner
-    if not isinstance(owner, cute.SmemAllocOp) or len(owner.byte_offsets) != 1:
-        return None
-    typ = value.type
-    assert isinstance(typ, cute.SmemTensorType)
-    start = owner.byte_offsets[0]
-    return start, start + typ.cosize() * cute.elem_bytes(typ.element_type)
-
-
 class _Builder:
     def __init__(self, nt: int, register_resident: Container[SSAValue], block_threads: Callable[[cute.ReduceOp], int]):
         self.nt = nt
@@ -152,8 +142,8 @@ def _hazard_free(chain: RowChain) -> bool:
     element is the same thread's read-modify-write)."""
     values = set(chain.values)
     reads = [(op, v) for op in chain.ops if isinstance(op, cute.ElementwiseOp) for v in op.ins if v not in values]
-    read_ranges = [_byte_range(v) for _, v in reads]
-    write_ranges = {v: _byte_range(v) for v in chain.stored}
+    read_ranges = [cute.tile_byte_range(v) for _, v in reads]
+    write_ranges = {v: cute.tile_byte_range(v) for v in chain.stored}
     if any(r is None for r in read_ranges) or any(w is None for w in write_ranges.values()):
         return False
     for r in read_ranges:
@@ -186,7 +176,7 @@ def global_io(kernel: cute.KernelOp, chains: Sequence[RowChain]) -> GlobalIO:
     loops = [op for op in top if isinstance(op, cute.ForOp)]
     single_trip = all(loop.trip_count == 1 for loop in loops)
     for op in top:
-        if isinstance(op, cute.CopyG2SOp) and op.iter is None and _byte_range(op.dst) is not None:
+        if isinstance(op, cute.CopyG2SOp) and op.iter is None and cute.tile_byte_range(op.dst) is not None:
             readers = [u.operation for u in op.dst.uses if u.operation is not op]
             if readers and all(r in chain_ops and isinstance(r, cute.ElementwiseOp) and op.dst in r.ins for r in readers):
                 io.loads[op.dst] = op

@@ -715,6 +715,18 @@ def _elem_bytes(typ: Attribute) -> int:
     return max(1, int(width) // 8)
 
 
+def tile_byte_range(value: SSAValue) -> tuple[int, int] | None:
+    """[start, end) in bytes of the shared tile `value` when it is one `cute.smem_alloc`
+    buffer (swizzle included); None for a ring of stage buffers or anything else."""
+    owner = value.owner
+    if not isinstance(owner, SmemAllocOp) or len(owner.byte_offsets) != 1:
+        return None
+    typ = value.type
+    assert isinstance(typ, SmemTensorType)
+    start = owner.byte_offsets[0]
+    return start, start + typ.cosize() * elem_bytes(typ.element_type)
+
+
 def elem_bytes(typ: Attribute) -> int:
     """Bytes per element of a builtin scalar type."""
     return _elem_bytes(typ)
