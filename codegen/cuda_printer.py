@@ -741,8 +741,10 @@ class _KernelPrinter:
             self.emit(
                 f"mx::grid_partial_sum<{self.nt}, {split}, {slot}, {self.natural_layout(typ)}>({self.tile_ptr(v)}, gs_all + {bases[v]}, tid);"  # type: ignore[arg-type]
             )
+        copies_out = plan.copies_out if plan is not None else {}
+        self.io.skipped.update(copies_out.values())
         for phase in phases:
-            self.epilogue_phase(phase, sum_regs)
+            self.epilogue_phase(phase, sum_regs, copies_out)
         self.indent -= 1
         self.emit("}")
         return 0 if plan is None else plan.consumed
@@ -764,7 +766,7 @@ class _KernelPrinter:
                 self.emit(call if n >= self.nt else f"if (tid < {n}) {call}")
         return regs
 
-    def epilogue_phase(self, phase: Phase, sum_regs: dict[SSAValue, str]) -> None:
+    def epilogue_phase(self, phase: Phase, sum_regs: dict[SSAValue, str], copies_out: dict[SSAValue, cute.CopyS2GOp]) -> None:
         """One phase of the grid-sum epilogue: on this thread's elements of the phase's sums
         (registers `sum_regs`), the elementwise ops, the stores of what is read later, and
         the barrier that ends the phase."""
@@ -784,7 +786,7 @@ class _KernelPrinter:
         for v in phase.sums:
             typ = v.type
             assert isinstance(typ, cute.SmemTensorType)
-            regs[v] = self.phase_value(phase, v, f"{sum_regs[v]}[j]", len(regs), self.natural_layout(typ))
+            regs[v] = self.phase_value(phase, v, f"{sum_regs[v]}[j]", len(regs), self.natural_layout(typ), copies_out)
         for op in phase.ops:
             # the op's own layouts: its order walks the elements like the sums' flat index
             order = cute.dense_ints(op.order)
@@ -796,7 +798,7 @@ class _KernelPrinter:
                 for v in op.ins
             ] + ["0.0f"] * (3 - len(op.ins))
             fn = f"[](float o, float a, float b, float c) {{ return {self.elementwise_value(op)}; }}"
-            regs[op.out] = self.phase_value(phase, op.out, f"{fn}(0.0f, {', '.join(args)})", len(regs), lo)
+            regs[op.out] = self.phase_value(phase, op.out, f"{fn}(0.0f, {', '.join(args)})", len(regs), lo, copies_out)
         self.indent -= 1
         self.emit("}")
         if n < nt:
@@ -806,12 +808,20 @@ class _KernelPrinter:
         self.emit("}")
         self.emit("__syncthreads();")
 
-    def phase_value(self, phase: Phase, value: SSAValue, expr: str, index: int, layout: str) -> str:
+    def phase_value(
+        self, phase: Phase, value: SSAValue, expr: str, index: int, layout: str, copies_out: dict[SSAValue, cute.CopyS2GOp]
+    ) -> str:
         """Declare register `r<index>` = expr (rounded to the tile's type); store it to the
-        shared tile (at `layout`, flat index `i`) too when it is read outside the phase."""
+        shared tile (at `layout`, flat index `i`) when it is read outside the phase, or
+        straight to global memory when its one reader is a copy there."""
         reg = f"r{index}"
         self.emit(f"const float {reg} = {self.rounded(value, expr)};  // {self.names[value]}")
-        if value in phase.stored:
+        copy = copies_out.get(value)
+        if copy is not None:
+            dims = phase.shape
+            order = list(reversed(range(len(dims))))
+            self.emit(f"{self.global_element(copy, value, dims, order)} = mx::from_f<{c_type(element_type_of(copy.dst))}>({reg});")
+        elif value in phase.stored:
             self.emit(f"{self.tile_ptr(value)}[{layout}::off(i)] = mx::from_f<{c_type(self.elem(value))}>({reg});")
         return reg
 
