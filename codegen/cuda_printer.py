@@ -354,6 +354,7 @@ class _KernelPrinter:
         self.smem_count = 0
         self.chains: dict[Operation, RowChain] = {}  # first op -> register-resident row chain
         self.io = GlobalIO()
+        self.skipped: set[Operation] = set()  # ops that a multi-op form above them replaced
 
     def emit(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
@@ -434,6 +435,7 @@ class _KernelPrinter:
                 self.chains[ops[k]] = chain
                 k += chain.consumed
         self.io = global_io(self.kernel, list(self.chains.values()))
+        self.skipped |= self.io.skipped
 
     def print_ops(self, ops: Sequence[Operation]) -> None:
         """The ops of one block, with the multi-op forms: a grid sum and the epilogue it
@@ -450,7 +452,7 @@ class _KernelPrinter:
             if chain is not None:
                 self.row_chain(chain)
                 i += chain.consumed - 1
-            elif op not in self.io.skipped:
+            elif op not in self.skipped:
                 self.op(op)
 
     # ---- ops -----------------------------------------------------------------------------
@@ -474,8 +476,6 @@ class _KernelPrinter:
             self.elementwise(op)
         elif isinstance(op, cute.ReduceOp):
             self.reduce(op)
-        elif isinstance(op, cute.GridSumOp):
-            self.grid_sum(op, [])
         elif isinstance(op, cute.ConcatOp):
             self.concat(op)
         elif isinstance(op, cute.MmaInitOp):
@@ -742,7 +742,7 @@ class _KernelPrinter:
                 f"mx::grid_partial_sum<{self.nt}, {split}, {slot}, {self.natural_layout(typ)}>({self.tile_ptr(v)}, gs_all + {bases[v]}, tid);"  # type: ignore[arg-type]
             )
         copies_out = plan.copies_out if plan is not None else {}
-        self.io.skipped.update(copies_out.values())
+        self.skipped.update(copies_out.values())
         for phase in phases:
             self.epilogue_phase(phase, sum_regs, copies_out)
         self.indent -= 1

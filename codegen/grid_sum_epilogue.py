@@ -93,10 +93,6 @@ def _trips_ok(size: int, nt: int) -> bool:
     return size < nt or (size % nt == 0 and size // nt <= MAX_TRIPS)
 
 
-def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return a[0] < b[1] and b[0] < a[1]
-
-
 class _Planner:
     def __init__(self, grid_sum: cute.GridSumOp, nt: int, register_resident: Container[SSAValue]):
         self.nt = nt
@@ -149,11 +145,7 @@ def _mark_stored(phase: Phase, grid_sum: cute.GridSumOp) -> None:
 def _hazard_free(phase: Phase) -> bool:
     """No stored tile of the phase overlaps a shared tile the phase reads."""
     values = set(phase.values)
-    reads = [cute.tile_byte_range(v) for op in phase.ops for v in op.ins if v not in values]
-    writes = [cute.tile_byte_range(v) for v in phase.stored]
-    if any(r is None for r in reads + writes):
-        return False
-    return not any(_overlap(w, r) for w in writes for r in reads)  # type: ignore[arg-type]
+    return cute.disjoint_tiles(phase.stored, [v for op in phase.ops for v in op.ins if v not in values])
 
 
 def plan_epilogue(

@@ -141,16 +141,8 @@ def _hazard_free(chain: RowChain) -> bool:
     """No stored tile overlaps a shared tile the chain reads (an `add` op reading its own
     element is the same thread's read-modify-write)."""
     values = set(chain.values)
-    reads = [(op, v) for op in chain.ops if isinstance(op, cute.ElementwiseOp) for v in op.ins if v not in values]
-    read_ranges = [cute.tile_byte_range(v) for _, v in reads]
-    write_ranges = {v: cute.tile_byte_range(v) for v in chain.stored}
-    if any(r is None for r in read_ranges) or any(w is None for w in write_ranges.values()):
-        return False
-    for r in read_ranges:
-        for w in write_ranges.values():
-            if r[0] < w[1] and w[0] < r[1]:  # type: ignore[index]
-                return False
-    return True
+    reads = [v for op in chain.ops if isinstance(op, cute.ElementwiseOp) for v in op.ins if v not in values]
+    return cute.disjoint_tiles(chain.stored, reads)
 
 
 @dataclass
@@ -188,7 +180,7 @@ def global_io(kernel: cute.KernelOp, chains: Sequence[RowChain]) -> GlobalIO:
         users = [u.operation for u in last.out.uses if u.operation is not last]
         fills = [u for u in users if isinstance(u, cute.FillOp) and u.parent is kernel.body.block and u.fill_value == 0.0]
         copies = [u for u in users if isinstance(u, cute.CopyS2GOp) and u.parent is kernel.body.block]
-        if len(fills) == 1 and len(copies) == 1 and len(users) == 2 and last.out not in (v for o in ch.ops for v in getattr(o, "ins", ())):
+        if len(fills) == 1 and len(copies) == 1 and len(users) == 2:  # nothing else reads it
             io.stores[last.out] = copies[0]
             io.skipped.update((fills[0], copies[0]))
     return io

@@ -24,7 +24,7 @@ accumulators are fp32 in shared memory (passes/README.md, "Storage precision").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -725,6 +725,17 @@ def tile_byte_range(value: SSAValue) -> tuple[int, int] | None:
     assert isinstance(typ, SmemTensorType)
     start = owner.byte_offsets[0]
     return start, start + typ.cosize() * elem_bytes(typ.element_type)
+
+
+def disjoint_tiles(writes: Iterable[SSAValue], reads: Iterable[SSAValue]) -> bool:
+    """Whether every tile is a single `cute.smem_alloc` buffer and no tile of `writes`
+    shares a byte with a tile of `reads`: what lets threads write some tiles while others
+    still read (no barrier in between)."""
+    w = [tile_byte_range(v) for v in writes]
+    r = [tile_byte_range(v) for v in reads]
+    if any(x is None for x in w + r):
+        return False
+    return not any(a[0] < b[1] and b[0] < a[1] for a in w for b in r)  # type: ignore[index]
 
 
 def elem_bytes(typ: Attribute) -> int:
