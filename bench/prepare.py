@@ -42,11 +42,12 @@ from mirage_xdsl.bench.workloads import BY_NAME, WORKLOADS, Resolved
 
 MANIFEST_VERSION = 2
 DEFAULT_VARIANTS = (
-    tuple(f"c{rank}s2x" for rank in range(16)) + ("c0s3x", "c0s4x") + tuple(f"c{rank}s2xr" for rank in range(8))
+    tuple(f"c{rank}x" for rank in range(16)) + ("c0s3x", "c0s4x") + tuple(f"c{rank}xr" for rank in range(8))
 )
-"""Tuning variants of the plain graphs by default: kn-fuse plans of cost rank 0..15 with a
-2-stage cp.async ring and split-K plans enumerated, the cheapest plan with 3 and 4 stages,
-and ranks 0..7 with their partials reduced before the grid sum (`r`).
+"""Tuning variants of the plain graphs by default: kn-fuse plans of cost rank 0..15 with
+tb-plan-pipeline's own ring depth (2 stages, deeper for wide lone-block plans) and split-K
+plans enumerated, the cheapest plan with 3 and 4 stages, and ranks 0..7 with their partials
+reduced before the grid sum (`r`).
 Sixteen ranks, not eight: the grid-sum plans crowd the first ranks, and on the H200 the
 fastest rmsnorm/gated_mlp plans were ranks 7-16 (results/variants-h200-2026-11-22-grid-sum-24-ranks.md).
 Without `r` a variant passes `reduce_partials=false` (the pipeline's default is true): `r`
@@ -89,13 +90,15 @@ def one_line(err: BaseException) -> str:
 
 
 def parse_variant(text: str) -> dict[str, Any]:
-    """`c<rank>s<stages>[x][r]` -> mirage-transpile options: the kn-fuse plan of that cost
-    rank, that cp.async pipeline depth (0 = automatic), `x` = split-K plans enumerated too,
-    `r` = partials reduced before their grid sum (`reduce_partials`)."""
-    m = re.fullmatch(r"c(\d+)s(\d+)(x?)(r?)", text)
+    """`c<rank>[s<stages>][x][r]` -> mirage-transpile options: the kn-fuse plan of that cost
+    rank, that cp.async pipeline depth (absent or 0 = tb-plan-pipeline's choice), `x` =
+    split-K plans enumerated too, `r` = partials reduced before their grid sum
+    (`reduce_partials`)."""
+    m = re.fullmatch(r"c(\d+)(?:s(\d+))?(x?)(r?)", text)
     if m is None:
-        raise BenchError(f"variant '{text}': expected c<rank>s<stages>[x][r], e.g. c0s2, c3s4x or c3s2xr")
-    return {"candidate": int(m[1]), "stages": int(m[2]), "always_split": bool(m[3]), "reduce_partials": bool(m[4])}
+        raise BenchError(f"variant '{text}': expected c<rank>[s<stages>][x][r], e.g. c0, c0s2, c3s4x or c3xr")
+    stages = int(m[2]) if m[2] is not None else 0
+    return {"candidate": int(m[1]), "stages": stages, "always_split": bool(m[3]), "reduce_partials": bool(m[4])}
 
 
 def parse_variants(text: str | None) -> list[str] | None:

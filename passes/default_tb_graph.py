@@ -66,6 +66,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from mirage_xdsl.dialects import kernel as kn
 from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.dialects import tiling
+from mirage_xdsl.passes.plan_pipeline import LONE_BLOCK_MAX_STAGES, is_wide_lone_block
 from mirage_xdsl.passes.register_chain import chain_shape_fits, chain_thr_layout
 
 UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar")
@@ -98,6 +100,17 @@ class DeviceModel:
     smem_per_sm: int = 233472  # 228 KiB
     threads_per_block: int = 128  # Mirage's block_dim (128, 1, 1)
     wide_block_threads: int = 512  # for matmul-free plans with a grid of < num_sms / 4 blocks
+    lone_matmul_block_threads: int = 512
+    """Threads of the extra candidate that every unsplit, looped, non-attention matmul plan
+    with at most one block per SM gets: a block alone on its SM must hide the MMA and load
+    latencies with its own warps (sliced K spreads every tile's k-steps over them).  H200,
+    gated_mlp with 128 blocks of 32 W1/W2 columns, 128-row K tiles, 4 cp.async stages:
+    128 threads 22.5 us, 256 20.4, 384 21.6, 512 19.9 / 19.9 / 20.1 (three runs), 1024 25.9
+    (benchmarks/results/lone-blocks-h200-2026-11-25.md)."""
+    lone_block_stages: int = LONE_BLOCK_MAX_STAGES
+    """tb-plan-pipeline's ring depth for wide lone-block graphs (`plan_pipeline.is_wide_lone_block`),
+    which the estimate counts: `lone_block_stages - 1` tiles in flight, and that share of a
+    double buffer's exposed load latency per iteration."""
     max_threads_per_sm: int = 2048
     max_blocks_per_sm: int = 32
     max_blocks: int = 4096  # Mirage's MAX_NUM_THREADBLOCKS_PER_KERNEL
@@ -720,7 +733,8 @@ class Planner:
                     if plan is None:
                         continue
                     if S == 1 or gsum:
-                        yield FusionPlan([plan], plan.cost_us, plan.tiebreak)
+                        for variant in self._with_lone_block_variant(plan, has_loop):
+                            yield FusionPlan([variant], variant.cost_us, variant.tiebreak)
                         continue
                     combine = self._combine(group, ph, plan, frontier, combine_cache)
                     if combine is None:
@@ -851,6 +865,7 @@ class Planner:
             group, ax, ph, L, R, S, tuple(grid), tuple(gaxes), tiles, needed, outputs, rms, skipped, dimx  # type: ignore[arg-type]
         )
         plan.grid_sum = grid_sum
+        plan.threads = self._threads(plan)
         # input tiles must agree with Mirage's tiling rule
         for n in needed:
             node = group.nodes[n]
@@ -866,8 +881,49 @@ class Planner:
         if not self._estimate(plan, has_loop):
             return None
         plan.template = _template(group, plan, "main")
-        plan.threads = self._threads(plan)
         return plan
+
+    def _is_wide_lone_block(self, plan: KernelPlan) -> bool:
+        """Whether tb-plan-pipeline will give this plan its deeper ring (`lone_block_stages`)."""
+        return is_wide_lone_block(math.prod(plan.grid), plan.threads, self.device.num_sms)
+
+    @staticmethod
+    def _loop_work_is_matmuls(plan: KernelPlan) -> bool:
+        """Whether the for-loop body computes matmuls only (at least one).  Elementwise or
+        reduction work on the iterated tiles (rms_norm's sum of squares) slows lone blocks
+        down far more than the estimate says -- H200, 512 threads, 96 blocks of 64 W columns:
+        rms_norm(X) @ W 24.2 us, X @ W alone 17.8 (lone-blocks-h200-2026-11-25.md) -- so such
+        plans get no wide lone-block variant."""
+        if plan.rms:
+            return False
+        loop = [
+            n
+            for n in plan.needed
+            if n not in plan.skipped
+            and plan.group.nodes[n].kind != "input"
+            and (plan.phase[n] == "loop" or plan.ax.reduce_axis.get(n) == plan.loop_axis)
+        ]
+        return bool(loop) and all(plan.group.nodes[n].kind == "matmul" for n in loop)
+
+    def _with_lone_block_variant(self, plan: KernelPlan, has_loop: bool) -> Iterator[KernelPlan]:
+        """`plan`, then -- for an unsplit, looped, non-attention matmul plan whose blocks each
+        have an SM to themselves -- the same plan with `lone_matmul_block_threads` threads
+        (costed again: more warps hide more MMA latency)."""
+        yield plan
+        dev = self.device
+        lone = (
+            plan.split == 1
+            and plan.forloop_range > 1
+            and math.prod(plan.grid) <= dev.num_sms
+            and not is_attention(plan.group)
+            and self._loop_work_is_matmuls(plan)
+            and plan.threads < dev.lone_matmul_block_threads
+        )
+        if not lone:
+            return
+        wide = dataclasses.replace(plan, threads=dev.lone_matmul_block_threads)
+        if self._estimate(wide, has_loop):
+            yield wide
 
     def keeps_p_in_registers(self, plan: KernelPlan) -> bool:
         """Whether convert-tb-to-cute will keep this attention plan's P in registers
@@ -974,7 +1030,7 @@ class Planner:
                 smem += _round16(numel(plan.tiles[x]) * 4) + _round16(numel(t) * eb)
             elif reduces_loop and node.kind == "matmul":
                 smem += _round16(numel(t) * 4)
-                regs += numel(t) / dev.threads_per_block
+                regs += numel(t) / plan.threads
             elif reduces_loop:
                 smem += _round16(numel(plan.tiles[node.args[0]]) * 4) + _round16(numel(t) * eb)
             else:
@@ -1027,7 +1083,7 @@ class Planner:
         if blocks > 1 and loaded < blocks * dev.min_bytes_per_block:
             return False  # too little work per block: at least one 16-byte chunk per thread
         occ = min(
-            dev.max_threads_per_sm // dev.threads_per_block,
+            dev.max_threads_per_sm // plan.threads,
             dev.max_blocks_per_sm,
             dev.smem_per_sm // (smem + 1024),
         )
@@ -1036,18 +1092,26 @@ class Planner:
         waves = math.ceil(blocks / (dev.num_sms * occ))
         # wave quantisation: SMs with one block more than others finish last
         balance = blocks / (dev.num_sms * math.ceil(blocks / dev.num_sms))
-        # Little's law: the bytes in flight (one pipeline stage per resident block) / latency
+        # Little's law: the bytes in flight (the pipeline stages in flight per resident
+        # block: one, or tb-plan-pipeline's deeper ring for wide lone blocks) / latency
         in_flight = min(blocks, dev.num_sms * occ) * (unique_stage_iter if R > 1 else unique_stage)
+        if R > 1 and self._is_wide_lone_block(plan):
+            in_flight *= dev.lone_block_stages - 1
         bandwidth = min(dev.hbm_bytes_per_us, in_flight / dev.mem_latency_us)
-        # MMA throughput needs several resident blocks per SM to hide its latencies
-        resident = min(occ, max(1.0, blocks / dev.num_sms))
+        # a ring of N stages leaves 1 / (N - 1) of a double buffer's load latency exposed
+        iter_latency = dev.iter_latency_us
+        if self._is_wide_lone_block(plan):
+            iter_latency /= dev.lone_block_stages - 1
+        # MMA throughput needs several resident warps per SM to hide its latencies
+        # (counted in 128-thread blocks)
+        resident = min(occ, max(1.0, blocks / dev.num_sms)) * plan.threads / dev.threads_per_block
         full_rate = dev.register_chain_blocks_for_full_mma_rate if self.keeps_p_in_registers(plan) else dev.blocks_for_full_mma_rate
         hiding = min(1.0, resident / full_rate)
         roof = max(unique_dram / bandwidth, loaded / dev.l2_bytes_per_us, mma_flops / (dev.flops_per_us * hiding))
         cost = (
             dev.launch_us
             + roof / balance
-            + waves * (R * dev.iter_latency_us + dev.block_latency_us)
+            + waves * (R * iter_latency + dev.block_latency_us)
             + (waves * dev.unpipelined_split_penalty_us if R == 1 and plan.split > 1 else 0.0)
             + lifts_max * dev.max_lift_penalty_us
             # grid sum: every block's partials to L2 and back, then the last block's epilogue
@@ -1065,7 +1129,7 @@ class Planner:
         n_ops = len(plan.needed) - len(plan.skipped) + len(lifted) + len(plan.outputs)
         plan.balance = balance
         plan.redundancy = flops / ideal_flops if ideal_flops else 1.0
-        per_sm = blocks / dev.num_sms
+        per_sm = blocks / dev.num_sms * plan.threads / dev.threads_per_block
         plan.tiebreak = (
             -round(balance, 2),
             round(abs(per_sm - dev.blocks_for_full_mma_rate), 1),

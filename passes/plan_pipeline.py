@@ -16,7 +16,9 @@ share one ring index and one cp.async group per iteration):
   2048 // threads, 32)`;
 * bytes in flight per SM `F(N) = (N - 1) * tile * B(N)`.
 
-`N` ranges over `2 .. min(max-stages, forloop_range)` with `smem(N) <= smem-limit`; the
+`N` ranges over `2 .. min(max-stages, forloop_range)` (`lone-block-max-stages` instead of
+`max-stages` for a graph of at least 256 threads whose blocks each have an SM to themselves)
+with `smem(N) <= smem-limit`; the
 choice maximises `min(F(N), inflight-bytes)` (default 64 KiB, enough to cover HBM latency
 on H100/H200), the fewest stages among ties (more buffers would only cost shared memory).
 Option `stages=N` forces `N` (clamped to `2 .. min(8, forloop_range)`); tb-plan-smem still
@@ -94,6 +96,15 @@ def choose_stages(
 
 
 DEFAULT_MAX_STAGES = 2
+LONE_BLOCK_MAX_STAGES = 4
+LONE_BLOCK_MIN_THREADS = 256
+
+
+def is_wide_lone_block(num_blocks: int, threads: int, num_sms: int = NUM_SMS) -> bool:
+    """A graph of at least `LONE_BLOCK_MIN_THREADS` threads per block and at most one block
+    per SM: no other block on its SM overlaps its loads with compute, so its own ring must
+    keep HBM busy (kn-partition's wide lone-block plans, `DeviceModel.lone_matmul_block_threads`)."""
+    return threads >= LONE_BLOCK_MIN_THREADS and num_blocks <= num_sms
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,11 @@ class PlanPipelinePass(ModulePass):
     the automatic deeper rings were slower on every shared workload they changed, e.g.
     rmsnorm_bs1 graph_2 30.5 us with 2 stages vs 43.4 us with 6, gated_mlp graph_0 71 vs 93 us;
     raise it (`max-stages=8`) to experiment."""
+    lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES
+    """Deepest automatic ring of a wide lone-block graph (`is_wide_lone_block`).  H200,
+    gated_mlp on 128 blocks of 512 threads (128-row K tiles, 18 KiB per stage): 2 stages
+    25.1-25.4 us, 3 20.5-20.9, 4 19.9-20.1, 5 20.2, 6 21.9-22.0
+    (benchmarks/results/lone-blocks-h200-2026-11-25.md)."""
     inflight_bytes: int = INFLIGHT_BYTES
     smem_limit: int = SM90_SMEM_LIMIT
     num_sms: int = NUM_SMS
@@ -125,16 +141,17 @@ class PlanPipelinePass(ModulePass):
         if not pipelined:
             return None
         in_reg = {i for i, o in enumerate(ops) if "tb.accum_in_reg" in o.attributes}
+        threads = graph.block[0] * graph.block[1] * graph.block[2]
+        num_blocks = graph.grid[0] * graph.grid[1] * graph.grid[2]
         # a forced depth is bounded only by the hardware-independent cap and the loop length
-        limit = MAX_STAGES if self.stages > 0 else min(self.max_stages, MAX_STAGES)
+        limit = self.lone_block_max_stages if is_wide_lone_block(num_blocks, threads, self.num_sms) else self.max_stages
+        limit = MAX_STAGES if self.stages > 0 else min(limit, MAX_STAGES)
         cap = max(2, min(limit, graph.num_iterations))
         packer = PlanSmemPass(time_limit_ms=0, smem_limit=self.smem_limit, use_cpsat=False)
 
         def smem_of(n: int) -> int:
             return packer.pack(ops, recs, stages, levels, in_reg, pipelined, {i: n for i in pipelined}).size
 
-        threads = graph.block[0] * graph.block[1] * graph.block[2]
-        num_blocks = graph.grid[0] * graph.grid[1] * graph.grid[2]
         if self.stages > 0:
             n = max(2, min(self.stages, cap))
             size = smem_of(n)

@@ -67,8 +67,11 @@ def test_parse_variant() -> None:
     assert parse_variant("c0s2") == {"candidate": 0, "stages": 2, "always_split": False, "reduce_partials": False}
     assert parse_variant("c12s4x") == {"candidate": 12, "stages": 4, "always_split": True, "reduce_partials": False}
     assert parse_variant("c3s2xr") == {"candidate": 3, "stages": 2, "always_split": True, "reduce_partials": True}
-    for bad in ("c1", "s2", "c1s2y", "C1S2", "c-1s2", "c1s2rx", ""):
-        with pytest.raises(BenchError, match="expected c<rank>s<stages>"):
+    # without s<stages>: tb-plan-pipeline chooses the depth
+    assert parse_variant("c1") == {"candidate": 1, "stages": 0, "always_split": False, "reduce_partials": False}
+    assert parse_variant("c7xr") == {"candidate": 7, "stages": 0, "always_split": True, "reduce_partials": True}
+    for bad in ("s2", "c1s2y", "C1S2", "c-1s2", "c1s2rx", "c1s", ""):
+        with pytest.raises(BenchError, match=re.escape("expected c<rank>[s<stages>]")):
             parse_variant(bad)
     assert parse_variants(None) == list(DEFAULT_VARIANTS)
     assert parse_variants("none") is None
@@ -232,7 +235,7 @@ def test_summary_arithmetic_and_report(tmp_path: Path) -> None:
 
 def test_cli_errors(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("--workloads", "lora,nope", "--prepare-only", str(tmp_path)), "unknown workload 'nope'")
-    assert_one_line_error(run_cli("--prepare-only", str(tmp_path), "--variants", "c1"), "variant 'c1'")
+    assert_one_line_error(run_cli("--prepare-only", str(tmp_path), "--variants", "c1y"), "variant 'c1y'")
     assert_one_line_error(run_cli(), "give the markdown report path")
     assert_one_line_error(run_cli(str(tmp_path / "r.md"), "--from", str(tmp_path / "none")), "manifest.json: no such file")
     assert_one_line_error(run_cli("--bogus"), "unrecognized arguments")

@@ -174,7 +174,8 @@ def test_fuse_structure(name: str) -> None:
         assert 0 < k.attributes["kn.smem_estimate"].value.data <= SMEM_LIMIT  # type: ignore[attr-defined]
         gx, gy, gz = k.grid
         assert 1 <= gx * gy * gz <= 4096
-        assert k.block == ((512, 1, 1) if name == "ntrans" else (128, 1, 1))  # few-block matmul-free plans: wide blocks
+        # wide blocks: few-block matmul-free plans (ntrans) and lone-block matmul plans (gated_mlp)
+        assert k.block == ((512, 1, 1) if name in ("ntrans", "gated_mlp") else (128, 1, 1))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -405,6 +406,34 @@ def test_split_only_when_grid_too_small() -> None:
         plan = planner.plan(group)
         assert plan is not None and len(plan.kernels) == kernels
         assert all(k.smem <= SMEM_LIMIT for k in plan.kernels)
+
+
+def _group_of(name: str):
+    module = example(name)
+    for p in (KnExpandCompositesPass(), KnSimplifyPass(), KnRecognizeCompositesPass()):
+        p.apply(_context(), module)
+    ops = [op for op in the_func(module).body.block.ops if fusible_op(op)]
+    group, _ = group_from_ops(ops)
+    return group
+
+
+def test_lone_block_variants() -> None:
+    """Unsplit looped matmul plans with at most one block per SM also come with 512 threads
+    (costed with 4-stage rings: gated_mlp's cheapest plan is one), never for plans that run
+    elementwise work in the loop (rms_norm's sum of squares) nor for attention."""
+    planner = Planner(DeviceModel())
+    gated = planner.candidates(_group_of("gated_mlp"))
+    wide = [fp.kernels[0] for fp in gated if fp.kernels[0].threads == 512]
+    assert wide and gated[0].kernels[0].threads == 512
+    assert all(k.split == 1 and k.blocks <= 132 and k.forloop_range > 1 for k in wide)
+    narrow_twin = [
+        fp.kernels[0] for fp in gated
+        if fp.kernels[0].threads == 128 and fp.kernels[0].grid == wide[0].grid
+        and fp.kernels[0].forloop_range == wide[0].forloop_range
+    ]
+    assert narrow_twin and narrow_twin[0].cost_us > wide[0].cost_us  # more warps hide more latency
+    for name in ("rmsnorm_linear", "gqa"):
+        assert all(k.threads == 128 for fp in planner.candidates(_group_of(name)) for k in fp.kernels)
 
 
 def test_smem_verification_uses_the_real_planner() -> None:

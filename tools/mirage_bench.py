@@ -8,7 +8,7 @@
 Workloads (bench/workloads.py): rmsnorm_bs1, rmsnorm_bs8, gated_mlp, gqa_bs1, gqa_bs8, lora,
 ntrans_bs1, mha_bs1, mqa_bs1.  The candidates of a workload are every graph of its saved
 Mirage muGraph file (`../shared/mugraphs`, `$MIRAGE_SHARED/mugraphs` or a `--mugraphs DIR`)
-and every tuning variant (`--variants`, `c<rank>s<stages>[x][r]`) of its plain kernel graph
+and every tuning variant (`--variants`, `c<rank>[s<stages>][x][r]`) of its plain kernel graph
 under examples/.
 
 CPU phase (bench/prepare.py): pipeline + emit_cuda + nvcc and the float64 reference of each
@@ -88,9 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shared", type=Path, default=default_mugraph_dir(), metavar="DIR",
                    help="the shared muGraph directory (default $MIRAGE_SHARED/mugraphs or ../shared/mugraphs)")
     p.add_argument("--no-examples", action="store_true", help="leave out the plain kernel graphs under examples/")
-    p.add_argument("--variants", help="comma-separated tuning variants of the plain graphs, c<rank>s<stages>[x][r] "
+    p.add_argument("--variants", help="comma-separated tuning variants of the plain graphs, c<rank>[s<stages>][x][r] "
                    "(kn-fuse plan rank, cp.async stages, x = split-K too, r = partials reduced before the grid sum); "
-                   "'none' = the default pipeline once (default: c0s2x..c15s2x,c0s3x,c0s4x,c0s2xr..c7s2xr)")
+                   "'none' = the default pipeline once (default: c0x..c15x,c0s3x,c0s4x,c0xr..c7xr)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes of the CPU phase")
     p.add_argument("--arch", help="CUDA architecture (default: the GPU's, else sm_90)")
     p.add_argument("--cache-dir", type=Path, help="CPU-phase cache (default ~/.cache/mirage_xdsl/bench)")

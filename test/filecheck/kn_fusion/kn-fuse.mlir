@@ -39,9 +39,9 @@
 // GRIDSUM-NOT:     kn.
 
 // silu(X @ W1) * (X @ W2) without split-K plans: two matmuls share the X tile; silu and mul
-// after the loop.
+// after the loop; one lone 512-thread block per SM.
 // MLP-LABEL: func.func @gated_mlp
-// MLP-NEXT:    %o = kn.customized(%X, %W1, %W2) attributes {kn.template = "multi_matmul_shared_operand", {{.*}}grid_dim = array<i64: 256, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 16 : i64
+// MLP-NEXT:    %o = kn.customized(%X, %W1, %W2) attributes {kn.template = "multi_matmul_shared_operand", {{.*}}grid_dim = array<i64: 128, 1, 1>, block_dim = array<i64: 512, 1, 1>, forloop_range = 16 : i64
 // MLP:           %[[X:.*]] = tb.input %x {{.*}} -> !tb.stensor<8x256xf16>
 // MLP:           tb.matmul %[[X]]
 // MLP:           tb.silu

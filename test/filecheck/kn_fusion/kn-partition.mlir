@@ -141,9 +141,10 @@ func.func @barriers(%a: tensor<16x64xf16>, %b: tensor<64x32xf16>, %c: tensor<16x
 
 // -----
 
-// gated_mlp: both matmuls share the X tile; silu and mul run after the loop; 16-column W
-// tiles (8-column ones stream slowly: DeviceModel.narrow_row_penalty). With a tight
-// shared-memory limit and no split-K plans the K tile halves instead (forloop 32).
+// gated_mlp: both matmuls share the X tile; silu and mul run after the loop; one lone block
+// of 512 threads per SM on 32-column W tiles (DeviceModel.lone_matmul_block_threads). With a
+// tight shared-memory limit and no split-K plans: 128-thread blocks on 8-column tiles, and
+// the K tile halves (forloop 32).
 
 func.func @gated(%X: tensor<8x4096xf16>, %W1: tensor<4096x4096xf16>, %W2: tensor<4096x4096xf16>) -> tensor<8x4096xf16> {
   %a = kn.matmul %X, %W1 : tensor<8x4096xf16>, tensor<4096x4096xf16> -> tensor<8x4096xf16>
@@ -153,10 +154,10 @@ func.func @gated(%X: tensor<8x4096xf16>, %W1: tensor<4096x4096xf16>, %W2: tensor
   func.return %o : tensor<8x4096xf16>
 }
 // CHECK-LABEL: func.func @gated
-// CHECK-NEXT:    %o = kn.customized(%X, %W1, %W2) attributes {kn.template = "multi_matmul_shared_operand", {{.*}}grid_dim = array<i64: 256, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 16 : i64
+// CHECK-NEXT:    %o = kn.customized(%X, %W1, %W2) attributes {kn.template = "multi_matmul_shared_operand", {{.*}}grid_dim = array<i64: 128, 1, 1>, block_dim = array<i64: 512, 1, 1>, forloop_range = 16 : i64
 // CHECK:           tb.input %x {input_map = array<i64: -1, -1, -1>, forloop_dim = 1 : i64} : tensor<8x4096xf16> -> !tb.stensor<8x256xf16>
-// CHECK-NEXT:      tb.input %w1 {input_map = array<i64: 1, -1, -1>, forloop_dim = 0 : i64} : tensor<4096x4096xf16> -> !tb.stensor<256x16xf16>
-// CHECK-NEXT:      tb.input %w2 {input_map = array<i64: 1, -1, -1>, forloop_dim = 0 : i64} : tensor<4096x4096xf16> -> !tb.stensor<256x16xf16>
+// CHECK-NEXT:      tb.input %w1 {input_map = array<i64: 1, -1, -1>, forloop_dim = 0 : i64} : tensor<4096x4096xf16> -> !tb.stensor<256x32xf16>
+// CHECK-NEXT:      tb.input %w2 {input_map = array<i64: 1, -1, -1>, forloop_dim = 0 : i64} : tensor<4096x4096xf16> -> !tb.stensor<256x32xf16>
 // CHECK-NEXT:      tb.matmul
 // CHECK-NEXT:      tb.forloop_accum nored
 // CHECK-NEXT:      tb.silu
