@@ -45,9 +45,10 @@ Model
       launch + max(HBM bytes / BW, L2 bytes / L2 BW, MMA FLOPs / (rate * hiding)) / balance
       + waves * (iterations * exposed latency + block latency)
    with BW = min(HBM bandwidth, DRAM bytes in flight / latency) (Little's law: one pipeline
-   stage of the non-replicated input tiles per resident block), balance = blocks / (SMs *
-   ceil(blocks / SMs)) (wave quantisation), hiding = resident blocks per SM / 4 (at most 1;
-   / 2 for attention plans whose P convert-tb-to-cute keeps in registers, `cute.mma_chain`)
+   stage of the non-replicated input tiles per resident block, three for wide lone blocks
+   with their 4-stage rings, whose exposed latency per iteration is a third), balance = blocks / (SMs *
+   ceil(blocks / SMs)) (wave quantisation), hiding = resident warps per SM / 16 (at most 1;
+   / 8 for attention plans whose P convert-tb-to-cute keeps in registers, `cute.mma_chain`)
    and MMA FLOPs counted on m16n8k16-padded tiles.  Ties go to better balance, then about 4
    blocks per SM (measured best for gated_mlp and rmsnorm_linear), N tiles multiples of 16,
    fewer blocks, longer loop tiles, fewer ops.  Split-K is only tried
@@ -63,10 +64,10 @@ outcomes of the one search above, not separate code paths.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -914,7 +915,7 @@ class Planner:
         lone = (
             plan.split == 1
             and plan.forloop_range > 1
-            and math.prod(plan.grid) <= dev.num_sms
+            and is_wide_lone_block(math.prod(plan.grid), dev.lone_matmul_block_threads, dev.num_sms)
             and not is_attention(plan.group)
             and self._loop_work_is_matmuls(plan)
             and plan.threads < dev.lone_matmul_block_threads
@@ -1094,14 +1095,12 @@ class Planner:
         balance = blocks / (dev.num_sms * math.ceil(blocks / dev.num_sms))
         # Little's law: the bytes in flight (the pipeline stages in flight per resident
         # block: one, or tb-plan-pipeline's deeper ring for wide lone blocks) / latency
-        in_flight = min(blocks, dev.num_sms * occ) * (unique_stage_iter if R > 1 else unique_stage)
-        if R > 1 and self._is_wide_lone_block(plan):
-            in_flight *= dev.lone_block_stages - 1
+        # a ring of N stages keeps N - 1 tiles in flight and leaves 1 / (N - 1) of a double
+        # buffer's load latency exposed per iteration
+        ring_tiles = dev.lone_block_stages - 1 if self._is_wide_lone_block(plan) else 1
+        in_flight = min(blocks, dev.num_sms * occ) * (unique_stage_iter * ring_tiles if R > 1 else unique_stage)
         bandwidth = min(dev.hbm_bytes_per_us, in_flight / dev.mem_latency_us)
-        # a ring of N stages leaves 1 / (N - 1) of a double buffer's load latency exposed
-        iter_latency = dev.iter_latency_us
-        if self._is_wide_lone_block(plan):
-            iter_latency /= dev.lone_block_stages - 1
+        iter_latency = dev.iter_latency_us / ring_tiles
         # MMA throughput needs several resident warps per SM to hide its latencies
         # (counted in 128-thread blocks)
         resident = min(occ, max(1.0, blocks / dev.num_sms)) * plan.threads / dev.threads_per_block
