@@ -2,6 +2,7 @@
 stay valid IR that the default pipeline lowers, so their records can be re-run."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,9 @@ PLANS_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "plans"
 
 
 def _generator(name: str):
+    # the scripts import each other as they do when run from their directory
+    if str(PLANS_DIR) not in sys.path:
+        sys.path.insert(0, str(PLANS_DIR))
     spec = importlib.util.spec_from_file_location(name, PLANS_DIR / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -86,10 +86,15 @@ PLANS = [
 ]
 
 
-def main(out: Path) -> None:
+def write_plans(plans: list[tuple[str, str]], out: Path) -> None:
+    """Each (name, text) of `plans` to `out`/name.mlir (also used by split_k_plans.py)."""
     out.mkdir(parents=True, exist_ok=True)
-    for name, text in PLANS:
+    for name, text in plans:
         (out / f"{name}.mlir").write_text(text)
+
+
+def main(out: Path) -> None:
+    write_plans(PLANS, out)
 
 
 if __name__ == "__main__":

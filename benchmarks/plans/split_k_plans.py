@@ -14,6 +14,8 @@ Record: benchmarks/results/few-blocks-per-sm-h200-2026-11-25.md.
 import sys
 from pathlib import Path
 
+from lone_block_plans import write_plans  # this directory is on sys.path when run as a script
+
 RMS = """func.func @g(%X: tensor<{m}x4096xf16> {{kn.strides = array<i64: 4096, 1>}},
                    %W: tensor<4096x6144xf16> {{kn.strides = array<i64: 6144, 1>}})
     -> (tensor<{m}x6144xf16> {{kn.strides = array<i64: 6144, 1>}}) {{
@@ -58,9 +60,7 @@ PLANS = [
 
 
 def main(out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in PLANS:
-        (out / f"{name}.mlir").write_text(text)
+    write_plans(PLANS, out)
 
 
 if __name__ == "__main__":
