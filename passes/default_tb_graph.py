@@ -77,7 +77,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from mirage_xdsl.dialects import kernel as kn
 from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.dialects import tiling
-from mirage_xdsl.passes.plan_pipeline import LONE_BLOCK_MAX_STAGES, is_wide_lone_block
+from mirage_xdsl.passes.plan_pipeline import LONE_BLOCK_MAX_STAGES, choose_stages, is_wide_lone_block
 from mirage_xdsl.passes.register_chain import chain_shape_fits, chain_thr_layout
 
 UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar")
@@ -111,7 +111,8 @@ class DeviceModel:
     lone_block_stages: int = LONE_BLOCK_MAX_STAGES
     """tb-plan-pipeline's ring depth for wide lone-block graphs (`plan_pipeline.is_wide_lone_block`),
     which the estimate counts: `lone_block_stages - 1` tiles in flight, and that share of a
-    double buffer's exposed load latency per iteration."""
+    double buffer's exposed load latency per iteration.  Set by kn-partition's option
+    `lone-block-max-stages`, which mirage-transpile also forwards to tb-plan-pipeline."""
     max_threads_per_sm: int = 2048
     max_blocks_per_sm: int = 32
     max_blocks: int = 4096  # Mirage's MAX_NUM_THREADBLOCKS_PER_KERNEL
@@ -888,6 +889,25 @@ class Planner:
         """Whether tb-plan-pipeline will give this plan its deeper ring (`lone_block_stages`)."""
         return is_wide_lone_block(math.prod(plan.grid), plan.threads, self.device.num_sms)
 
+    def _lone_block_stages(self, plan: KernelPlan, loop_stage: int, smem: int) -> int:
+        """The ring tb-plan-pipeline will build for a wide lone block: its own choice
+        (`plan_pipeline.choose_stages`: the fewest stages that keep 64 KiB in flight per SM, at
+        most `lone_block_stages`) on this plan's estimates -- `loop_stage` bytes per stage and
+        `smem` with double buffers, one more loop tile per extra stage.  gated_mlp's 256-row K
+        tiles (34 KiB per stage) get 3 stages, not the cap of 4."""
+        dev = self.device
+        cap = max(2, min(dev.lone_block_stages, plan.forloop_range))
+        choice = choose_stages(
+            loop_stage,
+            lambda n: smem + (n - 2) * loop_stage,
+            math.prod(plan.grid),
+            plan.threads,
+            cap,
+            dev.smem_per_block,
+            num_sms=dev.num_sms,
+        )
+        return choice.stages
+
     @staticmethod
     def _loop_work_is_matmuls(plan: KernelPlan) -> bool:
         """Whether the for-loop body computes matmuls only (at least one).  Elementwise or
@@ -998,6 +1018,7 @@ class Planner:
         ideal_flops = 0
         mma_flops = 0
         stage = 0
+        loop_stage = 0  # bytes per stage of the inputs the for-loop iterates (tb-plan-pipeline's ring)
         unique_stage = 0.0
         unique_stage_iter = 0.0
         unique_dram = 0.0  # unique bytes, narrow-row input tiles weighted by narrow_row_penalty
@@ -1019,6 +1040,8 @@ class Planner:
                 slow = dev.row_penalty(row) if t[-1] < node.shape[-1] else 1.0
                 unique_dram += numel(node.shape) * eb * slow
                 stage += b
+                if fdim >= 0 and R > 1:
+                    loop_stage += b
                 # DRAM bytes in flight: a tile replicated along a grid axis comes from L2
                 replication = math.prod(g for g, m in zip(plan.grid, imap) if g > 1 and m < 0)
                 unique_stage += b / replication
@@ -1097,7 +1120,7 @@ class Planner:
         # block: one, or tb-plan-pipeline's deeper ring for wide lone blocks) / latency
         # a ring of N stages keeps N - 1 tiles in flight and leaves 1 / (N - 1) of a double
         # buffer's load latency exposed per iteration
-        ring_tiles = dev.lone_block_stages - 1 if self._is_wide_lone_block(plan) else 1
+        ring_tiles = self._lone_block_stages(plan, loop_stage, smem) - 1 if self._is_wide_lone_block(plan) else 1
         in_flight = min(blocks, dev.num_sms * occ) * (unique_stage_iter * ring_tiles if R > 1 else unique_stage)
         bandwidth = min(dev.hbm_bytes_per_us, in_flight / dev.mem_latency_us)
         iter_latency = dev.iter_latency_us / ring_tiles

@@ -22,9 +22,11 @@ group into `kn.customized` op(s) whose threadblock graphs come from `default_tb_
 Options: `smem-limit` (bytes per block), `num-sms`, `allow-split`, `k-tiles` (for-loop tile
 candidates along the contracted dim), `candidate` (take the plan of this rank in estimated
 cost order instead of the cheapest: 0 = cheapest; the tuning candidates `mirage-bench`
-profiles), `always-split` (also enumerate split-K plans when an unsplit grid fills the SMs)
-and `grid-sum` (also enumerate split-K plans that combine their partials in the kernel with
-`tb.grid_sum` instead of a second kernel).
+profiles), `always-split` (also enumerate split-K plans when an unsplit grid fills the SMs),
+`grid-sum` (also enumerate split-K plans that combine their partials in the kernel with
+`tb.grid_sum` instead of a second kernel) and `lone-block-max-stages` (the ring depth that
+tb-plan-pipeline's option of the same name gives wide lone blocks, which their estimate
+counts; pass both passes the same value).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from mirage_xdsl.passes.default_tb_graph import (
     fusible_op,
     group_from_ops,
 )
+from mirage_xdsl.passes.plan_pipeline import LONE_BLOCK_MAX_STAGES
 
 
 def _producers(op: Operation, fusible: set[Operation]) -> list[Operation]:
@@ -150,6 +153,7 @@ class PartitionOptions:
     candidate: int = 0
     always_split: bool = True
     grid_sum: bool = True
+    lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES
 
     def partition_options(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(PartitionOptions)}
@@ -169,6 +173,7 @@ class KnPartitionPass(ModulePass, PartitionOptions):
             k_tiles=tuple(self.k_tiles),
             always_try_split=self.always_split,
             grid_sum=self.grid_sum,
+            lone_block_stages=self.lone_block_max_stages,
         )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

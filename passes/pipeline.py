@@ -10,7 +10,8 @@ available is an error (the pipeline would silently skip a decision). Options for
 `hopper-gmma` (tb-plan-swizzle), `stages` (tb-plan-pipeline: force the cp.async pipeline
 depth, 0 = automatic), `time-limit-ms` and `smem-limit` (tb-plan-smem; `smem-limit` also
 bounds tb-plan-pipeline), `candidate` and `always-split` (kn-fuse: which default threadblock
-graph to take, for tuning).
+graph to take, for tuning), `lone-block-max-stages` (tb-plan-pipeline and kn-fuse: the ring
+depth of wide lone blocks, built and estimated alike).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from mirage_xdsl.passes import get_all_passes
+from mirage_xdsl.passes.plan_pipeline import LONE_BLOCK_MAX_STAGES
 from mirage_xdsl.passes.plan_smem import SM90_SMEM_LIMIT
 
 PIPELINE = (
@@ -64,6 +66,9 @@ class MirageTranspilePass(ModulePass):
     reduce_partials: bool = True
     """Forwarded to `tb-decompose-accumulators`: reduce a split block's accumulator before
     its grid sum (a smaller partial)."""
+    lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES
+    """Forwarded to `tb-plan-pipeline` (the ring depth of wide lone blocks) and to `kn-fuse`,
+    whose estimates count that ring, so the plan chosen and the kernel built agree."""
 
     def passes(self) -> list[ModulePass]:
         available = get_all_passes()
@@ -76,7 +81,9 @@ class MirageTranspilePass(ModulePass):
             if name == "tb-plan-swizzle":
                 out.append(cls(hopper_gmma=self.hopper_gmma))  # type: ignore[call-arg]
             elif name == "tb-plan-pipeline":
-                out.append(cls(stages=self.stages, smem_limit=self.smem_limit))  # type: ignore[call-arg]
+                out.append(
+                    cls(stages=self.stages, smem_limit=self.smem_limit, lone_block_max_stages=self.lone_block_max_stages)  # type: ignore[call-arg]
+                )
             elif name == "tb-decompose-accumulators":
                 out.append(cls(reduce_partials=self.reduce_partials))  # type: ignore[call-arg]
             elif name == "tb-plan-smem":
@@ -90,14 +97,24 @@ class MirageTranspilePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.fuse:
             fuse_plain_graphs(
-                ctx, op, candidate=self.candidate, always_split=self.always_split, grid_sum=self.grid_sum
+                ctx,
+                op,
+                candidate=self.candidate,
+                always_split=self.always_split,
+                grid_sum=self.grid_sum,
+                lone_block_max_stages=self.lone_block_max_stages,
             )
         for p in self.passes():
             p.apply(ctx, op)
 
 
 def fuse_plain_graphs(
-    ctx: Context, module: ModuleOp, candidate: int = 0, always_split: bool = True, grid_sum: bool = True
+    ctx: Context,
+    module: ModuleOp,
+    candidate: int = 0,
+    always_split: bool = True,
+    grid_sum: bool = True,
+    lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES,
 ) -> None:
     """Run `kn-fuse` (with its `candidate`, `always-split` and `grid-sum` options) on the functions of
     `module` that hold no `kn.customized` op, keeping the order of the module's top-level ops."""
@@ -116,7 +133,9 @@ def fuse_plain_graphs(
     for top in tops:
         top.detach()
     scratch = ModuleOp(plain)
-    fuse()(candidate=candidate, always_split=always_split, grid_sum=grid_sum).apply(ctx, scratch)  # type: ignore[call-arg]
+    fuse()(  # type: ignore[call-arg]
+        candidate=candidate, always_split=always_split, grid_sum=grid_sum, lone_block_max_stages=lone_block_max_stages
+    ).apply(ctx, scratch)
     for top in plain:
         top.detach()
     module.body.block.add_ops(tops)

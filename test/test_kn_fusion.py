@@ -436,6 +436,31 @@ def test_lone_block_variants() -> None:
         assert all(k.threads == 128 for fp in planner.candidates(_group_of(name)) for k in fp.kernels)
 
 
+def _lone_block_kernel(max_stages: int) -> tuple[float, int]:
+    """gated_mlp through mirage-transpile (no CuTe) with `lone-block-max-stages`: the chosen
+    plan's estimate and the ring tb-plan-pipeline built for it."""
+    module = example("gated_mlp")
+    MirageTranspilePass(to_cute=False, lone_block_max_stages=max_stages).apply(_context(), module)
+    (graph,) = [op for op in module.walk() if isinstance(op, kn.CustomizedOp)]
+    assert graph.block[0] == 512 and graph.grid[0] * graph.grid[1] * graph.grid[2] <= 132  # a wide lone block
+    stages = {op.attributes["tb.stages"].value.data for op in graph.body.walk() if "tb.stages" in op.attributes}
+    assert len(stages) == 1
+    return graph.attributes["kn.cost_estimate_us"].value.data, stages.pop()
+
+
+def test_lone_block_estimate_counts_the_ring_tb_plan_pipeline_builds() -> None:
+    """`lone-block-max-stages` reaches kn-fuse's estimate and tb-plan-pipeline alike, and the
+    estimate counts the ring actually built: gated_mlp's cheapest plan (34 KiB per stage) gets
+    3 stages under the default cap of 4, so caps 4 and 3 estimate the same time; cap 2 builds
+    and estimates a double buffer, slower."""
+    cost4, stages4 = _lone_block_kernel(4)
+    cost3, stages3 = _lone_block_kernel(3)
+    cost2, stages2 = _lone_block_kernel(2)
+    assert (stages4, stages3, stages2) == (3, 3, 2)
+    assert cost4 == cost3 < cost2
+    assert KnPartitionPass(lone_block_max_stages=2).device().lone_block_stages == 2
+
+
 def test_smem_verification_uses_the_real_planner() -> None:
     """Plans estimated above 40% of the limit are checked with tb-plan-smem itself (which may
     drop double buffering to fit); a limit below what it can reach rejects the plan."""
