@@ -45,8 +45,9 @@ Model
       launch + max(HBM bytes / BW, L2 bytes / L2 BW, MMA FLOPs / (rate * hiding)) / balance
       + waves * (iterations * exposed latency + block latency)
    with BW = min(HBM bandwidth, DRAM bytes in flight / latency) (Little's law: one pipeline
-   stage of the non-replicated input tiles per resident block, three for wide lone blocks
-   with their 4-stage rings, whose exposed latency per iteration is a third), balance = blocks / (SMs *
+   stage of the non-replicated input tiles per resident block, N - 1 for wide lone blocks
+   with the N-stage ring tb-plan-pipeline will build for them (at most 4), whose exposed latency
+   per iteration is 1 / (N - 1)), balance = blocks / (SMs *
    ceil(blocks / SMs)) (wave quantisation), hiding = resident warps per SM / 16 (at most 1;
    / 8 for attention plans whose P convert-tb-to-cute keeps in registers, `cute.mma_chain`)
    and MMA FLOPs counted on m16n8k16-padded tiles.  Ties go to better balance, then about 4
