@@ -108,16 +108,10 @@ class MirageTranspilePass(ModulePass):
             p.apply(ctx, op)
 
 
-def fuse_plain_graphs(
-    ctx: Context,
-    module: ModuleOp,
-    candidate: int = 0,
-    always_split: bool = True,
-    grid_sum: bool = True,
-    lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES,
-) -> None:
-    """Run `kn-fuse` (with its `candidate`, `always-split` and `grid-sum` options) on the functions of
-    `module` that hold no `kn.customized` op, keeping the order of the module's top-level ops."""
+def fuse_plain_graphs(ctx: Context, module: ModuleOp, **fuse_options: object) -> None:
+    """Run `kn-fuse` with `fuse_options` (its own, `kn_partition.PartitionOptions`: `candidate`,
+    `always_split`, ...; absent ones keep kn-fuse's defaults) on the functions of `module` that
+    hold no `kn.customized` op, keeping the order of the module's top-level ops."""
     from xdsl.dialects.func import FuncOp
 
     from mirage_xdsl.dialects.kernel import CustomizedOp
@@ -133,9 +127,7 @@ def fuse_plain_graphs(
     for top in tops:
         top.detach()
     scratch = ModuleOp(plain)
-    fuse()(  # type: ignore[call-arg]
-        candidate=candidate, always_split=always_split, grid_sum=grid_sum, lone_block_max_stages=lone_block_max_stages
-    ).apply(ctx, scratch)
+    fuse()(**fuse_options).apply(ctx, scratch)  # type: ignore[call-arg]
     for top in plain:
         top.detach()
     module.body.block.add_ops(tops)
