@@ -414,6 +414,7 @@ class _KernelPrinter:
         else:
             self.emit("const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);")
         self.emit("if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header")
+        self.emit("mx::wait_for_prior_grids();  // PDL: nothing global is touched before the previous grid is done")
         self.plan_row_chains()
         self.print_ops(list(k.body.block.ops))
         return "\n".join(header + self.lines + ["}", ""])
@@ -1162,6 +1163,13 @@ def library_params(op: Operation) -> dict[str, float | int | list[int]]:
     return {}
 
 
+def supports_pdl(arch: str) -> bool:
+    """Whether kernels for `arch` ("sm_90", "sm_90a", "sm_100", ...) can be launched with
+    programmatic dependent launch: `griddepcontrol` needs sm_90 (PTX ISA, "griddepcontrol")."""
+    digits = re.search(r"\d+", arch)
+    return digits is not None and int(digits.group()) >= 90
+
+
 def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
     """The LaunchPlan of one kernel graph whose customized ops are `cute.kernel`s."""
     block = fn.body.block
@@ -1209,7 +1217,9 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
                     raise _err(op, f"a kernel with a grid sum needs '{GRID_SUM_SCRATCH_ATTR}'; run kn-plan-workspace first")
                 args += (TensorRef("workspace", 0, scratch.value.data), TensorRef("counters", 0, 4 * counters))
                 counters += n_counters
-            steps.append(KernelLaunch(op.kernel_name.data, op.grid, op.block, launch_smem_bytes(op), args))
+            steps.append(
+                KernelLaunch(op.kernel_name.data, op.grid, op.block, launch_smem_bytes(op), args, supports_pdl(arch))
+            )
             continue
         if isinstance(op, kn.CustomizedOp):
             raise _err(op, "kn.customized was not lowered; run convert-tb-to-cute (mirage-transpile) first")

@@ -46,6 +46,10 @@ class KernelLaunch:
     block: tuple[int, int, int]
     smem_bytes: int
     args: tuple[TensorRef, ...]
+    pdl: bool = False
+    """launch with programmatic stream serialization (PDL, sm_90+): the kernel waits for the
+    grids before it (`mx::wait_for_prior_grids`) before touching global memory, so it may be
+    scheduled while they still run"""
     step: Literal["kernel"] = "kernel"
 
 
@@ -95,7 +99,14 @@ class LaunchPlan:
         for s in raw["steps"]:
             if s["step"] == "kernel":
                 steps.append(
-                    KernelLaunch(s["kernel"], tuple(s["grid"]), tuple(s["block"]), s["smem_bytes"], tuple(map(ref, s["args"])))
+                    KernelLaunch(
+                        s["kernel"],
+                        tuple(s["grid"]),
+                        tuple(s["block"]),
+                        s["smem_bytes"],
+                        tuple(map(ref, s["args"])),
+                        s.get("pdl", False),
+                    )
                 )
             else:
                 steps.append(LibraryCall(s["op"], tuple(map(ref, s["args"])), tuple(map(ref, s["results"])), s["params"]))

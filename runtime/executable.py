@@ -21,6 +21,9 @@ records one CUDA graph running the plan on several input sets, for timing device
 
 Generated kernels receive raw device pointers (input, output, workspace base + offset) in
 the plan's argument order; dynamic shared memory above 48 KB is enabled per kernel at load.
+Kernels of sm_90+ plans are launched with programmatic dependent launch (`KernelLaunch.pdl`,
+runtime/programmatic_launch.py): their blocks may be scheduled while the previous kernel of
+the stream runs and wait for it on the device (`programmatic_launch=False` turns it off).
 Kernels with grid sums (split-K combined in the kernel, `tb.grid_sum`) also get a pointer into
 the graph's arrival counters: zeroed at load, kept for the life of the `CompiledGraph`, and
 left zero by every complete launch -- so one `CompiledGraph` must not run on several streams
@@ -48,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
+from mirage_xdsl.runtime.programmatic_launch import ProgrammaticLaunch
 
 from .library_ops import run_library_call, storage_dtype
 
@@ -430,6 +434,7 @@ class CompiledGraph:
         input_names: Sequence[str | None] | None = None,
         cuda_graph: bool = False,
         poison_outputs: bool = False,
+        programmatic_launch: bool = True,
     ):
         self.plan = plan
         self.cubin_path = Path(cubin_path) if cubin_path is not None else None
@@ -437,8 +442,12 @@ class CompiledGraph:
         self.input_names = list(input_names) if input_names is not None else [None] * len(plan.inputs)
         self.cuda_graph = cuda_graph
         self.poison_outputs = poison_outputs
+        self.programmatic_launch = programmatic_launch
+        """launch the kernels whose plan step allows it (`KernelLaunch.pdl`) with programmatic
+        dependent launch (runtime/programmatic_launch.py); False: every kernel through CuPy"""
         self._module: Any = None
         self._kernels: dict[str, Any] = {}
+        self._launchers: dict[int, ProgrammaticLaunch] = {}  # by id() of the plan's KernelLaunch
         self._counters: Any = None  # grid-sum arrival counters (CuPy uint32), see the module docstring
         self._device: int | None = None
         self._graphs: OrderedDict[tuple[Any, ...], _GraphEntry] = OrderedDict()
@@ -657,7 +666,10 @@ class CompiledGraph:
                     }
                 # kernels take raw device pointers (CuPy passes a Python int as 8 bytes)
                 args = tuple(ptrs[r.kind][r.index if r.kind in ("input", "output") else 0] + r.offset for r in step.args)
-                self._kernels[step.kernel](step.grid, step.block, args, shared_mem=step.smem_bytes)
+                if step.pdl and self.programmatic_launch:
+                    self._programmatic(step)(args, cupy.cuda.get_current_stream().ptr)
+                else:
+                    self._kernels[step.kernel](step.grid, step.block, args, shared_mem=step.smem_bytes)
             else:
                 args = [self._resolve(cupy, r, ins, outs, ws) for r in step.args]
                 results = [self._resolve(cupy, r, ins, outs, ws) for r in step.results]
@@ -669,6 +681,15 @@ class CompiledGraph:
                     [_ref_spec(plan, r).dtype for r in step.args],  # type: ignore[union-attr]
                     [_ref_spec(plan, r).dtype for r in step.results],  # type: ignore[union-attr]
                 )
+
+    def _programmatic(self, step: KernelLaunch) -> ProgrammaticLaunch:
+        """The PDL launcher of `step`, built on first use (steps live as long as the plan)."""
+        launcher = self._launchers.get(id(step))
+        if launcher is None:
+            kernel = self._kernels[step.kernel]
+            launcher = ProgrammaticLaunch(kernel, step.grid, step.block, step.smem_bytes, len(step.args))
+            self._launchers[id(step)] = launcher
+        return launcher
 
     def _call_graph(self, cupy: Any, cstream: Any, ins: Sequence[Any], framework: str) -> list[Any]:
         key = tuple(int(x.data.ptr) for x in ins) + (framework,)

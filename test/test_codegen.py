@@ -337,6 +337,27 @@ def test_cuda_target_prints_source_and_plans() -> None:
     assert parse_plans(text) == emit_cuda(module).plans
 
 
+def test_kernels_wait_for_prior_grids_before_global_memory() -> None:
+    """Programmatic dependent launch is only correct if a kernel waits for the grids before
+    it (griddepcontrol.wait) before its first global access: the wait must come right after
+    the shared-memory header, and sm_90 plans ask the runtime for PDL, older ones do not."""
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    module = parse(RMSNORM_G0.read_text())
+    MirageTranspilePass().apply(make_ctx(), module)
+    program = emit_cuda(module)
+    body = program.source.split('extern "C" __global__', 1)[1].split(") {", 1)[1]
+    statements = [line.strip() for line in body.splitlines() if line.strip()]
+    assert statements[:4] == [
+        "extern __shared__ __align__(128) unsigned char smem[];",
+        "const int tid = threadIdx.x;",
+        "if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header",
+        "mx::wait_for_prior_grids();  // PDL: nothing global is touched before the previous grid is done",
+    ]
+    assert all(step.pdl for step in program.plans["graph_0"].steps)
+    assert not any(step.pdl for step in emit_cuda(module, arch="sm_80").plans["graph_0"].steps)
+
+
 def test_smem_limit_of_older_arch() -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 

@@ -238,6 +238,57 @@ def kernel_plan(smem: int = 0, block: tuple[int, int, int] = (128, 1, 1)) -> Lau
     )
 
 
+def test_plans_without_the_pdl_field_launch_plainly() -> None:
+    """Plans saved before `KernelLaunch.pdl` existed load with PDL off: their kernels do not
+    wait for the previous grid, so launching them early would race."""
+    plan = kernel_plan()
+    raw = json.loads(plan.to_json())
+    assert raw["steps"][0]["pdl"] is False
+    del raw["steps"][0]["pdl"]
+    assert LaunchPlan.from_json(json.dumps(raw)) == plan
+    pdl = dataclasses.replace(plan, steps=(dataclasses.replace(plan.steps[0], pdl=True),))
+    assert LaunchPlan.from_json(pdl.to_json()).steps[0].pdl is True  # type: ignore[union-attr]
+
+
+CUDA_H_LAYOUT = r"""
+#include <cuda.h>
+#include <stddef.h>
+#include <stdio.h>
+int main(void) {
+  printf("%d %zu %zu %zu %zu %zu %zu\n", (int)CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+         sizeof(CUlaunchAttribute), offsetof(CUlaunchAttribute, value), sizeof(CUlaunchConfig),
+         offsetof(CUlaunchConfig, hStream), offsetof(CUlaunchConfig, attrs), offsetof(CUlaunchConfig, numAttrs));
+  return 0;
+}
+"""
+
+
+def test_programmatic_launch_structs_match_cuda_h(tmp_path: Path) -> None:
+    """The ctypes mirrors of CUlaunchAttribute / CUlaunchConfig that cuLaunchKernelEx reads
+    have cuda.h's sizes and offsets (compiled against the toolkit's header)."""
+    import ctypes
+    import subprocess
+
+    from mirage_xdsl.runtime import programmatic_launch as pl
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("needs nvcc (it compiles the probe against its cuda.h)")
+    (tmp_path / "layout.c").write_text(CUDA_H_LAYOUT)
+    subprocess.run([nvcc, str(tmp_path / "layout.c"), "-o", str(tmp_path / "layout")], check=True, capture_output=True)
+    got = subprocess.run([str(tmp_path / "layout")], capture_output=True, text=True, check=True).stdout.split()
+    attr, config = pl._LaunchAttribute, pl._LaunchConfig
+    assert [int(v) for v in got] == [
+        pl.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+        ctypes.sizeof(attr),
+        attr.value.offset,
+        ctypes.sizeof(config),
+        config.hStream.offset,
+        config.attrs.offset,
+        config.numAttrs.offset,
+    ]
+
+
 # ---------------------------------------------------------------------------------------
 # Validation
 
@@ -667,6 +718,40 @@ def test_gpu_kernel_launch_eager_graph_and_torch(tmp_path: Path) -> None:
     (tg,) = gg(t)
     torch.cuda.synchronize()
     assert torch.equal(tg, 2 * t)
+
+
+CHAINED_KERNEL = r"""
+#include "mirage_xdsl/runtime.cuh"
+extern "C" __global__ void slow_scale2(float* out, const float* in) {
+  mx::wait_for_prior_grids();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const long long t0 = clock64();
+  while (clock64() - t0 < 20000) {  // stores late, so a reader that did not wait would see stale data
+  }
+  out[i] = 2.0f * in[i];
+}
+"""
+
+
+@pytest.mark.gpu
+def test_gpu_programmatic_launch_chain(tmp_path: Path) -> None:
+    """Four dependent launches with PDL (each reads what the previous one wrote) give 16x,
+    with NaN-poisoned outputs; they also replay in a captured sweep; the same without PDL."""
+    import cupy
+
+    X = spec((256,), dtype="float32")
+    ws = lambda i: TensorRef("workspace", 0, 1024 * i, X)  # noqa: E731
+    chain = [(ws(0), TensorRef("input", 0)), (ws(1), ws(0)), (ws(2), ws(1)), (TensorRef("output", 0), ws(2))]
+    steps = tuple(KernelLaunch("slow_scale2", (2, 1, 1), (128, 1, 1), 0, (o, i), pdl=True) for o, i in chain)
+    plan = LaunchPlan("graph_chain", (X,), (X,), 3 * 1024, steps)
+    x = cupy.random.uniform(-1, 1, 256).astype(cupy.float32)
+    for pdl in (True, False):
+        g = _tiny_graph(tmp_path, plan, source=CHAINED_KERNEL, poison_outputs=True, programmatic_launch=pdl)
+        (y,) = g(x)
+        cupy.testing.assert_array_equal(y, 16 * x)
+        launch = g.capture_sweep([[x], [2 * x]])
+        launch()
+        cupy.cuda.get_current_stream().synchronize()
 
 
 @pytest.mark.gpu

@@ -5,3 +5,4 @@
 #include "compute.cuh"
 #include "mma.cuh"
 #include "grid.cuh"
+#include "dependent_launch.cuh"

@@ -1,0 +1,31 @@
+// mirage_xdsl device library: programmatic dependent launch (PDL, sm_90+).
+//
+// The runtime launches generated kernels with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+// (LaunchPlan step field `pdl`).  Such a kernel may be launched as soon as every block of the
+// previous kernel of the stream has exited, before that kernel's completion is signalled and
+// its writes are flushed, which takes the end-of-kernel -> next-launch latency off the
+// critical path.  That is only correct because every generated kernel calls
+// `wait_for_prior_grids` before its first global memory access: `griddepcontrol.wait` blocks
+// until the prerequisite grids have completed and their memory operations are visible (PTX
+// ISA, "griddepcontrol"; CUDA C++ Programming Guide, "Programmatic Dependent Launch and
+// Synchronization").
+//
+// The kernels do not trigger their dependents early (`griddepcontrol.launch_dependents`):
+// on the H200 that let the next grid's blocks take SM slots while this grid still ran, and
+// cost 1.5 µs on rmsnorm_linear bs1 and 1.7 µs on gqa_bs8 (benchmarks/results/
+// programmatic-launch-h200-2026-11-25.md); the implicit trigger at block exit never lost.
+//
+// Launched without the attribute (older plans, `programmatic_launch=False`) the wait is a
+// no-op; below sm_90 and in the host emulation nothing is emitted.
+#pragma once
+#include "core.cuh"
+
+namespace mx {
+
+__device__ __forceinline__ void wait_for_prior_grids() {
+#if !defined(MX_HOST) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+}  // namespace mx

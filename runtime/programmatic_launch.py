@@ -1,0 +1,94 @@
+"""Launch a loaded CuPy kernel with programmatic dependent launch (PDL, sm_90+).
+
+CuPy's `RawKernel.__call__` uses `cuLaunchKernel`, which has no launch attributes, so the
+launch goes to the driver's `cuLaunchKernelEx` through ctypes with one attribute,
+CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1.  The kernel may then be scheduled
+while the previous kernel of the stream still runs; it must execute `griddepcontrol.wait`
+before its first global memory access (every generated kernel does: `mx::wait_for_prior_grids`
+in `codegen/include/mirage_xdsl/dependent_launch.cuh`).  Stream capture records the launch
+as a programmatic dependency edge of the CUDA graph (CUDA C++ Programming Guide,
+"Programmatic Dependent Launch and Synchronization"; struct layouts from CUDA 13's cuda.h).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6  # cuda.h, enum CUlaunchAttributeID
+
+
+class _LaunchAttribute(ctypes.Structure):
+    # CUlaunchAttribute: a 4-byte id, 4 bytes of padding, a 64-byte value union
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint32 * 16)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    # CUlaunchConfig
+    _fields_ = [
+        ("gridDimX", ctypes.c_uint),
+        ("gridDimY", ctypes.c_uint),
+        ("gridDimZ", ctypes.c_uint),
+        ("blockDimX", ctypes.c_uint),
+        ("blockDimY", ctypes.c_uint),
+        ("blockDimZ", ctypes.c_uint),
+        ("sharedMemBytes", ctypes.c_uint),
+        ("hStream", ctypes.c_void_p),
+        ("attrs", ctypes.POINTER(_LaunchAttribute)),
+        ("numAttrs", ctypes.c_uint),
+    ]
+
+
+class ProgrammaticLaunchError(RuntimeError):
+    """cuLaunchKernelEx failed (the driver's error name and message are in the text)."""
+
+
+@cache
+def _driver() -> Any:
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.cuLaunchKernelEx.argtypes = [
+        ctypes.POINTER(_LaunchConfig),
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_void_p),
+        ctypes.POINTER(ctypes.c_void_p),
+    ]
+    lib.cuLaunchKernelEx.restype = ctypes.c_int
+    return lib
+
+
+def _error_text(lib: Any, code: int) -> str:
+    name, text = ctypes.c_char_p(), ctypes.c_char_p()
+    lib.cuGetErrorName(code, ctypes.byref(name))
+    lib.cuGetErrorString(code, ctypes.byref(text))
+    return f"{(name.value or b'?').decode()}: {(text.value or b'').decode()}"
+
+
+class ProgrammaticLaunch:
+    """One kernel launch configuration with PDL enabled, built once and launched many times.
+
+    `kernel` is a CuPy `RawKernel` of a loaded module (or its `Function`); `grid` and `block`
+    are 3-tuples, `smem_bytes` the dynamic shared memory in bytes, `n_args` the number of
+    kernel parameters -- all 64-bit device pointers (the generated kernels take nothing
+    else).  Calling it launches on `stream_ptr` (a CUstream handle, 0 = legacy default
+    stream); the driver copies the parameters at launch, so the buffers are reused.
+    Raises `ProgrammaticLaunchError` if the driver refuses the launch."""
+
+    def __init__(self, kernel: Any, grid: Sequence[int], block: Sequence[int], smem_bytes: int, n_args: int):
+        self._lib = _driver()
+        self._function = ctypes.c_void_p(int(getattr(kernel, "kernel", kernel).ptr))  # RawKernel -> Function
+        self._attr = _LaunchAttribute()
+        self._attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        self._attr.value[0] = 1  # programmaticStreamSerializationAllowed
+        self._config = _LaunchConfig(*grid, *block, smem_bytes, None, ctypes.pointer(self._attr), 1)
+        self._values = (ctypes.c_uint64 * n_args)()
+        base = ctypes.addressof(self._values)
+        self._params = (ctypes.c_void_p * n_args)(*(base + 8 * i for i in range(n_args)))
+
+    def __call__(self, pointer_args: Sequence[int], stream_ptr: int) -> None:
+        self._values[:] = pointer_args
+        self._config.hStream = stream_ptr or None
+        code = self._lib.cuLaunchKernelEx(ctypes.byref(self._config), self._function, self._params, None)
+        if code != 0:
+            raise ProgrammaticLaunchError(f"cuLaunchKernelEx: {_error_text(self._lib, code)}")
