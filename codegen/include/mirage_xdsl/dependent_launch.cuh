@@ -14,6 +14,9 @@
 // on the H200 that let the next grid's blocks take SM slots while this grid still ran, and
 // cost 1.5 µs on rmsnorm_linear bs1 and 1.7 µs on gqa_bs8 (benchmarks/results/
 // programmatic-launch-h200-2026-11-25.md); the implicit trigger at block exit never lost.
+// Triggering after the main loop instead (the epilogue left) was no faster either: gated_mlp
+// lost 2.4-3.7 µs, and 7 of 8 gqa_bs8 plans failed the output check in both runs, although the
+// PTX ISA says the wait covers the whole prerequisite grid (trigger-after-loop-h200-2026-11-25.md).
 //
 // Launched without the attribute (older plans, `programmatic_launch=False`) the wait is a
 // no-op; below sm_90 and in the host emulation nothing is emitted.
