@@ -28,7 +28,7 @@ import sys
 
 import cupy as cp
 import numpy as np
-from streaming import K, N, W_BYTES, compile_kernels, copy_bandwidth_gbs, graph_time_us, kernel, weight_copies
+from streaming import TILE_READ_SRC, K, N, W_BYTES, compile_kernels, copy_bandwidth_gbs, graph_time_us, kernel, weight_copies
 
 SRC = r'''
 #include <cuda_fp16.h>
@@ -271,24 +271,7 @@ __global__ void __launch_bounds__(WARPS * 32) mma_gemv(const __half* __restrict_
   grid_combine<M, TN, THREADS, PARTIALS_ONLY>(out_sum, ssq, scratch, counters, Y, n, tile, split, S);
 }
 
-// readbench's best reader, for the ceiling in the same run
-template <int TN, int U, int KB>
-__global__ void tile_read(const __half* __restrict__ W, int n, float* out) {
-  constexpr int CPR = TN / 8;
-  const int rows_per_pass = blockDim.x / CPR;
-  const int r0 = threadIdx.x / CPR, q = threadIdx.x % CPR;
-  const __half* base = W + (size_t)blockIdx.y * KB * n + (size_t)blockIdx.x * TN + q * 8;
-  unsigned acc = 0;
-  for (int r = r0; r < KB; r += rows_per_pass * U) {
-    uint4 v[U];
-    #pragma unroll
-    for (int u = 0; u < U; ++u) v[u] = __ldg(reinterpret_cast<const uint4*>(base + (size_t)(r + u * rows_per_pass) * n));
-    #pragma unroll
-    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].w;
-  }
-  if (acc == 0x12345678u) out[blockIdx.x] = 1.f;
-}
-'''
+''' + TILE_READ_SRC
 
 
 Config = tuple[str, tuple[int, int], int, int, int]  # instance, grid, threads, splits, columns per block
@@ -359,9 +342,9 @@ def main() -> None:
                 t = graph_time_us(launch)
                 rows.append((label, t, inst, grid[0] * grid[1], "partials only" if partials_only else "full"))
         print(f"# {label}: {len(cfgs)} configurations timed", file=sys.stderr, flush=True)
-    mod = compile_kernels(SRC, ["tile_read<128,4,128>", "tile_read<64,8,512>"])
+    mod = compile_kernels(SRC, ["tile<128,4,128>", "tile<64,8,512>"])
     sink = cp.zeros(1 << 16, cp.float32)
-    for inst, grid, threads in (("tile_read<128,4,128>", (48, 32), 256), ("tile_read<64,8,512>", (96, 8), 128)):
+    for inst, grid, threads in (("tile<128,4,128>", (48, 32), 256), ("tile<64,8,512>", (96, 8), 128)):
         f = kernel(mod, inst)
         t = graph_time_us(lambda i, f=f, grid=grid, threads=threads: f(grid, (threads,), (copies[i], np.int32(N), sink)))
         rows.append(("read", t, inst, grid[0] * grid[1], "W only"))

@@ -19,6 +19,7 @@ import itertools
 import cupy as cp
 import numpy as np
 from streaming import (
+    TILE_READ_SRC,
     K,
     N,
     W_BYTES,
@@ -52,27 +53,7 @@ __global__ void flat(const uint4* __restrict__ W, long long n16, long long chunk
   if (acc == 0x12345678u) out[blockIdx.x] = 1.f;
 }
 
-// block (bx, by) reads rows [by*KB, (by+1)*KB) x columns [bx*TN, bx*TN + TN) of W [K, N] fp16
-template <int TN, int U, int KB>
-__global__ void tile(const __half* __restrict__ W, int n, float* out) {
-  constexpr int CPR = TN / 8;                      // 16-byte chunks per tile row
-  const int rows_per_pass = blockDim.x / CPR;      // blockDim.x is a multiple of CPR
-  const int r0 = threadIdx.x / CPR, q = threadIdx.x % CPR;
-  const __half* base = W + (size_t)blockIdx.y * KB * n + (size_t)blockIdx.x * TN + q * 8;
-  unsigned acc = 0;
-  for (int r = r0; r < KB; r += rows_per_pass * U) {
-    uint4 v[U];
-    #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      int rr = r + u * rows_per_pass;
-      v[u] = rr < KB ? __ldg(reinterpret_cast<const uint4*>(base + (size_t)rr * n)) : make_uint4(0, 0, 0, 0);
-    }
-    #pragma unroll
-    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].w;
-  }
-  if (acc == 0x12345678u) out[blockIdx.x] = 1.f;
-}
-'''
+''' + TILE_READ_SRC
 
 
 SMS = cp.cuda.Device().attributes["MultiProcessorCount"]

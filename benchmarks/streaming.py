@@ -18,6 +18,32 @@ import numpy as np
 K, N = 4096, 6144
 W_BYTES = K * N * 2
 
+# The tile reader of readbench.py (the read ceiling), shared with gemvbench.py so that a run
+# can time the ceiling next to its own kernels: block (bx, by) reads a [KB, TN] tile of W.
+TILE_READ_SRC = r'''
+#include <cuda_fp16.h>
+// block (bx, by) reads rows [by*KB, (by+1)*KB) x columns [bx*TN, bx*TN + TN) of W [K, N] fp16
+template <int TN, int U, int KB>
+__global__ void tile(const __half* __restrict__ W, int n, float* out) {
+  constexpr int CPR = TN / 8;                      // 16-byte chunks per tile row
+  const int rows_per_pass = blockDim.x / CPR;      // blockDim.x is a multiple of CPR
+  const int r0 = threadIdx.x / CPR, q = threadIdx.x % CPR;
+  const __half* base = W + (size_t)blockIdx.y * KB * n + (size_t)blockIdx.x * TN + q * 8;
+  unsigned acc = 0;
+  for (int r = r0; r < KB; r += rows_per_pass * U) {
+    uint4 v[U];
+    #pragma unroll
+    for (int u = 0; u < U; ++u) {
+      int rr = r + u * rows_per_pass;
+      v[u] = rr < KB ? __ldg(reinterpret_cast<const uint4*>(base + (size_t)rr * n)) : make_uint4(0, 0, 0, 0);
+    }
+    #pragma unroll
+    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].w;
+  }
+  if (acc == 0x12345678u) out[blockIdx.x] = 1.f;
+}
+'''
+
 
 def weight_copies(n: int = 4) -> list[Any]:
     """`n` random fp16 copies of W (flat CuPy arrays)."""
