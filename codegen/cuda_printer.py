@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func
@@ -36,6 +36,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from mirage_xdsl.codegen.grid_sum_epilogue import Phase, plan_epilogue
+from mirage_xdsl.codegen.weight_prefetch import split_at_dependency_wait, triggers_dependents, weight_params
 from mirage_xdsl.codegen.register_rows import GlobalIO, RowChain, global_io, plan_row_chain
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
 from mirage_xdsl.dialects import cute
@@ -336,8 +337,10 @@ def _uniform(value: SSAValue) -> bool:
 
 
 class _KernelPrinter:
-    def __init__(self, kernel: cute.KernelOp):
+    def __init__(self, kernel: cute.KernelOp, weight_args: Collection[int] = ()):
         self.kernel = kernel
+        self.weights = weight_params(kernel, weight_args)  # params that may load before the PDL wait
+        self.trigger_after_loop = triggers_dependents(kernel, self.weights)
         self.slicing = mma_slicing(kernel)
         self.reg_acc = register_accumulators(kernel)
         self.reg_names: dict[SSAValue, str] = {}
@@ -414,9 +417,15 @@ class _KernelPrinter:
         else:
             self.emit("const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);")
         self.emit("if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header")
-        self.emit("mx::wait_for_prior_grids();  // PDL: nothing global is touched before the previous grid is done")
         self.plan_row_chains()
-        self.print_ops(list(k.body.block.ops))
+        early, late = split_at_dependency_wait(list(k.body.block.ops), self.weights, self.chains)
+        if early:
+            self.emit("// kn.weight loads of the ring prologue, issued while the previous grid finishes")
+            self.print_ops(early)
+            self.emit("mx::wait_for_prior_grids();  // PDL: nothing else global is touched before the previous grid is done")
+        else:
+            self.emit("mx::wait_for_prior_grids();  // PDL: nothing global is touched before the previous grid is done")
+        self.print_ops(late)
         return "\n".join(header + self.lines + ["}", ""])
 
     def plan_row_chains(self) -> None:
@@ -1087,6 +1096,8 @@ class _KernelPrinter:
         self.loop = None
         self.indent -= 1
         self.emit("}")
+        if self.trigger_after_loop:
+            self.emit("mx::allow_dependent_launch();  // weights streamed: the next grid may start its prefetch")
         for tile, layout in self.loop_reg_tiles:
             self.emit(f"mx::reg_store<{self.nt}, {layout}>({self.names[tile]}, {self.reg_names[tile]}, tid);")
         if self.loop_reg_tiles:
@@ -1094,9 +1105,10 @@ class _KernelPrinter:
         self.loop_reg_tiles = []
 
 
-def print_kernel(kernel: cute.KernelOp) -> str:
-    """The C++ text of one `cute.kernel`."""
-    return _KernelPrinter(kernel).print()
+def print_kernel(kernel: cute.KernelOp, weight_args: Collection[int] = ()) -> str:
+    """The C++ text of one `cute.kernel`; `weight_args` are the indices of the enclosing
+    function's arguments marked `kn.weight` (codegen/weight_prefetch.py)."""
+    return _KernelPrinter(kernel, weight_args).print()
 
 
 # ---------------------------------------------------------------------------------------
@@ -1201,6 +1213,7 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
 
     steps: list[KernelLaunch | LibraryCall] = []
     counters = 0
+    weights = kn.weight_inputs(fn)
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             continue
@@ -1217,8 +1230,10 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
                     raise _err(op, f"a kernel with a grid sum needs '{GRID_SUM_SCRATCH_ATTR}'; run kn-plan-workspace first")
                 args += (TensorRef("workspace", 0, scratch.value.data), TensorRef("counters", 0, 4 * counters))
                 counters += n_counters
+            pdl = supports_pdl(arch)
+            one_wave = pdl and triggers_dependents(op, weight_params(op, weights))
             steps.append(
-                KernelLaunch(op.kernel_name.data, op.grid, op.block, launch_smem_bytes(op), args, supports_pdl(arch))
+                KernelLaunch(op.kernel_name.data, op.grid, op.block, launch_smem_bytes(op), args, pdl, one_wave=one_wave)
             )
             continue
         if isinstance(op, kn.CustomizedOp):
@@ -1270,13 +1285,14 @@ def print_module(module: ModuleOp, arch: str = "sm_90") -> tuple[str, dict[str, 
     funcs = [op for op in module.walk() if isinstance(op, func.FuncOp)]
     seen: set[str] = set()
     for fn in funcs:
+        weights = kn.weight_inputs(fn)
         for op in fn.body.block.ops:
             if isinstance(op, cute.KernelOp):
                 name = op.kernel_name.data
                 if name in seen or c_ident(name) != name:
                     raise _err(op, f"kernel name '{name}' is not a unique C identifier")
                 seen.add(name)
-                kernels.append(print_kernel(op))
+                kernels.append(print_kernel(op, weights))
         plans[fn.sym_name.data] = plan_function(fn, arch)
     head = [
         f"// Generated by mirage_xdsl (cuda target, {arch}): {len(kernels)} kernel(s), "

@@ -51,6 +51,10 @@ class KernelLaunch:
     grids before it (`mx::wait_for_prior_grids`) before touching global memory, so it may be
     scheduled while they still run"""
     step: Literal["kernel"] = "kernel"
+    one_wave: bool = False
+    """launch with the dynamic shared memory raised (on the actual device) so that no SM holds
+    more than ceil(blocks / SMs) blocks: set for kernels that trigger their dependent grid early
+    (codegen/weight_prefetch.py), whose successor's blocks must spread evenly over the SMs"""
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,7 @@ class LaunchPlan:
                         s["smem_bytes"],
                         tuple(map(ref, s["args"])),
                         s.get("pdl", False),
+                        one_wave=s.get("one_wave", False),
                     )
                 )
             else:

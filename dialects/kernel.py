@@ -3,7 +3,10 @@
 A kernel graph is a `func.func` whose arguments are the graph inputs (DTensors, builtin
 `tensor<...>` types) and whose results are the graph outputs.  Input strides are the
 argument attribute `kn.strides` (elements, outermost first); an output's chosen strides
-are the result attribute `kn.strides` (absent: the compiler chooses).  Op set and shape
+are the result attribute `kn.strides` (absent: the compiler chooses).  The unit argument
+attribute `kn.weight` promises that nothing queued on the stream before a launch of the graph
+writes that input (model weights), so the generated kernels may load it before the previous
+kernel has finished (`weight_inputs`).  Op set and shape
 rules: Mirage `include/mirage/kernel/*.h`, `src/kernel/*.cc` (mirage-notes 1.3).
 """
 
@@ -23,7 +26,7 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -46,6 +49,34 @@ from . import tiling
 
 STRIDES_ATTR = "kn.strides"
 """Argument/result attribute of a kernel-graph `func.func`: element strides, outermost first."""
+
+
+WEIGHT_ATTR = "kn.weight"
+"""Unit argument attribute of a kernel-graph `func.func`: the input is not written by any work
+queued on the stream before the graph's launch, so the kernels may start reading it while the
+previous kernel still runs (programmatic dependent launch; codegen/weight_prefetch.py)."""
+
+
+def weight_inputs(fn: Operation) -> frozenset[int]:
+    """Indices of the arguments of the kernel-graph `func.func` `fn` marked `kn.weight`.
+
+    Raises VerifyException when the attribute carries a value (it is a unit attribute:
+    write `{kn.weight}`)."""
+    attrs = getattr(fn, "arg_attrs", None)
+    if attrs is None:
+        return frozenset()
+    marked = set()
+    for index, entry in enumerate(attrs.data):
+        value = getattr(entry, "data", {}).get(WEIGHT_ATTR)
+        if value is None:
+            continue
+        if not isinstance(value, UnitAttr):
+            raise VerifyException(
+                f"argument {index} of @{fn.sym_name.data}: {WEIGHT_ATTR} is a unit attribute; write "
+                f"{{{WEIGHT_ATTR}}} without a value"
+            )
+        marked.add(index)
+    return frozenset(marked)
 
 
 def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:

@@ -26,7 +26,7 @@ def rmsnorm_linear(
     """`rms_norm(X) @ W` (benchmark/rmsnorm.py): X [m, k], W [k, n]."""
     g = mx.new_kernel_graph(name)
     X = g.new_input((m, k), dtype=dtype, name="X")
-    W = g.new_input((k, n), dtype=dtype, name="W")
+    W = g.new_input((k, n), dtype=dtype, name="W", weight=True)
     g.mark_output(g.matmul(g.rms_norm(X, (k,)), W))
     return g.module
 
@@ -35,8 +35,8 @@ def gated_mlp(m: int = 8, k: int = 4096, n: int = 4096, dtype: str = "float16") 
     """`silu(X @ W1) * (X @ W2)` (benchmark/gated_mlp.py)."""
     g = mx.new_kernel_graph("gated_mlp")
     X = g.new_input((m, k), dtype=dtype, name="X")
-    W1 = g.new_input((k, n), dtype=dtype, name="W1")
-    W2 = g.new_input((k, n), dtype=dtype, name="W2")
+    W1 = g.new_input((k, n), dtype=dtype, name="W1", weight=True)
+    W2 = g.new_input((k, n), dtype=dtype, name="W2", weight=True)
     s = g.silu(g.matmul(X, W1))
     b = g.matmul(X, W2)
     g.mark_output(g.mul(s, b))
@@ -87,9 +87,9 @@ def lora(m: int = 16, k: int = 256, n: int = 4096, rank: int = 16, dtype: str = 
     """`X @ W + (X @ A) @ B` (benchmark/lora.py)."""
     g = mx.new_kernel_graph("lora")
     X = g.new_input((m, k), dtype=dtype, name="X")
-    W = g.new_input((k, n), dtype=dtype, name="W")
-    A = g.new_input((k, rank), dtype=dtype, name="A")
-    B = g.new_input((rank, n), dtype=dtype, name="B")
+    W = g.new_input((k, n), dtype=dtype, name="W", weight=True)
+    A = g.new_input((k, rank), dtype=dtype, name="A", weight=True)
+    B = g.new_input((rank, n), dtype=dtype, name="B", weight=True)
     xw = g.matmul(X, W)
     xab = g.matmul(g.matmul(X, A), B)
     g.mark_output(g.add(xw, xab))

@@ -1,7 +1,7 @@
 // RMSNorm followed by a linear layer, as a plain kernel graph: rms_norm(X) @ W
 // (Mirage benchmark/rmsnorm.py, batch 1: X [2, 4096], W [4096, 6144], fp16, no epsilon, no gain).
 func.func @rmsnorm_linear(%X: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>},
-                          %W: tensor<4096x6144xf16> {kn.strides = array<i64: 6144, 1>}) -> tensor<2x6144xf16> {
+                          %W: tensor<4096x6144xf16> {kn.strides = array<i64: 6144, 1>, kn.weight}) -> tensor<2x6144xf16> {
   %n = kn.rms_norm %X {normalized_shape = array<i64: 4096>} : tensor<2x4096xf16>
   %o = kn.matmul %n, %W : tensor<2x4096xf16>, tensor<4096x6144xf16> -> tensor<2x6144xf16>
   func.return %o : tensor<2x6144xf16>

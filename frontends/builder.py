@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     ModuleOp,
     TensorType,
+    UnitAttr,
     bf16,
     f16,
     f32,
@@ -170,6 +171,7 @@ class KNGraph:
         self._region = Region(Block())
         self._block = self._region.block
         self._arg_strides: list[tuple[int, ...]] = []
+        self._arg_weights: list[bool] = []
         self._outputs: list[tuple[DTensor, tuple[int, ...] | None]] = []
 
     # ---- helpers
@@ -200,8 +202,11 @@ class KNGraph:
         strides: Sequence[int] | None = None,
         dtype: Any = "float16",
         name: str | None = None,
+        weight: bool = False,
     ) -> DTensor:
-        """A graph input; `strides` in elements, outermost first (default row-major)."""
+        """A graph input; `strides` in elements, outermost first (default row-major).
+        `weight=True` marks it `kn.weight`: nothing queued on the stream before a launch
+        writes it, so the kernels may prefetch it (dialects/kernel.py `WEIGHT_ATTR`)."""
         shape = _ints("new_input", "dims", dims)
         if not 1 <= len(shape) <= tiling.MAX_TENSOR_DIMS or any(d < 1 for d in shape):
             raise GraphBuildError(
@@ -214,6 +219,7 @@ class KNGraph:
         if name is not None:
             arg.name_hint = name
         self._arg_strides.append(st)
+        self._arg_weights.append(bool(weight))
         return DTensor(self, arg)
 
     def mark_output(self, A: DTensor, strides: Sequence[int] | None = None) -> None:
@@ -366,7 +372,10 @@ class KNGraph:
         results = [mapper.get(t.value, t.value) for t, _ in self._outputs]
         block.add_op(ReturnOp(*results))
         arg_attrs = ArrayAttr(
-            [DictionaryAttr({kn.STRIDES_ATTR: kn.int_array(st)}) for st in self._arg_strides]
+            [
+                DictionaryAttr({kn.STRIDES_ATTR: kn.int_array(st)} | ({kn.WEIGHT_ATTR: UnitAttr()} if weight else {}))
+                for st, weight in zip(self._arg_strides, self._arg_weights)
+            ]
         )
         res_attrs = ArrayAttr(
             [DictionaryAttr({} if st is None else {kn.STRIDES_ATTR: kn.int_array(st)}) for _, st in self._outputs]

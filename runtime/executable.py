@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
-from mirage_xdsl.runtime.programmatic_launch import ProgrammaticLaunch
+from mirage_xdsl.runtime.programmatic_launch import ProgrammaticLaunch, one_wave_smem_bytes
 
 from .library_ops import run_library_call, storage_dtype
 
@@ -448,6 +448,7 @@ class CompiledGraph:
         self._module: Any = None
         self._kernels: dict[str, Any] = {}
         self._launchers: dict[int, ProgrammaticLaunch] = {}  # by id() of the plan's KernelLaunch
+        self._smem: dict[int, int] = {}  # dynamic shared memory of each KernelLaunch on the loaded device, by id()
         self._counters: Any = None  # grid-sum arrival counters (CuPy uint32), see the module docstring
         self._device: int | None = None
         self._graphs: OrderedDict[tuple[Any, ...], _GraphEntry] = OrderedDict()
@@ -513,10 +514,15 @@ class CompiledGraph:
         static = {n: int(getattr(k, "shared_size_bytes", 0)) for n, k in kernels.items()}
         max_threads = {n: int(getattr(k, "max_threads_per_block", 1024)) for n, k in kernels.items()}
         check_plan(self.plan, max_smem_optin=optin, kernel_static_smem=static, kernel_max_threads=max_threads)
+        self._smem = {
+            id(step): self._launch_smem(step, device, static.get(step.kernel, 0), optin)
+            for step in self.plan.steps
+            if isinstance(step, KernelLaunch)
+        }
         need: dict[str, int] = {}
         for step in self.plan.steps:
             if isinstance(step, KernelLaunch):
-                need[step.kernel] = max(need.get(step.kernel, 0), step.smem_bytes)
+                need[step.kernel] = max(need.get(step.kernel, 0), self._smem[id(step)])
         for name, smem in need.items():
             if smem > DEFAULT_SMEM_LIMIT:
                 kernels[name].max_dynamic_shared_size_bytes = smem
@@ -526,6 +532,23 @@ class CompiledGraph:
         self._kernels = kernels
         self._device = int(device.id)
         return self
+
+    @staticmethod
+    def _launch_smem(step: KernelLaunch, device: Any, static: int, optin: int) -> int:
+        """Dynamic shared memory of `step` on `device`: the plan's, or for a `one_wave` step
+        enough to keep each SM at ceil(blocks / SMs) blocks (programmatic_launch.py)."""
+        if not step.one_wave:
+            return step.smem_bytes
+        attrs = device.attributes
+        return one_wave_smem_bytes(
+            math.prod(step.grid),
+            step.smem_bytes,
+            static_bytes=static,
+            sm_count=int(attrs.get("MultiProcessorCount", 132)),
+            smem_per_sm=int(attrs.get("MaxSharedMemoryPerMultiprocessor", 233472)),
+            reserved_per_block=int(attrs.get("ReservedSharedMemoryPerBlock", 1024)),
+            max_per_block=optin,
+        )
 
     # -- calling ------------------------------------------------------------------------
 
@@ -669,7 +692,7 @@ class CompiledGraph:
                 if step.pdl and self.programmatic_launch:
                     self._programmatic(step)(args, cupy.cuda.get_current_stream().ptr)
                 else:
-                    self._kernels[step.kernel](step.grid, step.block, args, shared_mem=step.smem_bytes)
+                    self._kernels[step.kernel](step.grid, step.block, args, shared_mem=self._smem[id(step)])
             else:
                 args = [self._resolve(cupy, r, ins, outs, ws) for r in step.args]
                 results = [self._resolve(cupy, r, ins, outs, ws) for r in step.results]
@@ -687,7 +710,7 @@ class CompiledGraph:
         launcher = self._launchers.get(id(step))
         if launcher is None:
             kernel = self._kernels[step.kernel]
-            launcher = ProgrammaticLaunch(kernel, step.grid, step.block, step.smem_bytes, len(step.args))
+            launcher = ProgrammaticLaunch(kernel, step.grid, step.block, self._smem[id(step)], len(step.args))
             self._launchers[id(step)] = launcher
         return launcher
 

@@ -92,3 +92,26 @@ class ProgrammaticLaunch:
         code = self._lib.cuLaunchKernelEx(ctypes.byref(self._config), self._function, self._params, None)
         if code != 0:
             raise ProgrammaticLaunchError(f"cuLaunchKernelEx: {_error_text(self._lib, code)}")
+
+
+def one_wave_smem_bytes(
+    blocks: int,
+    smem_bytes: int,
+    *,
+    static_bytes: int,
+    sm_count: int,
+    smem_per_sm: int,
+    reserved_per_block: int,
+    max_per_block: int,
+) -> int:
+    """Dynamic shared memory (bytes) for a launch of `blocks` blocks that needs `smem_bytes`,
+    raised so that at most ceil(blocks / sm_count) blocks fit on one SM (`KernelLaunch.one_wave`).
+
+    An SM fits k blocks while k * (dynamic + static + reserved) <= smem_per_sm (CUDA C++ Best
+    Practices Guide, "Occupancy"; `reserved_per_block` is cudaDevAttrReservedSharedMemoryPerBlock,
+    1 KiB on sm_90), so each block is given smem_per_sm // cap of it, rounded down to 128 bytes.
+    Never less than `smem_bytes`, never more than `max_per_block` (the opt-in limit) minus the
+    static part."""
+    cap = -(-blocks // max(sm_count, 1))
+    share = (smem_per_sm // cap - reserved_per_block - static_bytes) // 128 * 128
+    return max(smem_bytes, min(share, max_per_block - static_bytes))

@@ -358,6 +358,66 @@ def test_kernels_wait_for_prior_grids_before_global_memory() -> None:
     assert not any(step.pdl for step in emit_cuda(module, arch="sm_80").plans["graph_0"].steps)
 
 
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _rmsnorm_example(weight: bool) -> CudaProgram:
+    """examples/rmsnorm_linear.mlir (W marked kn.weight), or with the mark removed, lowered by
+    the default pipeline with the split-K plans enumerated (the benchmark's `c0x`)."""
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    text = (EXAMPLES_DIR / "rmsnorm_linear.mlir").read_text()
+    assert ", kn.weight}" in text
+    module = parse(text if weight else text.replace(", kn.weight}", "}"))
+    MirageTranspilePass(always_split=True).apply(make_ctx(), module)
+    return emit_cuda(module)
+
+
+def test_weight_prologue_loads_go_before_the_dependency_wait() -> None:
+    """With W marked kn.weight, the ring prologue's cp.async loads of W (and only those) are
+    issued before griddepcontrol.wait, the kernel triggers its dependents after the main loop
+    and its launch is one_wave; X is still loaded after the wait (codegen/weight_prefetch.py)."""
+    program = _rmsnorm_example(weight=True)
+    body = program.source.split('extern "C" __global__', 1)[1].split(") {", 1)[1]
+    head, rest = body.split("mx::wait_for_prior_grids();", 1)
+    prologue, loop = rest.split("for (int it = 0;", 1)
+    assert "g2s_async" in head and "i1 + " in head and "i0 + " not in head and "i0," not in head
+    assert "i0 + " in prologue and "cp_async_commit" in prologue and "cp_async_commit" not in head
+    end_of_loop = loop.split("\n  }\n", 1)[1]
+    assert end_of_loop.lstrip().startswith("mx::allow_dependent_launch();")
+    assert [step.one_wave for step in program.plans["rmsnorm_linear"].steps] == [True]
+
+
+def test_kernels_without_weights_keep_the_wait_first() -> None:
+    program = _rmsnorm_example(weight=False)
+    body = program.source.split('extern "C" __global__', 1)[1]
+    before_wait = body.split("mx::wait_for_prior_grids();", 1)[0]
+    assert "g2s_async" not in before_wait
+    assert "allow_dependent_launch" not in program.source
+    assert [step.one_wave for step in program.plans["rmsnorm_linear"].steps] == [False]
+
+
+def test_weight_attribute_must_be_a_unit_attribute() -> None:
+    from xdsl.utils.exceptions import VerifyException
+
+    from mirage_xdsl.dialects.kernel import weight_inputs
+
+    text = (EXAMPLES_DIR / "rmsnorm_linear.mlir").read_text()
+    fn = next(op for op in parse(text).walk() if isinstance(op, FuncOp))
+    assert weight_inputs(fn) == frozenset({1})
+    bad = next(op for op in parse(text.replace("kn.weight}", "kn.weight = 1 : i64}")).walk() if isinstance(op, FuncOp))
+    with pytest.raises(VerifyException, match=r"argument 1 of @rmsnorm_linear: kn.weight is a unit attribute"):
+        weight_inputs(bad)
+
+
+def test_one_wave_launch_plans_round_trip_through_json() -> None:
+    plan = _rmsnorm_example(weight=True).plans["rmsnorm_linear"]
+    assert LaunchPlan.from_json(plan.to_json()) == plan
+    raw = json.loads(plan.to_json())
+    del raw["steps"][0]["one_wave"]  # plans saved before the field load with it off
+    assert LaunchPlan.from_json(json.dumps(raw)).steps[0].one_wave is False  # type: ignore[union-attr]
+
+
 def test_smem_limit_of_older_arch() -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 

@@ -263,6 +263,20 @@ int main(void) {
 """
 
 
+def test_one_wave_smem_caps_blocks_per_sm() -> None:
+    """A one_wave launch takes enough shared memory that ceil(blocks / SMs) blocks fit on an SM
+    and one more does not (H200: 132 SMs, 228 KiB per SM, 1 KiB reserved per block)."""
+    from mirage_xdsl.runtime.programmatic_launch import one_wave_smem_bytes
+
+    h200 = dict(sm_count=132, smem_per_sm=233472, reserved_per_block=1024, max_per_block=232448)
+    for blocks, static, cap in ((384, 0, 3), (384, 4096, 3), (128, 0, 1), (1056, 0, 8), (133, 0, 2)):
+        smem = one_wave_smem_bytes(blocks, 1000, static_bytes=static, **h200)
+        per_block = smem + static + 1024
+        assert smem % 128 == 0 and cap * per_block <= 233472 < (cap + 1) * per_block, (blocks, smem)
+    assert one_wave_smem_bytes(384, 100_000, static_bytes=0, **h200) == 100_000  # never less than needed
+    assert one_wave_smem_bytes(1, 0, static_bytes=2048, **h200) == 232448 - 2048  # the opt-in limit
+
+
 def test_programmatic_launch_structs_match_cuda_h(tmp_path: Path) -> None:
     """The ctypes mirrors of CUlaunchAttribute / CUlaunchConfig that cuLaunchKernelEx reads
     have cuda.h's sizes and offsets (compiled against the toolkit's header)."""

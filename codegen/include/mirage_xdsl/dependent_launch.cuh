@@ -18,6 +18,12 @@
 // lost 2.4-3.7 µs, and 7 of 8 gqa_bs8 plans failed the output check in both runs, although the
 // PTX ISA says the wait covers the whole prerequisite grid (trigger-after-loop-h200-2026-11-25.md).
 //
+// The exception: a kernel that streams `kn.weight` inputs issues the weights' ring prologue
+// before its wait and triggers its dependents after its main loop (`allow_dependent_launch`),
+// launched so that each SM holds at most ceil(blocks / SMs) blocks (KernelLaunch.one_wave):
+// then the next such grid prefetches its weights while this one runs its epilogue
+// (codegen/weight_prefetch.py; weight-prefetch-h200-2026-11-25.md).
+//
 // Launched without the attribute (older plans, `programmatic_launch=False`) the wait is a
 // no-op; below sm_90 and in the host emulation nothing is emitted.
 #pragma once
@@ -28,6 +34,15 @@ namespace mx {
 __device__ __forceinline__ void wait_for_prior_grids() {
 #if !defined(MX_HOST) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Let the dependent grid launch once every block of this grid has called this or exited.
+// Its blocks still wait (`wait_for_prior_grids`) for this grid to complete before they read
+// anything but weights (PTX ISA, "griddepcontrol").
+__device__ __forceinline__ void allow_dependent_launch() {
+#if !defined(MX_HOST) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 
