@@ -17,7 +17,8 @@ share one ring index and one cp.async group per iteration):
 * bytes in flight per SM `F(N) = (N - 1) * tile * B(N)`.
 
 `N` ranges over `2 .. min(max-stages, forloop_range)` (`lone-block-max-stages` instead of
-`max-stages` for a graph of at least 256 threads whose blocks each have an SM to themselves)
+`max-stages` for a graph of at least 256 threads whose blocks each have an SM to themselves,
+at least `weight-max-stages` for a graph that streams a `kn.weight` input)
 with `smem(N) <= smem-limit`; the
 choice maximises `min(F(N), inflight-bytes)` (default 64 KiB, enough to cover HBM latency
 on H100/H200), the fewest stages among ties (more buffers would only cost shared memory).
@@ -35,10 +36,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.ir import BlockArgument, Operation
 from xdsl.passes import ModulePass
 
-from mirage_xdsl.dialects.kernel import CustomizedOp
+from mirage_xdsl.dialects.kernel import CustomizedOp, weight_inputs
+from mirage_xdsl.dialects.threadblock import InputOp
 from mirage_xdsl.passes.plan_smem import SM90_SMEM_LIMIT, PlanSmemPass
 from mirage_xdsl.passes.schedule import schedule_of
 
@@ -107,6 +111,25 @@ def is_wide_lone_block(num_blocks: int, threads: int, num_sms: int = NUM_SMS) ->
     return threads >= LONE_BLOCK_MIN_THREADS and num_blocks <= num_sms
 
 
+WEIGHT_MAX_STAGES = 3
+
+
+def streams_weights(graph: CustomizedOp, pipelined: list[Operation]) -> bool:
+    """Whether a pipelined `tb.input` of `graph` reads an argument of the enclosing function
+    marked `kn.weight` (dialects/kernel.py `WEIGHT_ATTR`)."""
+    fn = graph.parent_op()
+    if not isinstance(fn, func.FuncOp):
+        return False
+    weights = weight_inputs(fn)
+    for op in pipelined:
+        if not isinstance(op, InputOp) or not isinstance(op.dtensor, BlockArgument):
+            continue
+        outer = graph.operands[op.dtensor.index]
+        if isinstance(outer, BlockArgument) and outer.block is fn.body.block and outer.index in weights:
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class PlanPipelinePass(ModulePass):
     """Write `tb.stages` on every pipelined input (the module docstring's model)."""
@@ -126,6 +149,12 @@ class PlanPipelinePass(ModulePass):
     gated_mlp on 128 blocks of 512 threads (128-row K tiles, 18 KiB per stage): 2 stages
     25.1-25.4 us, 3 20.5-20.9, 4 19.9-20.1, 5 20.2, 6 21.9-22.0
     (benchmarks/results/lone-blocks-h200-2026-11-25.md)."""
+    weight_max_stages: int = WEIGHT_MAX_STAGES
+    """Deepest automatic ring of a graph that streams a `kn.weight` input: its ring prologue
+    (stages - 1 tiles) is loaded before the PDL wait (codegen/weight_prefetch.py), so one more
+    stage is prefetched while the previous grid finishes.  H200, rmsnorm bs1 split-K plan,
+    two runs: 2 stages 15.1-15.2 us, 3 14.9, 4 15.0-15.1
+    (benchmarks/results/weight-prefetch-h200-2026-11-25.md)."""
     inflight_bytes: int = INFLIGHT_BYTES
     smem_limit: int = SM90_SMEM_LIMIT
     num_sms: int = NUM_SMS
@@ -145,6 +174,8 @@ class PlanPipelinePass(ModulePass):
         num_blocks = graph.grid[0] * graph.grid[1] * graph.grid[2]
         # a forced depth is bounded only by the hardware-independent cap and the loop length
         limit = self.lone_block_max_stages if is_wide_lone_block(num_blocks, threads, self.num_sms) else self.max_stages
+        if streams_weights(graph, [ops[i] for i in pipelined]):
+            limit = max(limit, self.weight_max_stages)
         limit = MAX_STAGES if self.stages > 0 else min(limit, MAX_STAGES)
         cap = max(2, min(limit, graph.num_iterations))
         packer = PlanSmemPass(time_limit_ms=0, smem_limit=self.smem_limit, use_cpsat=False)
