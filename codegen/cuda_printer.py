@@ -340,7 +340,7 @@ class _KernelPrinter:
     def __init__(self, kernel: cute.KernelOp, weight_args: Collection[int] = ()):
         self.kernel = kernel
         self.weights = weight_params(kernel, weight_args)  # params that may load before the PDL wait
-        self.trigger_after_loop = triggers_dependents(kernel, self.weights)
+        self.trigger_at_start = triggers_dependents(kernel, self.weights)
         self.slicing = mma_slicing(kernel)
         self.reg_acc = register_accumulators(kernel)
         self.reg_names: dict[SSAValue, str] = {}
@@ -398,8 +398,14 @@ class _KernelPrinter:
                 name = f"o{i}"
                 params.append(f"{ct}* __restrict__ {name}")
             else:
+                # `const __restrict__` lets nvcc read through the non-coherent cache
+                # (ld.global.nc), which is only defined for data that no one writes while the
+                # kernel runs.  Under programmatic dependent launch this kernel may already run
+                # while the previous grid writes its inputs (it only waits before reading), so
+                # only kn.weight inputs, which nothing queued before writes, keep it.
                 name = f"i{i - nout}"
-                params.append(f"const {ct}* __restrict__ {name}")
+                restrict = " __restrict__" if arg in self.weights else ""
+                params.append(f"const {ct}*{restrict} {name}")
             self.names[arg] = name
         if grid_sum_of(k) is not None:
             params += ["float* __restrict__ gs_scratch", "unsigned* __restrict__ gs_counters"]
@@ -422,9 +428,10 @@ class _KernelPrinter:
         if early:
             self.emit("// kn.weight loads of the ring prologue, issued while the previous grid finishes")
             self.print_ops(early)
-            self.emit("mx::wait_for_prior_grids();  // PDL: nothing else global is touched before the previous grid is done")
-        else:
-            self.emit("mx::wait_for_prior_grids();  // PDL: nothing global is touched before the previous grid is done")
+        if self.trigger_at_start:
+            self.emit("mx::allow_dependent_launch();  // the next grid's blocks take this one's SM slots as they free")
+        nothing = "nothing else global" if early else "nothing global"
+        self.emit(f"mx::wait_for_prior_grids();  // PDL: {nothing} is touched before the previous grid is done")
         self.print_ops(late)
         return "\n".join(header + self.lines + ["}", ""])
 
@@ -1096,8 +1103,6 @@ class _KernelPrinter:
         self.loop = None
         self.indent -= 1
         self.emit("}")
-        if self.trigger_after_loop:
-            self.emit("mx::allow_dependent_launch();  // weights streamed: the next grid may start its prefetch")
         for tile, layout in self.loop_reg_tiles:
             self.emit(f"mx::reg_store<{self.nt}, {layout}>({self.names[tile]}, {self.reg_names[tile]}, tid);")
         if self.loop_reg_tiles:

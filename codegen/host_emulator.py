@@ -66,7 +66,7 @@ def _thunks(source: str) -> str:
         types = []
         for p in params.split(","):
             p = p.strip()
-            ctype = p.rsplit("__restrict__", 1)[0].strip()
+            ctype = re.sub(r"\s*\b\w+$", "", p).replace("__restrict__", "").strip()  # drop the name
             types.append(ctype)
         args = ", ".join(f"({t})a[{i}]" for i, t in enumerate(types))
         lines.append(f"void thunk_{name}(void** a) {{ {name}({args}); }}")

@@ -758,6 +758,8 @@ class CompiledGraph:
         """One CUDA graph that runs the plan once on every input set (CuPy arrays laid out as
         compiled; outputs and workspaces private to the graph).  Returns `launch(stream=None)`
         replaying it: the device time of the plan without per-call host work, for timing.
+        `launch.outputs[i]` are the output arrays of set i, which every replay rewrites (the
+        launches run back to back, so tests check overlapping kernels with them).
         Raises `LaunchError` if a step cannot be captured (a cuBLAS library call)."""
         self.load()
         cupy = _cupy()
@@ -786,6 +788,7 @@ class CompiledGraph:
             keep = (bound, pool, side)  # noqa: F841 - the buffers live as long as the graph
             graph.launch(stream=stream)
 
+        launch.outputs = [outs for _, outs, _ in bound]  # type: ignore[attr-defined]
         return launch
 
     def _replay(self, cupy: Any, cstream: Any, entry: _GraphEntry, ins: Sequence[Any]) -> None:

@@ -19,10 +19,17 @@
 // PTX ISA says the wait covers the whole prerequisite grid (trigger-after-loop-h200-2026-11-25.md).
 //
 // The exception: a kernel that streams `kn.weight` inputs issues the weights' ring prologue
-// before its wait and triggers its dependents after its main loop (`allow_dependent_launch`),
+// before its wait and triggers its dependents at its start (`allow_dependent_launch`),
 // launched so that each SM holds at most ceil(blocks / SMs) blocks (KernelLaunch.one_wave):
-// then the next such grid prefetches its weights while this one runs its epilogue
-// (codegen/weight_prefetch.py; weight-prefetch-h200-2026-11-25.md).
+// the next such grid's blocks then take this grid's SM slots as they free and prefetch their
+// weights while this grid finishes (codegen/weight_prefetch.py; weight-prefetch- and
+// early-trigger-h200-2026-11-25.md).
+//
+// Because a kernel may run while the previous grid still writes, the printer declares its
+// inputs without `__restrict__` (no non-coherent ld.global.nc loads, which are undefined for
+// data written during the kernel's lifetime); only kn.weight inputs keep it.  With the trigger
+// at the start, a plan's combine kernel that read its partials through ld.global.nc gave a
+// wrong result once in three runs (gated_mlp c15x; early-trigger-h200-2026-11-25.md).
 //
 // Launched without the attribute (older plans, `programmatic_launch=False`) the wait is a
 // no-op; below sm_90 and in the host emulation nothing is emitted.

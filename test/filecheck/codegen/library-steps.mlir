@@ -75,9 +75,9 @@ func.func @gated(%x: tensor<8x4096xf16>, %w1: tensor<4096x4096xf16>, %w2: tensor
 // CHECK:      extern "C" __global__ void __launch_bounds__(128) gated_k0(
 // CHECK-NEXT:     mx::f16* __restrict__ o0,
 // CHECK-NEXT:     mx::f16* __restrict__ o1,
-// CHECK-NEXT:     const mx::f16* __restrict__ i0,
-// CHECK-NEXT:     const mx::f16* __restrict__ i1,
-// CHECK-NEXT:     const mx::f16* __restrict__ i2) {
+// CHECK-NEXT:     const mx::f16* i0,
+// CHECK-NEXT:     const mx::f16* i1,
+// CHECK-NEXT:     const mx::f16* i2) {
 // CHECK:        mx::MmaAcc<8, 32, 1, 4, 16> f0;  // SM80_16x8x16_F32F16F16F32_TN, thr_layout (1,4)
 // CHECK:        mx::MmaAcc<8, 32, 1, 4, 16> f1;  // SM80_16x8x16_F32F16F16F32_TN, thr_layout (1,4)
 // CHECK:      /* mirage-launch-plan @gated
