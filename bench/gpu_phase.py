@@ -10,9 +10,10 @@ timing.rotation_sets), three ways, each the median of 60 sweeps after 20 warm-up
 - `ours_us`: a call of the compiled graph (input checks, output allocation, launches), CUDA
   events around the sweep;
 - `ours_graph_us`: a call in CUDA-graph mode (the graph's launches replayed per call);
-- `ours_dev_us`: device time alone: one CUDA graph running the plan on every input set,
-  replayed, divided by the number of sets (None for plans with a cuBLAS call, which CuPy
-  cannot capture; such candidates are ranked by `ours_graph_us`).
+- `ours_dev_us`: device time alone: one CUDA graph running the plan on the input sets in
+  turn, at least `timing.SWEEP_LAUNCHES` times, replayed, divided by the number of runs (None
+  for plans with a cuBLAS call, which CuPy cannot capture; such candidates are ranked by
+  `ours_graph_us`).
 
 Then the torch peers of the workload on the same input sets (peers.py).  Candidates whose
 plan and cubin equal an earlier one's (`dup_of`) are not run again: they get its numbers.

@@ -3,10 +3,10 @@ rotated input sets and the same way (timing.py):
 
 - `torch eager`: the workload's torch program called eagerly, CUDA events around sweeps
   through the input sets (like "ours", the eager call of our compiled graph);
-- `torch graph`: the program captured once for all input sets into one CUDA graph, replayed
-  (like "ours dev");
+- `torch graph`: the program captured into one CUDA graph of the same runs as "ours dev"
+  (the input sets in turn, `timing.sweep_sets`), replayed;
 - `torch.compile`: `torch.compile(program, mode="max-autotune-no-cudagraphs")`, compiled once
-  per workload, then captured into our one CUDA graph over all input sets like `torch graph`.
+  per workload, then captured into such a graph like `torch graph`.
   Not `mode="max-autotune"`: its CUDA-graph trees copy every input that is not a static
   address (all of ours: the sets rotate) into static buffers before each replay, which would
   charge the rotated weights an extra device copy that neither we nor the other peers pay.
@@ -71,7 +71,7 @@ def time_peers(
     `specs`, plan TensorSpecs), after checking each on `check_inputs` (CuPy arrays of the
     seeded inputs) against `refs`.  Never raises: failures become `notes`."""
     from mirage_xdsl.bench.check import relative_error
-    from mirage_xdsl.bench.timing import bench_us, sweep_us, torch_sweep_graph
+    from mirage_xdsl.bench.timing import bench_us, sweep_sets, sweep_us, torch_sweep_graph
     from mirage_xdsl.bench.workloads import torch_workload_program
 
     out = PeerTimes()
@@ -94,6 +94,7 @@ def time_peers(
     tcheck = [_to_torch(cupy, x, s.dtype) for x, s in zip(check_inputs, specs)] if check_inputs is not None else None
     tstream = external_stream(cupy, torch.cuda.current_stream().cuda_stream)
     n_sets = len(tsets)
+    runs = sweep_sets(tsets)  # the sets in turn, as the graph of `ours dev` runs them
 
     def check(name: str, f: Any) -> bool:
         if tcheck is None or refs is None:
@@ -114,8 +115,8 @@ def time_peers(
         if "torch eager" in out.notes:
             return fail(("torch graph", "torch.compile"), "the torch program failed eagerly")
         try:
-            replay = torch_sweep_graph(fn, tsets)
-            out.graph_us = sweep_us(replay, n_sets, tstream)
+            replay = torch_sweep_graph(fn, runs)
+            out.graph_us = sweep_us(replay, len(runs), tstream)
             del replay
         except Exception as err:  # noqa: BLE001
             out.notes["torch graph"] = _one_line(err)
@@ -130,8 +131,8 @@ def time_peers(
             torch.cuda.synchronize()
             out.compile_s = time.perf_counter() - start
             if check("torch.compile", compiled):
-                replay = torch_sweep_graph(compiled, tsets)
-                out.compile_us = sweep_us(replay, n_sets, tstream)
+                replay = torch_sweep_graph(compiled, runs)
+                out.compile_us = sweep_us(replay, len(runs), tstream)
                 del replay
         except Exception as err:  # noqa: BLE001
             out.notes["torch.compile"] = _one_line(err)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from mirage_xdsl.bench.gpu_phase import EnvInfo, Result
 from mirage_xdsl.bench.peers import COMPILE_MODE, PEERS, PeerTimes
+from mirage_xdsl.bench.timing import SWEEP_LAUNCHES
 
 
 def _f(value: float | None, spec: str) -> str:
@@ -178,7 +179,7 @@ def write_report(
         f"error = max|out - ref| / max|ref| against the float64 reference executor, pass at {atol_rel:g}; "
         "the peers are checked the same way.",
         "- Timing: CUDA events, warm-up, median of 60 sweeps over rotated input sets (about 3x the L2 per sweep). "
-        "'ours dev' and 'torch graph' / 'torch.compile' = one CUDA graph over all input sets, replayed, per set; "
+        f"'ours dev' and 'torch graph' / 'torch.compile' = one CUDA graph of {SWEEP_LAUNCHES} or more runs over the input sets in turn, replayed, per run; "
         f"torch.compile uses mode={COMPILE_MODE!r} inside our CUDA graph; 'torch eager' and 'ours' = eager calls.",
         "",
         "## Summary",

@@ -6,8 +6,9 @@ peers are timed the same way:
 - `bench_us(run, n_sets, stream)`: median µs of one `run(i)`, timed with CUDA events around
   sweeps through all input sets (host work included: what a caller of the graph sees);
 - `device_us(graph, sets, stream)`: µs of one run of a compiled graph on the device alone,
-  from one CUDA graph that runs it on every input set, replayed;
-- `sweep_us(replay, n_sets, stream)`: the same for any replay callable holding such a graph
+  from one CUDA graph that runs it on the input sets in turn (`sweep_sets`: at least
+  `SWEEP_LAUNCHES` runs), replayed;
+- `sweep_us(replay, n_runs, stream)`: the same for any replay callable holding such a graph
   (the torch peers, see peers.py);
 - `rotation_sets(bytes)`: how many input sets to rotate so that one sweep touches about 3x
   the L2 and weights are not served from it;
@@ -26,6 +27,15 @@ from typing import Any
 
 L2_BYTES = 60 * 1024 * 1024
 """H200 L2 (bytes); rotating input sets until 3x this many bytes are touched keeps weights cold."""
+
+SWEEP_LAUNCHES = 16
+"""Runs of the program in one timed CUDA graph (the input sets repeated in turn).  The first
+run of a replay starts on an idle GPU, without the previous run's end to overlap (graph
+launches do not chain through programmatic dependent launch), so a graph of few runs charges
+each with a share of that boundary: with one pass over 4 sets (the harness until
+2026-11-25) rmsnorm_linear cost about 1 µs more per run than in a long sequence of launches
+(benchmarks/results/sweep-length-h200-2026-11-25.md).  16 runs keep that share small, for ours
+and the peers alike."""
 
 COPY_BYTES = 1 << 30
 """Size of the buffer copied by `copy_bandwidth_gbs` (1 GiB: far beyond any L2)."""
@@ -59,23 +69,31 @@ def bench_us(run: Callable[[int], Any], n_sets: int, stream: Any, *, warmup: int
     return statistics.median(times)
 
 
-def sweep_us(replay: Callable[[], Any], n_sets: int, stream: Any, *, warmup: int = 20, reps: int = 60) -> float:
-    """Microseconds per input set of `replay()`, a launch of one CUDA graph that runs the
-    program once on each of `n_sets` input sets: the median replay time / `n_sets`."""
-    return bench_us(lambda i: replay(), 1, stream, warmup=warmup, reps=reps) / n_sets
+def sweep_us(replay: Callable[[], Any], n_runs: int, stream: Any, *, warmup: int = 20, reps: int = 60) -> float:
+    """Microseconds per run of `replay()`, a launch of one CUDA graph that runs the program
+    `n_runs` times (on input sets in turn): the median replay time / `n_runs`."""
+    return bench_us(lambda i: replay(), 1, stream, warmup=warmup, reps=reps) / n_runs
 
 
-def device_us(graph: Any, sets: Sequence[Sequence[Any]], stream: Any) -> float | None:
+def sweep_sets(sets: Sequence[Sequence[Any]], launches: int = SWEEP_LAUNCHES) -> list[Sequence[Any]]:
+    """The input sets in turn, repeated until there are at least `launches` of them (one pass
+    when there are already that many): the runs of one timed CUDA graph."""
+    return list(sets) * max(1, math.ceil(launches / max(1, len(sets))))
+
+
+def device_us(graph: Any, sets: Sequence[Sequence[Any]], stream: Any, launches: int = SWEEP_LAUNCHES) -> float | None:
     """Device time (µs) of one run of `graph` (a loaded CompiledGraph): one CUDA graph
-    running it on every input set, replayed and timed; None when the plan cannot be captured
-    (a library matmul: CuPy cannot record cuBLAS into a graph)."""
+    running it on the input sets in turn (`sweep_sets(sets, launches)`), replayed and timed;
+    None when the plan cannot be captured (a library matmul: CuPy cannot record cuBLAS into a
+    graph)."""
     from mirage_xdsl.runtime.executable import LaunchError
 
+    runs = sweep_sets(sets, launches)
     try:
-        launch = graph.capture_sweep(sets)
+        launch = graph.capture_sweep(runs)
     except LaunchError:
         return None
-    return sweep_us(lambda: launch(stream), len(sets), stream)
+    return sweep_us(lambda: launch(stream), len(runs), stream)
 
 
 def torch_graph_runner(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]]) -> Callable[[int], Any]:

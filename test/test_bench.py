@@ -21,6 +21,7 @@ from mirage_xdsl.bench.gpu_phase import EnvInfo, Result, run_isolated
 from mirage_xdsl.bench.peers import PeerTimes
 from mirage_xdsl.bench.prepare import DEFAULT_VARIANTS, Prepared, load_prepared, parse_variant, parse_variants
 from mirage_xdsl.bench.report import summarize, summary_rows, write_report
+from mirage_xdsl.bench.timing import SWEEP_LAUNCHES, sweep_sets
 from mirage_xdsl.bench.workloads import EXAMPLES, WORKLOADS, resolve, resolve_files, select
 
 
@@ -170,6 +171,17 @@ for i in todo:
         sys.exit(3)  # a sticky CUDA error: a new process goes on (with the peers only after the last)
 print(tag + json.dumps({"peers": {"eager_us": 30.0, "graph_us": 20.0, "notes": {"torch.compile": "skipped"}}}), flush=True)
 """
+
+
+def test_sweep_sets_repeat_the_sets_in_turn() -> None:
+    """A timed CUDA graph runs the input sets in turn, at least SWEEP_LAUNCHES times, so the
+    idle start of each replay is shared by many runs (timing.SWEEP_LAUNCHES)."""
+    sets = [["a"], ["b"], ["c"]]
+    runs = sweep_sets(sets, 8)
+    assert runs == sets * 3
+    assert len(sweep_sets(sets)) >= SWEEP_LAUNCHES
+    many = [[i] for i in range(20)]
+    assert sweep_sets(many, 16) == many  # one pass is enough
 
 
 def test_run_isolated_restarts_after_crashes(tmp_path: Path) -> None:

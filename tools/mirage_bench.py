@@ -19,8 +19,8 @@ with a fresh seed (the default) only the references are computed again.
 GPU phase (bench/gpu_phase.py, one child process per workload; `--in-process` for one
 process): every candidate is checked against the reference (NaN-poisoned outputs) and timed
 with CUDA events on rotated input sets (median of 60 sweeps); the best of ours per workload
-is the fastest correct candidate by device time (one CUDA graph over all input sets,
-replayed).  In the same process the workload's torch program is timed the same way: eager,
+is the fastest correct candidate by device time (one CUDA graph of at least 16 runs over
+the input sets in turn, replayed).  In the same process the workload's torch program is timed the same way: eager,
 captured in a CUDA graph, and torch.compile(mode="max-autotune-no-cudagraphs") captured in
 our CUDA graph (`--no-compile-peer` skips that one; it compiles for minutes).  The copy
 bandwidth (device-to-device copy of 1 GiB) is measured once per run.
