@@ -18,10 +18,15 @@ share one ring index and one cp.async group per iteration):
 
 `N` ranges over `2 .. min(max-stages, forloop_range)` (`lone-block-max-stages` instead of
 `max-stages` for a graph of at least 256 threads whose blocks each have an SM to themselves,
-at least `weight-max-stages` for a graph that streams a `kn.weight` input)
-with `smem(N) <= smem-limit`; the
-choice maximises `min(F(N), inflight-bytes)` (default 64 KiB, enough to cover HBM latency
-on H100/H200), the fewest stages among ties (more buffers would only cost shared memory).
+with `smem(N) <= smem-limit`; the choice maximises `min(F(N), inflight-bytes)` (default
+64 KiB, enough to cover HBM latency on H100/H200), the fewest stages among ties (more buffers
+would only cost shared memory).
+
+A graph that streams a `kn.weight` input loads its ring prologue before the PDL wait, while
+the previous grid finishes (codegen/weight_prefetch.py).  Its depth is chosen for that
+prefetch instead: the fewest `N <= weight-max-stages` (6) with `(N - 1) * weight tile bytes *
+#blocks >= weight-prefetch-bytes` (12 MiB), among the depths that keep the whole grid resident
+in one wave (`B(N) >= ceil(#blocks / num-sms)`); else the deepest such `N`.
 Option `stages=N` forces `N` (clamped to `2 .. min(8, forloop_range)`); tb-plan-smem still
 removes stages when the plan does not fit.
 
@@ -111,23 +116,54 @@ def is_wide_lone_block(num_blocks: int, threads: int, num_sms: int = NUM_SMS) ->
     return threads >= LONE_BLOCK_MIN_THREADS and num_blocks <= num_sms
 
 
-WEIGHT_MAX_STAGES = 3
+WEIGHT_MAX_STAGES = 6
+WEIGHT_PREFETCH_BYTES = 12 * 2**20
+"""What the ring prologues of a weight-streaming grid should prefetch before the PDL wait:
+about 3 µs of HBM at 4 TB/s, the time from the previous grid's last loop end to this grid's
+release in benchmarks/results/early-trigger-h200-2026-11-25.md."""
 
 
-def streams_weights(graph: CustomizedOp, pipelined: list[Operation]) -> bool:
-    """Whether a pipelined `tb.input` of `graph` reads an argument of the enclosing function
+def weight_streams(graph: CustomizedOp, pipelined: list[Operation]) -> list[Operation]:
+    """The pipelined `tb.input`s of `graph` that read an argument of the enclosing function
     marked `kn.weight` (dialects/kernel.py `WEIGHT_ATTR`)."""
     fn = graph.parent_op()
     if not isinstance(fn, func.FuncOp):
-        return False
+        return []
     weights = weight_inputs(fn)
+    found = []
     for op in pipelined:
         if not isinstance(op, InputOp) or not isinstance(op.dtensor, BlockArgument):
             continue
         outer = graph.operands[op.dtensor.index]
         if isinstance(outer, BlockArgument) and outer.block is fn.body.block and outer.index in weights:
-            return True
-    return False
+            found.append(op)
+    return found
+
+
+def choose_weight_stages(
+    weight_tile_bytes: int,
+    smem_of: Callable[[int], int],
+    num_blocks: int,
+    threads: int,
+    max_stages: int,
+    smem_limit: int,
+    target: int = WEIGHT_PREFETCH_BYTES,
+    num_sms: int = NUM_SMS,
+) -> int:
+    """Stages of a graph that streams weights: the fewest whose ring prologues ((N - 1) weight
+    tiles per block, loaded before the PDL wait) prefetch `target` bytes over the grid, among
+    the depths that keep the whole grid resident in one wave (at least ceil(blocks / SMs)
+    blocks per SM); else the deepest such depth (at least 2)."""
+    wave = -(-num_blocks // num_sms)
+    best = 2
+    for n in range(2, max(2, max_stages) + 1):
+        size = smem_of(n)
+        if size > smem_limit or blocks_per_sm(num_blocks, threads, size, num_sms) < wave:
+            break
+        best = n
+        if (n - 1) * weight_tile_bytes * num_blocks >= target:
+            break
+    return best
 
 
 @dataclass(frozen=True)
@@ -150,11 +186,14 @@ class PlanPipelinePass(ModulePass):
     25.1-25.4 us, 3 20.5-20.9, 4 19.9-20.1, 5 20.2, 6 21.9-22.0
     (benchmarks/results/lone-blocks-h200-2026-11-25.md)."""
     weight_max_stages: int = WEIGHT_MAX_STAGES
-    """Deepest automatic ring of a graph that streams a `kn.weight` input: its ring prologue
-    (stages - 1 tiles) is loaded before the PDL wait (codegen/weight_prefetch.py), so one more
-    stage is prefetched while the previous grid finishes.  H200, rmsnorm bs1 split-K plan,
-    two runs: 2 stages 15.1-15.2 us, 3 14.9, 4 15.0-15.1
-    (benchmarks/results/weight-prefetch-h200-2026-11-25.md)."""
+    """Deepest automatic ring of a graph that streams a `kn.weight` input.  Its ring prologue
+    (stages - 1 tiles) is loaded before the PDL wait (codegen/weight_prefetch.py), so its depth
+    is chosen by `choose_weight_stages` (`weight-prefetch-bytes` over the grid, one wave kept)
+    instead of the in-flight model.  H200, the 16-run harness: rmsnorm bs8 96 x 4 blocks with
+    8 KiB W tiles: 3 stages 15.5 us, 4 15.3, 5 15.2, 6 15.2; bs1 48 x 8 blocks with 16 KiB
+    tiles: 3 stages 13.5, 4 13.7, 5 15.7 (no longer one wave)
+    (benchmarks/results/weight-stages-h200-2026-11-25.md)."""
+    weight_prefetch_bytes: int = WEIGHT_PREFETCH_BYTES
     inflight_bytes: int = INFLIGHT_BYTES
     smem_limit: int = SM90_SMEM_LIMIT
     num_sms: int = NUM_SMS
@@ -174,7 +213,8 @@ class PlanPipelinePass(ModulePass):
         num_blocks = graph.grid[0] * graph.grid[1] * graph.grid[2]
         # a forced depth is bounded only by the hardware-independent cap and the loop length
         limit = self.lone_block_max_stages if is_wide_lone_block(num_blocks, threads, self.num_sms) else self.max_stages
-        if streams_weights(graph, [ops[i] for i in pipelined]):
+        weights = weight_streams(graph, [ops[i] for i in pipelined])
+        if weights:
             limit = max(limit, self.weight_max_stages)
         limit = MAX_STAGES if self.stages > 0 else min(limit, MAX_STAGES)
         cap = max(2, min(limit, graph.num_iterations))
@@ -183,14 +223,20 @@ class PlanPipelinePass(ModulePass):
         def smem_of(n: int) -> int:
             return packer.pack(ops, recs, stages, levels, in_reg, pipelined, {i: n for i in pipelined}).size
 
+        tile = sum(recs[i].result_bytes[0] for i in pipelined)
         if self.stages > 0:
             n = max(2, min(self.stages, cap))
+        elif weights:
+            weight_tile = sum(recs[i].result_bytes[0] for i in pipelined if ops[i] in weights)
+            n = choose_weight_stages(weight_tile, smem_of, num_blocks, threads, cap, self.smem_limit,
+                                     self.weight_prefetch_bytes, self.num_sms)
+        else:
+            n = 0
+        if n:
             size = smem_of(n)
             bps = blocks_per_sm(num_blocks, threads, size, self.num_sms)
-            tile = sum(recs[i].result_bytes[0] for i in pipelined)
             choice = PipelineChoice(n, size, bps, (n - 1) * tile * bps)
         else:
-            tile = sum(recs[i].result_bytes[0] for i in pipelined)
             choice = choose_stages(
                 tile, smem_of, num_blocks, threads, cap, self.smem_limit, self.inflight_bytes, self.num_sms
             )

@@ -365,6 +365,23 @@ def test_plan_pipeline_stages() -> None:
     assert choose_stages(65536, lambda n: 1000 + n * 65536, 132, 128, 8, 232448).stages == 2
 
 
+def test_weight_stages_prefetch_a_target_within_one_wave() -> None:
+    """Graphs that stream kn.weight inputs: the fewest stages whose ring prologues prefetch
+    12 MiB over the grid, never so deep that the grid stops fitting in one wave."""
+    from mirage_xdsl.passes.plan_pipeline import WEIGHT_PREFETCH_BYTES, choose_weight_stages
+
+    assert WEIGHT_PREFETCH_BYTES == 12 * 2**20
+    ring = lambda tile: (lambda n: 2000 + n * tile)  # noqa: E731
+    # rmsnorm bs8: 384 blocks (3 per SM), 8 KiB W tiles: 4 tiles each
+    assert choose_weight_stages(8192, ring(10240), 384, 128, 6, 232448) == 5
+    # rmsnorm bs1: 384 blocks, 16 KiB tiles: 2 tiles each reach the target
+    assert choose_weight_stages(16384, ring(16640), 384, 128, 6, 232448) == 3
+    # 768 blocks (6 per SM) of 16 KiB tiles: 3 stages would leave 5 per SM, so 2
+    assert choose_weight_stages(16384, ring(16640), 768, 128, 6, 232448) == 2
+    # lone blocks (128) of 16 KiB tiles: the target needs 7 stages, the cap gives 6
+    assert choose_weight_stages(16384, ring(18432), 128, 512, 6, 232448) == 6
+
+
 def test_all_candidates_fast(mugraph_dir) -> None:
     """The whole pipeline on every candidate of every shared muGraph file, < 3 s each."""
     import time
