@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from mirage_xdsl.dialects import cute
 
@@ -39,8 +39,6 @@ from mirage_xdsl.dialects import cute
 def weight_params(kernel: cute.KernelOp, weight_args: Collection[int]) -> frozenset[SSAValue]:
     """The body block arguments of `kernel` bound to function arguments in `weight_args`
     (indices of the enclosing `func.func`'s arguments marked `kn.weight`)."""
-    from xdsl.ir import BlockArgument
-
     nout = len(kernel.outputs)
     params = kernel.body.block.args
     return frozenset(

@@ -17,7 +17,7 @@ share one ring index and one cp.async group per iteration):
 * bytes in flight per SM `F(N) = (N - 1) * tile * B(N)`.
 
 `N` ranges over `2 .. min(max-stages, forloop_range)` (`lone-block-max-stages` instead of
-`max-stages` for a graph of at least 256 threads whose blocks each have an SM to themselves,
+`max-stages` for a graph of at least 256 threads whose blocks each have an SM to themselves)
 with `smem(N) <= smem-limit`; the choice maximises `min(F(N), inflight-bytes)` (default
 64 KiB, enough to cover HBM latency on H100/H200), the fewest stages among ties (more buffers
 would only cost shared memory).

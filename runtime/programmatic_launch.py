@@ -2,7 +2,7 @@
 
 CuPy's `RawKernel.__call__` uses `cuLaunchKernel`, which has no launch attributes, so the
 launch goes to the driver's `cuLaunchKernelEx` through ctypes with one attribute,
-CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1.  The kernel may then be scheduled
+CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION set to 1.  The kernel may then be scheduled
 while the previous kernel of the stream still runs; it must execute `griddepcontrol.wait`
 before its first global memory access (every generated kernel does: `mx::wait_for_prior_grids`
 in `codegen/include/mirage_xdsl/dependent_launch.cuh`).  Stream capture records the launch

@@ -15,8 +15,9 @@
 // cost 1.5 µs on rmsnorm_linear bs1 and 1.7 µs on gqa_bs8 (benchmarks/results/
 // programmatic-launch-h200-2026-11-25.md); the implicit trigger at block exit never lost.
 // Triggering after the main loop instead (the epilogue left) was no faster either: gated_mlp
-// lost 2.4-3.7 µs, and 7 of 8 gqa_bs8 plans failed the output check in both runs, although the
-// PTX ISA says the wait covers the whole prerequisite grid (trigger-after-loop-h200-2026-11-25.md).
+// lost 2.4-3.7 µs, and 7 of 8 gqa_bs8 plans failed the output check in both runs
+// (trigger-after-loop-h200-2026-11-25.md), most likely the ld.global.nc hazard described below:
+// their combine kernel read its partials through the non-coherent path.
 //
 // The exception: a kernel that streams `kn.weight` inputs issues the weights' ring prologue
 // before its wait and triggers its dependents at its start (`allow_dependent_launch`),
