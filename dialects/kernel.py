@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -77,6 +77,16 @@ def weight_inputs(fn: Operation) -> frozenset[int]:
             )
         marked.add(index)
     return frozenset(marked)
+
+
+def is_weight(value: object) -> bool:
+    """Whether `value` is an argument of the kernel-graph `func.func` marked `kn.weight`
+    (anything else, e.g. an op result or a non-SSA placeholder, is not)."""
+    if not isinstance(value, BlockArgument):
+        return False
+    fn, region = value.block.parent_op(), value.block.parent_region()
+    entry = fn is not None and region is fn.regions[0] and region.blocks[0] is value.block
+    return entry and value.index in weight_inputs(fn)
 
 
 def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:

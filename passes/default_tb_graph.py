@@ -78,7 +78,14 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from mirage_xdsl.dialects import kernel as kn
 from mirage_xdsl.dialects import threadblock as tb
 from mirage_xdsl.dialects import tiling
-from mirage_xdsl.passes.plan_pipeline import LONE_BLOCK_MAX_STAGES, choose_stages, is_wide_lone_block
+from mirage_xdsl.passes.plan_pipeline import (
+    LONE_BLOCK_MAX_STAGES,
+    WEIGHT_MAX_STAGES,
+    WEIGHT_PREFETCH_BYTES,
+    choose_stages,
+    choose_weight_stages,
+    is_wide_lone_block,
+)
 from mirage_xdsl.passes.register_chain import chain_shape_fits, chain_thr_layout
 
 UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar")
@@ -114,6 +121,12 @@ class DeviceModel:
     which the estimate counts: `lone_block_stages - 1` tiles in flight, and that share of a
     double buffer's exposed load latency per iteration.  Set by kn-partition's option
     `lone-block-max-stages`, which mirage-transpile also forwards to tb-plan-pipeline."""
+    weight_stages: int = WEIGHT_MAX_STAGES
+    weight_prefetch_bytes: int = WEIGHT_PREFETCH_BYTES
+    """tb-plan-pipeline's `weight-max-stages` and `weight-prefetch-bytes`: the ring of a plan
+    whose for-loop streams `kn.weight` tiles, which the estimate counts (`stages - 1` tiles in
+    flight, that share of a double buffer's exposed load latency per iteration) as it does
+    the lone blocks' ring."""
     max_threads_per_sm: int = 2048
     max_blocks_per_sm: int = 32
     max_blocks: int = 4096  # Mirage's MAX_NUM_THREADBLOCKS_PER_KERNEL
@@ -909,6 +922,26 @@ class Planner:
         )
         return choice.stages
 
+    def _weight_stages(self, plan: KernelPlan, weight_stage: int, loop_stage: int, smem: int) -> int:
+        """The ring tb-plan-pipeline will build for a plan whose for-loop streams `kn.weight`
+        tiles (`weight_stage` bytes of its `loop_stage` per stage): its own choice
+        (`plan_pipeline.choose_weight_stages`: the fewest stages whose prologues prefetch
+        `weight_prefetch_bytes` over the grid in one wave) on this plan's estimates, `smem`
+        with double buffers and one more loop tile per extra stage."""
+        dev = self.device
+        lone = dev.lone_block_stages if self._is_wide_lone_block(plan) else 2
+        cap = max(2, min(max(lone, dev.weight_stages), plan.forloop_range))
+        return choose_weight_stages(
+            weight_stage,
+            lambda n: smem + (n - 2) * loop_stage,
+            math.prod(plan.grid),
+            plan.threads,
+            cap,
+            dev.smem_per_block,
+            dev.weight_prefetch_bytes,
+            dev.num_sms,
+        )
+
     @staticmethod
     def _loop_work_is_matmuls(plan: KernelPlan) -> bool:
         """Whether the for-loop body computes matmuls only (at least one).  Elementwise or
@@ -1020,6 +1053,7 @@ class Planner:
         mma_flops = 0
         stage = 0
         loop_stage = 0  # bytes per stage of the inputs the for-loop iterates (tb-plan-pipeline's ring)
+        weight_stage = 0  # the part of loop_stage read from `kn.weight` arguments
         unique_stage = 0.0
         unique_stage_iter = 0.0
         unique_dram = 0.0  # unique bytes, narrow-row input tiles weighted by narrow_row_penalty
@@ -1043,6 +1077,10 @@ class Planner:
                 stage += b
                 if fdim >= 0 and R > 1:
                     loop_stage += b
+                    # the weight ring is counted only for tiles whose rows stream at full
+                    # speed: rmsnorm bs8's 16-column W tiles with 6 stages took 23.6 µs on
+                    # the H200 where the estimate with the ring said 17.8
+                    weight_stage += b if kn.is_weight(node.ext) and slow == 1.0 else 0
                 # DRAM bytes in flight: a tile replicated along a grid axis comes from L2
                 replication = math.prod(g for g, m in zip(plan.grid, imap) if g > 1 and m < 0)
                 unique_stage += b / replication
@@ -1121,7 +1159,11 @@ class Planner:
         # block: one, or tb-plan-pipeline's deeper ring for wide lone blocks) / latency
         # a ring of N stages keeps N - 1 tiles in flight and leaves 1 / (N - 1) of a double
         # buffer's load latency exposed per iteration
-        ring_tiles = self._lone_block_stages(plan, loop_stage, smem) - 1 if self._is_wide_lone_block(plan) else 1
+        ring_tiles = 1
+        if weight_stage:
+            ring_tiles = self._weight_stages(plan, weight_stage, loop_stage, smem) - 1
+        elif self._is_wide_lone_block(plan):
+            ring_tiles = self._lone_block_stages(plan, loop_stage, smem) - 1
         in_flight = min(blocks, dev.num_sms * occ) * (unique_stage_iter * ring_tiles if R > 1 else unique_stage)
         bandwidth = min(dev.hbm_bytes_per_us, in_flight / dev.mem_latency_us)
         iter_latency = dev.iter_latency_us / ring_tiles

@@ -400,11 +400,14 @@ def test_kernels_without_weights_keep_the_wait_first() -> None:
 def test_weight_attribute_must_be_a_unit_attribute() -> None:
     from xdsl.utils.exceptions import VerifyException
 
-    from mirage_xdsl.dialects.kernel import weight_inputs
+    from mirage_xdsl.dialects.kernel import is_weight, weight_inputs
 
     text = (EXAMPLES_DIR / "rmsnorm_linear.mlir").read_text()
     fn = next(op for op in parse(text).walk() if isinstance(op, FuncOp))
     assert weight_inputs(fn) == frozenset({1})
+    x, w = fn.body.block.args
+    assert is_weight(w) and not is_weight(x) and not is_weight(None)
+    assert not any(is_weight(r) for op in fn.body.block.ops for r in op.results)
     bad = next(op for op in parse(text.replace("kn.weight}", "kn.weight = 1 : i64}")).walk() if isinstance(op, FuncOp))
     with pytest.raises(VerifyException, match=r"argument 1 of @rmsnorm_linear: kn.weight is a unit attribute"):
         weight_inputs(bad)

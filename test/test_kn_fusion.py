@@ -219,13 +219,14 @@ def test_rmsnorm_linear_kernel() -> None:
 
 
 def test_rmsnorm_linear_grid_sum_kernel() -> None:
-    """The default plan: ONE kernel whose grid splits K too (24 column tiles x 16 K slices,
-    256-column W tiles, 64-row K tiles); each block accumulates its K slice, tb.grid_sum adds
-    the sixteen partial matmul tiles and sums of squares, the last block of each column tile
-    divides and stores."""
+    """The default plan: ONE kernel whose grid splits K too (96 column tiles x 4 K slices,
+    64-column W tiles, 64-row K tiles: the estimate counts the weight ring that
+    tb-plan-pipeline gives W); each block accumulates its K slice, tb.grid_sum adds the four
+    partial matmul tiles and sums of squares, the last block of each column tile divides and
+    stores."""
     (k,) = customized_ops(fused_example("rmsnorm_linear"))
     assert k.attributes["kn.template"].data == "split_k_grid_sum"  # type: ignore[attr-defined]
-    assert k.grid == (24, 16, 1) and k.num_iterations == 4
+    assert k.grid == (96, 4, 1) and k.num_iterations == 16
     sums = [op for op in k.body.block.ops if isinstance(op, tb.GridSumOp)]
     assert len(sums) == 2 and {op.grid_axis for op in sums} == {1}
     assert sorted(op.input.owner.accum_kind for op in sums) == ["nored", "red_ld_sum"]  # type: ignore[union-attr]
@@ -415,6 +416,30 @@ def _group_of(name: str):
     ops = [op for op in the_func(module).body.block.ops if fusible_op(op)]
     group, _ = group_from_ops(ops)
     return group
+
+
+def test_weight_ring_is_counted_for_wide_weight_tiles() -> None:
+    """A plan whose for-loop streams a kn.weight input is costed with the ring tb-plan-pipeline
+    gives it (`choose_weight_stages`): rmsnorm bs8's cheapest plan becomes the 96 x 4 split-K
+    grid of 64-column W tiles and 16 iterations (15.4 µs on the H200, where the plan chosen
+    without the ring, 48 x 8, took 17.4).  Tiles whose rows stream slowly (16 columns, 32 B)
+    get no credit."""
+    text = (EXAMPLES / "rmsnorm_linear_bs8.mlir").read_text()
+    plain = parse(text.replace(", kn.weight}", "}"))
+    assert "kn.weight" in text and "kn.weight" not in str(plain)
+
+    def costs(module: ModuleOp) -> dict[tuple, float]:
+        for p in (KnExpandCompositesPass(), KnSimplifyPass(), KnRecognizeCompositesPass()):
+            p.apply(_context(), module)
+        ops = [op for op in the_func(module).body.block.ops if fusible_op(op)]
+        plans = Planner(DeviceModel()).candidates(group_from_ops(ops)[0])
+        return {(fp.kernels[0].grid, fp.kernels[0].forloop_range, len(fp.kernels)): fp.cost_us for fp in plans}
+
+    with_ring, without = costs(parse(text)), costs(plain)
+    assert min(with_ring, key=with_ring.get) == ((96, 4, 1), 16, 1)
+    assert min(without, key=without.get) == ((48, 8, 1), 8, 1)
+    assert with_ring[((96, 4, 1), 16, 1)] < without[((96, 4, 1), 16, 1)] - 2.0
+    assert with_ring[((384, 1, 1), 32, 1)] == without[((384, 1, 1), 32, 1)]  # 16-column W tiles
 
 
 def test_lone_block_variants() -> None:

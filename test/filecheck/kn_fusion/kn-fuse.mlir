@@ -23,13 +23,14 @@
 // RMS-NEXT:      tb.output {{.*}} {output_map = array<i64: 1, -1, -1>}
 // RMS-NOT:     kn.
 
-// The default: split-K over 16 blocks per 256-column tile (64-row K tiles), combined in the
-// kernel: the partial matmul and sum of squares meet in tb.grid_sum, the last block divides
-// and stores.
+// The default: split-K over 4 blocks per 64-column tile (64-row K tiles, 16 iterations: W is
+// a kn.weight, and the estimate counts the deep ring tb-plan-pipeline gives it), combined in
+// the kernel: the partial matmul and sum of squares meet in tb.grid_sum, the last block
+// divides and stores.
 // GRIDSUM-LABEL: func.func @rmsnorm_linear
-// GRIDSUM-NEXT:    %o = kn.customized(%X, %W) attributes {kn.template = "split_k_grid_sum", {{.*}}grid_dim = array<i64: 24, 16, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 4 : i64
+// GRIDSUM-NEXT:    %o = kn.customized(%X, %W) attributes {kn.template = "split_k_grid_sum", {{.*}}grid_dim = array<i64: 96, 4, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 16 : i64
 // GRIDSUM:           tb.input %x {input_map = array<i64: -1, 1, -1>, forloop_dim = 1 : i64} : tensor<2x4096xf16> -> !tb.stensor<2x64xf16>
-// GRIDSUM-NEXT:      tb.input %w {input_map = array<i64: 1, 0, -1>, forloop_dim = 0 : i64} : tensor<4096x6144xf16> -> !tb.stensor<64x256xf16>
+// GRIDSUM-NEXT:      tb.input %w {input_map = array<i64: 1, 0, -1>, forloop_dim = 0 : i64} : tensor<4096x6144xf16> -> !tb.stensor<64x64xf16>
 // GRIDSUM-DAG:       %[[SS:.*]] = tb.forloop_accum red_ld_sum
 // GRIDSUM-DAG:       %[[MM:.*]] = tb.forloop_accum nored
 // GRIDSUM-DAG:       tb.grid_sum %[[SS]] {dim = 1 : i64}
