@@ -46,8 +46,9 @@ Model
       + waves * (iterations * exposed latency + block latency)
    with BW = min(HBM bandwidth, DRAM bytes in flight / latency) (Little's law: one pipeline
    stage of the non-replicated input tiles per resident block, N - 1 for wide lone blocks
-   with the N-stage ring tb-plan-pipeline will build for them (at most 4), whose exposed latency
-   per iteration is 1 / (N - 1)), balance = blocks / (SMs *
+   with the N-stage ring tb-plan-pipeline will build for them (at most 4) and for loops that
+   stream full-speed `kn.weight` tiles with the ring it builds for those (at most 6), whose
+   exposed latency per iteration is 1 / (N - 1)), balance = blocks / (SMs *
    ceil(blocks / SMs)) (wave quantisation), hiding = resident warps per SM / 16 (at most 1;
    / 8 for attention plans whose P convert-tb-to-cute keeps in registers, `cute.mma_chain`)
    and MMA FLOPs counted on m16n8k16-padded tiles.  Ties go to better balance, then about 4
