@@ -228,6 +228,8 @@ class Node:
     props: dict[str, Any] = field(default_factory=dict)
     ext: Any = None
     name: str | None = None
+    weight: bool = False
+    """a group input read from a function argument marked `kn.weight` (`kn.is_weight`)"""
 
 
 @dataclass
@@ -247,8 +249,9 @@ class Group:
         props: dict[str, Any] | None = None,
         ext: Any = None,
         name: str | None = None,
+        weight: bool = False,
     ) -> int:
-        node = Node(len(self.nodes), kind, tuple(shape), dtype, tuple(args), dict(props or {}), ext, name)
+        node = Node(len(self.nodes), kind, tuple(shape), dtype, tuple(args), dict(props or {}), ext, name, weight)
         self.nodes.append(node)
         return node.idx
 
@@ -321,7 +324,7 @@ def group_from_ops(ops: Sequence[Operation]) -> tuple[Group, list[SSAValue]]:
         for v in op.operands:
             if v not in index:
                 index[v] = group.add(
-                    "input", kn.shape_of(v), kn.element_type_of(v), ext=v, name=v.name_hint
+                    "input", kn.shape_of(v), kn.element_type_of(v), ext=v, name=v.name_hint, weight=kn.is_weight(v)
                 )
             args.append(index[v])
         res = op.results[0]
@@ -1081,7 +1084,7 @@ class Planner:
                     # the weight ring is counted only for tiles whose rows stream at full
                     # speed: rmsnorm bs8's 16-column W tiles with 6 stages took 23.6 µs on
                     # the H200 where the estimate with the ring said 17.8
-                    weight_stage += b if kn.is_weight(node.ext) and slow == 1.0 else 0
+                    weight_stage += b if node.weight and slow == 1.0 else 0
                 # DRAM bytes in flight: a tile replicated along a grid axis comes from L2
                 replication = math.prod(g for g, m in zip(plan.grid, imap) if g > 1 and m < 0)
                 unique_stage += b / replication

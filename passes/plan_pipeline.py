@@ -41,12 +41,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import BlockArgument, Operation
 from xdsl.passes import ModulePass
 
-from mirage_xdsl.dialects.kernel import CustomizedOp, weight_inputs
+from mirage_xdsl.dialects.kernel import CustomizedOp, is_weight
 from mirage_xdsl.dialects.threadblock import InputOp
 from mirage_xdsl.passes.plan_smem import SM90_SMEM_LIMIT, PlanSmemPass
 from mirage_xdsl.passes.schedule import schedule_of
@@ -125,19 +124,14 @@ release in benchmarks/results/early-trigger-h200-2026-11-25.md."""
 
 def weight_streams(graph: CustomizedOp, pipelined: list[Operation]) -> list[Operation]:
     """The pipelined `tb.input`s of `graph` that read an argument of the enclosing function
-    marked `kn.weight` (dialects/kernel.py `WEIGHT_ATTR`)."""
-    fn = graph.parent_op()
-    if not isinstance(fn, func.FuncOp):
-        return []
-    weights = weight_inputs(fn)
-    found = []
-    for op in pipelined:
-        if not isinstance(op, InputOp) or not isinstance(op.dtensor, BlockArgument):
-            continue
-        outer = graph.operands[op.dtensor.index]
-        if isinstance(outer, BlockArgument) and outer.block is fn.body.block and outer.index in weights:
-            found.append(op)
-    return found
+    marked `kn.weight` (dialects/kernel.py `is_weight`)."""
+    return [
+        op
+        for op in pipelined
+        if isinstance(op, InputOp)
+        and isinstance(op.dtensor, BlockArgument)
+        and is_weight(graph.operands[op.dtensor.index])
+    ]
 
 
 def choose_weight_stages(
