@@ -7,14 +7,20 @@ memory, L2 promotion 256 B), completing on a per-stage mbarrier.  Answer on the 
 (results/membench-h200-2026-11-22.md, TMA section): no -- the best tiles reach 77 % of the
 copy bandwidth (15.8 µs), the same ceiling as cp.async (74-81 %).
 
-    python benchmarks/tmabench.py       # on the GPU machine; CuPy (NVRTC) + libcuda
+`--deep`: rings of 32-192 KiB in flight per block, split 1, 2 or 4 (96-block unsplit grids
+included), timed by CUDA-graph replay like `mirage-bench` (results/discard-partials-h200-2026-11-25.md:
+the best reach 14.2 µs against 13.1 for readbench's 16-byte loads, unsplit 96-block grids
+14.6, and deeper rings are slower).
+
+    python benchmarks/tmabench.py [--deep]   # on the GPU machine; CuPy (NVRTC) + libcuda
 """
 import ctypes
 import itertools
+import sys
 
 import cupy as cp
 import numpy as np
-from streaming import K, N, compile_kernels, copy_bandwidth_gbs, kernel, print_table, time_us, weight_copies
+from streaming import K, N, graph_time_us, compile_kernels, copy_bandwidth_gbs, kernel, print_table, time_us, weight_copies
 SRC = r'''
 #include <cuda_fp16.h>
 __device__ __forceinline__ unsigned sa(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -73,12 +79,20 @@ def maps_for(TN, KT):
         if rc != 0: raise RuntimeError(f"cuTensorMapEncodeTiled failed: {rc} (TN={TN} KT={KT})")
         host[i * 128:(i + 1) * 128] = np.frombuffer(bytes(m), np.uint8)
     return cp.asarray(host)
+DEEP = "--deep" in sys.argv
 cfgs = []
-for TN, KT, S in itertools.product((16, 32, 64, 128, 256), (32, 64, 128, 256), (2, 3, 4, 6)):
-    for sp in (1, 2, 4, 8):
+if DEEP:
+    for TN, KT, sp, inflight in itertools.product((32, 64, 128), (64, 128, 256), (1, 2, 4), (32, 64, 96, 128, 192)):
+        S = inflight * 1024 // (KT * TN * 2)
         blocks = (N // TN) * sp; KB = K // sp; smem = 1024 + S * KT * TN * 2
-        if blocks < 96 or blocks > 1600 or KB % KT or KB // KT < 2 or smem > 200 * 1024: continue
-        cfgs.append((TN, KT, S, KB, sp, smem))
+        if S >= 2 and blocks >= 48 and KB % KT == 0 and KB // KT >= 2 and smem <= 220 * 1024 and (TN, KT, S, KB, sp, smem) not in cfgs:
+            cfgs.append((TN, KT, S, KB, sp, smem))
+else:
+    for TN, KT, S in itertools.product((16, 32, 64, 128, 256), (32, 64, 128, 256), (2, 3, 4, 6)):
+        for sp in (1, 2, 4, 8):
+            blocks = (N // TN) * sp; KB = K // sp; smem = 1024 + S * KT * TN * 2
+            if blocks < 96 or blocks > 1600 or KB % KT or KB // KT < 2 or smem > 200 * 1024: continue
+            cfgs.append((TN, KT, S, KB, sp, smem))
 names = [f"tmaring<{a},{b},{c},{d}>" for a, b, c, d, *_ in cfgs]
 mod = compile_kernels(SRC, names)
 out = cp.zeros(4096, cp.float32)
@@ -90,6 +104,7 @@ for (TN, KT, S, KB, sp, smem), name in zip(cfgs, names):
     mp = cache[(TN, KT)]
     f = kernel(mod, name, smem)
     grid = (N // TN, sp)
-    t = time_us(lambda i: f(grid, (128,), (mp, np.int32(i), out), shared_mem=smem))
+    timer = graph_time_us if DEEP else time_us
+    t = timer(lambda i: f(grid, (128,), (mp, np.int32(i), out), shared_mem=smem))
     res.append((t, f"tma TN={TN:<3} KT={KT:<3} S={S} split={sp} blocks={grid[0]*grid[1]:<5} smem={smem//1024}K"))
 print_table(res, copy_gbs, top=40, bottom=5)

@@ -721,8 +721,9 @@ class _KernelPrinter:
 
     def grid_sum(self, op: cute.GridSumOp, following: Sequence[Operation]) -> int:
         """Partials to the scratch slot of this block (group-major, then split index), arrive,
-        and -- in the last block of the group only -- the group's sums into `outs`, and the
-        elementwise ops after them that codegen/grid_sum_epilogue.py runs in registers.
+        and -- in the last block of the group only -- the group's sums into `outs`, the
+        elementwise ops after them that codegen/grid_sum_epilogue.py runs in registers, and
+        the discard of the group's dead partials from L2 (mx::grid_discard_partials).
         Returns how many ops of `following` (the ops after the grid sum) were printed.  The
         slot layout matches passes/plan_workspace.grid_sum_scratch_bytes."""
         k = self.kernel
@@ -762,6 +763,7 @@ class _KernelPrinter:
         self.skipped.update(copies_out.values())
         for phase in phases:
             self.epilogue_phase(phase, sum_regs, copies_out)
+        self.emit(f"mx::grid_discard_partials<{self.nt}>(gs_all, {split * slot}, tid);  // no write-back of dead partials")
         self.indent -= 1
         self.emit("}")
         return 0 if plan is None else plan.consumed
