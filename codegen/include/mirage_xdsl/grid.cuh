@@ -105,11 +105,12 @@ __device__ __forceinline__ void grid_partial_sum_mine(float (&v)[TRIPS], const f
 }
 
 // The group's partials are dead once its last block has summed them: drop their L2 lines
-// without writing them back (`discard.global.L2`, PTX ISA 7.4, sm_80+).  Left dirty, they
-// are evicted to HBM by the streaming weights and cost HBM time every launch -- rmsnorm bs8's
-// 96 x 4 grid writes 1.5 MB of partials, and discarding them took 15.4-15.5 -> 15.1-15.2 µs
-// on an H200 (benchmarks/results/discard-partials-h200-2026-11-25.md).  Only lines wholly
-// inside [group, group + floats) go: a line shared with a neighbouring group may still hold
+// without writing them back (`discard.global.L2`, PTX ISA 7.4, sm_80+; older targets keep
+// the write-back).  Left dirty, they are evicted to HBM by the streaming weights and cost
+// HBM time every launch -- rmsnorm bs8's 96 x 4 grid writes 1.5 MB of partials, and
+// discarding them took 15.4-15.5 -> 15.1-15.2 µs on an H200
+// (benchmarks/results/discard-partials-h200-2026-11-25.md).  Only lines wholly inside
+// [group, group + floats) go: a line shared with a neighbouring group may still hold
 // partials that group's last block has not read.  The leading barrier orders every thread's
 // partial loads, whose values the caller has already used, before any discard.  On the host
 // (-DMX_HOST) the lines are poisoned with NaN instead, so that a read after the discard
@@ -123,7 +124,7 @@ __device__ __forceinline__ void grid_discard_partials(const float* group, int fl
 #ifdef MX_HOST
     float* poisoned = reinterpret_cast<float*>(line);
     for (int i = 0; i < 32; ++i) poisoned[i] = __builtin_nanf("");
-#else
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("discard.global.L2 [%0], 128;" :: "l"(line) : "memory");
 #endif
   }
