@@ -974,21 +974,29 @@ int main() {
 """
 
 
-def test_grid_partial_sum_host(tmp_path: Path) -> None:
-    """mx::grid_partial_sum adds every element's partials, for tiles of fewer elements than
-    threads, whole trips (one batch, several, a remainder batch) and a partial last trip."""
+def run_host_check(tmp_path: Path, source: str) -> str:
+    """Build the C++ program `source` against the device library in host emulation
+    (-DMX_HOST) and run it; its stdout, after asserting that it exited 0 (its count of wrong
+    values).  Skips the test without a host C++ compiler."""
     from mirage_xdsl.codegen.host_emulator import INCLUDE_DIR, find_cxx
 
     cxx = find_cxx()
     if cxx is None:
         pytest.skip("no host C++ compiler")
     src = tmp_path / "check.cpp"
-    src.write_text(GRID_PARTIAL_SUM_CHECK)
+    src.write_text(source)
     exe = tmp_path / "check"
     subprocess.run([cxx, "-std=c++17", "-O1", "-DMX_HOST", "-w", f"-I{INCLUDE_DIR}", "-o", str(exe), str(src)], check=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout
-    assert len(run.stdout.split("\n")) == 9  # eight cases, each reporting 0 wrong elements
+    return run.stdout
+
+
+def test_grid_partial_sum_host(tmp_path: Path) -> None:
+    """mx::grid_partial_sum adds every element's partials, for tiles of fewer elements than
+    threads, whole trips (one batch, several, a remainder batch) and a partial last trip."""
+    report = run_host_check(tmp_path, GRID_PARTIAL_SUM_CHECK)
+    assert len(report.split("\n")) == 9  # eight cases, each reporting 0 wrong elements
 
 
 GRID_DISCARD_CHECK = r"""
@@ -1022,18 +1030,8 @@ def test_grid_discard_partials_host(tmp_path: Path) -> None:
     """mx::grid_discard_partials drops exactly the 128-byte lines wholly inside a group's slots
     (poisoned with NaN on the host): none at the group's unaligned edges, which it shares with
     its neighbours, none outside, and every line for blocks of any width."""
-    from mirage_xdsl.codegen.host_emulator import INCLUDE_DIR, find_cxx
-
-    cxx = find_cxx()
-    if cxx is None:
-        pytest.skip("no host C++ compiler")
-    src = tmp_path / "check.cpp"
-    src.write_text(GRID_DISCARD_CHECK)
-    exe = tmp_path / "check"
-    subprocess.run([cxx, "-std=c++17", "-O1", "-DMX_HOST", "-w", f"-I{INCLUDE_DIR}", "-o", str(exe), str(src)], check=True)
-    run = subprocess.run([str(exe)], capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout
-    assert len(run.stdout.split("\n")) == 6  # five cases, each reporting 0 wrong floats
+    report = run_host_check(tmp_path, GRID_DISCARD_CHECK)
+    assert len(report.split("\n")) == 6  # five cases, each reporting 0 wrong floats
 
 
 def fused_and_lowered(text: str, ranks: int) -> Iterator[tuple[int, ModuleOp, ModuleOp]]:
