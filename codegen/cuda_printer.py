@@ -44,6 +44,7 @@ from mirage_xdsl.dialects import kernel as kn
 from mirage_xdsl.dialects.kernel import element_type_of, ints, shape_of
 from mirage_xdsl.passes.layout_math import dtensor_strides
 from mirage_xdsl.passes.plan_workspace import GRID_SUM_SCRATCH_ATTR
+from mirage_xdsl.passes.schedule import ELEMENTWISE_ACCUM_MAX_REGS
 
 HEADER = "mirage_xdsl/runtime.cuh"
 
@@ -288,17 +289,18 @@ def grid_sum_counters(kernel: cute.KernelOp) -> int:
     return 0 if op is None else math.prod(kernel.grid) // kernel.grid[op.grid_axis]
 
 
-REG_ACC_MAX_PER_THREAD = 32
-"""Most fp32 registers per thread one register-resident accumulator may take."""
-
-
 def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
     """Shared fp32 tiles that a for-loop only accumulates into, kept in registers instead:
     filled with 0 before the loop and touched by nothing else there, updated by exactly one
     elementwise "add" in the loop (nothing else in the loop reads or writes them), read only
-    after it.  Maps each tile to the registers per thread it takes (header: RegTile); the
-    shared tile is written once, after the loop.  This removes a shared-memory
-    read-modify-write per element and iteration (rms_norm's sum of squares)."""
+    after it, at most `ELEMENTWISE_ACCUM_MAX_REGS` (passes/schedule.py) per thread.  Maps
+    each tile to the registers per thread it takes (header: RegTile); the shared tile is
+    written once, after the loop.  This removes a shared-memory read-modify-write per
+    element and iteration (rms_norm's sum of squares).
+
+    Raises DiagnosticException when a fill marked `cute.accum_in_reg` (planned by
+    tb-schedule / tb-plan-smem as register-resident, so its shared tile may overlap the
+    loop's buffers) does not qualify: keeping it in shared memory would corrupt them."""
     body = list(kernel.body.block.ops)
     nt = kernel.num_threads
     out: dict[SSAValue, int] = {}
@@ -319,8 +321,17 @@ def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
             if len(before) != 1 or not isinstance(before[0], cute.FillOp) or before[0].fill_value != 0.0:
                 continue
             per = -(-math.prod(typ.get_shape()) // nt)
-            if per <= REG_ACC_MAX_PER_THREAD:
+            if per <= ELEMENTWISE_ACCUM_MAX_REGS:
                 out[tile] = per
+    for op in body:
+        if isinstance(op, cute.FillOp) and cute.ACCUM_IN_REG in op.attributes and op.dst not in out:
+            msg = (
+                f"kernel {kernel.kernel_name.data}: the accumulator filled by this cute.fill is planned in "
+                f"registers ({cute.ACCUM_IN_REG}: its shared tile may overlap the loop's buffers) but is not "
+                "updated by exactly one elementwise add per iteration, or takes more than "
+                f"{ELEMENTWISE_ACCUM_MAX_REGS} registers per thread; drop the attribute and re-run tb-plan-smem"
+            )
+            raise DiagnosticException(msg)
     return out
 
 

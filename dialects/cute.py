@@ -902,10 +902,18 @@ class BarrierOp(CuteOp):
 # Compute
 
 
+ACCUM_IN_REG = "cute.accum_in_reg"
+"""Unit attribute on a `cute.fill` of 0: the tile is a for-loop accumulator that the
+shared-memory plan (tb-schedule's `tb.accum_in_reg`) keeps in registers through the loop;
+its shared tile only holds the value stored once after the loop, so the printer must keep it
+in registers (it may overlap the loop's buffers)."""
+
+
 @irdl_op_definition
 class FillOp(CuteOp):
     """Set every element of a tile to `value` (`0.0` clears an accumulator, `-inf` starts a
-    running max): `cute.fill %s, -inf : !cute.smem<...>`."""
+    running max): `cute.fill %s, -inf : !cute.smem<...>`; `{cute.accum_in_reg}`: see
+    `ACCUM_IN_REG`."""
 
     name = "cute.fill"
     dst = operand_def(SmemTensorType)

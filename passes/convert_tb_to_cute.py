@@ -55,6 +55,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    UnitAttr,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -696,7 +697,12 @@ class _KernelBuilder:
             for op in ch.ops:
                 if isinstance(op, tb.ForloopAccumOp):
                     value = float("-inf") if op.accum_kind == "max" else 0.0
-                    inits.append(cute.FillOp(self.tile(op, op.result), value))
+                    fill = cute.FillOp(self.tile(op, op.result), value)
+                    if "tb.accum_in_reg" in op.attributes:
+                        # an elementwise-chain accumulator tb-plan-smem planned as living in
+                        # registers through the loop: the printer must keep it there
+                        fill.attributes[cute.ACCUM_IN_REG] = UnitAttr()
+                    inits.append(fill)
             if isinstance(lead, tb.ReductionMaxOp) and ch.stage == "loop":
                 inits.append(cute.FillOp(self.tile(lead, lead.max), float("-inf")))
 

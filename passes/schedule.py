@@ -43,6 +43,12 @@ output produces the graph's k-th result), each no earlier than the previous one.
   accumulators so far stays <= 192. Mirage first counts every `nored` in the running total
   and then drops those not on a `[matmul, nored]` chain; we only count the candidates, so an
   accumulator that stays in shared memory never uses up register budget.
+  Deviation: an fp32 `nored` accumulator that ends a chain of elementwise ops (rms_norm's
+  sum of squares: `[square, mul_scalar, nored]`) is kept in registers too when it takes at
+  most `ELEMENTWISE_ACCUM_MAX_REGS` per thread and fits the same running total, counted
+  after the matmul accumulators.  The printer holds it as an `mx::RegTile` and stores it
+  once after the loop, so tb-plan-smem gives its shared tile only that post-loop lifetime
+  (Mirage reserves it for the whole loop).
 * `tb.stage`, `tb.level` on every op, `tb.num_barriers` (barriers between levels, summed
   over the stages) on the `kn.customized`. Stage boundaries (after the pre-loop loads, at the
   end of each iteration, after the loop, after the register write-back) always have a
@@ -51,7 +57,7 @@ output produces the graph's k-th result), each no earlier than the previous one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -77,6 +83,7 @@ from mirage_xdsl.passes.layout_math import (
     dtensor_strides,
     elem_bytes_of,
     storage_elem_bytes,
+    stores_fp32,
 )
 
 PASS_NAME = "tb-schedule"
@@ -85,6 +92,9 @@ EXACT_LIMIT = 2048
 """Largest number of level assignments searched exhaustively."""
 MAX_ACCUM_REGS = 192
 """fp32 registers per thread that register accumulators may use in total (Mirage's rule)."""
+ELEMENTWISE_ACCUM_MAX_REGS = 32
+"""Most fp32 registers per thread one elementwise-chain accumulator may take in registers
+(the printer's `mx::RegTile`; 32 keeps a 128-thread block's tile at 16 KiB or less)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -452,24 +462,55 @@ def schedule_ops(
 
 
 def register_accumulators(
-    ops: Sequence[SchedOp], numel: dict[int, int], threads: int, max_regs: int = MAX_ACCUM_REGS
+    ops: Sequence[SchedOp],
+    numel: dict[int, int],
+    threads: int,
+    max_regs: int = MAX_ACCUM_REGS,
+    elementwise: Collection[int] = (),
 ) -> set[int]:
-    """`nored` accumulators kept in registers: on an exact `[matmul, nored]` chain and within
-    the running budget of `max_regs` fp32 registers per thread (`ceil(numel / threads)` each)."""
+    """`nored` accumulators kept in registers, within the running budget of `max_regs` fp32
+    registers per thread (`ceil(numel / threads)` each): first those on an exact
+    `[matmul, nored]` chain (Mirage's rule), then those in `elementwise` -- fp32
+    accumulators ending a chain of two or more ops led by an elementwise op (the caller
+    checks the op kinds and the tile's storage type) -- of at most
+    `ELEMENTWISE_ACCUM_MAX_REGS` each.  A lone accumulator (a chain of one) stays in shared
+    memory: convert-tb-to-cute may fuse it into a register chain (register_chain.py)."""
     members = _chains(ops)
     kept: set[int] = set()
     total = 0
-    for op in ops:
-        if not (op.is_accum and op.accum_kind == "nored"):
-            continue
-        chain = members[op.chain]
-        if len(chain) != 2 or ops[chain[0]].name != "tb.matmul" or chain[1] != op.idx:
-            continue
-        regs = -(-numel[op.idx] // max(threads, 1))
-        if total + regs <= max_regs:
+
+    def keep(idx: int, cap: int) -> None:
+        nonlocal total
+        regs = -(-numel[idx] // max(threads, 1))
+        if regs <= cap and total + regs <= max_regs:
             total += regs
-            kept.add(op.idx)
+            kept.add(idx)
+
+    for op in ops:
+        if op.is_accum and op.accum_kind == "nored":
+            chain = members[op.chain]
+            if len(chain) == 2 and ops[chain[0]].name == "tb.matmul" and chain[1] == op.idx:
+                keep(op.idx, max_regs)
+    for op in ops:
+        if op.is_accum and op.accum_kind == "nored" and op.idx in elementwise:
+            chain = members[op.chain]
+            if len(chain) >= 2 and chain[-1] == op.idx:
+                keep(op.idx, ELEMENTWISE_ACCUM_MAX_REGS)
     return kept
+
+
+def elementwise_chain_accumulators(ops: Sequence[Operation], recs: Sequence[SchedOp]) -> set[int]:
+    """Positions of the fp32 `nored` accumulators whose chain leader is an elementwise op
+    (unary or binary, not a matmul): the `elementwise` candidates of
+    `register_accumulators`.  `recs` are `graph_records(...)`'s, chain ids = leader positions."""
+    out: set[int] = set()
+    for i, o in enumerate(ops):
+        if not (isinstance(o, tb.ForloopAccumOp) and o.accum_kind == "nored" and stores_fp32(o.result)):
+            continue
+        leader = ops[recs[i].chain]
+        if isinstance(leader, (tb.TbUnaryOp, tb.TbBinaryOp)) and not isinstance(leader, tb.MatmulOp):
+            out.add(i)
+    return out
 
 
 def real_innermost_dim(dims: Sequence[int], strides: Sequence[int]) -> int:
@@ -691,7 +732,8 @@ class SchedulePass(ModulePass):
                 for d in shape_of(o.result):
                     n *= d
                 numel[i] = n
-        in_reg = register_accumulators(recs, numel, threads, self.max_accum_regs)
+        elementwise = elementwise_chain_accumulators(ops, recs)
+        in_reg = register_accumulators(recs, numel, threads, self.max_accum_regs, elementwise)
         for i, o in enumerate(ops):
             if isinstance(o, tb.ForloopAccumOp):
                 set_flag(o, "tb.accum_in_reg", i in in_reg)
@@ -731,6 +773,7 @@ __all__ = [
     "asap_levels",
     "can_chunk_copy",
     "register_accumulators",
+    "elementwise_chain_accumulators",
     "schedule_ops",
     "tensor_lifetimes",
 ]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, bf16, f16, f32, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, bf16, f16, f32, f64, i64
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -868,6 +868,37 @@ def test_register_accumulator(shared_results: dict[str, FileResult]) -> None:
     src = program.source
     assert src.count("mx::RegTile<") == 1 and src.count("mx::elementwise_reg<") == 1
     assert src.index("mx::reg_store<") > src.index("for (int it")  # stored once, after the loop
+
+
+def test_register_accumulator_shares_the_ring_after_the_loop() -> None:
+    """tb-schedule marks rms_norm's fp32 sum-of-squares accumulator `tb.accum_in_reg`, so
+    tb-plan-smem gives its [16,64] tile (4 KiB) shared memory only after the loop, inside
+    the space of the cp.async rings; the fill carries `cute.accum_in_reg` and the printer
+    keeps the tile in registers, storing it once after the loop.  A marked fill the printer
+    cannot keep in registers is an error, not a silent overlap."""
+    from xdsl.parser import Parser
+
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    text = (Path(__file__).resolve().parents[1] / "examples" / "rmsnorm_linear_bs8.mlir").read_text()
+    lowered = Parser(make_ctx(), text).parse_module()
+    MirageTranspilePass().apply(make_ctx(), lowered)
+    kernel = next(op for op in lowered.walk() if isinstance(op, cute.KernelOp))
+    marked = [op for op in kernel.walk() if isinstance(op, cute.FillOp) and cute.ACCUM_IN_REG in op.attributes]
+    assert len(marked) == 1
+    acc = marked[0].dst
+    assert cuda_printer.register_accumulators(kernel) == {acc: 16 * 64 // 128}
+    rings = [
+        op for op in kernel.walk() if isinstance(op, cute.SmemAllocOp) and op.num_buffers > 1
+    ]
+    ring_end = max(op.byte_offsets[-1] + (op.byte_offsets[1] - op.byte_offsets[0]) for op in rings)
+    (offset,) = acc.owner.byte_offsets  # type: ignore[union-attr]
+    assert offset + 16 * 64 * 4 <= ring_end  # the tile lies inside the rings' space
+    source = emit_cuda(lowered).source
+    assert source.count("mx::RegTile<8>") == 1 and source.index("mx::reg_store<") > source.index("for (int it")
+    marked[0].properties["value"] = FloatAttr(1.0, f64)  # no longer a cleared accumulator
+    with pytest.raises(DiagnosticException, match="planned in registers"):
+        cuda_printer.register_accumulators(kernel)
 
 
 def test_wide_block_emulated() -> None:

@@ -3,7 +3,8 @@
 // rmsnorm_bs1 graph 0 (mirage-notes 2.3) after tb-decompose-accumulators, tb-fusion-chains,
 // tb-resolve-layout and tb-compute-strides. Expected (notes 2.3): no pre-loop ops; loop
 // level 0 = both inputs (chunked, pipelined), one barrier, level 1 = the chains
-// [square, mul_scalar, nored] and [matmul, nored] (accumulator in registers); post-loop
+// [square, mul_scalar, nored] and [matmul, nored] (both accumulators in registers: the
+// matmul's by Mirage's rule, the fp32 sum of squares by ours); post-loop
 // [reduction, sqrt] | [div] | [output], two barriers: 3 in all.
 
 // CHECK-LABEL: func.func @graph_0
@@ -13,7 +14,7 @@
 // CHECK-NEXT:    %t2 = tb.input %w {{{.*}}tb.chunked, tb.pipelined, tb.stage = "loop", tb.level = 0 : i64
 // CHECK-NEXT:    %t3 = tb.square %t1 {{{.*}}tb.stage = "loop", tb.level = 1 : i64
 // CHECK-NEXT:    %t3_1 = tb.mul_scalar %t3 {{{.*}}tb.stage = "loop", tb.level = 1 : i64
-// CHECK-NEXT:    %t3_2 = tb.forloop_accum nored %t3_1 {{{.*}}tb.num_phy_elems = array<i64: 256>, tb.stage = "loop", tb.level = 1 : i64
+// CHECK-NEXT:    %t3_2 = tb.forloop_accum nored %t3_1 {{{.*}}tb.num_phy_elems = array<i64: 256>, tb.accum_in_reg, tb.stage = "loop", tb.level = 1 : i64
 // CHECK-NEXT:    %t4 = tb.matmul %t1, %t2 {{{.*}}tb.stage = "loop", tb.level = 1 : i64
 // CHECK-NEXT:    %t5 = tb.forloop_accum nored %t4 {{{.*}}tb.accum_in_reg, tb.stage = "loop", tb.level = 1 : i64
 // CHECK-NEXT:    %t3_3 = tb.reduction %t3_2 {{{.*}}tb.stage = "post", tb.level = 1 : i64
