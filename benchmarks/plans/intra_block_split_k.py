@@ -1,0 +1,73 @@
+"""Add the hand-written intra-block split-K kernels of rmsnorm bs8 to a prepared bench directory.
+
+    mirage-bench --prepare-only prep/ --workloads rmsnorm_bs8 --files examples/rmsnorm_linear_bs8.mlir --variants c0xr
+    python benchmarks/plans/intra_block_split_k.py prep/      # here: nvcc builds the cubins
+    python tools/mirage_bench.py report.md --from prep/ --no-compile-peer   # on the GPU
+
+Each configuration of `intra_block_split_k.cuh` becomes a candidate `rmsnorm_linear_bs8@ibsk-<name>`
+beside the prepared c0xr plan (same inputs, reference and check): grid 6144 / N, KW * WGT
+threads, PDL with the weight prologue before the wait like the generated weight-streaming
+kernels, `one_wave` or not (whether the runtime raises the shared memory so that one block
+fits per SM).  Record: benchmarks/results/intra-block-split-k-h200-2026-11-25.md.
+"""
+import json
+import sys
+from pathlib import Path
+
+from mirage_xdsl.runtime.compiler import compile_cuda
+
+CONFIGS = [  # name, N columns, KW warp groups, WGT threads per group, S stages, one_wave
+    ("n48k4t64s5", 48, 4, 64, 5, True),
+    ("n48k4t96s5", 48, 4, 96, 5, True),
+    ("n48k4t64s4", 48, 4, 64, 4, True),
+    ("n48k4t64s3", 48, 4, 64, 3, True),
+    ("n48k4t64s2", 48, 4, 64, 2, True),
+    ("n48k8t64s2", 48, 8, 64, 2, True),
+    ("n48k2t64s8", 48, 2, 64, 8, True),
+    ("n64k4t128s4", 64, 4, 128, 4, True),
+    ("n64k4t128s3", 64, 4, 128, 3, True),
+    ("n64k4t64s4", 64, 4, 64, 4, True),
+    ("n64k8t64s2", 64, 8, 64, 2, True),
+    ("n64k2t128s8", 64, 2, 128, 8, True),
+    ("n32k4t64s3", 32, 4, 64, 3, True),
+    ("n32k4t64s2", 32, 4, 64, 2, True),
+    ("n32k2t64s6", 32, 2, 64, 6, True),
+    ("n64k4t64s2w2", 64, 4, 64, 2, False),
+    ("n64k2t64s4w2", 64, 2, 64, 4, False),
+    ("n64k2t128s4w2", 64, 2, 128, 4, False),
+    ("n64k4t128s2w2", 64, 4, 128, 2, False),
+    ("n48k4t64s2w2", 48, 4, 64, 2, False),
+    ("n48k2t64s4w2", 48, 2, 64, 4, False),
+]
+W_ROW_STRIDE = {32: 40, 48: 56, 64: 72}  # halves; keep in step with w_stride() in the header
+
+
+def smem_bytes(n: int, kw: int, s: int) -> int:
+    """The kernel's dynamic shared memory: header, KW rings, partial tiles, row partials."""
+    stage = (16 * 64 + 64 * W_ROW_STRIDE[n]) * 2
+    return 128 + kw * s * stage + kw * 16 * n * 4 + kw * 64 * 4 + 16 * 4
+
+
+def main(prep: Path) -> None:
+    header = (Path(__file__).parent / "intra_block_split_k.cuh").read_text()
+    manifest = json.loads((prep / "manifest.json").read_text())
+    base = next(c for c in manifest["candidates"] if c["graph"] == "rmsnorm_linear_bs8@c0xr")
+    plan = json.loads((prep / base["plan_json"]).read_text())
+    for name, n, kw, wgt, s, one_wave in CONFIGS:
+        kernel, stem = f"ibsk_{name}", f"rmsnorm_linear_bs8_ibsk_{name}"
+        src = header + f"\nIBSK_KERNEL({kernel}, {n}, {kw}, {wgt}, {s})\n"
+        (prep / "rmsnorm_bs8" / f"{stem}.cubin").write_bytes(Path(compile_cuda(src, "sm_90")).read_bytes())
+        p = json.loads(json.dumps(plan))
+        p.update(workspace_bytes=0, counters=0)
+        step = p["steps"][0]
+        step.update(kernel=kernel, grid=[6144 // n, 1, 1], block=[kw * wgt, 1, 1], smem_bytes=smem_bytes(n, kw, s),
+                    one_wave=one_wave, pdl=True)
+        step["args"] = [a for a in step["args"] if a["kind"] in ("input", "output")]
+        (prep / "rmsnorm_bs8" / f"{stem}.plan.json").write_text(json.dumps(p))
+        manifest["candidates"].append(dict(base, graph=f"rmsnorm_linear_bs8@ibsk-{name}", plan_json=f"rmsnorm_bs8/{stem}.plan.json",
+                                           cubin=f"rmsnorm_bs8/{stem}.cubin", dup_of=None, cached=False))
+    (prep / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
