@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
+from mirage_xdsl.runtime.compiler import compile_cuda, find_nvcc
 from mirage_xdsl.runtime.executable import make_context
 from mirage_xdsl.tools.mirage_run import load_module
 
@@ -45,3 +46,15 @@ def test_split_k_plan_lowers_with_its_grid(tmp_path: Path, plan: tuple[int, ...]
     assert tuple(kernel.grid[:2]) == grid
     assert kernel.num_threads == threads
     assert any(op.name == "cute.grid_sum" for op in kernel.walk())
+
+
+@pytest.mark.skipif(find_nvcc() is None, reason="nvcc not installed")
+def test_intra_block_split_k_kernels_build(tmp_path: Path) -> None:
+    """The hand-written kernels of intra-block-split-k-h200-2026-11-25.md still build against
+    the device library, one tile width each, and every recorded configuration fits an SM."""
+    script = _generator("intra_block_split_k")
+    header = (PLANS_DIR / "intra_block_split_k.cuh").read_text()
+    src = header + "".join(f"\nIBSK_KERNEL(ibsk_n{n}, {n}, 4, 64, 2)" for n in sorted(script.W_ROW_STRIDE)) + "\n"
+    cubin = compile_cuda(src, "sm_90", cache_dir=tmp_path).read_bytes()
+    assert all(f"ibsk_n{n}".encode() in cubin for n in script.W_ROW_STRIDE)
+    assert all(script.smem_bytes(n, kw, s) <= 232448 for _, n, kw, _, s, _ in script.CONFIGS)
