@@ -39,7 +39,9 @@ struct Cfg {
   using Acc = mx::MmaAcc<16, N, 1, WGT / 32, 16>;
 };
 
-template <int N, int KW, int WGT, int S>
+// ABLATE (timing only, wrong results): bit 0 drops the X loads after the prologue, bit 1 the
+// sum of squares, bit 2 the MMAs.
+template <int N, int KW, int WGT, int S, int ABLATE = 0>
 __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x, const mx::f16* __restrict__ w) {
   using C = Cfg<N, KW, WGT, S>;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -73,14 +75,14 @@ __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x
   for (int it = 0; it < C::ITERS; ++it) {
     const int nx = it + S - 1;
     if (nx < C::ITERS) {
-      mx::g2s_async<WGT, typename C::LXg, typename C::LXs>(xs(nx % S), xg + nx * KT, t);
+      if constexpr (!(ABLATE & 1)) mx::g2s_async<WGT, typename C::LXg, typename C::LXs>(xs(nx % S), xg + nx * KT, t);
       mx::g2s_async<WGT, typename C::LWg, typename C::LWs>(ws(nx % S), wg + (size_t)nx * KT * NDIM, t);
     }
     mx::cp_async_commit();
     mx::cp_async_wait<S - 1>();
     wg_sync(1 + g, WGT);
     const mx::f16* xt = xs(it % S);
-    if (t < 64) {
+    if (!(ABLATE & 2) && t < 64) {
       const int r = t >> 2, c0 = (t & 3) * 16;
 #pragma unroll
       for (int v = 0; v < 2; ++v) {
@@ -94,6 +96,7 @@ __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x
         }
       }
     }
+    if constexpr (!(ABLATE & 4))
     mx::mma_run<WGT, typename C::Acc, 16, N, KT, 1, WGT / 32, 16, false, mx::M2<64, 1, 3, 3, 3>, mx::M2<1, C::WS>,
                 mx::kLdsm, mx::kLdsmT>(acc, xt, ws(it % S), smem, t);
     wg_sync(1 + g, WGT);
@@ -126,4 +129,9 @@ __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x
   extern "C" __global__ void __launch_bounds__(KW * WGT) NAME(mx::f16* __restrict__ o0, const mx::f16* i0,    \
                                                               const mx::f16* __restrict__ i1) {              \
     ibsk::body<N, KW, WGT, S>(o0, i0, i1);                                                                 \
+  }
+#define IBSK_KERNEL_ABLATED(NAME, N, KW, WGT, S, A)                                                          \
+  extern "C" __global__ void __launch_bounds__(KW * WGT) NAME(mx::f16* __restrict__ o0, const mx::f16* i0,    \
+                                                              const mx::f16* __restrict__ i1) {              \
+    ibsk::body<N, KW, WGT, S, A>(o0, i0, i1);                                                                 \
   }

@@ -1,14 +1,15 @@
 """Add the hand-written intra-block split-K kernels of rmsnorm bs8 to a prepared bench directory.
 
     mirage-bench --prepare-only prep/ --workloads rmsnorm_bs8 --files examples/rmsnorm_linear_bs8.mlir --variants c0xr
-    python benchmarks/plans/intra_block_split_k.py prep/      # here: nvcc builds the cubins
+    python benchmarks/plans/intra_block_split_k.py prep/ [--ablate]   # here: nvcc builds the cubins
     python tools/mirage_bench.py report.md --from prep/ --no-compile-peer   # on the GPU
 
 Each configuration of `intra_block_split_k.cuh` becomes a candidate `rmsnorm_linear_bs8@ibsk-<name>`
 beside the prepared c0xr plan (same inputs, reference and check): grid 6144 / N, KW * WGT
 threads, PDL with the weight prologue before the wait like the generated weight-streaming
 kernels, `one_wave` or not (whether the runtime raises the shared memory so that one block
-fits per SM).  Record: benchmarks/results/intra-block-split-k-h200-2026-11-25.md.
+fits per SM).  `--ablate` adds timing-only copies (wrong results) of ABLATED without the X
+loads, the sum of squares, the MMAs, or all three (`W only`).  Record: benchmarks/results/intra-block-split-k-h200-2026-11-25.md.
 """
 import json
 import sys
@@ -39,6 +40,8 @@ CONFIGS = [  # name, N columns, KW warp groups, WGT threads per group, S stages,
     ("n48k4t64s2w2", 48, 4, 64, 2, False),
     ("n48k2t64s4w2", 48, 2, 64, 4, False),
 ]
+ABLATED = ("n64k4t64s4", "n48k4t64s5")
+ABLATIONS = {"noX": 1, "noSq": 2, "noMma": 4, "Wonly": 7}  # the header's ABLATE bits
 W_ROW_STRIDE = {32: 40, 48: 56, 64: 72}  # halves; keep in step with w_stride() in the header
 
 
@@ -48,14 +51,18 @@ def smem_bytes(n: int, kw: int, s: int) -> int:
     return 128 + kw * s * stage + kw * 16 * n * 4 + kw * 64 * 4 + 16 * 4
 
 
-def main(prep: Path) -> None:
+def main(prep: Path, ablate: bool = False) -> None:
     header = (Path(__file__).parent / "intra_block_split_k.cuh").read_text()
     manifest = json.loads((prep / "manifest.json").read_text())
     base = next(c for c in manifest["candidates"] if c["graph"] == "rmsnorm_linear_bs8@c0xr")
     plan = json.loads((prep / base["plan_json"]).read_text())
-    for name, n, kw, wgt, s, one_wave in CONFIGS:
-        kernel, stem = f"ibsk_{name}", f"rmsnorm_linear_bs8_ibsk_{name}"
-        src = header + f"\nIBSK_KERNEL({kernel}, {n}, {kw}, {wgt}, {s})\n"
+    builds = [(name, n, kw, wgt, s, ow, 0) for name, n, kw, wgt, s, ow in CONFIGS]
+    if ablate:
+        builds += [(f"{name}-{what}", n, kw, wgt, s, ow, bits) for name, n, kw, wgt, s, ow in CONFIGS if name in ABLATED
+                   for what, bits in ABLATIONS.items()]
+    for name, n, kw, wgt, s, one_wave, bits in builds:
+        kernel, stem = f"ibsk_{name}".replace("-", "_"), f"rmsnorm_linear_bs8_ibsk_{name}"
+        src = header + f"\nIBSK_KERNEL_ABLATED({kernel}, {n}, {kw}, {wgt}, {s}, {bits})\n"
         (prep / "rmsnorm_bs8" / f"{stem}.cubin").write_bytes(Path(compile_cuda(src, "sm_90")).read_bytes())
         p = json.loads(json.dumps(plan))
         p.update(workspace_bytes=0, counters=0)
@@ -70,4 +77,4 @@ def main(prep: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), "--ablate" in sys.argv[2:])
