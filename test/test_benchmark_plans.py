@@ -54,7 +54,8 @@ def test_intra_block_split_k_kernels_build(tmp_path: Path) -> None:
     the device library, one tile width each, and every recorded configuration fits an SM."""
     script = _generator("intra_block_split_k")
     header = (PLANS_DIR / "intra_block_split_k.cuh").read_text()
-    src = header + "".join(f"\nIBSK_KERNEL(ibsk_n{n}, {n}, 4, 64, 2)" for n in sorted(script.W_ROW_STRIDE)) + "\n"
+    widths = sorted({n for _, n, *_ in script.CONFIGS})
+    src = header + "".join(f"\nIBSK_KERNEL(ibsk_n{n}, {n}, 4, 64, 2)" for n in widths) + "\n"
     cubin = compile_cuda(src, "sm_90", cache_dir=tmp_path).read_bytes()
-    assert all(f"ibsk_n{n}".encode() in cubin for n in script.W_ROW_STRIDE)
+    assert all(f"ibsk_n{n}".encode() in cubin for n in widths)
     assert all(script.smem_bytes(n, kw, s) <= 232448 for _, n, kw, _, s, _ in script.CONFIGS)

@@ -17,12 +17,9 @@ constexpr int KT = 64;     // K rows per stage
 constexpr int ROWS = 16;   // X rows
 constexpr int KDIM = 4096, NDIM = 6144;
 
-template <int N>
-constexpr int w_stride() { return N == 48 ? 56 : (N == 64 ? 72 : (N == 32 ? 40 : N + 8)); }  // padded row: no ldmatrix conflicts
-
 template <int N, int KW, int WGT, int S>
 struct Cfg {
-  static constexpr int WS = w_stride<N>();
+  static constexpr int WS = N + 8;                   // W row + 16 B: ldmatrix.trans conflict-free (N = 32, 48, 64)
   static constexpr int X_STAGE = ROWS * KT;            // halves
   static constexpr int W_STAGE = KT * WS;              // halves
   static constexpr int STAGE = X_STAGE + W_STAGE;      // halves
@@ -31,7 +28,6 @@ struct Cfg {
   static constexpr int ITERS = KR / KT;
   static constexpr int SCRATCH = KW * ROWS * N;        // floats
   static constexpr int SQ = KW * 64;                   // floats: per-thread row partials
-  static constexpr int SMEM = 128 + KW * RING * 2 + SCRATCH * 4 + SQ * 4 + ROWS * 4;
   using LXg = mx::L<8, 16, 1, 1, 8, KDIM, 0, 0>;
   using LXs = mx::L<8, 16, 1, 1, 8, 64, 0, 0, 3, 3, 3>;
   using LWg = mx::L<N / 8, KT, 1, 1, 8, NDIM, 0, 0>;

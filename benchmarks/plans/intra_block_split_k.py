@@ -42,12 +42,14 @@ CONFIGS = [  # name, N columns, KW warp groups, WGT threads per group, S stages,
 ]
 ABLATED = ("n64k4t64s4", "n48k4t64s5")
 ABLATIONS = {"noX": 1, "noSq": 2, "noMma": 4, "Wonly": 7}  # the header's ABLATE bits
-W_ROW_STRIDE = {32: 40, 48: 56, 64: 72}  # halves; keep in step with w_stride() in the header
+W_ROW_PAD = 8  # halves after each W row of a stage (the header's WS = N + 8)
 
 
 def smem_bytes(n: int, kw: int, s: int) -> int:
-    """The kernel's dynamic shared memory: header, KW rings, partial tiles, row partials."""
-    stage = (16 * 64 + 64 * W_ROW_STRIDE[n]) * 2
+    """The kernel's dynamic shared memory, laid out as the header's body() does: 128-byte
+    header, KW rings of S stages (X [16, 64] + W [64, N + pad], fp16), the warp groups'
+    fp32 partial tiles, their row partials and the 16 row sums."""
+    stage = (16 * 64 + 64 * (n + W_ROW_PAD)) * 2
     return 128 + kw * s * stage + kw * 16 * n * 4 + kw * 64 * 4 + 16 * 4
 
 
