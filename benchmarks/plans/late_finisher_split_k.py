@@ -1,0 +1,68 @@
+"""Add the hand-written late-finisher split-K kernels of rmsnorm bs8 to a prepared bench directory.
+
+    mirage-bench --prepare-only prep/ --workloads rmsnorm_bs8 --files examples/rmsnorm_linear_bs8.mlir --variants c0xr
+    python benchmarks/plans/late_finisher_split_k.py prep/ [--ablate]   # here: nvcc builds the cubins
+    python tools/mirage_bench.py report.md --from prep/ --no-compile-peer   # on the GPU
+
+Each configuration of `late_finisher_split_k.cuh` becomes a candidate
+`rmsnorm_linear_bs8@lfsk-<name>` beside the prepared c0xr plan (same inputs, reference and
+check): c0xr's grid (96, 4) of 128 threads, the partners' E0, E1, E2 K stages, S ring stages, the finisher's partner loads D stages before its loop ends, `m`: the sum of
+squares on the tensor cores.  The partners'
+partials live in the plan's grid-sum counter buffer, which the runtime zeroes once and every
+launch leaves zero again.  Record: benchmarks/results/late-finisher-split-k-h200-2026-11-25.md.
+"""
+import json
+import sys
+from pathlib import Path
+
+from mirage_xdsl.runtime.compiler import compile_cuda
+
+# (E0, E1, E2) partner stages (finisher: 64 - their sum), S ring stages, D early-load lead,
+# flags: m = the sum of squares on the tensor cores, l = the partials' words with an L2
+# evict_last policy, b = one barrier per stage
+CONFIGS = [
+    ((16, 16, 16), 5, 0, ""),  # equal splits, c0xr's loop: the control
+    ((14, 14, 14), 6, 2, ""), ((14, 14, 14), 6, 2, "m"), ((14, 14, 14), 6, 2, "ml"), ((14, 14, 14), 6, 2, "mlb"),
+    ((14, 14, 14), 7, 2, "m"), ((14, 14, 14), 7, 2, "ml"), ((14, 14, 14), 7, 2, "mlb"), ((14, 14, 14), 7, 3, "ml"),
+    ((15, 15, 15), 7, 2, "ml"), ((15, 15, 15), 6, 2, "mlb"), ((14, 14, 14), 5, 2, "mlb"), ((13, 13, 13), 7, 3, "mlb"),
+    ((16, 16, 16), 6, 0, "mlb"),
+]
+ABLATED = [((14, 14, 14), 6, 2, "ml")]
+ABLATIONS = {"noWait": 1, "noPub": 3}  # the header's ABLATE bits
+PARTIAL_WORDS = 96 * 3 * (16 + 16 * 64)  # column tiles x partners x (row sums + [16, 64] tile)
+
+
+def name(e: tuple[int, int, int], s: int, d: int, flags: str, what: str = "") -> str:
+    es = f"e{e[0]}" if len(set(e)) == 1 else "e" + "_".join(map(str, e))
+    return f"{es}s{s}d{d}{flags}" + (f"-{what}" if what else "")
+
+
+def main(prep: Path, ablate: bool = False) -> None:
+    header = (Path(__file__).parent / "late_finisher_split_k.cuh").read_text()
+    manifest = json.loads((prep / "manifest.json").read_text())
+    base = next(c for c in manifest["candidates"] if c["graph"] == "rmsnorm_linear_bs8@c0xr")
+    plan = json.loads((prep / base["plan_json"]).read_text())
+    builds = [(*c, "", 0) for c in CONFIGS]
+    if ablate:
+        builds += [(*c, what, bits) for c in ABLATED for what, bits in ABLATIONS.items()]
+    for e, s, d, flags, what, bits in builds:
+        tag = name(e, s, d, flags, what)
+        m, el, ob = (str(f in flags).lower() for f in "mlb")
+        kernel, stem = f"lfsk_{tag}".replace("-", "_"), f"rmsnorm_linear_bs8_lfsk_{tag}"
+        src = header + f"\nLFSK_KERNEL({kernel}, {e[0]}, {e[1]}, {e[2]}, {s}, {d}, {bits}, {m}, {el}, {ob})\n"
+        (prep / "rmsnorm_bs8" / f"{stem}.cubin").write_bytes(Path(compile_cuda(src, "sm_90")).read_bytes())
+        p = json.loads(json.dumps(plan))
+        p.update(workspace_bytes=0, counters=PARTIAL_WORDS)
+        step = p["steps"][0]
+        step.update(kernel=kernel, grid=[96, 4, 1], block=[128, 1, 1], smem_bytes=128 + s * (2048 + 8192) + 16,
+                    one_wave=True, pdl=True)
+        step["args"] = [a for a in step["args"] if a["kind"] in ("input", "output")] + [
+            dict(kind="counters", index=0, offset=0, spec=None)]
+        (prep / "rmsnorm_bs8" / f"{stem}.plan.json").write_text(json.dumps(p))
+        manifest["candidates"].append(dict(base, graph=f"rmsnorm_linear_bs8@lfsk-{tag}", plan_json=f"rmsnorm_bs8/{stem}.plan.json",
+                                           cubin=f"rmsnorm_bs8/{stem}.cubin", dup_of=None, cached=False))
+    (prep / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), "--ablate" in sys.argv[2:])
