@@ -59,3 +59,18 @@ def test_intra_block_split_k_kernels_build(tmp_path: Path) -> None:
     cubin = compile_cuda(src, "sm_90", cache_dir=tmp_path).read_bytes()
     assert all(f"ibsk_n{n}".encode() in cubin for n in widths)
     assert all(script.smem_bytes(n, kw, s) <= 232448 for _, n, kw, _, s, _ in script.CONFIGS)
+
+
+@pytest.mark.skipif(find_nvcc() is None, reason="nvcc not installed")
+def test_late_finisher_split_k_kernels_build(tmp_path: Path) -> None:
+    """The hand-written kernels of late-finisher-split-k-h200-2026-11-25.md still build against
+    the device library (the fastest configuration and the equal-split control), and every
+    recorded configuration keeps three blocks per SM (232448 B of shared memory per SM on an
+    H100/H200, 1 KiB reserved per block)."""
+    script = _generator("late_finisher_split_k")
+    header = (PLANS_DIR / "late_finisher_split_k.cuh").read_text()
+    src = script.kernel_source(header, "lfsk_fast", (15, 15, 15), 7, 1, "ml")
+    src = script.kernel_source(src, "lfsk_control", (16, 16, 16), 5, 0, "")
+    cubin = compile_cuda(src, "sm_90", cache_dir=tmp_path).read_bytes()
+    assert b"lfsk_fast" in cubin and b"lfsk_control" in cubin
+    assert all(3 * (script.smem_bytes(s) + 1024) <= 232448 for _, s, _, _ in script.CONFIGS)
