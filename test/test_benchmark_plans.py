@@ -69,7 +69,7 @@ def test_late_finisher_split_k_kernels_build(tmp_path: Path) -> None:
     H100/H200, 1 KiB reserved per block)."""
     script = _generator("late_finisher_split_k")
     header = (PLANS_DIR / "late_finisher_split_k.cuh").read_text()
-    src = script.kernel_source(header, "lfsk_fast", (15, 15, 15), 7, 1, "ml")
+    src = script.kernel_source(header, "lfsk_fast", (15, 15, 15), 7, 1, "mlw")
     src = script.kernel_source(src, "lfsk_control", (16, 16, 16), 5, 0, "")
     cubin = compile_cuda(src, "sm_90", cache_dir=tmp_path).read_bytes()
     assert b"lfsk_fast" in cubin and b"lfsk_control" in cubin

@@ -63,6 +63,18 @@ __device__ __forceinline__ void wait_landed(unsigned (&w)[N], const unsigned* (&
   }
 }
 
+// 16-byte cp.async of a W stage with an L2 evict_first policy (W is read once per launch).
+template <class LG, class LS>
+__device__ __forceinline__ void g2s_evict_first(mx::f16* s, const mx::f16* g, int tid) {
+  unsigned long long pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  mx::for_each_mine<NT, LG::size>(tid, [&](int i) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(s + LS::off(i)));
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(d), "l"(g + LG::raw(i)), "l"(pol)
+                 : "memory");
+  });
+}
+
 using LXg = mx::L<8, 16, 1, 1, 8, KDIM, 0, 0>;
 using LXs = mx::L<8, 16, 1, 1, 8, 64, 0, 0, 3, 3, 3>;
 using LWg = mx::L<8, 64, 1, 1, 8, NDIM, 0, 0>;
@@ -105,14 +117,15 @@ struct SsqMma {
 // SsqMma instead of c0xr's elementwise pass over the X stage.  OB: one barrier per stage
 // (wait for stage it, barrier, then refill the slot that stage it - 1 used, which every
 // warp has left by that barrier) instead of c0xr's refill-wait-barrier-compute-barrier.
-template <int S, int ITERS, bool MSQ, bool OB, class At>
+template <int S, int ITERS, bool MSQ, bool OB, bool WEF, class At>
 __device__ __forceinline__ void k_loop(Acc& acc, mx::RegTile<8>& ssq, SsqMma& sqm, mx::f16* xs, mx::f16* ws,
                                        const mx::f16* xg, const mx::f16* __restrict__ wg, unsigned char* smem, int tid,
                                        At at) {
   auto refill = [&](int it) {
     if (it + S - 1 < ITERS) {
       mx::g2s_async<NT, LXg, LXs>(xs + ((it + S - 1) % S) * 1024, xg + (it + S - 1) * KT, tid);
-      mx::g2s_async<NT, LWg, LWs>(ws + ((it + S - 1) % S) * 4096, wg + (size_t)(it + S - 1) * KT * NDIM, tid);
+      if constexpr (WEF) g2s_evict_first<LWg, LWs>(ws + ((it + S - 1) % S) * 4096, wg + (size_t)(it + S - 1) * KT * NDIM, tid);
+      else mx::g2s_async<NT, LWg, LWs>(ws + ((it + S - 1) % S) * 4096, wg + (size_t)(it + S - 1) * KT * NDIM, tid);
     }
     mx::cp_async_commit();
   };
@@ -145,7 +158,7 @@ __device__ __forceinline__ void k_loop(Acc& acc, mx::RegTile<8>& ssq, SsqMma& sq
 // ABLATE (timing only, wrong results): bit 0: the finisher neither loads nor waits for the
 // partners' words; bit 1: the partners store nothing; bit 2: no re-arm stores.
 template <int E0, int E1, int E2, int S, int D, int ABLATE = 0, bool MSQ = false, bool EL = false, bool OB = false,
-          bool FIRST = false>
+          bool FIRST = false, bool WEF = false>
 __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x, const mx::f16* __restrict__ w,
                                      unsigned* __restrict__ parts) {
   constexpr int F = STAGES_PER_TILE - E0 - E1 - E2;
@@ -168,7 +181,10 @@ __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x
   const mx::f16* wg = w + blockIdx.x * TN + (size_t)k0 * KT * NDIM;
   const mx::f16* xg = x + k0 * KT;
 #pragma unroll
-  for (int st = 0; st < S - 1; ++st) mx::g2s_async<NT, LWg, LWs>(ws + st * 4096, wg + (size_t)st * KT * NDIM, tid);
+  for (int st = 0; st < S - 1; ++st) {
+    if constexpr (WEF) g2s_evict_first<LWg, LWs>(ws + st * 4096, wg + (size_t)st * KT * NDIM, tid);
+    else mx::g2s_async<NT, LWg, LWs>(ws + st * 4096, wg + (size_t)st * KT * NDIM, tid);
+  }
   mx::allow_dependent_launch();
   mx::wait_for_prior_grids();
 #pragma unroll
@@ -199,17 +215,17 @@ __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x
     for (int i = 0; i < NW; ++i) pw[i] = !(ABLATE & 1) && (i < 3 * PER_THREAD || tid < 16) ? ld_relaxed<EL>(pa[i]) : 1u;
   };
   if (finisher) {
-    k_loop<S, F, MSQ, OB>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [&](int it) {
+    k_loop<S, F, MSQ, OB, WEF>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [&](int it) {
       if (D > 0 && it == F - D) load_partners();
     });
     if (D == 0) load_partners();
   } else {
     if constexpr (E0 == E1 && E1 == E2) {
-      k_loop<S, E0, MSQ, OB>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
+      k_loop<S, E0, MSQ, OB, WEF>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
     } else {
-      if (p == 0) k_loop<S, E0, MSQ, OB>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
-      else if (p == 1) k_loop<S, E1, MSQ, OB>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
-      else k_loop<S, E2, MSQ, OB>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
+      if (p == 0) k_loop<S, E0, MSQ, OB, WEF>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
+      else if (p == 1) k_loop<S, E1, MSQ, OB, WEF>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
+      else k_loop<S, E2, MSQ, OB, WEF>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
     }
   }
   if constexpr (MSQ) {  // the four warps' diagonal shares -> ssq_tile[warp][row], summed below
@@ -274,8 +290,8 @@ __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x
 
 }  // namespace lfsk
 
-#define LFSK_KERNEL(NAME, E0, E1, E2, S, D, A, MSQ, EL, OB, FIRST)                                                                             \
+#define LFSK_KERNEL(NAME, E0, E1, E2, S, D, A, MSQ, EL, OB, FIRST, WEF)                                                                             \
   extern "C" __global__ void __launch_bounds__(128) NAME(mx::f16* __restrict__ o0, const mx::f16* i0,           \
                                                          const mx::f16* __restrict__ i1, unsigned* __restrict__ c) { \
-    lfsk::body<E0, E1, E2, S, D, A, MSQ, EL, OB, FIRST>(o0, i0, i1, c);                                                                     \
+    lfsk::body<E0, E1, E2, S, D, A, MSQ, EL, OB, FIRST, WEF>(o0, i0, i1, c);                                                                     \
   }
