@@ -11,11 +11,10 @@ kernels, `one_wave` or not (whether the runtime raises the shared memory so that
 fits per SM).  `--ablate` adds timing-only copies (wrong results) of ABLATED without the X
 loads, the sum of squares, the MMAs, or all three (`W only`).  Record: benchmarks/results/intra-block-split-k-h200-2026-11-25.md.
 """
-import json
 import sys
 from pathlib import Path
 
-from mirage_xdsl.runtime.compiler import compile_cuda
+from prepared_candidates import PreparedWorkload  # this directory is on sys.path when run as a script
 
 CONFIGS = [  # name, N columns, KW warp groups, WGT threads per group, S stages, one_wave
     ("n48k4t64s5", 48, 4, 64, 5, True),
@@ -55,27 +54,17 @@ def smem_bytes(n: int, kw: int, s: int) -> int:
 
 def main(prep: Path, ablate: bool = False) -> None:
     header = (Path(__file__).parent / "intra_block_split_k.cuh").read_text()
-    manifest = json.loads((prep / "manifest.json").read_text())
-    base = next(c for c in manifest["candidates"] if c["graph"] == "rmsnorm_linear_bs8@c0xr")
-    plan = json.loads((prep / base["plan_json"]).read_text())
+    workload = PreparedWorkload(prep, "rmsnorm_bs8", "rmsnorm_linear_bs8@c0xr")
     builds = [(name, n, kw, wgt, s, ow, 0) for name, n, kw, wgt, s, ow in CONFIGS]
     if ablate:
         builds += [(f"{name}-{what}", n, kw, wgt, s, ow, bits) for name, n, kw, wgt, s, ow in CONFIGS if name in ABLATED
                    for what, bits in ABLATIONS.items()]
     for name, n, kw, wgt, s, one_wave, bits in builds:
-        kernel, stem = f"ibsk_{name}".replace("-", "_"), f"rmsnorm_linear_bs8_ibsk_{name}"
+        kernel = f"ibsk_{name}".replace("-", "_")
         src = header + f"\nIBSK_KERNEL_ABLATED({kernel}, {n}, {kw}, {wgt}, {s}, {bits})\n"
-        (prep / "rmsnorm_bs8" / f"{stem}.cubin").write_bytes(Path(compile_cuda(src, "sm_90")).read_bytes())
-        p = json.loads(json.dumps(plan))
-        p.update(workspace_bytes=0, counters=0)
-        step = p["steps"][0]
-        step.update(kernel=kernel, grid=[6144 // n, 1, 1], block=[kw * wgt, 1, 1], smem_bytes=smem_bytes(n, kw, s),
-                    one_wave=one_wave, pdl=True)
-        step["args"] = [a for a in step["args"] if a["kind"] in ("input", "output")]
-        (prep / "rmsnorm_bs8" / f"{stem}.plan.json").write_text(json.dumps(p))
-        manifest["candidates"].append(dict(base, graph=f"rmsnorm_linear_bs8@ibsk-{name}", plan_json=f"rmsnorm_bs8/{stem}.plan.json",
-                                           cubin=f"rmsnorm_bs8/{stem}.cubin", dup_of=None, cached=False))
-    (prep / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        workload.add(f"ibsk-{name}", kernel, src,
+                     launch=dict(grid=[6144 // n, 1, 1], block=[kw * wgt, 1, 1], smem_bytes=smem_bytes(n, kw, s), one_wave=one_wave))
+    workload.save()
 
 
 if __name__ == "__main__":

@@ -11,11 +11,10 @@ squares on the tensor cores.  The partners'
 partials live in the plan's grid-sum counter buffer, which the runtime zeroes once and every
 launch leaves zero again.  Record: benchmarks/results/late-finisher-split-k-h200-2026-11-25.md.
 """
-import json
 import sys
 from pathlib import Path
 
-from mirage_xdsl.runtime.compiler import compile_cuda
+from prepared_candidates import PreparedWorkload  # this directory is on sys.path when run as a script
 
 # (E0, E1, E2) partner stages (finisher: 64 - their sum), S ring stages, D early-load lead,
 # flags: m = the sum of squares on the tensor cores, l = the partials' words with an L2
@@ -54,28 +53,16 @@ def kernel_source(header: str, kernel: str, e: tuple[int, int, int], s: int, d: 
 
 def main(prep: Path, ablate: bool = False) -> None:
     header = (Path(__file__).parent / "late_finisher_split_k.cuh").read_text()
-    manifest = json.loads((prep / "manifest.json").read_text())
-    base = next(c for c in manifest["candidates"] if c["graph"] == "rmsnorm_linear_bs8@c0xr")
-    plan = json.loads((prep / base["plan_json"]).read_text())
+    workload = PreparedWorkload(prep, "rmsnorm_bs8", "rmsnorm_linear_bs8@c0xr")
     builds = [(*c, "", 0) for c in CONFIGS]
     if ablate:
         builds += [(*c, what, bits) for c in ABLATED for what, bits in ABLATIONS.items()]
     for e, s, d, flags, what, bits in builds:
         tag = name(e, s, d, flags, what)
-        kernel, stem = f"lfsk_{tag}".replace("-", "_"), f"rmsnorm_linear_bs8_lfsk_{tag}"
-        src = kernel_source(header, kernel, e, s, d, flags, bits)
-        (prep / "rmsnorm_bs8" / f"{stem}.cubin").write_bytes(Path(compile_cuda(src, "sm_90")).read_bytes())
-        p = json.loads(json.dumps(plan))
-        p.update(workspace_bytes=0, counters=PARTIAL_WORDS)
-        step = p["steps"][0]
-        step.update(kernel=kernel, grid=[96, 4, 1], block=[128, 1, 1], smem_bytes=smem_bytes(s),
-                    one_wave=True, pdl=True)
-        step["args"] = [a for a in step["args"] if a["kind"] in ("input", "output")] + [
-            dict(kind="counters", index=0, offset=0, spec=None)]
-        (prep / "rmsnorm_bs8" / f"{stem}.plan.json").write_text(json.dumps(p))
-        manifest["candidates"].append(dict(base, graph=f"rmsnorm_linear_bs8@lfsk-{tag}", plan_json=f"rmsnorm_bs8/{stem}.plan.json",
-                                           cubin=f"rmsnorm_bs8/{stem}.cubin", dup_of=None, cached=False))
-    (prep / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        kernel = f"lfsk_{tag}".replace("-", "_")
+        workload.add(f"lfsk-{tag}", kernel, kernel_source(header, kernel, e, s, d, flags, bits), counters=PARTIAL_WORDS,
+                     launch=dict(grid=[96, 4, 1], block=[128, 1, 1], smem_bytes=smem_bytes(s), one_wave=True))
+    workload.save()
 
 
 if __name__ == "__main__":
