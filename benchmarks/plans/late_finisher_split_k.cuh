@@ -2,8 +2,8 @@
 // W [4096, 6144], fp16) as c0xr's split-K grid (96 column tiles of 64 x 4 K splits, 128
 // threads, an S-stage cp.async ring of 64-row X and W stages) with unequal splits and a fixed
 // combiner.  Splits 0-2 ("partners") take E0, E1, E2 of a tile's 64 K stages and split 3
-// (the "finisher", dispatched last) the remaining F = 64 - E0 - E1 - E2, so the partners end their loops and
-// publish their partials well before the finisher's loop ends; the finisher never stores its
+// (the "finisher", dispatched last) the remaining F = 64 - E0 - E1 - E2, so the partners end
+// their loops and publish their partials well before the finisher's loop ends; it never stores its
 // own partial and adds the partners' to its accumulator, so no arrival atomic and no L2 round
 // trip after the last loop end is left on the grid's tail but the output stores.
 //
@@ -14,7 +14,10 @@
 // ld.relaxed.gpu, writes the zero back for the next launch.  The finisher issues those loads D
 // stages before its loop ends (D = 0: after the loop) and re-reads any word still zero.  Sums
 // in split order (p0 + p1 + p2 + own), so results do not depend on timing.
-// Record: benchmarks/results/late-finisher-split-k-h200-2026-11-25.md.
+// Options of body(): MSQ (sum of squares on the tensor cores, SsqMma), EL (evict_last partial
+// words), WEF (evict_first weight stages), OB (one barrier per stage), FIRST (finisher at
+// blockIdx.y 0), ABLATE (timing-only cuts).  Fastest on the H200: E = 15, S = 7, D = 1, MSQ,
+// EL, WEF (13.3-13.4 µs).  Record: benchmarks/results/late-finisher-split-k-h200-2026-11-25.md.
 #include "mirage_xdsl/runtime.cuh"
 
 namespace lfsk {
@@ -24,7 +27,7 @@ constexpr int STAGES_PER_TILE = KDIM / KT;   // 64
 constexpr int SLOT = 16 + 16 * TN;           // floats per partner partial: 16 row sums + [16, 64]
 constexpr int PER_THREAD = 16 * TN / NT;     // 8 accumulator elements per thread
 
-// EL: with an L2 evict_last policy, so that the partial lines stay in L2 from launch to
+// Relaxed 32-bit access at GPU scope; EL: with an L2 evict_last policy, so that the partial lines stay in L2 from launch to
 // launch instead of being written back to HBM under the streaming weights.
 template <bool EL>
 __device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
