@@ -158,8 +158,8 @@ __device__ __forceinline__ void k_loop(Acc& acc, mx::RegTile<8>& ssq, SsqMma& sq
   if constexpr (OB) __syncthreads();  // the epilogue reuses the ring
 }
 
-// ABLATE (timing only, wrong results): bit 0: the finisher neither loads nor waits for the
-// partners' words; bit 1: the partners store nothing; bit 2: no re-arm stores.
+// ABLATE (timing only, wrong results): bit 0: the finisher neither loads, waits for nor
+// re-arms the partners' words; bit 1: the partners store nothing.
 template <int E0, int E1, int E2, int S, int D, int ABLATE = 0, bool MSQ = false, bool EL = false, bool OB = false,
           bool FIRST = false, bool WEF = false>
 __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x, const mx::f16* __restrict__ w,
@@ -168,12 +168,14 @@ __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x
   static_assert(E0 >= S && E1 >= S && E2 >= S && F >= S && D < F, "every split runs at least a full ring");
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
-  // split p: partners 0-2, the finisher 3; FIRST puts the finisher at blockIdx.y 0, dispatched
+  // split index: partners 0-2, the finisher 3; FIRST puts the finisher at blockIdx.y 0, dispatched
   // first (into the slots the previous grid's partners freed first), else at 3
-  const int p = FIRST ? (blockIdx.y + 3) % 4 : blockIdx.y;
-  const bool finisher = p == 3;
-  const int k0 = E0 == E1 && E1 == E2 ? p * E0  // first K stage of this split
-                                       : p == 0 ? 0 : p == 1 ? E0 : p == 2 ? E0 + E1 : E0 + E1 + E2;
+  // (equal partner ranges keep the simpler code of the first measured builds: timings moved
+  // by up to 1.2 µs with how the partner loops were instantiated, see the record)
+  const int split = FIRST ? (blockIdx.y + 3) % 4 : blockIdx.y;
+  const bool finisher = split == 3;
+  const int k0 = E0 == E1 && E1 == E2 ? split * E0  // first K stage of this split
+                                       : split == 0 ? 0 : split == 1 ? E0 : split == 2 ? E0 + E1 : E0 + E1 + E2;
   if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header (mma_run's zero source)
   mx::f16* xs = reinterpret_cast<mx::f16*>(smem + 128);     // S stages of X [16, 64]
   mx::f16* ws = reinterpret_cast<mx::f16*>(smem + 128 + S * 2048);  // S stages of W [64, 64]
@@ -226,8 +228,8 @@ __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x
     if constexpr (E0 == E1 && E1 == E2) {
       k_loop<S, E0, MSQ, OB, WEF>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
     } else {
-      if (p == 0) k_loop<S, E0, MSQ, OB, WEF>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
-      else if (p == 1) k_loop<S, E1, MSQ, OB, WEF>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
+      if (split == 0) k_loop<S, E0, MSQ, OB, WEF>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
+      else if (split == 1) k_loop<S, E1, MSQ, OB, WEF>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
       else k_loop<S, E2, MSQ, OB, WEF>(acc, ssq, sqm, xs, ws, xg, wg, smem, tid, [](int) {});
     }
   }
@@ -256,7 +258,7 @@ __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x
   __syncthreads();
   if (!finisher) {  // publish and leave: nothing waits on these stores
     if constexpr (ABLATE & 2) return;
-    unsigned* mine = group + p * SLOT;
+    unsigned* mine = group + split * SLOT;
     if (tid < 16) st_relaxed<EL>(mine + tid, publish(ssq_rows[tid]));
 #pragma unroll
     for (int j = 0; j < PER_THREAD; ++j) st_relaxed<EL>(mine + 16 + tid + j * NT, publish(acc_tile[LAcc::off(tid + j * NT)]));
@@ -267,7 +269,7 @@ __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x
   // after this grid is complete)
 #pragma unroll
   for (int i = 0; i < NW; ++i)
-    if (!(ABLATE & 5) && (i < 3 * PER_THREAD || tid < 16)) st_relaxed<EL>(const_cast<unsigned*>(pa[i]), 0u);
+    if (!(ABLATE & 1) && (i < 3 * PER_THREAD || tid < 16)) st_relaxed<EL>(const_cast<unsigned*>(pa[i]), 0u);
   if (tid < 16) {
     float s = 0.0f;
 #pragma unroll
@@ -293,8 +295,8 @@ __device__ __forceinline__ void body(mx::f16* __restrict__ out, const mx::f16* x
 
 }  // namespace lfsk
 
-#define LFSK_KERNEL(NAME, E0, E1, E2, S, D, A, MSQ, EL, OB, FIRST, WEF)                                                                             \
-  extern "C" __global__ void __launch_bounds__(128) NAME(mx::f16* __restrict__ o0, const mx::f16* i0,           \
+#define LFSK_KERNEL(NAME, E0, E1, E2, S, D, A, MSQ, EL, OB, FIRST, WEF)                                      \
+  extern "C" __global__ void __launch_bounds__(128) NAME(mx::f16* __restrict__ o0, const mx::f16* i0,         \
                                                          const mx::f16* __restrict__ i1, unsigned* __restrict__ c) { \
-    lfsk::body<E0, E1, E2, S, D, A, MSQ, EL, OB, FIRST, WEF>(o0, i0, i1, c);                                                                     \
+    lfsk::body<E0, E1, E2, S, D, A, MSQ, EL, OB, FIRST, WEF>(o0, i0, i1, c);                                    \
   }

@@ -6,10 +6,10 @@
 
 Each configuration of `late_finisher_split_k.cuh` becomes a candidate
 `rmsnorm_linear_bs8@lfsk-<name>` beside the prepared c0xr plan (same inputs, reference and
-check): c0xr's grid (96, 4) of 128 threads, the partners' E0, E1, E2 K stages, S ring stages, the finisher's partner loads D stages before its loop ends, `m`: the sum of
-squares on the tensor cores.  The partners'
-partials live in the plan's grid-sum counter buffer, which the runtime zeroes once and every
-launch leaves zero again.  Record: benchmarks/results/late-finisher-split-k-h200-2026-11-25.md.
+check): c0xr's grid (96, 4) of 128 threads, the partners' E0, E1, E2 K stages, S ring
+stages, the finisher's loads of the partners' words D stages before its loop ends, and the
+flags of CONFIGS.  The partners' partials live in the plan's grid-sum counter buffer, which
+the runtime zeroes once and every launch leaves zero again.  Record: benchmarks/results/late-finisher-split-k-h200-2026-11-25.md.
 """
 import sys
 from pathlib import Path
