@@ -90,15 +90,23 @@ def one_line(err: BaseException) -> str:
 
 
 def parse_variant(text: str) -> dict[str, Any]:
-    """`c<rank>[s<stages>][x][r]` -> mirage-transpile options: the kn-fuse plan of that cost
-    rank, that cp.async pipeline depth (absent or 0 = tb-plan-pipeline's choice), `x` =
-    split-K plans enumerated too, `r` = partials reduced before their grid sum
-    (`reduce_partials`)."""
-    m = re.fullmatch(r"c(\d+)(?:s(\d+))?(x?)(r?)", text)
+    """`c<rank>[s<stages>][x][r][f<shift>]` -> mirage-transpile options: the kn-fuse plan of
+    that cost rank, that cp.async pipeline depth (absent or 0 = tb-plan-pipeline's choice),
+    `x` = split-K plans enumerated too, `r` = partials reduced before their grid sum
+    (`reduce_partials`), `f<shift>` = split-K groups combined by a late finisher that takes
+    `shift` iterations from each partner (`late_finisher`, passes/late_finisher.py)."""
+    m = re.fullmatch(r"c(\d+)(?:s(\d+))?(x?)(r?)(?:f(\d+))?", text)
     if m is None:
-        raise BenchError(f"variant '{text}': expected c<rank>[s<stages>][x][r], e.g. c0, c0s2, c3s4x or c3xr")
+        raise BenchError(f"variant '{text}': expected c<rank>[s<stages>][x][r][f<shift>], e.g. c0, c0s2, c3s4x or c0s7xrf1")
     stages = int(m[2]) if m[2] is not None else 0
-    return {"candidate": int(m[1]), "stages": stages, "always_split": bool(m[3]), "reduce_partials": bool(m[4])}
+    late = int(m[5]) if m[5] is not None else 0
+    return {
+        "candidate": int(m[1]),
+        "stages": stages,
+        "always_split": bool(m[3]),
+        "reduce_partials": bool(m[4]),
+        "late_finisher": late,
+    }
 
 
 def parse_variants(text: str | None) -> list[str] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func
@@ -38,6 +38,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from mirage_xdsl.codegen.grid_sum_epilogue import Phase, plan_epilogue
 from mirage_xdsl.codegen.weight_prefetch import split_at_dependency_wait, triggers_dependents, weight_params
 from mirage_xdsl.codegen.register_rows import GlobalIO, RowChain, global_io, plan_row_chain
+from mirage_xdsl.codegen.square_sum_mma import SquareSum, plan_square_sums
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects import kernel as kn
@@ -283,10 +284,31 @@ def launch_smem_bytes(kernel: cute.KernelOp) -> int:
     return slicing.base + extra if extra else kernel.smem_bytes
 
 
+def grid_sum_slot(op: cute.GridSumOp) -> int:
+    """fp32 elements of one block's partials (its tiles `ins`, back to back)."""
+    return sum(math.prod(v.type.get_shape()) for v in op.ins)  # type: ignore[attr-defined]
+
+
 def grid_sum_counters(kernel: cute.KernelOp) -> int:
-    """Arrival counters a launch of `kernel` uses: one per split group (0 without grid sum)."""
+    """32-bit words of the counter buffer a launch of `kernel` uses (0 without grid sum): one
+    arrival counter per split group, or under the late finisher (`partner_trips`) one slot of
+    partial words per partner and group (codegen/include/mirage_xdsl/grid.cuh)."""
     op = grid_sum_of(kernel)
-    return 0 if op is None else math.prod(kernel.grid) // kernel.grid[op.grid_axis]
+    if op is None:
+        return 0
+    split = kernel.grid[op.grid_axis]
+    groups = math.prod(kernel.grid) // split
+    return groups if op.partner_trip_count is None else groups * (split - 1) * grid_sum_slot(op)
+
+
+def late_finisher_trips(kernel: cute.KernelOp) -> tuple[int, int] | None:
+    """(partner, finisher) iteration counts of a late-finisher kernel, else None."""
+    op = grid_sum_of(kernel)
+    if op is None or op.partner_trip_count is None:
+        return None
+    loop = next(o for o in kernel.body.block.ops if isinstance(o, cute.ForOp))
+    split, e = kernel.grid[op.grid_axis], op.partner_trip_count
+    return e, split * loop.trip_count - (split - 1) * e
 
 
 def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
@@ -364,6 +386,10 @@ class _KernelPrinter:
         # consecutive buffers or 0 when they are not equally spaced)
         self.ring: dict[SSAValue, tuple[list[str], int]] = {}
         self.loop: cute.ForOp | None = None
+        self.loop_trips = 0  # iterations of the loop being printed (per split under the late finisher)
+        self.grid_sum_op = grid_sum_of(kernel)
+        self.late = late_finisher_trips(kernel)
+        self.square_sums = plan_square_sums(kernel, self.reg_acc, lambda mma: self.a_mode(mma) == 2)
         self.frag_count = 0
         self.smem_count = 0
         self.chains: dict[Operation, RowChain] = {}  # first op -> register-resident row chain
@@ -418,8 +444,10 @@ class _KernelPrinter:
                 restrict = " __restrict__" if arg in self.weights else ""
                 params.append(f"const {ct}*{restrict} {name}")
             self.names[arg] = name
-        if grid_sum_of(k) is not None:
+        if self.grid_sum_op is not None and self.late is None:
             params += ["float* __restrict__ gs_scratch", "unsigned* __restrict__ gs_counters"]
+        elif self.grid_sum_op is not None:
+            params += ["unsigned* __restrict__ gs_counters"]
         b = k.block
         header = [
             f"// {k.kernel_name.data}: grid ({k.grid[0]}, {k.grid[1]}, {k.grid[2]}), "
@@ -434,6 +462,8 @@ class _KernelPrinter:
         else:
             self.emit("const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);")
         self.emit("if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header")
+        if self.late is not None:
+            self.late_finisher_split()
         self.plan_row_chains()
         early, late = split_at_dependency_wait(list(k.body.block.ops), self.weights, self.chains)
         if early:
@@ -550,9 +580,13 @@ class _KernelPrinter:
 
     def gmem_ptr(self, op: cute.CopyG2SOp | cute.CopyS2GOp, arg: SSAValue) -> str:
         terms = []
-        for axis, off in zip("xyz", cute.dense_ints(op.block_offset)):
-            if off:
-                terms.append(f"blockIdx.{axis} * {off}")
+        split_axis = self.grid_sum_op.grid_axis if self.late is not None and self.grid_sum_op is not None else -1
+        for axis, off in enumerate(cute.dense_ints(op.block_offset)):
+            if off and axis == split_axis and isinstance(op, cute.CopyG2SOp):
+                # whole iterations (verified): the split starts at its first iteration gs_k0
+                terms.append(f"gs_k0 * {op.iter_stride.value.data}")
+            elif off:
+                terms.append(f"blockIdx.{'xyz'[axis]} * {off}")
         if isinstance(op, cute.CopyG2SOp) and op.iter is not None and op.iter_stride.value.data:
             shift = op.iter_offset.value.data
             it = "it" if shift == 0 else f"(it + {shift})"
@@ -592,10 +626,12 @@ class _KernelPrinter:
             call = f"mx::g2s_sync<{self.nt}, {lg}, {ls}>({dst}, {src}, tid);"
         elif mode == "chunked" or not svec:
             call = f"mx::g2s_chunked<{self.nt}, {lg}, {ls}, {vec}, {str(svec).lower()}, {ss0}>({dst}, {src}, tid);"
+        elif cute.L2_EVICT_FIRST in op.attributes:
+            call = f"mx::g2s_async_evict_first<{self.nt}, {lg}, {ls}>({dst}, {src}, tid);"
         else:
             call = f"mx::g2s_async<{self.nt}, {lg}, {ls}>({dst}, {src}, tid);"
         if shift and self.loop is not None:
-            self.emit(f"if (it + {shift} < {self.loop.trip_count}) {call}")
+            self.emit(f"if (it + {shift} < {self.loop_trips}) {call}")
         else:
             self.emit(call)
 
@@ -626,6 +662,9 @@ class _KernelPrinter:
             self.reg_names[op.dst] = name
             self.emit(f"mx::RegTile<{self.reg_acc[op.dst]}> {name};  // register-resident accumulator of {self.names[op.dst]}")
             self.emit(f"{name}.zero();")
+            square = self.square_sums.get(op.dst)
+            if square is not None:
+                self.square_sum_decl(square, name)
             return
         self.emit(f"mx::fill<{self.nt}, {self.natural_layout(typ)}>({self.tile_ptr(op.dst)}, {c_float(op.fill_value)}, tid);")
 
@@ -681,6 +720,10 @@ class _KernelPrinter:
         lo = layout_t([dims[d] for d in order], [out.strides[d] for d in order], out.swizzle)
         if op.out in self.reg_names:
             self.loop_reg_tiles.append((op.out, lo))
+            square = self.square_sums.get(op.out)
+            if square is not None and square.update is op:
+                self.emit(f"{self.reg_names[op.out]}_sq.add({self.tile_ptr(square.mma.a)}, tid);  // sum of squares as diag(A A^T)")
+                return
             self.emit(
                 f"mx::elementwise_reg<{self.nt}, {lo}, {', '.join(layouts)}>({self.reg_names[op.out]}, {', '.join(ptrs)}, tid,"
             )
@@ -737,23 +780,18 @@ class _KernelPrinter:
         the discard of the group's dead partials from L2 (mx::grid_discard_partials).
         Returns how many ops of `following` (the ops after the grid sum) were printed.  The
         slot layout matches passes/plan_workspace.grid_sum_scratch_bytes."""
+        if self.late is not None:
+            return self.late_grid_sum(op, following)
         k = self.kernel
         axis, xyz = op.grid_axis, "xyz"
         split = k.grid[axis]
-        group, scale = [], 1
-        for a in range(3):
-            if a == axis or k.grid[a] == 1:
-                continue
-            group.append(f"blockIdx.{xyz[a]}" if scale == 1 else f"{scale}u * blockIdx.{xyz[a]}")
-            scale *= k.grid[a]
         types = [v.type for v in op.ins]
-        sizes = [math.prod(t.get_shape()) for t in types]  # type: ignore[attr-defined]
-        slot = sum(sizes)
-        bases = {v: sum(sizes[:j]) for j, v in enumerate(op.outs)}
+        slot = grid_sum_slot(op)
+        bases = self.partial_bases(op)
         flag = grid_sum_flag_offset(k)
         self.emit(f"{{  // grid sum: the {split} blocks along blockIdx.{xyz[axis]} of each group, one of them goes on")
         self.indent += 1
-        self.emit(f"const unsigned gs_group = {' + '.join(group) or '0u'};")
+        self.emit(f"const unsigned gs_group = {self.group_index(op)};")
         self.emit(f"float* gs_part = gs_scratch + (size_t)(gs_group * {split}u + blockIdx.{xyz[axis]}) * {slot};")
         for v, typ, base in zip(op.ins, types, bases.values()):
             self.emit(f"mx::grid_partial_store<{self.nt}, {self.natural_layout(typ)}>(gs_part + {base}, {self.tile_ptr(v)}, tid);")  # type: ignore[arg-type]
@@ -775,6 +813,97 @@ class _KernelPrinter:
         for phase in phases:
             self.epilogue_phase(phase, sum_regs, copies_out)
         self.emit(f"mx::grid_discard_partials<{self.nt}>(gs_all, {split * slot}, tid);  // no write-back of dead partials")
+        self.indent -= 1
+        self.emit("}")
+        return 0 if plan is None else plan.consumed
+
+    def group_index(self, op: cute.GridSumOp) -> str:
+        """C expression of this block's split group (the grid index without the split axis)."""
+        group, scale = [], 1
+        for a in range(3):
+            if a == op.grid_axis or self.kernel.grid[a] == 1:
+                continue
+            group.append(f"blockIdx.{'xyz'[a]}" if scale == 1 else f"{scale}u * blockIdx.{'xyz'[a]}")
+            scale *= self.kernel.grid[a]
+        return " + ".join(group) or "0u"
+
+    @staticmethod
+    def partial_bases(op: cute.GridSumOp) -> dict[SSAValue, int]:
+        """Offset of each sum's partial in a block's slot (keyed by the output tile)."""
+        sizes = [math.prod(v.type.get_shape()) for v in op.ins]  # type: ignore[attr-defined]
+        return {v: sum(sizes[:j]) for j, v in enumerate(op.outs)}
+
+    # ---- the late finisher (cute.grid_sum partner_trips; grid.cuh "The late finisher") ----
+
+    def late_finisher_split(self) -> None:
+        """This block's split index, role and first iteration."""
+        op, late = self.grid_sum_op, self.late
+        assert op is not None and late is not None
+        split = self.kernel.grid[op.grid_axis]
+        self.emit(
+            f"// late finisher: splits 0-{split - 2} run {late[0]} iterations each, split {split - 1} (the finisher) {late[1]}"
+        )
+        self.emit(f"const int gs_split = blockIdx.{'xyz'[op.grid_axis]};")
+        self.emit(f"const bool gs_finisher = gs_split == {split - 1};")
+        self.emit(f"const int gs_k0 = gs_split * {late[0]};  // this split's first iteration")
+
+    def partner_words_decl(self) -> None:
+        """The group's partner words and the finisher's registers for them, one per tile."""
+        op = self.grid_sum_op
+        assert op is not None
+        partners = self.kernel.grid[op.grid_axis] - 1
+        slot = grid_sum_slot(op)
+        self.emit(f"unsigned* gs_words = gs_counters + (size_t)({self.group_index(op)}) * {partners * slot};")
+        for j, v in enumerate(op.ins):
+            n = math.prod(v.type.get_shape())  # type: ignore[attr-defined]
+            self.emit(f"mx::PartnerWords<{self.nt}, {partners}, {slot}, {n}> gw{j};  // the partners' {self.names[v]}")
+
+    def load_partner_words(self) -> None:
+        op = self.grid_sum_op
+        assert op is not None
+        for j, base in enumerate(self.partial_bases(op).values()):
+            self.emit(f"gw{j}.load(gs_words + {base}, tid);")
+
+    def late_grid_sum(self, op: cute.GridSumOp, following: Sequence[Operation]) -> int:
+        """Partners publish their tiles and return; the finisher waits for their words
+        (loaded in its last iteration), re-arms them, adds its own tiles in split order and
+        runs the epilogue phases of codegen/grid_sum_epilogue.py on the sums.  Returns how
+        many ops of `following` were printed."""
+        bases = self.partial_bases(op)
+        slot = grid_sum_slot(op)
+        self.emit("{  // late finisher: the partners publish and leave, the finisher adds their partials to its own")
+        self.indent += 1
+        self.emit("if (!gs_finisher) {")
+        self.indent += 1
+        self.emit(f"unsigned* gs_mine = gs_words + gs_split * {slot};")
+        for v, base in zip(op.ins, bases.values()):
+            typ = v.type
+            self.emit(f"mx::grid_publish<{self.nt}, {self.natural_layout(typ)}>(gs_mine + {base}, {self.tile_ptr(v)}, tid);")  # type: ignore[arg-type]
+        self.emit("return;")
+        self.indent -= 1
+        self.emit("}")
+        for j, base in enumerate(bases.values()):
+            self.emit(f"gw{j}.wait(gs_words + {base}, tid);")
+        for j, base in enumerate(bases.values()):
+            self.emit(f"gw{j}.rearm(gs_words + {base}, tid);")
+        sum_regs: dict[SSAValue, str] = {}
+        for j, (v, out) in enumerate(zip(op.ins, op.outs)):
+            n = math.prod(v.type.get_shape())  # type: ignore[attr-defined]
+            name = sum_regs[out] = f"g{j}"
+            self.emit(f"float {name}[{-(-n // self.nt)}];  // {self.names[out]}")
+            self.emit(f"gw{j}.finish<{self.natural_layout(v.type)}>({name}, {self.tile_ptr(v)}, tid);")  # type: ignore[arg-type]
+        self.emit("__syncthreads();  // every own partial read before any sum tile, which may overlap them, is written")
+        plan = plan_epilogue(op, following, self.nt, self.reg_names)
+        unfused = list(op.outs) if plan is None else plan.unfused_sums
+        for out in unfused:
+            n = math.prod(out.type.get_shape())  # type: ignore[attr-defined]
+            self.emit(f"mx::store_mine<{self.nt}, {n}, {self.natural_layout(out.type)}>({self.tile_ptr(out)}, {sum_regs[out]}, tid);")  # type: ignore[arg-type]
+        if unfused:
+            self.emit("__syncthreads();")
+        copies_out = plan.copies_out if plan is not None else {}
+        self.skipped.update(copies_out.values())
+        for phase in [] if plan is None else plan.phases:
+            self.epilogue_phase(phase, sum_regs, copies_out)
         self.indent -= 1
         self.emit("}")
         return 0 if plan is None else plan.consumed
@@ -1108,19 +1237,67 @@ class _KernelPrinter:
     def for_loop(self, op: cute.ForOp) -> None:
         if self.loop is not None:
             raise _err(op, "nested cute.for loops are not supported")
-        self.emit("#pragma unroll 1")
-        self.emit(f"for (int it = 0; it < {op.trip_count}; ++it) {{")
-        self.indent += 1
-        self.loop = op
-        self.print_ops(list(op.body.block.ops))
-        self.loop = None
-        self.indent -= 1
-        self.emit("}")
+        if self.late is None:
+            self.loop_body(op, op.trip_count)
+        else:
+            # one loop per split length, each with compile-time bounds (a runtime trip count
+            # cost 0.2-0.4 us: benchmarks/results/tail-balance-h200-2026-11-24.md)
+            partner, finisher = self.late
+            self.partner_words_decl()
+            self.emit("if (gs_finisher) {")
+            self.indent += 1
+            self.loop_body(op, finisher, early=self.load_partner_words)
+            self.indent -= 1
+            self.emit("} else {")
+            self.indent += 1
+            self.loop_reg_tiles = []  # the same tiles again
+            self.loop_body(op, partner)
+            self.indent -= 1
+            self.emit("}")
         for tile, layout in self.loop_reg_tiles:
+            square = self.square_sums.get(tile)
+            if square is not None:
+                reg = self.reg_names[tile]
+                scale = "" if square.scale == 1.0 else f" * {c_float(square.scale)}"
+                self.emit(f"{reg}.r[0] = {reg}_sq.row_share(tid){scale};  // row (tid % 16)'s share, in element 0")
             self.emit(f"mx::reg_store<{self.nt}, {layout}>({self.names[tile]}, {self.reg_names[tile]}, tid);")
         if self.loop_reg_tiles:
             self.emit("__syncthreads();")
         self.loop_reg_tiles = []
+
+    def loop_body(self, op: cute.ForOp, trips: int, early: Callable[[], None] | None = None) -> None:
+        """`for (it < trips)` around the loop's ops; `early()` prints what the last iteration
+        issues first (the finisher's loads of its partners' words)."""
+        self.emit("#pragma unroll 1")
+        self.emit(f"for (int it = 0; it < {trips}; ++it) {{")
+        self.indent += 1
+        if early is not None:
+            self.emit(f"if (it == {trips - 1}) {{  // the partners' words, in flight during the last stage")
+            self.indent += 1
+            early()
+            self.indent -= 1
+            self.emit("}")
+        self.loop, self.loop_trips = op, trips
+        self.print_ops(list(op.body.block.ops))
+        self.loop = None
+        self.indent -= 1
+        self.emit("}")
+
+    def a_mode(self, mma: cute.MmaOp) -> int:
+        """How mma_run reads the A operand of `mma` (LOAD_MODES index)."""
+        frag, ta = mma.acc.type, mma.a.type
+        assert isinstance(frag, cute.FragmentType) and isinstance(ta, cute.SmemTensorType)
+        rank = len(ta.get_shape())
+        return fragment_load_mode(ta, rank - 2, rank - 1, frag.mma.atom_shape[2])
+
+    def square_sum_decl(self, square: SquareSum, reg: str) -> None:
+        frag, ta = square.mma.acc.type, square.mma.a.type
+        assert isinstance(frag, cute.FragmentType) and isinstance(ta, cute.SmemTensorType)
+        bf16 = str("BF16" in frag.mma.atom_name).lower()
+        la = matrix_t(ta.strides[-2], ta.strides[-1], ta.swizzle)
+        k = ta.get_shape()[-1]
+        self.emit(f"mx::SquareSumMma<{self.nt}, {k}, {bf16}, {la}> {reg}_sq;  // {reg}'s sum of squares on the tensor cores")
+        self.emit(f"{reg}_sq.zero();")
 
 
 def print_kernel(kernel: cute.KernelOp, weight_args: Collection[int] = ()) -> str:
@@ -1243,10 +1420,12 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
                 )
             args = tuple(ref(v, op) for v in op.outputs) + tuple(ref(v, op) for v in op.inputs)
             if n_counters := grid_sum_counters(op):
-                scratch = op.attributes.get(GRID_SUM_SCRATCH_ATTR)
-                if not isinstance(scratch, IntegerAttr):
-                    raise _err(op, f"a kernel with a grid sum needs '{GRID_SUM_SCRATCH_ATTR}'; run kn-plan-workspace first")
-                args += (TensorRef("workspace", 0, scratch.value.data), TensorRef("counters", 0, 4 * counters))
+                if late_finisher_trips(op) is None:
+                    scratch = op.attributes.get(GRID_SUM_SCRATCH_ATTR)
+                    if not isinstance(scratch, IntegerAttr):
+                        raise _err(op, f"a kernel with a grid sum needs '{GRID_SUM_SCRATCH_ATTR}'; run kn-plan-workspace first")
+                    args += (TensorRef("workspace", 0, scratch.value.data),)
+                args += (TensorRef("counters", 0, 4 * counters),)
                 counters += n_counters
             pdl = supports_pdl(arch)
             one_wave = pdl and triggers_dependents(op, weight_params(op, weights))

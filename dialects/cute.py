@@ -49,6 +49,7 @@ from xdsl.irdl import (
     lazy_traits_def,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -776,6 +777,12 @@ class _CopyBase(CuteOp):
                 raise _fail(self, "a chunked copy needs block offsets that are multiples of vec")
 
 
+L2_EVICT_FIRST = "cute.l2_evict_first"
+"""Unit attribute on a `cute.copy_g2s` (cp.async mode): load with an L2 evict_first policy,
+for a stream each launch reads once (a kn.weight), so it does not displace lines that other
+blocks read again (set by cute-late-finisher)."""
+
+
 @irdl_op_definition
 class CopyG2SOp(_CopyBase):
     """Load one tile of DTensor `src` into `dst`.  The tile of block (x, y, z) in iteration
@@ -1019,21 +1026,37 @@ class GridSumOp(CuteOp):
     split order into `outs`, and goes on; the other blocks return.  `dim` is the grid axis
     the group spans (0 = x, 1 = y, 2 = z).  The scratch (`kn.grid_sum_scratch_offset` in the
     workspace) and the counters (a zeroed buffer the runtime keeps per compiled graph) are
-    extra kernel parameters.  `cute.grid_sum(%a, %b) -> (%c, %d) {dim = 1 : i64} : ...`."""
+    extra kernel parameters.  `cute.grid_sum(%a, %b) -> (%c, %d) {dim = 1 : i64} : ...`.
+
+    With `partner_trips = E` (set by cute-late-finisher) the group is combined by its last
+    block along `dim`, the finisher, without a flag: the others (partners) run E iterations of
+    the kernel's for-loop each and the finisher the rest, `split * trip_count - (split - 1) * E`,
+    so the partners end early; they publish their tiles into the counter buffer (one slot per
+    partner and group, no workspace scratch) and return, and the finisher adds them to its
+    own (codegen/include/mirage_xdsl/grid.cuh, "The late finisher")."""
 
     name = "cute.grid_sum"
     ins = var_operand_def(SmemTensorType)
     outs = var_operand_def(SmemTensorType)
     dim = prop_def(IntegerAttr)
+    partner_trips = opt_prop_def(IntegerAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
     assembly_format = "`(` $ins `)` `->` `(` $outs `)` attr-dict `:` type($ins) `->` type($outs)"
 
-    def __init__(self, ins: Sequence[SSAValue], outs: Sequence[SSAValue], dim: int):
-        super().__init__(operands=[list(ins), list(outs)], properties={"dim": IntegerAttr(dim, i64)})
+    def __init__(self, ins: Sequence[SSAValue], outs: Sequence[SSAValue], dim: int, partner_trips: int | None = None):
+        props: dict[str, Attribute] = {"dim": IntegerAttr(dim, i64)}
+        if partner_trips is not None:
+            props["partner_trips"] = IntegerAttr(partner_trips, i64)
+        super().__init__(operands=[list(ins), list(outs)], properties=props)
 
     @property
     def grid_axis(self) -> int:
         return self.dim.value.data
+
+    @property
+    def partner_trip_count(self) -> int | None:
+        """Iterations of each partner under the late finisher (None: every block runs the loop)."""
+        return None if self.partner_trips is None else self.partner_trips.value.data
 
     def verify_(self) -> None:
         if len(self.ins) != len(self.outs) or not self.ins:
@@ -1046,6 +1069,31 @@ class GridSumOp(CuteOp):
         kernel = kernel_of(self)
         if kernel is not None and kernel.grid[self.grid_axis] < 2:
             raise _fail(self, f"grid axis {self.grid_axis} has {kernel.grid[self.grid_axis]} block: nothing to sum")
+        if kernel is not None and self.partner_trip_count is not None:
+            self.verify_late_finisher(kernel)
+
+    def verify_late_finisher(self, kernel: KernelOp) -> None:
+        """The split ranges must be real: 1 <= E < the loop's trip count, and every loop's
+        tile offset along the split axis must be whole iterations (so a split's first
+        iteration is the sum of the earlier splits' counts)."""
+        loops = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
+        if len(loops) != 1:
+            raise _fail(self, f"partner_trips needs exactly one top-level cute.for in the kernel, found {len(loops)}")
+        trips, e = loops[0].trip_count, self.partner_trip_count
+        assert e is not None
+        if not 1 <= e < trips:
+            raise _fail(self, f"partner_trips = {e} must lie in [1, {trips}) (the for-loop's trip count)")
+        for copy in kernel.walk():
+            if not isinstance(copy, CopyG2SOp):
+                continue
+            off = dense_ints(copy.block_offset)[self.grid_axis]
+            stride = copy.iter_stride.value.data
+            if off and off != trips * stride:
+                raise _fail(
+                    copy,
+                    f"under the late finisher a tile's offset along grid axis {self.grid_axis} must be whole "
+                    f"iterations ({trips} x {stride}), got {off}; drop partner_trips from cute.grid_sum",
+                )
 
 
 @irdl_op_definition

@@ -24,6 +24,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "tb-plan-pipeline": ("plan_pipeline", "PlanPipelinePass"),
     "tb-plan-smem": ("plan_smem", "PlanSmemPass"),
     "convert-tb-to-cute": ("convert_tb_to_cute", "ConvertTbToCutePass"),
+    "cute-late-finisher": ("late_finisher", "LateFinisherPass"),
     "mirage-transpile": ("pipeline", "MirageTranspilePass"),
     "kn-expand-composites": ("kn_expand_composites", "KnExpandCompositesPass"),
     "kn-recognize-composites": ("kn_expand_composites", "KnRecognizeCompositesPass"),

@@ -2,7 +2,7 @@
 
     kn-decompose-rms-norm, tb-decompose-accumulators, tb-fusion-chains, tb-resolve-layout,
     tb-compute-strides, kn-plan-workspace, tb-schedule, tb-plan-swizzle, tb-plan-pipeline,
-    tb-plan-smem [, convert-tb-to-cute]
+    tb-plan-smem [, convert-tb-to-cute [, cute-late-finisher]]
 
 Passes are looked up through `mirage_xdsl.passes.get_all_passes()`; `convert-tb-to-cute`
 runs when it is registered and `to-cute=true` (the default). A pass of the list that is not
@@ -11,7 +11,8 @@ available is an error (the pipeline would silently skip a decision). Options for
 depth, 0 = automatic), `time-limit-ms` and `smem-limit` (tb-plan-smem; `smem-limit` also
 bounds tb-plan-pipeline), `candidate` and `always-split` (kn-fuse: which default threadblock
 graph to take, for tuning), `lone-block-max-stages` (tb-plan-pipeline and kn-fuse: the ring
-depth of wide lone blocks, built and estimated alike).
+depth of wide lone blocks, built and estimated alike), `late-finisher` (cute-late-finisher's
+`shift`, run after convert-tb-to-cute when positive; 0 = off).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ PIPELINE = (
     "tb-plan-smem",
 )
 TO_CUTE = "convert-tb-to-cute"
+LATE_FINISHER = "cute-late-finisher"
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class MirageTranspilePass(ModulePass):
     lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES
     """Forwarded to `tb-plan-pipeline` (the ring depth of wide lone blocks) and to `kn-fuse`,
     whose estimates count that ring, so the plan chosen and the kernel built agree."""
+    late_finisher: int = 0
+    """Forwarded to `cute-late-finisher` as `shift` (iterations each split-K partner hands to
+    its group's finisher); 0 = equal splits combined by the last block to arrive."""
 
     def passes(self) -> list[ModulePass]:
         available = get_all_passes()
@@ -92,6 +97,8 @@ class MirageTranspilePass(ModulePass):
                 out.append(cls())
         if self.to_cute and TO_CUTE in available:
             out.append(available[TO_CUTE]()())
+            if self.late_finisher:
+                out.append(available[LATE_FINISHER]()(shift=self.late_finisher))  # type: ignore[call-arg]
         return out
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

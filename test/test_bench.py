@@ -65,13 +65,15 @@ def test_workload_table_resolves_shared_files(mugraph_dir: Path, tmp_path: Path)
 
 
 def test_parse_variant() -> None:
-    assert parse_variant("c0s2") == {"candidate": 0, "stages": 2, "always_split": False, "reduce_partials": False}
-    assert parse_variant("c12s4x") == {"candidate": 12, "stages": 4, "always_split": True, "reduce_partials": False}
-    assert parse_variant("c3s2xr") == {"candidate": 3, "stages": 2, "always_split": True, "reduce_partials": True}
+    assert parse_variant("c0s2") == {"candidate": 0, "stages": 2, "always_split": False, "reduce_partials": False, "late_finisher": 0}
+    assert parse_variant("c12s4x") == {"candidate": 12, "stages": 4, "always_split": True, "reduce_partials": False, "late_finisher": 0}
+    assert parse_variant("c3s2xr") == {"candidate": 3, "stages": 2, "always_split": True, "reduce_partials": True, "late_finisher": 0}
     # without s<stages>: tb-plan-pipeline chooses the depth
-    assert parse_variant("c1") == {"candidate": 1, "stages": 0, "always_split": False, "reduce_partials": False}
-    assert parse_variant("c7xr") == {"candidate": 7, "stages": 0, "always_split": True, "reduce_partials": True}
-    for bad in ("s2", "c1s2y", "C1S2", "c-1s2", "c1s2rx", "c1s", ""):
+    assert parse_variant("c1") == {"candidate": 1, "stages": 0, "always_split": False, "reduce_partials": False, "late_finisher": 0}
+    assert parse_variant("c7xr") == {"candidate": 7, "stages": 0, "always_split": True, "reduce_partials": True, "late_finisher": 0}
+    # f<shift>: a late finisher takes `shift` iterations from each split-K partner
+    assert parse_variant("c0s7xrf1") == {"candidate": 0, "stages": 7, "always_split": True, "reduce_partials": True, "late_finisher": 1}
+    for bad in ("s2", "c1s2y", "C1S2", "c-1s2", "c1s2rx", "c1s", "", "c0f", "c0fx"):
         with pytest.raises(BenchError, match=re.escape("expected c<rank>[s<stages>]")):
             parse_variant(bad)
     assert parse_variants(None) == list(DEFAULT_VARIANTS)

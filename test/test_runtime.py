@@ -951,6 +951,51 @@ def test_gpu_grid_sum_kernel_rearms_its_counters() -> None:
 
 
 @pytest.mark.gpu
+def test_gpu_late_finisher_split_k() -> None:
+    """rms_norm(X) @ W of rmsnorm bs8 (X [16, 4096], W [4096, 6144] fp16) as the split-K plan
+    whose groups a late finisher combines (variant c0s7xrf1: partners 15 iterations, the
+    finisher 19, partner words in the counter buffer) with the sum of squares on the tensor
+    cores: correct on fresh inputs with NaN-poisoned outputs, call after call, eagerly and in
+    CUDA-graph mode, the partner words zero again after every call; and six launches back to
+    back in one CUDA graph (each overlapping the previous one's end under PDL) match too."""
+    _needs_compiler()
+    import cupy
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.parser import Parser
+
+    from mirage_xdsl.bench.prepare import parse_variant
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+    from mirage_xdsl.runtime.executable import compile as compile_graph
+    from mirage_xdsl.runtime.executable import make_context
+    from mirage_xdsl.runtime.reference import run_reference
+
+    text = (Path(__file__).parents[1] / "examples" / "rmsnorm_linear_bs8.mlir").read_text()
+    module = Parser(make_context(), text).parse_module()
+    lowered = ModuleOp([next(iter(module.ops)).clone()])
+    MirageTranspilePass(**parse_variant("c0s7xrf1")).apply(make_context(), lowered)
+    for cuda_graph in (False, True):
+        g = compile_graph(lowered.clone(), cuda_graph=cuda_graph, poison_outputs=True)
+        assert "gw1.wait(" in g.source and "SquareSumMma" in g.source and g.plan.counters == 96 * 3 * 1040
+        for _ in range(3):
+            X, W = random_inputs(g.plan.inputs, seed=int.from_bytes(os.urandom(4), "little"))
+            (ref,) = run_reference(module, [X.astype(np.float64), W.astype(np.float64)])
+            (out,) = g(cupy.asarray(X), cupy.asarray(W))
+            assert _rel_err([cupy.asnumpy(out).astype(np.float64)], [ref]) < 1e-2
+            assert not cupy.asnumpy(g._counters).any()
+    sets = [random_inputs(g.plan.inputs, seed=int.from_bytes(os.urandom(4), "little")) for _ in range(6)]
+    refs = [run_reference(module, [x.astype(np.float64) for x in xs])[0] for xs in sets]
+    launch = g.capture_sweep([[cupy.asarray(x) for x in xs] for xs in sets])
+    for _ in range(2):
+        for (out,) in launch.outputs:
+            out.fill(cupy.nan)
+        launch()
+        cupy.cuda.get_current_stream().synchronize()
+        for (out,), ref in zip(launch.outputs, refs):
+            assert _rel_err([cupy.asnumpy(out).astype(np.float64)], [ref]) < 1e-2
+    assert not cupy.asnumpy(g._counters).any()
+
+
+@pytest.mark.gpu
 def test_gpu_weight_prefetch_back_to_back() -> None:
     """A kernel that streams a kn.weight input prefetches it before its PDL wait and lets the
     next grid launch at its start: six such launches back to back in one CUDA graph (each

@@ -55,6 +55,26 @@ __device__ __forceinline__ void g2s_async(T* s, const T* g, int tid) {
   for_each_mine<NT, LG::size>(tid, [&](int i) { cp_async16(s + LS::off(i), g + LG::raw(i)); });
 }
 
+// g2s_async with an L2 evict_first policy (PTX ISA, "createpolicy", cp.async .L2::cache_hint):
+// for a stream read once per launch (a kn.weight), so that it does not displace lines other
+// blocks will read again (the late finisher's partial words, codegen/include/mirage_xdsl/grid.cuh).
+// Measured on rmsnorm bs8: 0.1 us (benchmarks/results/late-finisher-split-k-h200-2026-11-25.md).
+template <int NT, class LG, class LS, class T>
+__device__ __forceinline__ void g2s_async_evict_first(T* s, const T* g, int tid) {
+#ifdef MX_HOST
+  g2s_async<NT, LG, LS>(s, g, tid);
+#else
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  for_each_mine<NT, LG::size>(tid, [&](int i) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(s + LS::off(i)));
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(d), "l"(g + LG::raw(i)),
+                 "l"(policy)
+                 : "memory");
+  });
+#endif
+}
+
 // Shared -> global, element by element, converting the element type (accumulators are fp32).
 template <int NT, class LG, class LS, class TG, class TS>
 __device__ __forceinline__ void s2g_sync(TG* g, const TS* s, int tid) {

@@ -130,6 +130,124 @@ __device__ __forceinline__ void grid_discard_partials(const float* group, int fl
   }
 }
 
+// ---- The late finisher: a split group combined without a flag (cute.grid_sum partner_trips) ----
+//
+// The group's blocks but the last along the split axis (the "partners") run fewer K stages
+// than the last one (the "finisher", dispatched last), store their partials and leave; the
+// finisher adds them to its own, so no arrival atomic and no L2 round trip after the last
+// loop end is left on the grid's tail.  A partner stores each partial word as ~bits
+// (`publish_word`) into the zeroed, persistent counter buffer with a relaxed GPU-scope store;
+// a word reads non-zero once its store has landed.  ~bits is zero only for the NaN
+// 0xffffffff, which fp32 arithmetic on NVIDIA GPUs does not produce (their NaNs are the
+// canonical 0x7fffffff; the partials are sums of products).  The finisher loads its words
+// before its loop ends, re-reads those still zero, writes zeros back for the next launch and
+// sums in split order, so results do not depend on timing.  Progress needs the partners,
+// which have lower block indices, to be resident or done while the finisher waits; blocks are
+// dispatched in index order, and a one-wave grid holds every block at once.  The words carry
+// an L2 evict_last policy so they stay in L2 under the streaming weights.  Measured on
+// rmsnorm bs8 (H200): benchmarks/results/late-finisher-split-k-h200-2026-11-25.md.
+
+__device__ __forceinline__ unsigned publish_word(float v) { return ~__float_as_uint(v); }
+__device__ __forceinline__ float published_value(unsigned w) { return __uint_as_float(~w); }
+
+// Relaxed GPU-scope 32-bit load / store with an L2 evict_last policy (PTX ISA, "ld", "st",
+// .L2::cache_hint).  On the host (-DMX_HOST) blocks run one after another, partners first.
+__device__ __forceinline__ unsigned ld_word_keep(const unsigned* p) {
+#ifdef MX_HOST
+  return *reinterpret_cast<const volatile unsigned*>(p);
+#else
+  unsigned v;
+  asm volatile(
+      "{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
+      " ld.relaxed.gpu.global.L2::cache_hint.u32 %0, [%1], pol;\n}"
+      : "=r"(v)
+      : "l"(p)
+      : "memory");
+  return v;
+#endif
+}
+__device__ __forceinline__ void st_word_keep(unsigned* p, unsigned v) {
+#ifdef MX_HOST
+  *reinterpret_cast<volatile unsigned*>(p) = v;
+#else
+  asm volatile(
+      "{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
+      " st.relaxed.gpu.global.L2::cache_hint.u32 [%0], %1, pol;\n}" ::"l"(p),
+      "r"(v)
+      : "memory");
+#endif
+}
+
+// A partner's tile, element i = in[L(i)] (logical order) to words[i].
+template <int NT, class L, class T>
+__device__ __forceinline__ void grid_publish(unsigned* words, const T* in, int tid) {
+  for_each_mine<NT, L::size>(tid, [&](int i) { st_word_keep(words + i, publish_word(to_f(in[L::off(i)]))); });
+}
+
+// The finisher's view of one tile of N elements in its PARTNERS partners' slots of SLOT
+// words (slot p at words + p * SLOT): this thread's elements tid + j * NT.
+template <int NT, int PARTNERS, int SLOT, int N>
+struct PartnerWords {
+  static constexpr int kTrips = (N + NT - 1) / NT;
+  unsigned w[PARTNERS][kTrips];
+
+  static __device__ __forceinline__ bool mine(int tid, int j) { return N % NT == 0 || tid + j * NT < N; }
+  // Issue every load at once (one L2 round trip); words not this thread's read as landed.
+  __device__ __forceinline__ void load(const unsigned* words, int tid) {
+#pragma unroll
+    for (int p = 0; p < PARTNERS; ++p)
+#pragma unroll
+      for (int j = 0; j < kTrips; ++j) w[p][j] = mine(tid, j) ? ld_word_keep(words + p * SLOT + tid + j * NT) : 1u;
+  }
+  // Re-read the words still zero, all of a round in flight together, until none is.
+  __device__ __forceinline__ void wait(const unsigned* words, int tid) {
+#ifndef MX_HOST
+    for (;;) {
+      bool landed = true;
+#pragma unroll
+      for (int p = 0; p < PARTNERS; ++p)
+#pragma unroll
+        for (int j = 0; j < kTrips; ++j) landed &= w[p][j] != 0u;
+      if (landed) return;
+#pragma unroll
+      for (int p = 0; p < PARTNERS; ++p)
+#pragma unroll
+        for (int j = 0; j < kTrips; ++j)
+          if (w[p][j] == 0u) w[p][j] = ld_word_keep(words + p * SLOT + tid + j * NT);
+    }
+#endif  // the host ran the partners first: a zero is a NaN partial (0xffffffff), left as is
+  }
+  // Zeros back for the next launch, whose partners store only after its PDL wait, i.e. after
+  // this grid is complete.
+  __device__ __forceinline__ void rearm(unsigned* words, int tid) const {
+#pragma unroll
+    for (int p = 0; p < PARTNERS; ++p)
+#pragma unroll
+      for (int j = 0; j < kTrips; ++j)
+        if (mine(tid, j)) st_word_keep(words + p * SLOT + tid + j * NT, 0u);
+  }
+  // v[j] = the partners' elements, in split order, plus the finisher's own own[L(i)].
+  template <class L, class T>
+  __device__ __forceinline__ void finish(float (&v)[kTrips], const T* own, int tid) const {
+#pragma unroll
+    for (int j = 0; j < kTrips; ++j) {
+      v[j] = 0.0f;
+      if (!mine(tid, j)) continue;
+#pragma unroll
+      for (int p = 0; p < PARTNERS; ++p) v[j] += published_value(w[p][j]);
+      v[j] += to_f(own[L::off(tid + j * NT)]);
+    }
+  }
+};
+
+// out[L(i)] = v[j] for this thread's elements i = tid + j * NT of an N-element tile.
+template <int NT, int N, class L, class T, int TRIPS>
+__device__ __forceinline__ void store_mine(T* out, const float (&v)[TRIPS], int tid) {
+#pragma unroll
+  for (int j = 0; j < TRIPS; ++j)
+    if (N % NT == 0 || tid + j * NT < N) out[L::off(tid + j * NT)] = from_f<T>(v[j]);
+}
+
 // x rounded to T and back (the value a consumer would read from a T tile).
 template <class T>
 __device__ __forceinline__ float round_as(float x) {

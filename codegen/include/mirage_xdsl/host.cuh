@@ -159,6 +159,15 @@ inline float shfl_xor(float v, int mask) {
   return r;
 }
 
+inline float shfl_idx(float v, int src) {
+  Warp& w = warp();
+  w.fslot[lane()] = v;
+  warp_barrier();
+  const float r = w.fslot[src % w.size];
+  warp_barrier();
+  return r;
+}
+
 // ---- numbers ---------------------------------------------------------------------------
 
 inline float bits_to_float(uint32_t u) {
@@ -333,5 +342,7 @@ inline float __ldcg(const float* p) { return *p; }
 inline float __shfl_xor_sync(unsigned, float v, int mask) { return mxh::shfl_xor(v, mask); }
 inline float __int_as_float(int i) { return mxh::bits_to_float((uint32_t)i); }
 inline float __uint_as_float(unsigned u) { return mxh::bits_to_float(u); }
+inline unsigned __float_as_uint(float f) { return mxh::float_to_bits(f); }
+inline float __shfl_sync(unsigned, float v, int src) { return mxh::shfl_idx(v, src); }
 
 #endif  // MX_HOST

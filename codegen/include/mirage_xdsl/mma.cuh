@@ -217,6 +217,54 @@ __device__ __forceinline__ void mma_run(Acc& acc, const T* a, const T* b, const 
   }
 }
 
+// ---- row sums of squares on the tensor cores (rms_norm's sum of x^2 beside its matmul) ----
+
+// sum_k A[r, k]^2 for the 16 rows r of A [16, K] (fp16/bf16, view LA (row, k), ldmatrix
+// readable like mma_run's kLdsm), as the diagonal of A A^T.  The B operand of A^T's n-block
+// b (A's rows 8b..8b+7) is, register for register, A's own fragment: (a0, a2) for b = 0 and
+// (a1, a3) for b = 1 (mma.m16n8k16 fragment layouts above), so a k-step costs one ldmatrix
+// and two mma.sync and no elementwise pass over the tile.  Warp w adds k-steps w, w + NT/32,
+// ... of each call.  fp16/bf16 squares are exact in fp32, so only the summation order
+// differs from an elementwise sum.  Measured on rmsnorm bs8: 0.3-0.4 us
+// (benchmarks/results/late-finisher-split-k-h200-2026-11-25.md).
+template <int NT, int K, bool BF16, class LA>
+struct SquareSumMma {
+  static_assert(K % 16 == 0, "whole k16 steps");
+  float c[2][4];
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int b = 0; b < 2; ++b)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) c[b][r] = 0.0f;
+  }
+  template <class T>
+  __device__ __forceinline__ void add(const T* a, int tid) {
+    constexpr int STEPS = K / 16, WARPS = NT / 32, MINE = (STEPS + WARPS - 1) / WARPS;
+    const int lane = tid & 31, q = lane >> 3, i8 = lane & 7;
+    // a compile-time trip count (a loop from the warp index was kept as a loop, 4x unrolled)
+#pragma unroll
+    for (int u = 0; u < MINE; ++u) {
+      const int step = (tid >> 5) + u * WARPS;
+      if (STEPS % WARPS != 0 && step >= STEPS) break;
+      unsigned f[4];
+      ldsm<4, false>(f, a + LA::off(i8 + 8 * (q & 1), step * 16 + 8 * (q >> 1)));
+      const unsigned b0[2] = {f[0], f[2]}, b1[2] = {f[1], f[3]};
+      mma_16x8x16<BF16>(c[0], f, b0);
+      mma_16x8x16<BF16>(c[1], f, b1);
+    }
+  }
+  // This warp's share of row (lane % 16)'s sum in lanes 0-15, 0 in lanes 16-31: summed over
+  // a block's threads holding rows tid % 16, each row's total is counted once.  The share of
+  // row g (and g + 8) sits in lane 4g + g/2, at accumulator column g (diagonal).
+  __device__ __forceinline__ float row_share(int tid) const {
+    const int lane = tid & 31, g = (lane >> 2) & 7;
+    const float lo = (g & 1) ? c[0][1] : c[0][0], hi = (g & 1) ? c[1][3] : c[1][2];
+    const int r = lane & 7, src = 4 * r + (r >> 1);
+    const float vlo = __shfl_sync(0xffffffffu, lo, src), vhi = __shfl_sync(0xffffffffu, hi, src);
+    return lane < 8 ? vlo : lane < 16 ? vhi : 0.0f;
+  }
+};
+
 // ---- matmul -> epilogue -> matmul in registers (flash attention's P never leaves them) ----
 //
 // S = A @ B (M rows, N1 columns: the scores of N1 keys), P = epilogue(S) rounded to the
