@@ -49,6 +49,12 @@ from mirage_xdsl.passes.schedule import ELEMENTWISE_ACCUM_MAX_REGS
 
 HEADER = "mirage_xdsl/runtime.cuh"
 
+SM90_SMEM_PER_SM = 233472
+"""Shared memory of one sm_90 SM, bytes (CUDA C++ Programming Guide, "Compute Capabilities": 228 KB)."""
+SMEM_RESERVED_PER_BLOCK = 1024
+"""Shared memory the driver reserves per resident block (same table: 1 KB on sm_80+)."""
+REGISTERS_PER_SM = 65536
+"""32-bit registers of one SM (same table: 64 K on sm_80 and sm_90)."""
 SMEM_LIMITS = {"sm_80": 166912, "sm_86": 101376, "sm_87": 166912, "sm_89": 101376, "sm_90": 232448, "sm_100": 232448}
 """Opt-in dynamic shared memory per block (bytes), CUDA C++ Programming Guide table 21."""
 
@@ -453,7 +459,7 @@ class _KernelPrinter:
             f"// {k.kernel_name.data}: grid ({k.grid[0]}, {k.grid[1]}, {k.grid[2]}), "
             f"block ({b[0]}, {b[1]}, {b[2]}), {launch_smem_bytes(k)} B dynamic shared memory, "
             f"for-loop {k.iterations}",
-            f'extern "C" __global__ void __launch_bounds__({self.nt}) {k.kernel_name.data}(',
+            f'extern "C" __global__ void __launch_bounds__({self.launch_bounds()}) {k.kernel_name.data}(',
             "    " + (",\n    ".join(params)) + ") {",
         ]
         self.emit("extern __shared__ __align__(128) unsigned char smem[];")
@@ -475,6 +481,17 @@ class _KernelPrinter:
         self.emit(f"mx::wait_for_prior_grids();  // PDL: {nothing} is touched before the previous grid is done")
         self.print_ops(late)
         return "\n".join(header + self.lines + ["}", ""])
+
+    def launch_bounds(self) -> str:
+        """`threads` or, for a late-finisher kernel, `threads, blocks per SM`: the occupancy
+        its shared memory allows, capped where ptxas would have to keep a thread under 128
+        registers.  Without the second figure ptxas scheduled the K loop's fragment loads for
+        fewer registers, and rmsnorm bs8 took 13.9 instead of 13.6 us on an H200
+        (benchmarks/results/late-finisher-generated-h200-2026-11-25.md)."""
+        if self.late is None:
+            return str(self.nt)
+        blocks = min(SM90_SMEM_PER_SM // (launch_smem_bytes(self.kernel) + SMEM_RESERVED_PER_BLOCK), REGISTERS_PER_SM // (self.nt * 128))
+        return f"{self.nt}, {blocks}" if blocks >= 2 else str(self.nt)
 
     def plan_row_chains(self) -> None:
         """Every register-resident row chain of the kernel (top level and loop body) and the

@@ -36,7 +36,7 @@ class CudaProgram:
 
     @property
     def kernel_names(self) -> list[str]:
-        return re.findall(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(', self.source)
+        return re.findall(r'extern "C" __global__ void __launch_bounds__\(\d+(?:, \d+)?\) (\w+)\(', self.source)
 
     def text(self) -> str:
         """The `-t cuda` output: the source, then one plan comment per function."""

@@ -36,7 +36,7 @@ from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCal
 from mirage_xdsl.runtime.library_ops import load, store
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
-SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(\n(.*?)\) \{', re.S)
+SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\(\d+(?:, \d+)?\) (\w+)\(\n(.*?)\) \{', re.S)
 SMEM_BYTES = 232448
 
 _NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int8": np.int8, "uint16": np.uint16}

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -976,6 +978,66 @@ def test_grid_sum_emulated(reduce_partials: bool) -> None:
         assert not np.isnan(out).any()
         assert np.abs(out.astype(np.float64) - ref).max() / np.abs(ref).max() < 1e-2
         assert not emu.counters["split_k_rms"].any()  # re-armed for the next launch
+
+
+def split_k_rms_text(rows: int) -> str:
+    """test/data/split_k_grid_sum.mlir (X [2, 256]) with X and the output widened to `rows` rows."""
+    text = (Path(__file__).parent / "data" / "split_k_grid_sum.mlir").read_text()
+    return re.sub(r"(?<![0-9])2x(256|32|64|1)x", rf"{rows}x\1x", text)
+
+
+@pytest.mark.parametrize("rows", [2, 16])
+def test_late_finisher_emulated(rows: int) -> None:
+    """The split-K kernel with a late finisher (mirage-transpile{late-finisher=1}): partners
+    run 1 of the 8 iterations of a column tile each, the finisher 5; the plan passes only
+    the counter buffer, sized for the partners' words (2 groups x 3 partners x one slot);
+    two runs in a row match the reference (the finisher re-armed every word, so the second
+    run waits on fresh partials) and leave the buffer zero.  With 16 rows the sum of
+    squares runs on the tensor cores (mx::SquareSumMma), whose result feeds the rms."""
+    if not have_cxx():
+        pytest.skip("no host C++ compiler")
+    from xdsl.parser import Parser
+
+    from mirage_xdsl.codegen.host_emulator import HostEmulator
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+    from mirage_xdsl.runtime.reference import run_reference
+
+    module = Parser(make_ctx(), split_k_rms_text(rows)).parse_module()
+    lowered = module.clone()
+    MirageTranspilePass(late_finisher=1).apply(make_ctx(), lowered)
+    (grid_sum,) = [op for op in lowered.walk() if isinstance(op, cute.GridSumOp)]
+    assert grid_sum.partner_trip_count == 1
+    slot = sum(math.prod(v.type.get_shape()) for v in grid_sum.ins)
+    program = emit_cuda(lowered)
+    assert ("mx::SquareSumMma<" in program.source) == (rows == 16)
+    assert "grid_arrive" not in program.source and "gw0.wait(" in program.source
+    plan = program.plans["split_k_rms"]
+    (step,) = plan.steps
+    assert isinstance(step, KernelLaunch) and plan.counters == 2 * 3 * slot
+    assert [r.kind for r in step.args[-2:]] == ["input", "counters"]
+    emu = HostEmulator(program)
+    rng = np.random.default_rng(5)
+    for _ in range(2):
+        inputs = [rng.uniform(-1, 1, size=s.shape).astype(np.float16) for s in plan.inputs]
+        (ref,) = run_reference(module, [x.astype(np.float64) for x in inputs])
+        (out,) = emu.run("split_k_rms", inputs)
+        assert not np.isnan(out).any()
+        assert np.abs(out.astype(np.float64) - ref).max() / np.abs(ref).max() < 1e-2
+        assert not emu.counters["split_k_rms"].any()
+
+
+def test_late_finisher_verifier_rejects_bad_splits() -> None:
+    """cute.grid_sum's partner_trips must leave the finisher work: 1 <= E < the loop's trip count."""
+    from xdsl.utils.exceptions import VerifyException
+
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    lowered = parse(split_k_rms_text(2))
+    MirageTranspilePass(late_finisher=1).apply(make_ctx(), lowered)
+    (grid_sum,) = [op for op in lowered.walk() if isinstance(op, cute.GridSumOp)]
+    grid_sum.partner_trips = IntegerAttr(2, i64)
+    with pytest.raises(VerifyException, match=r"partner_trips = 2 must lie in \[1, 2\)"):
+        grid_sum.verify()
 
 
 GRID_PARTIAL_SUM_CHECK = r"""

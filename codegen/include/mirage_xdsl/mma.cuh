@@ -132,16 +132,91 @@ enum : int {
   kLdsmT = 3,    // ldmatrix.trans, rows = k, 8 contiguous m (or n): m (n) stride 1
 };
 
+// The operand fragments of k-step `k0` of warp (wm, wn).
+template <class Acc, int M, int N, int K, int TGM, int TGN, int AK, class LA, class LB, int AM, int BM, class T>
+__device__ __forceinline__ void mma_fragments(unsigned (&af)[Acc::FM][4], unsigned (&bfr)[Acc::FN][2], const T* a, const T* b,
+                                              const void* zero, int lane, int wm, int wn, int k0) {
+  static_cast<void>(zero);
+  const int g = lane >> 2, t = lane & 3;
+  const int q = lane >> 3, i8 = lane & 7;
+#pragma unroll
+  for (int i = 0; i < Acc::FM; ++i) {
+    const int m0 = (wm + i * TGM) * 16;
+    if constexpr (AK == 16 && AM == kLdsm) {
+      const int m = m0 + i8 + 8 * (q & 1), k = k0 + 8 * (q >> 1);
+      ldsm<4, false>(af[i], (m < M && k < K) ? static_cast<const void*>(a + LA::off(m, k)) : zero);
+    } else if constexpr (AK == 16 && AM == kLdsmT) {
+      const int m = m0 + 8 * (q & 1), k = k0 + i8 + 8 * (q >> 1);
+      ldsm<4, true>(af[i], (m < M && k < K) ? static_cast<const void*>(a + LA::off(m, k)) : zero);
+    } else {
+      const int r = m0 + g;
+      af[i][0] = ld_pair<LA, AM == kLdPair, M, K>(a, r, k0 + 2 * t);
+      af[i][1] = ld_pair<LA, AM == kLdPair, M, K>(a, r + 8, k0 + 2 * t);
+      if constexpr (AK == 16) {
+        af[i][2] = ld_pair<LA, AM == kLdPair, M, K>(a, r, k0 + 2 * t + 8);
+        af[i][3] = ld_pair<LA, AM == kLdPair, M, K>(a, r + 8, k0 + 2 * t + 8);
+      } else {
+        af[i][2] = af[i][3] = 0u;
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < Acc::FN; ++j) {
+    const int n0 = (wn + j * TGN) * 8;
+    if constexpr (AK == 16 && BM == kLdsm) {
+      const int n = n0 + i8, k = k0 + 8 * (q & 1);
+      ldsm<2, false>(bfr[j], (n < N && k < K) ? static_cast<const void*>(b + LB::off(n, k)) : zero);
+    } else if constexpr (AK == 16 && BM == kLdsmT) {
+      const int k = k0 + i8 + 8 * (q & 1);
+      ldsm<2, true>(bfr[j], (n0 < N && k < K) ? static_cast<const void*>(b + LB::off(n0, k)) : zero);
+    } else {
+      const int n = n0 + g;
+      bfr[j][0] = ld_pair<LB, BM == kLdPair, N, K>(b, n, k0 + 2 * t);
+      if constexpr (AK == 16) {
+        bfr[j][1] = ld_pair<LB, BM == kLdPair, N, K>(b, n, k0 + 2 * t + 8);
+      } else {
+        bfr[j][1] = 0u;
+      }
+    }
+  }
+}
+
+// acc += the product of one k-step's fragments (atom blocks past the tile are skipped; the
+// condition is warp-uniform).
+template <class Acc, int TGM, int TGN, int AK, bool BF16>
+__device__ __forceinline__ void mma_step(Acc& acc, const unsigned (&af)[Acc::FM][4], const unsigned (&bfr)[Acc::FN][2], int wm,
+                                         int wn) {
+#pragma unroll
+  for (int i = 0; i < Acc::FM; ++i) {
+#pragma unroll
+    for (int j = 0; j < Acc::FN; ++j) {
+      if (wm + i * TGM < Acc::MB && wn + j * TGN < Acc::NB) {
+        if constexpr (AK == 16) {
+          mma_16x8x16<BF16>(acc.c[i][j], af[i], bfr[j]);
+        } else {
+          mma_16x8x8<BF16>(acc.c[i][j], af[i], bfr[j]);
+        }
+      }
+    }
+  }
+}
+
 // acc += A * B.  LA: view (row m, col k) of A; LB: view (row n, col k) of B, i.e. B^T, so
 // both operands are addressed (mn, k).  AM/BM: how each operand is read (above).  With
 // ldmatrix every 8-element row segment that starts outside the tile reads the zeroed
 // 16-byte block `zero` instead (ldmatrix is warp-wide, so lanes cannot be masked); a
 // segment that starts inside may run past M or N into the row padding, which only feeds
 // accumulator rows/columns that mma_store drops.
+// When a warp's fragments of the whole call fit in kPreloadRegs registers, every fragment
+// load is issued before the first mma: ptxas otherwise interleaved them step by step in
+// some kernels (one ldmatrix -> mma latency per k-step): the generated late-finisher kernel
+// of rmsnorm bs8 took 14.1-14.3 us on an H200 with that schedule and 13.8-13.9 with this one
+// (a one-step-ahead pipeline measured the same); c0xr did not move
+// (benchmarks/results/late-finisher-generated-h200-2026-11-25.md).
+constexpr int kPreloadRegs = 48;
 template <int NT, class Acc, int M, int N, int K, int TGM, int TGN, int AK, bool BF16, class LA, class LB, int AM,
           int BM, class T>
 __device__ __forceinline__ void mma_run(Acc& acc, const T* a, const T* b, const void* zero, int tid) {
-  static_cast<void>(zero);
   constexpr int KS = Acc::KS;
   constexpr int STEPS = (K + AK - 1) / AK;
   constexpr int MINE = (STEPS + KS - 1) / KS;  // k-steps per slice
@@ -149,70 +224,31 @@ __device__ __forceinline__ void mma_run(Acc& acc, const T* a, const T* b, const 
   if (warp >= TGM * TGN * KS) return;
   const int slice = warp / (TGM * TGN);
   const int lane = tid & 31;
-  const int g = lane >> 2, t = lane & 3;
-  const int q = lane >> 3, i8 = lane & 7;
   const int wm = warp % TGM, wn = (warp / TGM) % TGN;
-  // fully unrolled when short, so every ldmatrix can be issued ahead of the mma chain
+  if constexpr (MINE * (Acc::FM * 4 + Acc::FN * 2) <= kPreloadRegs) {
+    unsigned af[MINE][Acc::FM][4];
+    unsigned bfr[MINE][Acc::FN][2];
+#pragma unroll
+    for (int u = 0; u < MINE; ++u) {
+      const int step = slice + u * KS;
+      if (STEPS % KS == 0 || step < STEPS)
+        mma_fragments<Acc, M, N, K, TGM, TGN, AK, LA, LB, AM, BM>(af[u], bfr[u], a, b, zero, lane, wm, wn, step * AK);
+    }
+#pragma unroll
+    for (int u = 0; u < MINE; ++u) {
+      const int step = slice + u * KS;
+      if (STEPS % KS == 0 || step < STEPS) mma_step<Acc, TGM, TGN, AK, BF16>(acc, af[u], bfr[u], wm, wn);
+    }
+  } else {
+    // fully unrolled when short, so every ldmatrix can be issued ahead of the mma chain
 #pragma unroll(MINE <= 16 ? MINE : 2)
-  for (int u = 0; u < MINE; ++u) {
-    const int step = slice + u * KS;
-    if (STEPS % KS != 0 && step >= STEPS) break;
-    const int k0 = step * AK;
-    unsigned af[Acc::FM][4];
-    unsigned bfr[Acc::FN][2];
-#pragma unroll
-    for (int i = 0; i < Acc::FM; ++i) {
-      const int m0 = (wm + i * TGM) * 16;
-      if constexpr (AK == 16 && AM == kLdsm) {
-        const int m = m0 + i8 + 8 * (q & 1), k = k0 + 8 * (q >> 1);
-        ldsm<4, false>(af[i], (m < M && k < K) ? static_cast<const void*>(a + LA::off(m, k)) : zero);
-      } else if constexpr (AK == 16 && AM == kLdsmT) {
-        const int m = m0 + 8 * (q & 1), k = k0 + i8 + 8 * (q >> 1);
-        ldsm<4, true>(af[i], (m < M && k < K) ? static_cast<const void*>(a + LA::off(m, k)) : zero);
-      } else {
-        const int r = m0 + g;
-        af[i][0] = ld_pair<LA, AM == kLdPair, M, K>(a, r, k0 + 2 * t);
-        af[i][1] = ld_pair<LA, AM == kLdPair, M, K>(a, r + 8, k0 + 2 * t);
-        if constexpr (AK == 16) {
-          af[i][2] = ld_pair<LA, AM == kLdPair, M, K>(a, r, k0 + 2 * t + 8);
-          af[i][3] = ld_pair<LA, AM == kLdPair, M, K>(a, r + 8, k0 + 2 * t + 8);
-        } else {
-          af[i][2] = af[i][3] = 0u;
-        }
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < Acc::FN; ++j) {
-      const int n0 = (wn + j * TGN) * 8;
-      if constexpr (AK == 16 && BM == kLdsm) {
-        const int n = n0 + i8, k = k0 + 8 * (q & 1);
-        ldsm<2, false>(bfr[j], (n < N && k < K) ? static_cast<const void*>(b + LB::off(n, k)) : zero);
-      } else if constexpr (AK == 16 && BM == kLdsmT) {
-        const int k = k0 + i8 + 8 * (q & 1);
-        ldsm<2, true>(bfr[j], (n0 < N && k < K) ? static_cast<const void*>(b + LB::off(n0, k)) : zero);
-      } else {
-        const int n = n0 + g;
-        bfr[j][0] = ld_pair<LB, BM == kLdPair, N, K>(b, n, k0 + 2 * t);
-        if constexpr (AK == 16) {
-          bfr[j][1] = ld_pair<LB, BM == kLdPair, N, K>(b, n, k0 + 2 * t + 8);
-        } else {
-          bfr[j][1] = 0u;
-        }
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < Acc::FM; ++i) {
-#pragma unroll
-      for (int j = 0; j < Acc::FN; ++j) {
-        // atom blocks past the tile are skipped (the condition is warp-uniform)
-        if (wm + i * TGM < Acc::MB && wn + j * TGN < Acc::NB) {
-          if constexpr (AK == 16) {
-            mma_16x8x16<BF16>(acc.c[i][j], af[i], bfr[j]);
-          } else {
-            mma_16x8x8<BF16>(acc.c[i][j], af[i], bfr[j]);
-          }
-        }
-      }
+    for (int u = 0; u < MINE; ++u) {
+      const int step = slice + u * KS;
+      if (STEPS % KS != 0 && step >= STEPS) break;
+      unsigned af[Acc::FM][4];
+      unsigned bfr[Acc::FN][2];
+      mma_fragments<Acc, M, N, K, TGM, TGN, AK, LA, LB, AM, BM>(af, bfr, a, b, zero, lane, wm, wn, step * AK);
+      mma_step<Acc, TGM, TGN, AK, BF16>(acc, af, bfr, wm, wn);
     }
   }
 }
