@@ -19,12 +19,14 @@ partners publishing about 1 us early
 (benchmarks/results/late-finisher-split-k-h200-2026-11-25.md).
 
 Option `shift` (default 1): iterations each partner hands over; kernels whose loop has no
-more than `shift` iterations are left as they are.  Run after convert-tb-to-cute
+more than `shift` iterations, or whose finisher would hold more than `MAX_PARTNER_WORDS`
+partner words per thread, are left as they are.  Run after convert-tb-to-cute
 (`mirage-transpile{late-finisher=1}` does).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -65,12 +67,28 @@ class LateFinisherPass(ModulePass):
         trips = loops[0].trip_count
         if trips <= self.shift or not whole_iteration_offsets(kernel, grid_sum.grid_axis, trips):
             return
+        if partner_words_per_thread(kernel, grid_sum) > MAX_PARTNER_WORDS:
+            return
         grid_sum.partner_trips = IntegerAttr(trips - self.shift, i64)
         grid_sum.verify()
         streams = weight_params(kernel, weight_args)
         for copy in kernel.walk():
             if isinstance(copy, cute.CopyG2SOp) and copy.mode.data == "async" and copy.src in streams:
                 copy.attributes[cute.L2_EVICT_FIRST] = UnitAttr()
+
+
+MAX_PARTNER_WORDS = 32
+"""Registers per thread the finisher may spend on its partners' words, which it holds across
+its last iteration.  rmsnorm bs8's 8-way splits need 63 and 119: their kernels spilled, and
+ptxas (CUDA 13.0) then addressed a cp.async descriptor as an odd uniform register pair
+(desc[UR1]), an illegal instruction on the H200; the 4-way split needs 27."""
+
+
+def partner_words_per_thread(kernel: cute.KernelOp, grid_sum: cute.GridSumOp) -> int:
+    """Words of the partners' tiles one finisher thread loads: (split - 1) x its elements."""
+    nt = kernel.num_threads
+    mine = sum(-(-math.prod(v.type.get_shape()) // nt) for v in grid_sum.ins)  # type: ignore[attr-defined]
+    return (kernel.grid[grid_sum.grid_axis] - 1) * mine
 
 
 def whole_iteration_offsets(kernel: cute.KernelOp, axis: int, trips: int) -> bool:

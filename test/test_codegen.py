@@ -1026,6 +1026,22 @@ def test_late_finisher_emulated(rows: int) -> None:
         assert not emu.counters["split_k_rms"].any()
 
 
+def test_late_finisher_skips_wide_splits() -> None:
+    """cute-late-finisher leaves a kernel alone when its finisher would hold more than
+    MAX_PARTNER_WORDS partner words per thread (rmsnorm bs8's 8-way split plans: those
+    kernels spilled and ptxas emitted an illegal instruction), and takes the 4-way one."""
+    from mirage_xdsl.bench.prepare import _module, _variant_module
+    from mirage_xdsl.passes.late_finisher import MAX_PARTNER_WORDS, partner_words_per_thread
+
+    module = _module(str(Path(__file__).parents[1] / "examples" / "rmsnorm_linear_bs8.mlir"))
+    for variant, late in (("c4s4xrf1", False), ("c0s7xrf1", True)):
+        lowered = _variant_module(module, "rmsnorm_linear_bs8", variant)
+        (kernel,) = [op for op in lowered.walk() if isinstance(op, cute.KernelOp)]
+        (grid_sum,) = [op for op in kernel.walk() if isinstance(op, cute.GridSumOp)]
+        assert (grid_sum.partner_trip_count is not None) == late
+        assert (partner_words_per_thread(kernel, grid_sum) <= MAX_PARTNER_WORDS) == late
+
+
 def test_late_finisher_verifier_rejects_bad_splits() -> None:
     """cute.grid_sum's partner_trips must leave the finisher work: 1 <= E < the loop's trip count."""
     from xdsl.utils.exceptions import VerifyException
