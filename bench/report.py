@@ -137,7 +137,7 @@ def summary_rows(summaries: Sequence[Summary]) -> list[str]:
         lines.append(
             f"| {s.workload} | {_named(s.best)} | {_named(s.best_mugraph)} | {_named(s.best_plain)} | "
             f"{_f(times['torch eager'], '.1f')} | {_f(times['torch graph'], '.1f')} | {_f(times['torch.compile'], '.1f')} | "
-            f"{f'{peer[1]:.1f} ({peer[0]})' if peer else '-'} | {_f(s.speedup, '.2f')}{'x' if s.speedup else ''} | "
+            f"{f'{peer[1]:.1f} ({peer[0]})' if peer else '-'} | {_f(s.speedup, '.3f')}{'x' if s.speedup else ''} | "
             f"{_f(s.bytes_moved / 1e6 if s.bytes_moved is not None else None, '.2f')} | {_f(s.achieved_gbs, '.0f')} | "
             f"{_f(s.copy_fraction * 100 if s.copy_fraction is not None else None, '.0f')} |"
         )
@@ -186,7 +186,7 @@ def write_report(
         "",
         *summary_rows(summaries),
         "",
-        "speedup = best peer / best ours; MB moved = allocated input + output bytes of the best candidate; "
+        "speedup = best peer / best ours, from the unrounded times (3 decimals: a ratio near a target is not rounded up); MB moved = allocated input + output bytes of the best candidate; "
         "GB/s = MB moved / best ours time; † = no device time (a cuBLAS call CuPy cannot capture): CUDA-graph-mode call.",
     ]
     notes = []
@@ -240,7 +240,7 @@ def print_summary(summaries: Sequence[Summary], env: EnvInfo) -> None:
         print(
             f"{s.workload:<12} {_f(s.best_us, '.1f'):>7} {_f(s.best_mugraph.time_us if s.best_mugraph else None, '.1f'):>7} "
             f"{_f(s.best_plain.time_us if s.best_plain else None, '.1f'):>7} {_f(t['torch eager'], '.1f'):>7} "
-            f"{_f(t['torch graph'], '.1f'):>7} {_f(t['torch.compile'], '.1f'):>7} {_f(s.speedup, '.2f'):>7} "
+            f"{_f(t['torch graph'], '.1f'):>7} {_f(t['torch.compile'], '.1f'):>7} {_f(s.speedup, '.3f'):>7} "
             f"{_f(s.bytes_moved / 1e6 if s.bytes_moved is not None else None, '.2f'):>7} {_f(s.achieved_gbs, '.0f'):>6} "
             f"{_f(s.copy_fraction * 100 if s.copy_fraction is not None else None, '.0f'):>5}  "
             f"{s.best.graph if s.best else '-'} ({s.passed}/{s.candidates} ok)"

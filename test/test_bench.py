@@ -231,7 +231,7 @@ def test_summary_arithmetic_and_report(tmp_path: Path) -> None:
     rows = summary_rows([gqa, lora])
     assert rows[2] == (
         "| gqa_bs1 | 11.0 (gqa@c1s2x) | 20.0 (graph_0) | 11.0 (gqa@c1s2x) | 35.0 | 22.0 | - | 22.0 (torch graph) "
-        "| 2.00x | 2.20 | 200 | 5 |"
+        "| 2.000x | 2.20 | 200 | 5 |"
     )
     assert rows[3].startswith("| lora | - | - | - | - | - | - | - | - | - | - | - |")
     env = EnvInfo(device="NVIDIA H200", arch="sm_90", cupy="14.0", cuda_runtime="13.0", torch="2.11", triton="3.6", copy_gbs=4000.0)
