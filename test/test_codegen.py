@@ -931,6 +931,24 @@ def test_wide_block_emulated() -> None:
 # Split-K combined inside the kernel (tb.grid_sum)
 
 
+def emulate_split_k_rms_twice(module: ModuleOp, program: CudaProgram, seed: int) -> None:
+    """Two host-emulated runs of split_k_rms in a row on fresh inputs match the reference of
+    `module`, and each leaves the counter buffer zero (re-armed for the next launch)."""
+    from mirage_xdsl.codegen.host_emulator import HostEmulator
+    from mirage_xdsl.runtime.reference import run_reference
+
+    plan = program.plans["split_k_rms"]
+    emu = HostEmulator(program)
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        inputs = [rng.uniform(-1, 1, size=s.shape).astype(np.float16) for s in plan.inputs]
+        (ref,) = run_reference(module, [x.astype(np.float64) for x in inputs])
+        (out,) = emu.run("split_k_rms", inputs)
+        assert not np.isnan(out).any()
+        assert np.abs(out.astype(np.float64) - ref).max() / np.abs(ref).max() < 1e-2
+        assert not emu.counters["split_k_rms"].any()  # re-armed for the next launch
+
+
 @pytest.mark.parametrize("reduce_partials", [False, True])
 def test_grid_sum_emulated(reduce_partials: bool) -> None:
     """A split-K rms_norm(X) @ W kernel whose four split blocks per column tile meet in a grid
@@ -942,9 +960,7 @@ def test_grid_sum_emulated(reduce_partials: bool) -> None:
         pytest.skip("no host C++ compiler")
     from xdsl.parser import Parser
 
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.reference import run_reference
 
     text = (Path(__file__).parent / "data" / "split_k_grid_sum.mlir").read_text()
     module = Parser(make_ctx(), text).parse_module()
@@ -969,15 +985,7 @@ def test_grid_sum_emulated(reduce_partials: bool) -> None:
     else:  # 8 blocks x two fp32 [2, 32] partials
         assert partial_shapes == [(2, 32), (2, 32)]
         assert plan.workspace_bytes >= 2 * 4 * (64 + 64) * 4
-    emu = HostEmulator(program)
-    rng = np.random.default_rng(3)
-    for _ in range(2):
-        inputs = [rng.uniform(-1, 1, size=s.shape).astype(np.float16) for s in plan.inputs]
-        (ref,) = run_reference(module, [x.astype(np.float64) for x in inputs])
-        (out,) = emu.run("split_k_rms", inputs)
-        assert not np.isnan(out).any()
-        assert np.abs(out.astype(np.float64) - ref).max() / np.abs(ref).max() < 1e-2
-        assert not emu.counters["split_k_rms"].any()  # re-armed for the next launch
+    emulate_split_k_rms_twice(module, program, seed=3)
 
 
 def split_k_rms_text(rows: int) -> str:
@@ -998,9 +1006,7 @@ def test_late_finisher_emulated(rows: int) -> None:
         pytest.skip("no host C++ compiler")
     from xdsl.parser import Parser
 
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.reference import run_reference
 
     module = Parser(make_ctx(), split_k_rms_text(rows)).parse_module()
     lowered = module.clone()
@@ -1015,15 +1021,7 @@ def test_late_finisher_emulated(rows: int) -> None:
     (step,) = plan.steps
     assert isinstance(step, KernelLaunch) and plan.counters == 2 * 3 * slot
     assert [r.kind for r in step.args[-2:]] == ["input", "counters"]
-    emu = HostEmulator(program)
-    rng = np.random.default_rng(5)
-    for _ in range(2):
-        inputs = [rng.uniform(-1, 1, size=s.shape).astype(np.float16) for s in plan.inputs]
-        (ref,) = run_reference(module, [x.astype(np.float64) for x in inputs])
-        (out,) = emu.run("split_k_rms", inputs)
-        assert not np.isnan(out).any()
-        assert np.abs(out.astype(np.float64) - ref).max() / np.abs(ref).max() < 1e-2
-        assert not emu.counters["split_k_rms"].any()
+    emulate_split_k_rms_twice(module, program, seed=5)
 
 
 def test_late_finisher_skips_wide_splits() -> None:

@@ -16,6 +16,7 @@ import math
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -950,6 +951,26 @@ def test_gpu_grid_sum_kernel_rearms_its_counters() -> None:
         assert not cupy.asnumpy(g._counters).any()
 
 
+def _check_six_back_to_back(g: Any, module: Any) -> None:
+    """Six launches of the single-output graph `g` back to back in one CUDA graph (each
+    overlapping the previous one's end under PDL), on fresh inputs with NaN-poisoned outputs,
+    match the reference of `module`, replay after replay."""
+    import cupy
+
+    from mirage_xdsl.runtime.reference import run_reference
+
+    sets = [random_inputs(g.plan.inputs, seed=int.from_bytes(os.urandom(4), "little")) for _ in range(6)]
+    refs = [run_reference(module, [x.astype(np.float64) for x in xs])[0] for xs in sets]
+    launch = g.capture_sweep([[cupy.asarray(x) for x in xs] for xs in sets])
+    for _ in range(2):
+        for (out,) in launch.outputs:
+            out.fill(cupy.nan)
+        launch()
+        cupy.cuda.get_current_stream().synchronize()
+        for (out,), ref in zip(launch.outputs, refs):
+            assert _rel_err([cupy.asnumpy(out).astype(np.float64)], [ref]) < 1e-2
+
+
 @pytest.mark.gpu
 def test_gpu_late_finisher_split_k() -> None:
     """rms_norm(X) @ W of rmsnorm bs8 (X [16, 4096], W [4096, 6144] fp16) as the split-K plan
@@ -982,16 +1003,7 @@ def test_gpu_late_finisher_split_k() -> None:
             (out,) = g(cupy.asarray(X), cupy.asarray(W))
             assert _rel_err([cupy.asnumpy(out).astype(np.float64)], [ref]) < 1e-2
             assert not cupy.asnumpy(g._counters).any()
-    sets = [random_inputs(g.plan.inputs, seed=int.from_bytes(os.urandom(4), "little")) for _ in range(6)]
-    refs = [run_reference(module, [x.astype(np.float64) for x in xs])[0] for xs in sets]
-    launch = g.capture_sweep([[cupy.asarray(x) for x in xs] for xs in sets])
-    for _ in range(2):
-        for (out,) in launch.outputs:
-            out.fill(cupy.nan)
-        launch()
-        cupy.cuda.get_current_stream().synchronize()
-        for (out,), ref in zip(launch.outputs, refs):
-            assert _rel_err([cupy.asnumpy(out).astype(np.float64)], [ref]) < 1e-2
+    _check_six_back_to_back(g, module)
     assert not cupy.asnumpy(g._counters).any()
 
 
@@ -1002,27 +1014,16 @@ def test_gpu_weight_prefetch_back_to_back() -> None:
     overlapping the previous one's end) all match the reference, on fresh inputs with
     NaN-poisoned outputs, replay after replay."""
     _needs_compiler()
-    import cupy
     from xdsl.parser import Parser
 
     from mirage_xdsl.runtime.executable import compile as compile_graph
     from mirage_xdsl.runtime.executable import make_context
-    from mirage_xdsl.runtime.reference import run_reference
 
     text = (Path(__file__).parents[1] / "examples" / "rmsnorm_linear_bs8.mlir").read_text()
     module = Parser(make_context(), text).parse_module()
     g = compile_graph(module.clone())
     assert "mx::allow_dependent_launch();" in g.source and all(s.one_wave for s in g.plan.steps)
-    sets = [random_inputs(g.plan.inputs, seed=int.from_bytes(os.urandom(4), "little")) for _ in range(6)]
-    refs = [run_reference(module, [x.astype(np.float64) for x in xs])[0] for xs in sets]
-    launch = g.capture_sweep([[cupy.asarray(x) for x in xs] for xs in sets])
-    for _ in range(2):
-        for (out,) in launch.outputs:
-            out.fill(cupy.nan)
-        launch()
-        cupy.cuda.get_current_stream().synchronize()
-        for (out,), ref in zip(launch.outputs, refs):
-            assert _rel_err([cupy.asnumpy(out).astype(np.float64)], [ref]) < 1e-2
+    _check_six_back_to_back(g, module)
 
 
 @pytest.mark.gpu
