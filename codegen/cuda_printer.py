@@ -395,7 +395,7 @@ class _KernelPrinter:
         self.loop_trips = 0  # iterations of the loop being printed (per split under the late finisher)
         self.grid_sum_op = grid_sum_of(kernel)
         self.late = late_finisher_trips(kernel)
-        self.square_sums = plan_square_sums(kernel, self.reg_acc, lambda mma: self.a_mode(mma) == 2)
+        self.square_sums = plan_square_sums(kernel, self.reg_acc, lambda mma: LOAD_MODES[self.a_mode(mma)] == "kLdsm")
         self.frag_count = 0
         self.smem_count = 0
         self.chains: dict[Operation, RowChain] = {}  # first op -> register-resident row chain
