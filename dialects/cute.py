@@ -1083,17 +1083,26 @@ class GridSumOp(CuteOp):
         assert e is not None
         if not 1 <= e < trips:
             raise _fail(self, f"partner_trips = {e} must lie in [1, {trips}) (the for-loop's trip count)")
-        for copy in kernel.walk():
-            if not isinstance(copy, CopyG2SOp):
-                continue
-            off = dense_ints(copy.block_offset)[self.grid_axis]
-            stride = copy.iter_stride.value.data
-            if off and off != trips * stride:
-                raise _fail(
-                    copy,
-                    f"under the late finisher a tile's offset along grid axis {self.grid_axis} must be whole "
-                    f"iterations ({trips} x {stride}), got {off}; drop partner_trips from cute.grid_sum",
-                )
+        copy = partial_iteration_offset(kernel, self.grid_axis, trips)
+        if copy is not None:
+            raise _fail(
+                copy,
+                f"under the late finisher a tile's offset along grid axis {self.grid_axis} must be whole "
+                f"iterations ({trips} x {copy.iter_stride.value.data}), got "
+                f"{dense_ints(copy.block_offset)[self.grid_axis]}; drop partner_trips from cute.grid_sum",
+            )
+
+
+def partial_iteration_offset(kernel: KernelOp, axis: int, trips: int) -> CopyG2SOp | None:
+    """The first load of `kernel` whose tile offset along grid axis `axis` is not `trips` whole
+    iterations (`trips * iter_stride`), or None: the split ranges of a late finisher need
+    contiguous K ranges, one block's `trips` iterations after the previous one's."""
+    for copy in kernel.walk():
+        if isinstance(copy, CopyG2SOp):
+            off = dense_ints(copy.block_offset)[axis]
+            if off and off != trips * copy.iter_stride.value.data:
+                return copy
+    return None
 
 
 @irdl_op_definition

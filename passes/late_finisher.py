@@ -65,7 +65,7 @@ class LateFinisherPass(ModulePass):
         if grid_sum is None or grid_sum.partner_trip_count is not None or len(loops) != 1:
             return
         trips = loops[0].trip_count
-        if trips <= self.shift or not whole_iteration_offsets(kernel, grid_sum.grid_axis, trips):
+        if trips <= self.shift or cute.partial_iteration_offset(kernel, grid_sum.grid_axis, trips) is not None:
             return
         if partner_words_per_thread(kernel, grid_sum) > MAX_PARTNER_WORDS:
             return
@@ -89,14 +89,4 @@ def partner_words_per_thread(kernel: cute.KernelOp, grid_sum: cute.GridSumOp) ->
     nt = kernel.num_threads
     mine = sum(-(-math.prod(v.type.get_shape()) // nt) for v in grid_sum.ins)  # type: ignore[attr-defined]
     return (kernel.grid[grid_sum.grid_axis] - 1) * mine
-
-
-def whole_iteration_offsets(kernel: cute.KernelOp, axis: int, trips: int) -> bool:
-    """Every tile offset along the split axis is `trips` whole iterations (contiguous K ranges)."""
-    for copy in kernel.walk():
-        if isinstance(copy, cute.CopyG2SOp):
-            off = cute.dense_ints(copy.block_offset)[axis]
-            if off and off != trips * copy.iter_stride.value.data:
-                return False
-    return True
 

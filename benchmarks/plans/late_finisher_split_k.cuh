@@ -88,27 +88,10 @@ using LWs = mx::L<8, 64, 1, 1, 8, 64, 0, 0, 3, 3, 3>;
 using LAcc = mx::L<64, 16, 1, 1, 1, 64, 0, 0, 3, 2, 4>;  // the accumulator tile in shared memory
 using Acc = mx::MmaAcc<16, 64, 1, 4, 16>;
 
-// Sum of squares of X's rows on the tensor cores: X X^T's diagonal.  The B operand of
-// X^T's n-block b (X's rows 8b..8b+7) is, lane for lane, A's registers (a0, a2) for b = 0
-// and (a1, a3) for b = 1 (mma.m16n8k16 fragment layouts, PTX ISA), so warp w adds k-step w
-// of each stage with one ldmatrix and two MMAs and no extra shared-memory traffic.  fp16
-// squares are exact in fp32; the 1/4096 of the mean is applied once, at the end.
-struct SsqMma {
-  float c[2][4];
-  __device__ __forceinline__ void zero() {
-#pragma unroll
-    for (int b = 0; b < 2; ++b)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) c[b][r] = 0.0f;
-  }
-  __device__ __forceinline__ void add(const mx::f16* xt, int tid) {
-    const int lane = tid & 31, q = lane >> 3, i8 = lane & 7, k0 = (tid >> 5) * 16;
-    unsigned a[4];
-    mx::ldsm<4, false>(a, xt + mx::M2<64, 1, 3, 3, 3>::off(i8 + 8 * (q & 1), k0 + 8 * (q >> 1)));
-    const unsigned b0[2] = {a[0], a[2]}, b1[2] = {a[1], a[3]};
-    mx::mma_16x8x16<false>(c[0], a, b0);
-    mx::mma_16x8x16<false>(c[1], a, b1);
-  }
+// Sum of squares of X's rows on the tensor cores: X X^T's diagonal (mx::SquareSumMma of the
+// device library, mma.cuh; this experiment measured it first), warp w adding k-step w of
+// each stage.  The 1/4096 of the mean is applied once, at the end.
+struct SsqMma : mx::SquareSumMma<NT, KT, false, mx::M2<64, 1, 3, 3, 3>> {
   // This warp's share of row r's sum, r = lane / 4 and lane / 4 + 8, for lanes whose
   // fragment holds the diagonal element (g == 2t or 2t + 1), else 0.
   __device__ __forceinline__ void diagonal(float (&d)[2], int tid) const {
