@@ -503,6 +503,9 @@ class ReductionMaxOp(TbReductionBase):
     Used by the online-softmax rewrite (mirage-notes 1.7)."""
 
     name = "tb.reduction_max"
+    LOOP_CARRIED_RESULTS: ClassVar[tuple[int, ...]] = (0,)
+    """Results whose value one iteration reads back in the next (the running max): inside
+    the for-loop they must keep their storage from before the loop until it ends."""
     max = result_def(STensorType)
     diff = result_def(STensorType)
     assembly_format = "$input attr-dict `:` type($input) `->` type($max) `,` type($diff)"

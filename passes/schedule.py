@@ -114,6 +114,8 @@ class SchedOp:
     result_bytes: tuple[int, ...] = ()
     forloop_dim: int = -1
     accum_kind: str | None = None
+    loop_carried: tuple[int, ...] = ()
+    """Results read back by the next iteration (`tb.reduction_max`'s running max)."""
 
     def __post_init__(self) -> None:
         if self.chain < 0:
@@ -302,6 +304,10 @@ def tensor_lifetimes(
                 cat, start = "reg-accum", w
             elif op.is_accum:
                 cat, start = "smem-accum", p
+            elif st == "loop" and r in op.loop_carried:
+                # filled before the loop and read back by every iteration: it must not share
+                # storage with anything else live during the loop, even with no consumer
+                cat, start = "loop-carried", p
             else:
                 cat, start = ("loop" if st == "loop" else "post"), when(op.idx)
             if cat == "pipelined-input":
@@ -313,6 +319,8 @@ def tensor_lifetimes(
                         ends.append(when(c) + 1 if cat in ("loop-input", "loop") else w)
                     else:
                         ends.append(when(c) + 1)
+                if cat == "loop-carried":
+                    ends.append(w)
                 end = max(ends, default=start + 1)
             lives.append(TensorLife(op.idx, r, size, start, max(end, start + 1), cat))
             if cat == "pipelined-input":
@@ -623,6 +631,7 @@ def graph_records(graph: CustomizedOp) -> tuple[list[Operation], list[SchedOp]]:
                 result_bytes=tuple(stensor_layout(o, r)[1] * result_elem_bytes(o.results[r]) for r in range(len(o.results))),
                 forloop_dim=o.fdim if isinstance(o, tb.InputOp) else -1,
                 accum_kind=o.accum_kind if isinstance(o, tb.ForloopAccumOp) else None,
+                loop_carried=tuple(getattr(o, "LOOP_CARRIED_RESULTS", ())),
             )
         )
     # chain ids are leader positions at the time chains were recorded; re-key them to the
