@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from xdsl.universe import Universe
 
-from .passes import get_all_passes
-from .tools.registry import get_all_dialects, get_all_targets
+from mirage_xdsl.driver.registry import get_all_dialects, get_all_targets
+from mirage_xdsl.passes import get_all_passes
 
 MIRAGE_UNIVERSE = Universe(
     all_dialects=get_all_dialects(),

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from mirage_xdsl.runtime.compiler import atomic_write_bytes as atomic_write
+from mirage_xdsl.driver.nvcc import atomic_write_bytes as atomic_write
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_DIRS = ("dialects", "passes", "codegen", "runtime", "frontends", "tools")
@@ -75,12 +75,12 @@ def sources_digest() -> str:
 def toolchain_tag() -> str:
     """What of the machine's toolchain decides the cubin: nvcc's path, the extra nvcc flags,
     the CUTLASS include directory (no process is started)."""
-    from mirage_xdsl.runtime.compiler import cutlass_include_dir, find_nvcc
+    from mirage_xdsl.driver.nvcc import cutlass_include_dir, find_nvcc
 
     return _sha(find_nvcc(), os.environ.get("MIRAGE_XDSL_NVCC_FLAGS", ""), cutlass_include_dir())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def file_digest(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 

@@ -99,7 +99,7 @@ def parse_variant(text: str) -> dict[str, Any]:
     that cost rank, that cp.async pipeline depth (absent or 0 = tb-plan-pipeline's choice),
     `x` = split-K plans enumerated too, `r` = partials reduced before their grid sum
     (`reduce_partials`), `f<shift>` = split-K groups combined by a late finisher that takes
-    `shift` iterations from each partner (`late_finisher`, passes/late_finisher.py)."""
+    `shift` iterations from each partner (`late_finisher`, passes/cute/late_finisher.py)."""
     m = re.fullmatch(r"c(\d+)(?:s(\d+))?(x?)(r?)(?:f(\d+))?", text)
     if m is None:
         raise BenchError(f"variant '{text}': expected c<rank>[s<stages>][x][r][f<shift>], e.g. c0, c0s2, c3s4x or c0s7xrf1")
@@ -149,15 +149,15 @@ _MODULES: dict[str, Any] = {}
 
 def _module(path: str) -> Any:
     if path not in _MODULES:
+        from mirage_xdsl.driver.load import load_module
         from mirage_xdsl.frontends.mugraph import load_mugraph_file
-        from mirage_xdsl.tools.mirage_run import load_module
 
         _MODULES[path] = load_mugraph_file(path) if path.endswith(".json") else load_module(Path(path))
     return _MODULES[path]
 
 
 def _function_names(path: str) -> list[str]:
-    from mirage_xdsl.tools.mirage_run import functions
+    from mirage_xdsl.driver.load import functions
 
     return [f.sym_name.data for f in functions(_module(path))]
 
@@ -166,9 +166,9 @@ def _variant_module(module: Any, graph: str, variant: str) -> Any:
     """A one-function module of `graph` after mirage-transpile with the `variant`'s options."""
     from xdsl.dialects.builtin import ModuleOp
 
+    from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.driver.load import functions
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.executable import make_context
-    from mirage_xdsl.tools.mirage_run import functions
 
     func = next(f for f in functions(module) if f.sym_name.data == graph)
     single = ModuleOp([func.clone()])
@@ -178,7 +178,7 @@ def _variant_module(module: Any, graph: str, variant: str) -> Any:
 
 def _cacheable(err: BaseException) -> bool:
     """Whether a build error would come again on any machine (not: no nvcc, a timeout, I/O)."""
-    from mirage_xdsl.runtime.compiler import NvccNotFoundError
+    from mirage_xdsl.driver.nvcc import NvccNotFoundError
 
     return not isinstance(err, (NvccNotFoundError, OSError, MemoryError)) and "timed out" not in str(err)
 
@@ -186,8 +186,8 @@ def _cacheable(err: BaseException) -> bool:
 def _build_one(path: str, index: int, variant: str | None, arch: str, nvcc_cache: str | None) -> tuple[dict[str, Any], bool]:
     """Pipeline + emit_cuda + nvcc of one candidate (in a worker): the build entry and
     whether it may be cached."""
-    from mirage_xdsl.runtime.compiler import compile_cuda
-    from mirage_xdsl.runtime.executable import prepare
+    from mirage_xdsl.driver.compile import prepare
+    from mirage_xdsl.driver.nvcc import compile_cuda
 
     start = time.perf_counter()
     meta: dict[str, Any] = {"graph": f"graph_{index}", "plan_json": None, "cubin": None, "kernels": 0, "error": None}
@@ -218,8 +218,8 @@ def _build_one(path: str, index: int, variant: str | None, arch: str, nvcc_cache
 def _reference_one(path: str, index: int, seed: int, specs_json: str) -> tuple[list[np.ndarray] | None, str | None]:
     """float64 reference outputs of graph `index` of `path` on the seeded inputs (in a worker)."""
     from mirage_xdsl.codegen.launch_plan import TensorSpec
+    from mirage_xdsl.reference.executor import run_reference
     from mirage_xdsl.runtime.executable import numpy_values, random_inputs
-    from mirage_xdsl.runtime.reference import run_reference
 
     try:
         specs = [TensorSpec(**s) for s in json.loads(specs_json)]

@@ -28,7 +28,7 @@ import sys
 
 import cupy as cp
 import numpy as np
-from streaming import TILE_READ_SRC, K, N, W_BYTES, compile_kernels, copy_bandwidth_gbs, graph_time_us, kernel, weight_copies
+from streaming import TILE_READ_SRC, W_BYTES, K, N, compile_kernels, copy_bandwidth_gbs, graph_time_us, kernel, weight_copies
 
 SRC = r'''
 #include <cuda_fp16.h>

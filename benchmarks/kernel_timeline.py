@@ -70,9 +70,9 @@ def instrument(source: str) -> str:
 
 def prepare(directory: Path, path: Path, variants: list[str]) -> None:
     from mirage_xdsl.bench.prepare import _variant_module, parse_variant
-    from mirage_xdsl.runtime.compiler import compile_cuda
-    from mirage_xdsl.runtime.executable import prepare as prepare_graph
-    from mirage_xdsl.tools.mirage_run import functions, load_module
+    from mirage_xdsl.driver.compile import prepare as prepare_graph
+    from mirage_xdsl.driver.load import functions, load_module
+    from mirage_xdsl.driver.nvcc import compile_cuda
 
     directory.mkdir(parents=True, exist_ok=True)
     module = load_module(path)

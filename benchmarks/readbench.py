@@ -20,9 +20,9 @@ import cupy as cp
 import numpy as np
 from streaming import (
     TILE_READ_SRC,
+    W_BYTES,
     K,
     N,
-    W_BYTES,
     compile_kernels,
     copy_bandwidth_gbs,
     graph_time_us,

@@ -20,7 +20,8 @@ import sys
 
 import cupy as cp
 import numpy as np
-from streaming import K, N, graph_time_us, compile_kernels, copy_bandwidth_gbs, kernel, print_table, time_us, weight_copies
+from streaming import K, N, compile_kernels, copy_bandwidth_gbs, graph_time_us, kernel, print_table, time_us, weight_copies
+
 SRC = r'''
 #include <cuda_fp16.h>
 __device__ __forceinline__ unsigned sa(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }

@@ -14,7 +14,7 @@ import itertools
 
 import cupy as cp
 import numpy as np
-from streaming import K, N, W_BYTES, compile_kernels, copy_bandwidth_gbs, graph_time_us, kernel, weight_copies
+from streaming import W_BYTES, K, N, compile_kernels, copy_bandwidth_gbs, graph_time_us, kernel, weight_copies
 
 ROWS = 16  # rmsnorm bs8's X rows
 

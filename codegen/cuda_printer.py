@@ -36,27 +36,18 @@ from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from mirage_xdsl.codegen.grid_sum_epilogue import Phase, plan_epilogue
-from mirage_xdsl.codegen.weight_prefetch import split_at_dependency_wait, triggers_dependents, weight_params
+from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
 from mirage_xdsl.codegen.register_rows import GlobalIO, RowChain, global_io, plan_row_chain
 from mirage_xdsl.codegen.square_sum_mma import SquareSum, plan_square_sums
-from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
-from mirage_xdsl.dialects import cute
-from mirage_xdsl.dialects import kernel as kn
-from mirage_xdsl.dialects.kernel import element_type_of, ints, shape_of
-from mirage_xdsl.passes.layout_math import dtensor_strides
-from mirage_xdsl.passes.plan_workspace import GRID_SUM_SCRATCH_ATTR
-from mirage_xdsl.passes.schedule import ELEMENTWISE_ACCUM_MAX_REGS
+from mirage_xdsl.codegen.weight_prefetch import split_at_dependency_wait, triggers_dependents
+from mirage_xdsl.dialects import cute, kn
+from mirage_xdsl.dialects.cute import weight_params
+from mirage_xdsl.dialects.kn import GRID_SUM_SCRATCH_ATTR, element_type_of, ints, shape_of
+from mirage_xdsl.dialects.kn.strides import dtensor_strides
+from mirage_xdsl.target import ELEMENTWISE_ACCUM_MAX_REGS, SM90, SMEM_OPTIN_PER_BLOCK
 
 HEADER = "mirage_xdsl/runtime.cuh"
 
-SM90_SMEM_PER_SM = 233472
-"""Shared memory of one sm_90 SM, bytes (CUDA C++ Programming Guide, "Compute Capabilities": 228 KB)."""
-SMEM_RESERVED_PER_BLOCK = 1024
-"""Shared memory the driver reserves per resident block (same table: 1 KB on sm_80+)."""
-REGISTERS_PER_SM = 65536
-"""32-bit registers of one SM (same table: 64 K on sm_80 and sm_90)."""
-SMEM_LIMITS = {"sm_80": 166912, "sm_86": 101376, "sm_87": 166912, "sm_89": 101376, "sm_90": 232448, "sm_100": 232448}
-"""Opt-in dynamic shared memory per block (bytes), CUDA C++ Programming Guide table 21."""
 
 
 class CudaEmitError(DiagnosticException):
@@ -321,7 +312,7 @@ def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
     """Shared fp32 tiles that a for-loop only accumulates into, kept in registers instead:
     filled with 0 before the loop and touched by nothing else there, updated by exactly one
     elementwise "add" in the loop (nothing else in the loop reads or writes them), read only
-    after it, at most `ELEMENTWISE_ACCUM_MAX_REGS` (passes/schedule.py) per thread.  Maps
+    after it, at most `ELEMENTWISE_ACCUM_MAX_REGS` (passes/tb/schedule.py) per thread.  Maps
     each tile to the registers per thread it takes (header: RegTile); the shared tile is
     written once, after the loop.  This removes a shared-memory read-modify-write per
     element and iteration (rms_norm's sum of squares).
@@ -490,7 +481,7 @@ class _KernelPrinter:
         (benchmarks/results/late-finisher-generated-h200-2026-11-25.md)."""
         if self.late is None:
             return str(self.nt)
-        blocks = min(SM90_SMEM_PER_SM // (launch_smem_bytes(self.kernel) + SMEM_RESERVED_PER_BLOCK), REGISTERS_PER_SM // (self.nt * 128))
+        blocks = min(SM90.smem_per_sm // (launch_smem_bytes(self.kernel) + SM90.smem_reserved_per_block), SM90.registers_per_sm // (self.nt * 128))
         return f"{self.nt}, {blocks}" if blocks >= 2 else str(self.nt)
 
     def plan_row_chains(self) -> None:
@@ -1430,7 +1421,7 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
         if isinstance(op, func.ReturnOp):
             continue
         if isinstance(op, cute.KernelOp):
-            limit = SMEM_LIMITS.get(arch.rstrip("a"), cute.MAX_SMEM_BYTES)
+            limit = SMEM_OPTIN_PER_BLOCK.get(arch.rstrip("a"), cute.MAX_SMEM_BYTES)
             if launch_smem_bytes(op) > limit:
                 raise _err(
                     op, f"{op.kernel_name.data} needs {launch_smem_bytes(op)} B of shared memory, more than {arch}'s {limit} B"

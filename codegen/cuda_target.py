@@ -4,9 +4,9 @@
     mirage-opt graph.mlir -p mirage-transpile -t 'cuda{arch="sm_90"}'
 
 prints the source followed by one `/* mirage-launch-plan @<func> <json> */` comment per
-function.  From Python: `emit_cuda(module, arch) -> CudaProgram(source, plans)`; a module
-whose `kn.customized` ops are planned (after tb-plan-smem) but not yet lowered is lowered
-with `convert-tb-to-cute` on a copy first.
+function.  From Python: `emit_cuda(module, arch) -> CudaProgram(source, plans)`.  The
+module must be lowered to the `cute` dialect (`mirage-transpile` ends with
+`convert-tb-to-cute`): the target only prints.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
-from mirage_xdsl.codegen.cuda_printer import print_module
+from mirage_xdsl.codegen.cuda_printer import CudaEmitError, print_module
 from mirage_xdsl.codegen.launch_plan import LaunchPlan
 
 PLAN_BEGIN = "/* mirage-launch-plan @"
@@ -56,7 +56,7 @@ def parse_plans(text: str) -> dict[str, LaunchPlan]:
 
 
 def _needs_lowering(module: ModuleOp) -> bool:
-    from mirage_xdsl.dialects.kernel import CustomizedOp
+    from mirage_xdsl.dialects.kn import CustomizedOp
 
     return any(isinstance(op, CustomizedOp) for op in module.walk())
 
@@ -69,10 +69,10 @@ def emit_cuda(module: ModuleOp, arch: str = "sm_90") -> CudaProgram:
             and the missing pass or the rule).
     """
     if _needs_lowering(module):
-        from mirage_xdsl.passes.convert_tb_to_cute import ConvertTbToCutePass
-
-        module = module.clone()
-        ConvertTbToCutePass().apply(Context(), module)
+        raise CudaEmitError(
+            "emit_cuda: the module still holds kn.customized ops; lower them first with "
+            "convert-tb-to-cute (mirage-transpile runs it)"
+        )
     source, plans = print_module(module, arch)
     return CudaProgram(source, plans, arch)
 

@@ -2,7 +2,7 @@
 
 A generated kernel calls `mx::wait_for_prior_grids()` (`griddepcontrol.wait`) before it touches
 global memory, because the previous kernel of the stream may still run.  Inputs marked
-`kn.weight` (dialects/kernel.py `WEIGHT_ATTR`) are promised not to be written by anything
+`kn.weight` (dialects/kn/ops.py `WEIGHT_ATTR`) are promised not to be written by anything
 queued before the launch, so a kernel may issue the cp.async loads of its ring prologue for
 them *before* the wait: while the previous grid finishes its epilogue (a grid-sum combine, the
 output stores), this grid's first stages of W are already streaming.
@@ -31,21 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.dialects import cute
-
-
-def weight_params(kernel: cute.KernelOp, weight_args: Collection[int]) -> frozenset[SSAValue]:
-    """The body block arguments of `kernel` bound to function arguments in `weight_args`
-    (indices of the enclosing `func.func`'s arguments marked `kn.weight`)."""
-    nout = len(kernel.outputs)
-    params = kernel.body.block.args
-    return frozenset(
-        params[nout + j]
-        for j, value in enumerate(kernel.inputs)
-        if isinstance(value, BlockArgument) and value.index in weight_args
-    )
 
 
 def _is_weight_load(op: Operation, weights: Collection[SSAValue]) -> bool:

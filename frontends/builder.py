@@ -48,9 +48,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from ..dialects import kernel as kn
-from ..dialects import threadblock as tb
-from ..dialects import tiling
+from mirage_xdsl.dialects import kn, tb, tiling
 
 __all__ = [
     "DTensor",
@@ -206,7 +204,7 @@ class KNGraph:
     ) -> DTensor:
         """A graph input; `strides` in elements, outermost first (default row-major).
         `weight=True` marks it `kn.weight`: nothing queued on the stream before a launch
-        writes it, so the kernels may prefetch it (dialects/kernel.py `WEIGHT_ATTR`)."""
+        writes it, so the kernels may prefetch it (dialects/kn/ops.py `WEIGHT_ATTR`)."""
         shape = _ints("new_input", "dims", dims)
         if not 1 <= len(shape) <= tiling.MAX_TENSOR_DIMS or any(d < 1 for d in shape):
             raise GraphBuildError(
@@ -397,7 +395,7 @@ class KNGraph:
 
     def __call__(self, inputs: Sequence[Any]) -> list[Any]:
         """Evaluate the graph with the numpy reference executor (float64)."""
-        from ..runtime.reference import run_reference
+        from mirage_xdsl.reference.executor import run_reference
 
         return run_reference(self.module, inputs)
 

@@ -83,11 +83,9 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from mirage_xdsl.dialects import kernel as kn
-from mirage_xdsl.dialects import threadblock as tb
-from mirage_xdsl.dialects import tiling
-from mirage_xdsl.dialects.kernel import STRIDES_ATTR, element_type_of, int_array, ints, shape_of
-from mirage_xdsl.dialects.threadblock import STensorType
+from mirage_xdsl.dialects import kn, tb, tiling
+from mirage_xdsl.dialects.kn import STRIDES_ATTR, element_type_of, int_array, ints, shape_of
+from mirage_xdsl.dialects.tb import STensorType
 
 __all__ = [
     "MugraphExportError",

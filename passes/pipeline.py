@@ -25,8 +25,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from mirage_xdsl.passes import get_all_passes
-from mirage_xdsl.passes.plan_pipeline import LONE_BLOCK_MAX_STAGES
-from mirage_xdsl.passes.plan_smem import SM90_SMEM_LIMIT
+from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
+from mirage_xdsl.passes.tb.plan_smem import SM90_SMEM_LIMIT
 
 PIPELINE = (
     "kn-decompose-rms-norm",
@@ -121,7 +121,7 @@ def fuse_plain_graphs(ctx: Context, module: ModuleOp, **fuse_options: object) ->
     hold no `kn.customized` op, keeping the order of the module's top-level ops."""
     from xdsl.dialects.func import FuncOp
 
-    from mirage_xdsl.dialects.kernel import CustomizedOp
+    from mirage_xdsl.dialects.kn import CustomizedOp
 
     def is_plain(top: object) -> bool:
         return isinstance(top, FuncOp) and not any(isinstance(o, CustomizedOp) for o in top.walk())

@@ -1,8 +1,7 @@
-"""Runtime: nvcc compilation with a disk cache, launching plans through CuPy, the numpy
-reference executor.
+"""Runtime: load a typed `LaunchPlan` and its cubin, launch it through CuPy (eager, CUDA
+graph, programmatic dependent launch), run library steps, and emulate kernels on the host.
 
-    import mirage_xdsl
-    g = mirage_xdsl.compile(module, "graph_0")    # -> CompiledGraph
+    g = CompiledGraph(plan, cubin).load()          # driver/compile.py builds these
     outs = g(x, w)                                 # CuPy arrays or torch CUDA tensors
 
 Names are imported lazily: `import mirage_xdsl.runtime` needs neither xDSL, CuPy nor nvcc.
@@ -14,18 +13,11 @@ import importlib
 from typing import Any
 
 _LAZY_EXPORTS: dict[str, str] = {
-    "compile": "mirage_xdsl.runtime.executable",
-    "prepare": "mirage_xdsl.runtime.executable",
     "CompiledGraph": "mirage_xdsl.runtime.executable",
     "InputError": "mirage_xdsl.runtime.executable",
     "LaunchError": "mirage_xdsl.runtime.executable",
     "gpu_available": "mirage_xdsl.runtime.executable",
-    "compile_cuda": "mirage_xdsl.runtime.compiler",
-    "CudaCompileError": "mirage_xdsl.runtime.compiler",
-    "NvccNotFoundError": "mirage_xdsl.runtime.compiler",
     "run_library_call": "mirage_xdsl.runtime.library_ops",
-    "run_reference": "mirage_xdsl.runtime.reference",
-    "ReferenceExecutionError": "mirage_xdsl.runtime.reference",
 }
 
 __all__ = sorted(_LAZY_EXPORTS)

@@ -51,9 +51,9 @@ from typing import Any
 import numpy as np
 
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
+from mirage_xdsl.runtime.library_ops import run_library_call, storage_dtype
 from mirage_xdsl.runtime.programmatic_launch import ProgrammaticLaunch, one_wave_smem_bytes
-
-from .library_ops import run_library_call, storage_dtype
+from mirage_xdsl.target import DEFAULT_SMEM_PER_BLOCK, SM90
 
 __all__ = [
     "CompiledGraph",
@@ -63,22 +63,17 @@ __all__ = [
     "alloc_elements",
     "check_inputs",
     "check_plan",
-    "compile",
     "contiguous_strides",
     "describe",
     "detect_arch",
     "external_stream",
     "gpu_available",
     "graph_segments",
-    "prepare",
     "random_inputs",
 ]
 
-DEFAULT_SMEM_LIMIT = 48 * 1024
-"""Dynamic shared memory a kernel may use without opting in."""
-
-HOPPER_SMEM_OPTIN = 232448
-"""Max dynamic shared memory per block with opt-in on sm_90 (227 KiB)."""
+DEFAULT_SMEM_LIMIT = DEFAULT_SMEM_PER_BLOCK
+HOPPER_SMEM_OPTIN = SM90.smem_per_block_optin
 
 MAX_GRAPH_ENTRIES = 16
 """CUDA graphs kept per CompiledGraph (one per input-pointer set), least recently used dropped."""
@@ -799,209 +794,3 @@ class CompiledGraph:
             if index == 0 and self.poison_outputs:
                 self._poison(entry.flats)
             self._run_steps(cupy, ins, entry.outputs_cp, entry.workspace, steps)
-
-
-# ---------------------------------------------------------------------------------------
-# compile(): module -> CompiledGraph
-
-
-@dataclass
-class Prepared:
-    """A kernel graph through the pipeline and the CUDA printer (no nvcc yet)."""
-
-    func_name: str
-    module: Any
-    """the transpiled module holding only this function"""
-    program: Any
-    """the `CudaProgram` of `emit_cuda`"""
-    plan: LaunchPlan
-    arch: str
-    input_names: list[str | None]
-
-
-def _functions(module: Any) -> list[Any]:
-    from xdsl.dialects.func import FuncOp
-
-    return [op for op in module.body.block.ops if isinstance(op, FuncOp)]
-
-
-def _pipeline_has_run(module: Any) -> bool:
-    for op in module.walk():
-        if op.name == "kn.customized":
-            return False
-    return all("kn.workspace_size" in f.attributes for f in _functions(module))
-
-
-def make_context() -> Any:
-    """An xDSL context with builtin/func/arith and our dialects registered."""
-    from xdsl.context import Context
-    from xdsl.dialects.arith import Arith
-    from xdsl.dialects.builtin import Builtin
-    from xdsl.dialects.func import Func
-
-    from mirage_xdsl.tools.registry import get_all_dialects
-
-    ctx = Context()
-    for dialect in (Builtin, Func, Arith):
-        ctx.load_dialect(dialect)
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    return ctx
-
-
-def prepare(module: Any, func_name: str | None = None, arch: str | None = None, candidate: int = 0) -> Prepared:
-    """Clone the chosen function into its own module, run `mirage-transpile` if it has not
-    run (with kn-fuse's plan of cost rank `candidate` for plain kernel graphs), and print
-    CUDA for it.  Needs no GPU and no nvcc."""
-    from xdsl.dialects.builtin import ModuleOp
-
-    from mirage_xdsl.runtime.compiler import normalize_arch
-
-    funcs = _functions(module) if isinstance(module, ModuleOp) else [module]
-    names = [f.sym_name.data for f in funcs]
-    if func_name is None:
-        if len(funcs) != 1:
-            raise ValueError(f"the module has {len(funcs)} functions ({', '.join(names[:8])}{', ...' if len(names) > 8 else ''}); pass func_name")
-        func = funcs[0]
-    else:
-        matches = [f for f in funcs if f.sym_name.data == func_name]
-        if not matches:
-            raise ValueError(f"no function named '{func_name}'; available: {', '.join(names) or 'none'}")
-        func = matches[0]
-    name = func.sym_name.data
-    input_names = [arg.name_hint for arg in func.body.block.args]
-    single = ModuleOp([func.clone()])
-    if not _pipeline_has_run(single):
-        from mirage_xdsl.passes.pipeline import MirageTranspilePass
-
-        MirageTranspilePass(candidate=candidate).apply(make_context(), single)
-    from mirage_xdsl.codegen.cuda_target import emit_cuda
-
-    arch = normalize_arch(arch or detect_arch())
-    program = emit_cuda(single, arch)
-    if name not in program.plans:
-        raise ValueError(f"emit_cuda produced no launch plan for '{name}' (plans: {sorted(program.plans)})")
-    return Prepared(name, single, program, program.plans[name], arch, input_names)
-
-
-def compile(  # noqa: A001 - the public name Mirage uses
-    module: Any,
-    func_name: str | None = None,
-    arch: str | None = None,
-    *,
-    cache_dir: str | os.PathLike[str] | None = None,
-    cuda_graph: bool = False,
-    poison_outputs: bool = False,
-    autotune: int = 0,
-) -> CompiledGraph:
-    """Compile one kernel graph of `module` for `arch` (None: the current GPU, else sm_90).
-
-    Clones the module (the argument is not modified), runs the default pipeline
-    (`mirage-transpile`) if it has not run, prints CUDA with `emit_cuda`, compiles it with
-    nvcc to a cubin (disk cache, see `runtime.compiler`) and, when a GPU is present, loads it
-    and checks the plan against the device.  Without a GPU the graph is returned unloaded
-    (calling it raises `LaunchError`).
-
-    `autotune=k` (plain kernel graphs, a GPU present): compile the default threadblock graphs
-    of the k cheapest plan ranks (kn-fuse `candidate` 0..k-1), time each on the GPU (device
-    time of CUDA-graph replays over random inputs, `AUTOTUNE_SETS` sets, µs) and keep the
-    fastest -- Mirage's superoptimizer profiles its candidates the same way.  On the H200 the
-    fastest rank beat rank 0 by up to 1.9x (mqa: benchmarks/results/).  Ignored without a GPU
-    or for graphs that already hold threadblock graphs.
-    """
-    if autotune > 1 and gpu_available():
-        return _autotuned(module, func_name, arch, autotune, cache_dir, cuda_graph, poison_outputs)
-    return _compiled(prepare(module, func_name, arch), cache_dir, cuda_graph, poison_outputs)
-
-
-def _compiled(
-    prepared: Prepared, cache_dir: str | os.PathLike[str] | None, cuda_graph: bool, poison_outputs: bool
-) -> CompiledGraph:
-    from .compiler import compile_cuda
-
-    cubin = None
-    if any(isinstance(s, KernelLaunch) for s in prepared.plan.steps):
-        cubin = compile_cuda(prepared.program.source, prepared.arch, cache_dir=cache_dir)
-    graph = CompiledGraph(
-        prepared.plan,
-        cubin,
-        source=prepared.program.source,
-        input_names=prepared.input_names,
-        cuda_graph=cuda_graph,
-        poison_outputs=poison_outputs,
-    )
-    if gpu_available():
-        graph.load()
-    return graph
-
-
-AUTOTUNE_SETS = 4
-"""Input sets an autotuning sweep rotates through (each candidate runs once per set)."""
-
-
-def pick_fastest(candidates: Sequence[Any], time_us: Any) -> tuple[int, list[float | None]]:
-    """Index of the fastest candidate by `time_us(candidate)` (µs; None = could not be
-    timed, e.g. a plan CuPy cannot capture) and every measured time; ties and failures
-    keep the earlier (cheaper-estimated) candidate, and index 0 when nothing was timed."""
-    times = [time_us(c) for c in candidates]
-    best = 0
-    for i, t in enumerate(times):
-        if t is not None and (times[best] is None or t < times[best]):
-            best = i
-    return best, times
-
-
-def _autotuned(
-    module: Any,
-    func_name: str | None,
-    arch: str | None,
-    ranks: int,
-    cache_dir: str | os.PathLike[str] | None,
-    cuda_graph: bool,
-    poison_outputs: bool,
-) -> CompiledGraph:
-    """`compile(..., autotune=ranks)`: the fastest of the first `ranks` plan ranks."""
-    first = prepare(module, func_name, arch)
-    if not _is_plain(module, first.func_name):
-        return _compiled(first, cache_dir, cuda_graph, poison_outputs)  # its own threadblock graphs
-    variants = [first]
-    seen = {first.program.source}
-    for rank in range(1, ranks):
-        prepared = prepare(module, func_name, arch, candidate=rank)
-        if prepared.program.source not in seen:
-            seen.add(prepared.program.source)
-            variants.append(prepared)
-    graphs = [_compiled(p, cache_dir, cuda_graph, poison_outputs) for p in variants]
-    cupy = _cupy()
-    sets = [[cupy.asarray(x) for x in random_inputs(first.plan.inputs, seed)] for seed in range(AUTOTUNE_SETS)]
-
-    def time_us(graph: CompiledGraph) -> float | None:
-        try:
-            launch = graph.capture_sweep(sets)
-        except LaunchError:
-            return None
-        stream = cupy.cuda.get_current_stream()
-        launch(stream)
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        samples = []
-        for _ in range(5):
-            start.record(stream)
-            for _ in range(10):
-                launch(stream)
-            end.record(stream)
-            end.synchronize()
-            samples.append(cupy.cuda.get_elapsed_time(start, end) * 1000.0 / (10 * len(sets)))
-        return sorted(samples)[len(samples) // 2]
-
-    best, _ = pick_fastest(graphs, time_us)
-    return graphs[best]
-
-
-def _is_plain(module: Any, func_name: str) -> bool:
-    """Whether function `func_name` of `module` is a plain kernel graph (no kn.customized op,
-    not lowered yet), the kind kn-fuse plans and autotuning can choose plans for."""
-    from xdsl.dialects.builtin import ModuleOp
-
-    funcs = _functions(module) if isinstance(module, ModuleOp) else [module]
-    func = next(f for f in funcs if f.sym_name.data == func_name)
-    return not any(op.name in ("kn.customized", "cute.kernel") for op in func.walk())

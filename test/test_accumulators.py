@@ -2,7 +2,7 @@
 loop-carried running max of `tb.reduction_max` (issue: a shared-memory plan that gave the
 running max and `exp(diff)` one offset, so the max did not survive to the next iteration).
 
-The generated CUDA runs in the host emulator (`codegen/host_emulator.py`) on fresh random
+The generated CUDA runs in the host emulator (`runtime/host_emulator.py`) on fresh random
 inputs and is compared with the numpy reference executor; the same graphs run on the GPU
 under the `gpu` marker with NaN-poisoned outputs.
 """
@@ -14,9 +14,8 @@ import shutil
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import ModuleOp
-
 from conftest import has_gpu
+from xdsl.dialects.builtin import ModuleOp
 
 ITERS = 4
 GRID = 2
@@ -69,8 +68,8 @@ def _rel_err(out: np.ndarray, ref: np.ndarray) -> float:
 def test_running_max_lives_through_the_loop() -> None:
     """The running max of a reduction_max whose max has no consumer still owns its buffer
     from before the loop to the loop's end, and nothing live in the loop shares it."""
+    from mirage_xdsl.driver.compile import make_context
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.executable import make_context
 
     module = _graph("rescale", "float16")
     MirageTranspilePass(to_cute=False).apply(make_context(), module)
@@ -91,14 +90,14 @@ def test_running_max_lives_through_the_loop() -> None:
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_accumulator_emulated(kind: str, dtype: str) -> None:
-    from mirage_xdsl.codegen.host_emulator import HostEmulator, find_cxx
+    from mirage_xdsl.runtime.host_emulator import HostEmulator, find_cxx
 
     if find_cxx() is None:
         pytest.skip("no host C++ compiler")
     from mirage_xdsl.codegen.cuda_target import emit_cuda
+    from mirage_xdsl.driver.compile import make_context
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.executable import make_context
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
 
     module = _graph(kind, dtype)
     lowered = module.clone()
@@ -123,7 +122,7 @@ def test_gpu_accumulator(kind: str, dtype: str, tmp_path_factory: pytest.TempPat
     import cupy
 
     import mirage_xdsl
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
 
     module = _graph(kind, dtype)
     g = mirage_xdsl.compile(module, "acc", poison_outputs=True, cache_dir=tmp_path_factory.getbasetemp() / "cubins")

@@ -90,7 +90,7 @@ def test_parse_variant() -> None:
 @pytest.fixture(scope="module")
 def lora_prepared(tmp_path_factory: pytest.TempPathFactory, mugraph_dir: Path) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
     pytest.importorskip("mirage_xdsl.passes.pipeline")
-    from mirage_xdsl.runtime.compiler import find_nvcc
+    from mirage_xdsl.driver.nvcc import find_nvcc
 
     if find_nvcc() is None:
         pytest.skip("nvcc not found: the CPU phase cannot compile (and does not cache failures)")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from mirage_xdsl.driver.compile import make_context
+from mirage_xdsl.driver.nvcc import compile_cuda, find_nvcc
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
-from mirage_xdsl.runtime.compiler import compile_cuda, find_nvcc
-from mirage_xdsl.runtime.executable import make_context
 from mirage_xdsl.tools.mirage_run import load_module
 
 PLANS_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "plans"

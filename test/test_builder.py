@@ -72,8 +72,8 @@ def test_rmsnorm_graph0_ir() -> None:
     from xdsl.dialects.func import Func
     from xdsl.parser import Parser
 
-    from mirage_xdsl.dialects.kernel import Kernel
-    from mirage_xdsl.dialects.threadblock import Threadblock
+    from mirage_xdsl.dialects.kn import Kernel
+    from mirage_xdsl.dialects.tb import Threadblock
 
     ctx = Context()
     for d in (Builtin, Func, Kernel, Threadblock):
@@ -257,4 +257,4 @@ def test_import_stays_cheap() -> None:
     assert out == ["0", "0"]
     code = "import mirage_xdsl as m; print(m.run_reference.__module__, m.new_kernel_graph.__module__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["mirage_xdsl.runtime.reference", "mirage_xdsl.frontends.builder"]
+    assert out == ["mirage_xdsl.reference.executor", "mirage_xdsl.frontends.builder"]

@@ -7,7 +7,7 @@
 * launch plans round-trip through JSON and through the `-t cuda` text;
 * the MMA choice of rmsnorm graph 0 (mirage-notes 2.3), thread-layout scores, swizzles;
 * numerics WITHOUT a GPU: the generated kernels run on the CPU through the host emulation
-  (`codegen/host_emulator.py`) and are compared with the numpy reference executor
+  (`runtime/host_emulator.py`) and are compared with the numpy reference executor
   (a few candidates by default, every candidate with `MIRAGE_XDSL_EMULATE_ALL=1`);
 * numerics WITH a GPU (`@pytest.mark.gpu`): the same comparison through CuPy.
 """
@@ -37,14 +37,14 @@ from mirage_xdsl.codegen import cuda_printer
 from mirage_xdsl.codegen.cuda_target import CudaProgram, CudaTarget, emit_cuda, parse_plans
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan
 from mirage_xdsl.dialects import cute
-from mirage_xdsl.passes.convert_tb_to_cute import (
+from mirage_xdsl.driver.compile import make_context
+from mirage_xdsl.passes.conversion.tb_to_cute import (
     ConvertTbToCutePass,
     choose_thr_layout,
     choose_tiled_mma,
     parse_swizzle,
     reduce_threads,
 )
-from mirage_xdsl.runtime.executable import make_context
 
 SHARED = Path(os.environ.get("MIRAGE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 MUGRAPH_FILES = sorted((SHARED / "mugraphs").glob("*.json"))
@@ -60,7 +60,7 @@ make_ctx = make_context
 
 def find_nvcc() -> str | None:
     try:
-        from mirage_xdsl.runtime.compiler import find_nvcc as runtime_find
+        from mirage_xdsl.driver.nvcc import find_nvcc as runtime_find
 
         found = runtime_find()
     except ImportError:  # pragma: no cover - runtime helper absent
@@ -309,14 +309,26 @@ def test_missing_attributes_name_the_pass() -> None:
         ConvertTbToCutePass().apply(make_ctx(), module)
 
 
-def test_emit_cuda_lowers_planned_ir_on_a_copy() -> None:
+def test_emit_cuda_refuses_unlowered_ir() -> None:
+    """The printer only prints: planned but unlowered threadblock graphs are an error that
+    names the missing conversion, and the module is untouched."""
+    from mirage_xdsl.codegen.cuda_printer import CudaEmitError
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     module = parse(RMSNORM_G0.read_text())
     MirageTranspilePass(to_cute=False).apply(make_ctx(), module)
     before = str(module)
+    with pytest.raises(CudaEmitError, match="convert-tb-to-cute"):
+        emit_cuda(module)
+    assert str(module) == before
+
+
+def test_emit_cuda_prints_lowered_ir() -> None:
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    module = parse(RMSNORM_G0.read_text())
+    MirageTranspilePass().apply(make_ctx(), module)
     program = emit_cuda(module)
-    assert str(module) == before  # the caller's module is untouched
     assert program.kernel_names == ["graph_0_k0"]
     (step,) = program.plans["graph_0"].steps
     assert isinstance(step, KernelLaunch)
@@ -402,7 +414,7 @@ def test_kernels_without_weights_keep_the_wait_first() -> None:
 def test_weight_attribute_must_be_a_unit_attribute() -> None:
     from xdsl.utils.exceptions import VerifyException
 
-    from mirage_xdsl.dialects.kernel import is_weight, weight_inputs
+    from mirage_xdsl.dialects.kn import is_weight, weight_inputs
 
     text = (EXAMPLES_DIR / "rmsnorm_linear.mlir").read_text()
     fn = next(op for op in parse(text).walk() if isinstance(op, FuncOp))
@@ -480,14 +492,14 @@ def emulation_cases() -> list[tuple[str, str, float]]:
 
 
 def have_cxx() -> bool:
-    from mirage_xdsl.codegen.host_emulator import find_cxx
+    from mirage_xdsl.runtime.host_emulator import find_cxx
 
     return find_cxx() is not None
 
 
 def reference_outputs(stem: str, func_name: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
     from mirage_xdsl.frontends.mugraph import load_mugraph_file
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
 
     module = load_mugraph_file(SHARED / "mugraphs" / f"{stem}.json")
     fn = next(op for op in module.body.block.ops if op.sym_name.data == func_name)  # type: ignore[attr-defined]
@@ -500,7 +512,7 @@ def test_host_emulation_matches_reference(
 ) -> None:
     if not have_cxx():
         pytest.skip("no host C++ compiler")
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
+    from mirage_xdsl.runtime.host_emulator import HostEmulator
 
     res = shared_results[stem]
     if func_name in res.skipped:
@@ -522,9 +534,9 @@ def test_host_emulation_matches_reference(
 def test_host_emulation_fma_fallback() -> None:
     if not have_cxx():
         pytest.skip("no host C++ compiler")
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.host_emulator import HostEmulator
 
     source = RMSNORM_G0.read_text()
     module = parse(source)
@@ -635,9 +647,9 @@ SYNTHETIC = {
 def test_synthetic_graph_emulated(name: str) -> None:
     if not have_cxx():
         pytest.skip("no host C++ compiler")
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.host_emulator import HostEmulator
 
     build, lo, hi = SYNTHETIC[name]
     module = build()
@@ -687,9 +699,9 @@ def test_pipeline_stages_emulated(stages: int) -> None:
     import dataclasses
     import re
 
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.host_emulator import HostEmulator
 
     module = graph_deep_pipeline()
     lowered = module.clone()
@@ -754,10 +766,10 @@ def test_host_emulation_bfloat16() -> None:
     KeyError('bfloat16') for every bf16 plan (e.g. era-B muGraph files imported as era C)."""
     if not have_cxx():
         pytest.skip("no host C++ compiler")
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.host_emulator import HostEmulator
     from mirage_xdsl.runtime.library_ops import load, store
-    from mirage_xdsl.runtime.reference import run_reference
 
     module = graph_bf16_kernel_and_library()
     lowered = module.clone()
@@ -793,7 +805,7 @@ GPU_CASES = [(p.stem, idx) for p in MUGRAPH_FILES for idx in (0, 1)]
 def test_gpu_matches_reference(shared_results: dict[str, FileResult], stem: str, index: int) -> None:
     import cupy
 
-    from mirage_xdsl.runtime.executable import compile as compile_graph
+    from mirage_xdsl.driver.compile import compile as compile_graph
 
     res = shared_results[stem]
     assert res.module is not None
@@ -817,8 +829,8 @@ def test_gpu_matches_reference(shared_results: dict[str, FileResult], stem: str,
 def assert_emulation_matches(module: ModuleOp, program: CudaProgram, name: str, scale: float, seed: int) -> None:
     """The host-emulated `program` computes `module`'s function `name` on fresh fp16 inputs
     uniform(-scale, scale): no NaN (nothing unwritten read) and relative error < 1e-2."""
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.host_emulator import HostEmulator
 
     rng = np.random.default_rng(seed)
     inputs = [rng.uniform(-scale, scale, size=s.shape).astype(np.float16) for s in program.plans[name].inputs]
@@ -934,8 +946,8 @@ def test_wide_block_emulated() -> None:
 def emulate_split_k_rms_twice(module: ModuleOp, program: CudaProgram, seed: int) -> None:
     """Two host-emulated runs of split_k_rms in a row on fresh inputs match the reference of
     `module`, and each leaves the counter buffer zero (re-armed for the next launch)."""
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.host_emulator import HostEmulator
 
     plan = program.plans["split_k_rms"]
     emu = HostEmulator(program)
@@ -1029,7 +1041,7 @@ def test_late_finisher_skips_wide_splits() -> None:
     MAX_PARTNER_WORDS partner words per thread (rmsnorm bs8's 8-way split plans: those
     kernels spilled and ptxas emitted an illegal instruction), and takes the 4-way one."""
     from mirage_xdsl.bench.prepare import _module, _variant_module
-    from mirage_xdsl.passes.late_finisher import MAX_PARTNER_WORDS, partner_words_per_thread
+    from mirage_xdsl.passes.cute.late_finisher import MAX_PARTNER_WORDS, partner_words_per_thread
 
     module = _module(str(Path(__file__).parents[1] / "examples" / "rmsnorm_linear_bs8.mlir"))
     for variant, late in (("c4s4xrf1", False), ("c0s7xrf1", True)):
@@ -1085,7 +1097,7 @@ def run_host_check(tmp_path: Path, source: str) -> str:
     """Build the C++ program `source` against the device library in host emulation
     (-DMX_HOST) and run it; its stdout, after asserting that it exited 0 (its count of wrong
     values).  Skips the test without a host C++ compiler."""
-    from mirage_xdsl.codegen.host_emulator import INCLUDE_DIR, find_cxx
+    from mirage_xdsl.runtime.host_emulator import INCLUDE_DIR, find_cxx
 
     cxx = find_cxx()
     if cxx is None:
@@ -1194,9 +1206,9 @@ def test_register_chain_emulated(rows: int, dtype: str, warps: tuple[int, int]) 
         pytest.skip("no host C++ compiler")
     from xdsl.parser import Parser
 
-    from mirage_xdsl.codegen.host_emulator import HostEmulator
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.host_emulator import HostEmulator
 
     text = REGISTER_CHAIN.read_text().replace("f16", dtype).replace("x16x", f"x{rows}x")
     module = Parser(make_ctx(), text).parse_module()

@@ -27,10 +27,8 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
-from mirage_xdsl.dialects import kernel as kn
-from mirage_xdsl.dialects import threadblock as tb
-from mirage_xdsl.dialects import tiling
-from mirage_xdsl.dialects.threadblock import STensorType
+from mirage_xdsl.dialects import kn, tb, tiling
+from mirage_xdsl.dialects.tb import STensorType
 
 DIALECT_TESTS = Path(__file__).parent / "filecheck" / "dialects"
 OPS_FILES = (DIALECT_TESTS / "kn" / "ops.mlir", DIALECT_TESTS / "tb" / "ops.mlir")

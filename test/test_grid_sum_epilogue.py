@@ -16,8 +16,8 @@ from mirage_xdsl.codegen import cuda_printer
 from mirage_xdsl.codegen.cuda_target import emit_cuda
 from mirage_xdsl.codegen.grid_sum_epilogue import EpiloguePlan, plan_epilogue
 from mirage_xdsl.dialects import cute
+from mirage_xdsl.driver.compile import make_context
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
-from mirage_xdsl.runtime.executable import make_context
 
 DATA = Path(__file__).parent / "data"
 
@@ -101,8 +101,8 @@ def test_fused_epilogue_matches_op_by_op(stem: str, options: dict[str, bool], mo
     """The host-emulated fused kernel gives bit-identical outputs to the op-by-op print of
     the same module (same split order of the sums, same fp16 rounding between the ops), on
     fresh random inputs, and matches the reference executor."""
-    from mirage_xdsl.codegen.host_emulator import HostEmulator, find_cxx
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.host_emulator import HostEmulator, find_cxx
 
     if find_cxx() is None:
         pytest.skip("no host C++ compiler")

@@ -25,11 +25,10 @@ from xdsl.dialects.builtin import ArrayAttr, Builtin, DictionaryAttr, ModuleOp
 from xdsl.dialects.func import Func, FuncOp
 from xdsl.parser import Parser
 
-from mirage_xdsl.dialects import kernel as kn
-from mirage_xdsl.dialects import threadblock as tb
-from mirage_xdsl.dialects.kernel import Kernel
-from mirage_xdsl.dialects.threadblock import Threadblock
-from mirage_xdsl.passes.default_tb_graph import (
+from mirage_xdsl.dialects import kn, tb
+from mirage_xdsl.dialects.kn import Kernel
+from mirage_xdsl.dialects.tb import Threadblock
+from mirage_xdsl.passes.conversion.default_tb_graph import (
     DeviceModel,
     Planner,
     analyse_axes,
@@ -37,12 +36,12 @@ from mirage_xdsl.passes.default_tb_graph import (
     fusible_op,
     group_from_ops,
 )
-from mirage_xdsl.passes.kn_expand_composites import KnExpandCompositesPass, KnRecognizeCompositesPass
-from mirage_xdsl.passes.kn_fuse import KnFusePass
-from mirage_xdsl.passes.kn_partition import KnPartitionPass
-from mirage_xdsl.passes.kn_simplify import KnSimplifyPass
+from mirage_xdsl.passes.conversion.kn_fuse import KnFusePass
+from mirage_xdsl.passes.conversion.kn_partition import KnPartitionPass
+from mirage_xdsl.passes.kn.expand_composites import KnExpandCompositesPass, KnRecognizeCompositesPass
+from mirage_xdsl.passes.kn.simplify import KnSimplifyPass
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
-from mirage_xdsl.runtime.reference import run_reference
+from mirage_xdsl.reference.executor import run_reference
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NAMES = sorted(p.stem for p in EXAMPLES.glob("*.mlir"))
@@ -492,7 +491,7 @@ def test_lone_block_estimate_counts_the_ring_tb_plan_pipeline_builds() -> None:
 def test_smem_verification_uses_the_real_planner() -> None:
     """Plans estimated above 40% of the limit are checked with tb-plan-smem itself (which may
     drop double buffering to fit); a limit below what it can reach rejects the plan."""
-    from mirage_xdsl.passes.kn_partition import smem_fits
+    from mirage_xdsl.passes.conversion.kn_partition import smem_fits
 
     module = example("rmsnorm_linear")
     for p in (KnExpandCompositesPass(), KnSimplifyPass(), KnRecognizeCompositesPass()):

@@ -114,7 +114,7 @@ def _needs_compiler() -> None:
 @pytest.mark.skipif(has_gpu(), reason="tests the no-GPU path")
 def test_no_gpu_path_on_shared_file(mugraph_dir: Path, tmp_path: Path) -> None:
     _needs_compiler()
-    from mirage_xdsl.runtime.compiler import find_nvcc
+    from mirage_xdsl.driver.nvcc import find_nvcc
 
     proc = run_cli(str(mugraph_dir / "rmsnorm_bs1.json"), "--graph", "0", "--check", "--cache-dir", str(tmp_path), "--seed", "7")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -137,7 +137,7 @@ def test_no_gpu_path_on_kn_only_mlir(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no GPU found" in proc.stdout
     # the default pipeline fuses a plain kernel graph (kn-fuse) into a generated kernel
-    from mirage_xdsl.runtime.compiler import find_nvcc
+    from mirage_xdsl.driver.nvcc import find_nvcc
 
     if find_nvcc() is not None:
         assert "compiled 1 kernels" in proc.stdout

@@ -18,10 +18,9 @@ from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType, bf16, f16, f64
 from xdsl.dialects.func import Func, FuncOp
 from xdsl.parser import Parser
 
-from mirage_xdsl.dialects import kernel as kn
-from mirage_xdsl.dialects import threadblock as tb
-from mirage_xdsl.dialects.kernel import Kernel
-from mirage_xdsl.dialects.threadblock import STensorType, Threadblock
+from mirage_xdsl.dialects import kn, tb
+from mirage_xdsl.dialects.kn import Kernel
+from mirage_xdsl.dialects.tb import STensorType, Threadblock
 from mirage_xdsl.frontends.mugraph import (
     MugraphExportError,
     MugraphImportError,

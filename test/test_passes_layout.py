@@ -19,21 +19,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import MUGRAPH_FILES
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func, FuncOp
 from xdsl.parser import Parser
 
-from mirage_xdsl.dialects import threadblock as tb
-from mirage_xdsl.dialects.kernel import Kernel
-from mirage_xdsl.dialects.threadblock import Threadblock
+from mirage_xdsl.dialects import tb
+from mirage_xdsl.dialects.kn import Kernel
+from mirage_xdsl.dialects.tb import Threadblock
 from mirage_xdsl.passes import get_all_passes
-from mirage_xdsl.passes import resolve_layout as rl
-from mirage_xdsl.passes.fusion_chains import chain_members, compute_chains
-from mirage_xdsl.passes.layout_math import calc_tensor_strides, innermost_of_strides, physical_num_elems
-from mirage_xdsl.passes.plan_workspace import Buffer, overlaps, plan
-
-from conftest import MUGRAPH_FILES
+from mirage_xdsl.passes.kn.plan_workspace import Buffer, overlaps, plan
+from mirage_xdsl.passes.tb import resolve_layout as rl
+from mirage_xdsl.passes.tb.fusion_chains import chain_members, compute_chains
+from mirage_xdsl.passes.tb.layout_math import calc_tensor_strides, innermost_of_strides, physical_num_elems
 
 LAYOUT_PIPELINE = (
     "kn-decompose-rms-norm",
@@ -305,7 +304,7 @@ def leftover_ops(module: ModuleOp) -> list[str]:
 
 
 def reference() -> object:
-    mod = pytest.importorskip("mirage_xdsl.runtime.reference")
+    mod = pytest.importorskip("mirage_xdsl.reference.executor")
     run = getattr(mod, "run_reference", None)
     if run is None:
         pytest.skip("mirage_xdsl.run_reference is not available")

@@ -10,9 +10,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import random
+from pathlib import Path
 
 import pytest
 from xdsl.context import Context
@@ -22,12 +21,12 @@ from xdsl.dialects.func import Func
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException
 
-from mirage_xdsl.dialects.kernel import Kernel
-from mirage_xdsl.dialects.threadblock import Threadblock
-from mirage_xdsl.passes import dsa
-from mirage_xdsl.passes import swizzle_math as sm
-from mirage_xdsl.passes.plan_swizzle import plan_tile
-from mirage_xdsl.passes.schedule import (
+from mirage_xdsl.dialects.kn import Kernel
+from mirage_xdsl.dialects.tb import Threadblock
+from mirage_xdsl.passes.tb import dsa
+from mirage_xdsl.passes.tb import swizzle_math as sm
+from mirage_xdsl.passes.tb.plan_swizzle import plan_tile
+from mirage_xdsl.passes.tb.schedule import (
     SchedOp,
     asap_levels,
     can_chunk_copy,
@@ -312,7 +311,7 @@ def run_pipeline(module: ModuleOp, no_smem: bool = False, **smem_opts: int) -> N
 
 
 def test_rmsnorm_plan_smem() -> None:
-    from mirage_xdsl.dialects.kernel import CustomizedOp
+    from mirage_xdsl.dialects.kn import CustomizedOp
 
     module = parse(RMSNORM_G0)
     run_pipeline(module)
@@ -325,7 +324,7 @@ def test_rmsnorm_plan_smem() -> None:
 
 
 def test_smem_limit_falls_back_then_errors() -> None:
-    from mirage_xdsl.dialects.kernel import CustomizedOp
+    from mirage_xdsl.dialects.kn import CustomizedOp
 
     # 10 KiB: W (the largest pipelined input) is loaded single-buffered, X keeps its two buffers
     module = parse(RMSNORM_G0)
@@ -349,9 +348,9 @@ def test_plan_pipeline_stages() -> None:
     needs 5 tiles in flight for 64 KiB per SM: 6 stages when allowed (max-stages=8), 2 by
     default; a forced depth; tb-plan-smem takes
     stages away (all inputs together) when the plan does not fit."""
-    from mirage_xdsl.dialects.kernel import CustomizedOp
-    from mirage_xdsl.passes.plan_pipeline import PlanPipelinePass, blocks_per_sm, choose_stages
-    from mirage_xdsl.passes.plan_smem import PlanSmemPass
+    from mirage_xdsl.dialects.kn import CustomizedOp
+    from mirage_xdsl.passes.tb.plan_pipeline import PlanPipelinePass, blocks_per_sm, choose_stages
+    from mirage_xdsl.passes.tb.plan_smem import PlanSmemPass
 
     def run(pipe: PlanPipelinePass, **smem_opts: int) -> tuple[int, list[list[int]], list[int]]:
         module = parse(RMSNORM_G0)
@@ -390,7 +389,7 @@ def test_plan_pipeline_stages() -> None:
 def test_weight_stages_prefetch_a_target_within_one_wave() -> None:
     """Graphs that stream kn.weight inputs: the fewest stages whose ring prologues prefetch
     12 MiB over the grid, never so deep that the grid stops fitting in one wave."""
-    from mirage_xdsl.passes.plan_pipeline import WEIGHT_PREFETCH_BYTES, choose_weight_stages
+    from mirage_xdsl.passes.tb.plan_pipeline import WEIGHT_PREFETCH_BYTES, choose_weight_stages
 
     assert WEIGHT_PREFETCH_BYTES == 12 * 2**20
     ring = lambda tile: (lambda n: 2000 + n * tile)  # noqa: E731

@@ -24,7 +24,7 @@ from conftest import MUGRAPH_FILES
 from programs import PROGRAMS, match_output, relative_error
 
 import mirage_xdsl as mx
-from mirage_xdsl.runtime.reference import ReferenceExecutionError, strided_sum
+from mirage_xdsl.reference.executor import ReferenceExecutionError, strided_sum
 
 TOL = 1e-6
 
@@ -45,8 +45,8 @@ def _parse(text: str):
     from xdsl.dialects.func import Func
     from xdsl.parser import Parser
 
-    from mirage_xdsl.dialects.kernel import Kernel
-    from mirage_xdsl.dialects.threadblock import Threadblock
+    from mirage_xdsl.dialects.kn import Kernel
+    from mirage_xdsl.dialects.tb import Threadblock
 
     ctx = Context()
     for d in (Builtin, Func, Kernel, Threadblock):
@@ -418,7 +418,7 @@ def test_loop_invariant_input_accumulates_every_iteration() -> None:
 
 def _shuffle_blocks(module, seed: int) -> None:
     """Reorder every kn.customized block into another valid topological (SSA) order."""
-    from mirage_xdsl.dialects.kernel import CustomizedOp
+    from mirage_xdsl.dialects.kn import CustomizedOp
 
     rnd = random.Random(seed)
     for op in module.walk():
@@ -476,8 +476,8 @@ def _apply(module, pipeline: str):
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.func import Func
 
-    from mirage_xdsl.dialects.kernel import Kernel
-    from mirage_xdsl.dialects.threadblock import Threadblock
+    from mirage_xdsl.dialects.kn import Kernel
+    from mirage_xdsl.dialects.tb import Threadblock
 
     for d in (Builtin, Func, Kernel, Threadblock):
         ctx.load_dialect(d)

@@ -16,8 +16,8 @@ from mirage_xdsl.codegen.cuda_printer import block_reduce_threads
 from mirage_xdsl.codegen.cuda_target import emit_cuda
 from mirage_xdsl.codegen.register_rows import RowChain, plan_row_chain, row_length
 from mirage_xdsl.dialects import cute
+from mirage_xdsl.driver.compile import make_context
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
-from mirage_xdsl.runtime.executable import make_context
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -77,8 +77,8 @@ def test_chain_matches_op_by_op(contiguous: bool, monkeypatch: pytest.MonkeyPatc
     in the op-by-op order, the same rounding to fp16 between the ops), within fp16
     rounding when they own consecutive elements (16-byte vectors; the sums add in another
     order); and it matches the reference executor."""
-    from mirage_xdsl.codegen.host_emulator import HostEmulator, find_cxx
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.host_emulator import HostEmulator, find_cxx
 
     if find_cxx() is None:
         pytest.skip("no host C++ compiler")

@@ -10,7 +10,6 @@ inputs and launch errors.
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import math
 import os
@@ -20,10 +19,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import MUGRAPH_FILES, has_gpu
 
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
-from mirage_xdsl.runtime import compiler
-from mirage_xdsl.runtime.compiler import (
+from mirage_xdsl.driver import nvcc as compiler
+from mirage_xdsl.driver.nvcc import (
     CudaCompileError,
     NvccNotFoundError,
     cache_key,
@@ -47,8 +47,6 @@ from mirage_xdsl.runtime.executable import (
     random_inputs,
 )
 from mirage_xdsl.runtime.library_ops import LibraryOpError, run_library_call
-
-from conftest import MUGRAPH_FILES, has_gpu
 
 TINY_KERNEL = r"""
 extern "C" __global__ void scale2(float* out, const float* in) {
@@ -671,7 +669,7 @@ def test_gpu_every_candidate_matches_reference(
     import cupy
 
     import mirage_xdsl
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
 
     module = _module_for(shared_modules, mugraph_dir, name)
     fname = f"graph_{index}"
@@ -901,7 +899,7 @@ def test_gpu_graph_mode_kernel_matmul_kernel(tmp_path: Path) -> None:
 
 
 def test_pick_fastest_keeps_the_earlier_on_ties_and_failures() -> None:
-    from mirage_xdsl.runtime.executable import pick_fastest
+    from mirage_xdsl.driver.compile import pick_fastest
 
     times = {"a": 20.0, "b": None, "c": 12.5, "d": 12.5}
     assert pick_fastest(list("abcd"), times.get) == (2, [20.0, None, 12.5, 12.5])
@@ -912,7 +910,7 @@ def test_pick_fastest_keeps_the_earlier_on_ties_and_failures() -> None:
 def test_prepare_candidates_and_autotune_without_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plan ranks give different kernels for gated_mlp; `compile(autotune=k)` without a GPU
     is plain `compile` (rank 0, nothing timed)."""
-    import mirage_xdsl.runtime.executable as ex
+    import mirage_xdsl.driver.compile as ex
     from mirage_xdsl.tools.mirage_run import load_module
 
     module = load_module(Path(__file__).resolve().parents[1] / "examples" / "gated_mlp.mlir")
@@ -934,9 +932,9 @@ def test_gpu_grid_sum_kernel_rearms_its_counters() -> None:
     import cupy
     from xdsl.parser import Parser
 
-    from mirage_xdsl.runtime.executable import compile as compile_graph
-    from mirage_xdsl.runtime.executable import make_context
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.driver.compile import compile as compile_graph
+    from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.reference.executor import run_reference
 
     text = (Path(__file__).parent / "data" / "split_k_grid_sum.mlir").read_text()
     module = Parser(make_context(), text).parse_module()
@@ -957,7 +955,7 @@ def _check_six_back_to_back(g: Any, module: Any) -> None:
     match the reference of `module`, replay after replay."""
     import cupy
 
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
 
     sets = [random_inputs(g.plan.inputs, seed=int.from_bytes(os.urandom(4), "little")) for _ in range(6)]
     refs = [run_reference(module, [x.astype(np.float64) for x in xs])[0] for xs in sets]
@@ -985,10 +983,10 @@ def test_gpu_late_finisher_split_k() -> None:
     from xdsl.parser import Parser
 
     from mirage_xdsl.bench.prepare import parse_variant
+    from mirage_xdsl.driver.compile import compile as compile_graph
+    from mirage_xdsl.driver.compile import make_context
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.runtime.executable import compile as compile_graph
-    from mirage_xdsl.runtime.executable import make_context
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.reference.executor import run_reference
 
     text = (Path(__file__).parents[1] / "examples" / "rmsnorm_linear_bs8.mlir").read_text()
     module = Parser(make_context(), text).parse_module()
@@ -1016,8 +1014,8 @@ def test_gpu_weight_prefetch_back_to_back() -> None:
     _needs_compiler()
     from xdsl.parser import Parser
 
-    from mirage_xdsl.runtime.executable import compile as compile_graph
-    from mirage_xdsl.runtime.executable import make_context
+    from mirage_xdsl.driver.compile import compile as compile_graph
+    from mirage_xdsl.driver.compile import make_context
 
     text = (Path(__file__).parents[1] / "examples" / "rmsnorm_linear_bs8.mlir").read_text()
     module = Parser(make_context(), text).parse_module()
@@ -1035,9 +1033,9 @@ def test_gpu_register_chain_attention() -> None:
     import cupy
     from xdsl.parser import Parser
 
-    from mirage_xdsl.runtime.executable import compile as compile_graph
-    from mirage_xdsl.runtime.executable import make_context
-    from mirage_xdsl.runtime.reference import run_reference
+    from mirage_xdsl.driver.compile import compile as compile_graph
+    from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.reference.executor import run_reference
 
     text = (Path(__file__).parent / "filecheck" / "codegen" / "register-chain.mlir").read_text()
     module = Parser(make_context(), text).parse_module()

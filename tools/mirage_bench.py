@@ -224,7 +224,7 @@ def _cpu_phase(args: argparse.Namespace, wanted: set[str] | None):  # type: igno
     from mirage_xdsl.bench.cache import BenchCache, default_cache_dir
     from mirage_xdsl.bench.prepare import parse_variants, prepare_all, workload_seeds
     from mirage_xdsl.bench.workloads import resolve, resolve_files, select
-    from mirage_xdsl.runtime.compiler import normalize_arch
+    from mirage_xdsl.driver.nvcc import normalize_arch
 
     start = time.perf_counter()
     dirs = [*args.mugraphs, args.shared]

@@ -22,8 +22,8 @@ from xdsl.transforms import get_all_passes as get_upstream_passes
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from mirage_xdsl.driver.registry import get_all_dialects, get_all_targets
 from mirage_xdsl.passes import get_all_passes
-from mirage_xdsl.tools.registry import get_all_dialects, get_all_targets
 
 UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
 

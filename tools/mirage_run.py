@@ -36,10 +36,17 @@ from typing import Any
 # Checking, timing and the torch programs of the workloads are shared with `mirage-bench`.
 from mirage_xdsl.bench.check import relative_error
 from mirage_xdsl.bench.check import to_device as _to_device
-from mirage_xdsl.bench.timing import L2_BYTES  # noqa: F401 - re-exported
-from mirage_xdsl.bench.timing import bench_us, device_us, rotation_sets, torch_graph_runner
+from mirage_xdsl.bench.timing import (
+    L2_BYTES,  # noqa: F401 - re-exported
+    bench_us,
+    device_us,
+    rotation_sets,
+    torch_graph_runner,
+)
 from mirage_xdsl.bench.workloads import torch_rms as _torch_rms
 from mirage_xdsl.bench.workloads import torch_workload_program as _workload
+from mirage_xdsl.driver.load import ModuleLoadError, functions
+from mirage_xdsl.driver.load import load_module as _load_module
 
 PROG = "mirage-run"
 
@@ -53,29 +60,11 @@ class RunError(Exception):
 
 
 def load_module(path: Path, era: str | None = None) -> Any:
-    """A `builtin.module` from a muGraph JSON file (`.json`) or textual IR (anything else)."""
-    if not path.is_file():
-        raise RunError(f"{path}: no such file")
-    if path.suffix.lower() == ".json":
-        from mirage_xdsl.frontends.mugraph import load_mugraph_file
-
-        return load_mugraph_file(path, era=era)
-    from xdsl.dialects.builtin import ModuleOp
-    from xdsl.parser import Parser
-
-    from mirage_xdsl.runtime.executable import make_context
-
-    module = Parser(make_context(), path.read_text(), str(path)).parse_module()
-    if not isinstance(module, ModuleOp):
-        raise RunError(f"{path}: expected a builtin.module")
-    module.verify()
-    return module
-
-
-def functions(module: Any) -> list[Any]:
-    from xdsl.dialects.func import FuncOp
-
-    return [op for op in module.body.block.ops if isinstance(op, FuncOp)]
+    """`driver.load.load_module`, its file errors as `RunError`."""
+    try:
+        return _load_module(path, era)
+    except ModuleLoadError as err:
+        raise RunError(str(err)) from None
 
 
 def select(funcs: Sequence[Any], graph: str | None, all_graphs: bool) -> tuple[list[Any], str | None]:
@@ -201,7 +190,7 @@ def _one_line(err: BaseException) -> str:
     lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
     if not lines:
         return type(err).__name__
-    from mirage_xdsl.runtime.compiler import CudaCompileError
+    from mirage_xdsl.driver.nvcc import CudaCompileError
 
     try:
         from xdsl.utils.exceptions import ParseError
@@ -233,8 +222,9 @@ def run_graph(
     """Compile and run one graph; failures are reported in the row, not raised.  With
     `autotune` > 1 on a GPU, plain kernel graphs are compiled through
     `compile(..., autotune=autotune)` (the fastest of that many plan ranks)."""
-    from mirage_xdsl.runtime.compiler import compile_cuda
-    from mirage_xdsl.runtime.executable import CompiledGraph, compile, numpy_values, prepare, random_inputs
+    from mirage_xdsl.driver.compile import compile, prepare
+    from mirage_xdsl.driver.nvcc import compile_cuda
+    from mirage_xdsl.runtime.executable import CompiledGraph, numpy_values, random_inputs
 
     name = func.sym_name.data
     row = Row(name)
@@ -258,7 +248,7 @@ def run_graph(
         inputs = random_inputs(plan.inputs, seed)
         refs = None
         if check or not gpu:
-            from mirage_xdsl.runtime.reference import run_reference
+            from mirage_xdsl.reference.executor import run_reference
 
             refs = run_reference(module, [numpy_values(x, s.dtype) for x, s in zip(inputs, plan.inputs)], func_name=name)
             if not gpu:
@@ -425,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from mirage_xdsl.runtime.compiler import find_nvcc, normalize_arch
+    from mirage_xdsl.driver.nvcc import find_nvcc, normalize_arch
     from mirage_xdsl.runtime.executable import detect_arch, gpu_available
 
     if args.atol_rel <= 0:

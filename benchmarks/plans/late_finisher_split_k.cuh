@@ -18,7 +18,7 @@
 // words), WEF (evict_first weight stages), OB (one barrier per stage), FIRST (finisher at
 // blockIdx.y 0), ABLATE (timing-only cuts).  Fastest on the H200: E = 15, S = 7, D = 1, MSQ,
 // EL, WEF (13.3-13.4 µs).  Record: benchmarks/results/late-finisher-split-k-h200-2026-11-25.md.
-// The compiler now generates this kernel (passes/late_finisher.py, bench variant c0s7xrf1;
+// The compiler now generates this kernel (passes/cute/late_finisher.py, bench variant c0s7xrf1;
 // benchmarks/results/late-finisher-generated-h200-2026-11-25.md); this file stays as the
 // experiment that measured each lever.
 #include "mirage_xdsl/runtime.cuh"

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mirage_xdsl.runtime.compiler import compile_cuda
+from mirage_xdsl.driver.nvcc import compile_cuda
 
 
 class PreparedWorkload:

@@ -15,7 +15,7 @@ func.func @unplanned(%x: tensor<64x64xf16>) -> tensor<64x64xf16> {
 }
 
 // CHECK: convert-tb-to-cute: kn.customized has no 'tb.smem_size' attribute; run tb-plan-smem first (mirage-transpile runs every pass in order)
-// TARGET: mirage-opt: error: convert-tb-to-cute: kn.customized has no 'tb.smem_size' attribute; run tb-plan-smem first
+// TARGET: mirage-opt: error: emit_cuda: the module still holds kn.customized ops; lower them first with convert-tb-to-cute
 
 // -----
 

@@ -1,0 +1,48 @@
+"""Reading a kernel graph from disk: a muGraph JSON file (Mirage's saved format) or textual
+IR, into a verified `builtin.module`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+class ModuleLoadError(ValueError):
+    """The file is missing or does not hold a `builtin.module`; the message names the file."""
+
+
+def load_module(path: Path, era: str | None = None) -> Any:
+    """A verified `builtin.module` from a muGraph JSON file (`.json`) or textual IR (anything else).
+
+    Args:
+        path: the file.
+        era: for muGraph files, which Mirage JSON layout to read (see `frontends/mugraph.py`).
+
+    Raises:
+        ModuleLoadError: no such file, or the IR's top-level op is not a `builtin.module`.
+        ParseError, VerifyException, MugraphError: the file does not parse or verify (their
+            messages carry the location).
+    """
+    if not path.is_file():
+        raise ModuleLoadError(f"{path}: no such file")
+    if path.suffix.lower() == ".json":
+        from mirage_xdsl.frontends.mugraph import load_mugraph_file
+
+        return load_mugraph_file(path, era=era)
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.parser import Parser
+
+    from mirage_xdsl.driver.compile import make_context
+
+    module = Parser(make_context(), path.read_text(), str(path)).parse_module()
+    if not isinstance(module, ModuleOp):
+        raise ModuleLoadError(f"{path}: expected a builtin.module")
+    module.verify()
+    return module
+
+
+def functions(module: Any) -> list[Any]:
+    """The `func.func` ops at the top level of `module`, in order (one kernel graph each)."""
+    from xdsl.dialects.func import FuncOp
+
+    return [op for op in module.body.block.ops if isinstance(op, FuncOp)]

@@ -1,0 +1,280 @@
+"""nvcc compilation of generated CUDA to a cubin, with a content-addressed disk cache.
+
+`compile_cuda(source, arch)` runs
+
+    nvcc -cubin -std=c++17 -O3 --expt-relaxed-constexpr -arch=<arch>
+         -I<mirage_xdsl>/codegen/include [-I<nvidia-cutlass wheel>/include] -o <cubin> <source>
+
+and returns the path of the cubin.  It needs nvcc but no GPU (and no CuPy), so CI machines
+without a device can compile every generated program.
+
+Cache: `<cache dir>/<key>.cubin` where `key = sha256(source, options, nvcc version, arch,
+digest of the headers in codegen/include)`.  The cache dir is the `cache_dir` argument, else
+the environment variable `MIRAGE_XDSL_CACHE_DIR`, else `~/.cache/mirage_xdsl`.  A cubin is
+written to a temporary file in the cache dir and moved into place with `os.replace`, so a
+reader never sees a partial file and concurrent compiles of one source are harmless.  A cache
+hit does not run nvcc at all (not even `nvcc --version`: the version is read once per nvcc
+path and process).
+
+Environment: `MIRAGE_XDSL_NVCC` (path of nvcc; else `$CUDA_HOME/bin/nvcc`, `$CUDA_PATH/bin/nvcc`,
+`nvcc` on PATH, `/usr/local/cuda/bin/nvcc`), `MIRAGE_XDSL_NVCC_FLAGS` (extra flags, split on
+whitespace, part of the cache key), `MIRAGE_XDSL_CUTLASS_INCLUDE` (a CUTLASS/CuTe include
+directory to use instead of the `nvidia-cutlass` wheel's).
+
+Errors: `CudaCompileError` (a `RuntimeError`) with nvcc's first error lines and the path of
+the failing source kept in the cache dir (`failed-<key>.cu`); `NvccNotFoundError` when no nvcc
+can be found.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from mirage_xdsl.codegen.device_library import DEVICE_LIBRARY_INCLUDE
+
+__all__ = [
+    "CudaCompileError",
+    "NvccNotFoundError",
+    "cache_key",
+    "compile_cuda",
+    "default_cache_dir",
+    "find_nvcc",
+    "include_dirs",
+    "normalize_arch",
+    "nvcc_options",
+    "nvcc_version",
+]
+
+"""The `mirage_xdsl` package directory (the repository root)."""
+
+CODEGEN_INCLUDE = DEVICE_LIBRARY_INCLUDE
+"""Headers included by the generated CUDA (`#include "..."`)."""
+
+BASE_OPTIONS: tuple[str, ...] = ("-std=c++17", "-O3", "--expt-relaxed-constexpr")
+
+NVCC_TIMEOUT_S = 900
+"""CuTe-heavy translation units take seconds to a few minutes; a hung nvcc is an error."""
+
+
+class CudaCompileError(RuntimeError):
+    """nvcc rejected a generated program (message: nvcc's first errors and the kept source)."""
+
+
+class NvccNotFoundError(CudaCompileError):
+    """No nvcc could be found (set MIRAGE_XDSL_NVCC or put nvcc on PATH)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Toolchain discovery
+
+
+def find_nvcc() -> str | None:
+    """Path of nvcc, or None: `MIRAGE_XDSL_NVCC`, `$CUDA_HOME/bin`, `$CUDA_PATH/bin`, PATH,
+    `/usr/local/cuda/bin`, in that order."""
+    explicit = os.environ.get("MIRAGE_XDSL_NVCC")
+    if explicit:
+        return explicit if Path(explicit).is_file() else None
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(var)
+        if root and (Path(root) / "bin" / "nvcc").is_file():
+            return str(Path(root) / "bin" / "nvcc")
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    fallback = Path("/usr/local/cuda/bin/nvcc")
+    return str(fallback) if fallback.is_file() else None
+
+
+@functools.cache
+def nvcc_version(nvcc: str) -> str:
+    """The release line of `nvcc --version` (e.g. `Cuda compilation tools, release 13.0, V13.0.88`)."""
+    try:
+        proc = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise NvccNotFoundError(f"cannot run {nvcc} --version: {err}") from None
+    lines = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip()]
+    release = [ln for ln in lines if "release" in ln]
+    return release[-1] if release else (lines[-1] if lines else "unknown")
+
+
+@functools.lru_cache(maxsize=1)
+def cutlass_include_dir() -> Path | None:
+    """CuTe/CUTLASS headers: `MIRAGE_XDSL_CUTLASS_INCLUDE`, else the `nvidia-cutlass` wheel's
+    `cutlass_library/source/include` (found without importing the package), else None."""
+    explicit = os.environ.get("MIRAGE_XDSL_CUTLASS_INCLUDE")
+    if explicit:
+        return Path(explicit) if Path(explicit).is_dir() else None
+    try:
+        spec = importlib.util.find_spec("cutlass_library")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        for candidate in (Path(loc) / "source" / "include", Path(loc) / "include"):
+            if (candidate / "cute").is_dir() or (candidate / "cutlass").is_dir():
+                return candidate
+    return None
+
+
+def include_dirs() -> list[Path]:
+    """Include directories of generated code: ours (`codegen/include`) then CUTLASS's if found."""
+    dirs = [CODEGEN_INCLUDE]
+    cutlass = cutlass_include_dir()
+    if cutlass is not None:
+        dirs.append(cutlass)
+    return dirs
+
+
+def normalize_arch(arch: str | int) -> str:
+    """`"sm_90"`, `"sm_90a"`, `"90"`, `90`, `"compute_90"` -> `"sm_90"` / `"sm_90a"`."""
+    text = str(arch).strip().lower()
+    m = re.fullmatch(r"(?:sm_|compute_|sm)?(\d{2,3})([a-z]?)", text)
+    if not m:
+        raise ValueError(f"unknown CUDA architecture {arch!r}; expected e.g. 'sm_90' or 'sm_90a'")
+    return f"sm_{m.group(1)}{m.group(2)}"
+
+
+def extra_flags() -> tuple[str, ...]:
+    return tuple(shlex.split(os.environ.get("MIRAGE_XDSL_NVCC_FLAGS", "")))
+
+
+def nvcc_options(arch: str) -> list[str]:
+    """The nvcc options for `arch` (without input/output file names)."""
+    opts = list(BASE_OPTIONS) + [f"-arch={normalize_arch(arch)}"]
+    opts += [f"-I{d}" for d in include_dirs()]
+    opts += list(extra_flags())
+    return opts
+
+
+def _headers_digest() -> str:
+    """sha256 over our own headers (names and contents), so editing a header invalidates the cache.
+    CUTLASS headers are covered by their path (a different wheel version lives elsewhere)."""
+    h = hashlib.sha256()
+    if CODEGEN_INCLUDE.is_dir():
+        for path in sorted(p for p in CODEGEN_INCLUDE.rglob("*") if p.is_file()):
+            h.update(str(path.relative_to(CODEGEN_INCLUDE)).encode())
+            h.update(b"\0")
+            h.update(path.read_bytes())
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+def cache_key(source: str, options: Sequence[str], version: str, arch: str) -> str:
+    """sha256 hex of (source, options, nvcc version, arch, our headers)."""
+    h = hashlib.sha256()
+    for part in (source, "\x1f".join(options), version, normalize_arch(arch), _headers_digest()):
+        h.update(part.encode())
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
+def default_cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """`cache_dir`, else `$MIRAGE_XDSL_CACHE_DIR`, else `~/.cache/mirage_xdsl`."""
+    if cache_dir is not None:
+        return Path(cache_dir).expanduser()
+    env = os.environ.get("MIRAGE_XDSL_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "mirage_xdsl"
+
+
+# ---------------------------------------------------------------------------------------
+# Compilation
+
+
+def _run_nvcc(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run one nvcc command (a separate function so tests can count or fake nvcc runs)."""
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same directory and `os.replace`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _first_errors(text: str, limit: int = 12) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    picked = (errors or lines)[:limit]
+    more = len(errors or lines) - len(picked)
+    return "\n".join(picked) + (f"\n... ({more} more lines)" if more > 0 else "")
+
+
+def compile_cuda(
+    source: str,
+    arch: str = "sm_90",
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    nvcc: str | None = None,
+) -> Path:
+    """Compile a CUDA translation unit to a cubin for `arch`; return the cached cubin's path.
+
+    A second call with the same source, options, nvcc and arch returns the cached file
+    without running nvcc.  Works on machines without a GPU.
+
+    Raises:
+        NvccNotFoundError: no nvcc found.
+        CudaCompileError: nvcc failed (or timed out); the source is kept for inspection.
+    """
+    arch = normalize_arch(arch)
+    nvcc = nvcc or find_nvcc()
+    if nvcc is None:
+        raise NvccNotFoundError("nvcc not found: install the CUDA toolkit or set MIRAGE_XDSL_NVCC")
+    options = nvcc_options(arch)
+    key = cache_key(source, options, nvcc_version(nvcc), arch)
+    directory = default_cache_dir(cache_dir)
+    cubin = directory / f"{key}.cubin"
+    if cubin.is_file() and cubin.stat().st_size > 0:
+        return cubin
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mirage_nvcc_", dir=directory) as tmp:
+        src = Path(tmp) / f"{key[:16]}.cu"
+        out = Path(tmp) / f"{key[:16]}.cubin"
+        src.write_text(source)
+        cmd = [nvcc, "-cubin", *options, "-o", str(out), str(src)]
+        try:
+            proc = _run_nvcc(cmd)
+        except subprocess.TimeoutExpired:
+            kept = _keep_failed(directory, key, source)
+            raise CudaCompileError(f"nvcc timed out after {NVCC_TIMEOUT_S} s (source kept at {kept})") from None
+        except OSError as err:
+            raise NvccNotFoundError(f"cannot run {nvcc}: {err}") from None
+        if proc.returncode != 0 or not out.is_file():
+            kept = _keep_failed(directory, key, source)
+            detail = _first_errors(proc.stderr + proc.stdout)
+            raise CudaCompileError(f"nvcc failed for {arch} (exit {proc.returncode}; source kept at {kept}):\n{detail}")
+        atomic_write_bytes(cubin, out.read_bytes())
+    return cubin
+
+
+def _keep_failed(directory: Path, key: str, source: str) -> Path:
+    kept = directory / f"failed-{key[:16]}.cu"
+    try:
+        atomic_write_bytes(kept, source.encode())
+    except OSError:
+        pass
+    return kept

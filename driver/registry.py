@@ -1,0 +1,40 @@
+"""Registries of our dialects, targets and frontends (lazy factories, xDSL's convention)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+from xdsl.utils.target import Target
+
+
+def _lazy(module: str, name: str) -> Callable[[], object]:
+    return lambda: getattr(importlib.import_module(module), name)
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    """Dialect name -> factory: `kn`, `tb` and `cute` (when present)."""
+    dialects = {
+        "kn": _lazy("mirage_xdsl.dialects.kn", "Kernel"),
+        "tb": _lazy("mirage_xdsl.dialects.tb", "Threadblock"),
+    }
+    if importlib.util.find_spec("mirage_xdsl.dialects.cute") is not None:
+        dialects["cute"] = _lazy("mirage_xdsl.dialects.cute", "Cute")
+    return dialects  # type: ignore[return-value]
+
+
+# target name -> (module, class)
+TARGET_MODULES: dict[str, tuple[str, str]] = {
+    "mugraph": ("mirage_xdsl.frontends.mugraph_target", "MugraphTarget"),
+    "cuda": ("mirage_xdsl.codegen.cuda_target", "CudaTarget"),
+}
+
+
+def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
+    """Target name -> factory of the target class, for every target whose module exists."""
+    targets: dict[str, Callable[[], type[Target]]] = {}
+    for name, (module, cls) in TARGET_MODULES.items():
+        if importlib.util.find_spec(module) is not None:
+            targets[name] = _lazy(module, cls)  # type: ignore[assignment]
+    return targets

@@ -1,0 +1,41 @@
+"""`kn-fuse`: the graph-kernel fusion pipeline of seed 001 on kernel graphs.
+
+    kn-expand-composites  ->  kn-simplify  ->  kn-recognize-composites  ->  kn-partition
+
+Composite expansion opens `kn.rms_norm`; simplification (CSE + algebra) moves row factors
+across matmuls; recognition folds row-local rms norms back and records softmax / attention /
+rms-matmul patterns; partition aggregates the ops into fused `kn.customized` kernels with
+default block graphs (`default_tb_graph`).  The output is accepted by `mirage-transpile`.
+Options are forwarded to `kn-partition`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from mirage_xdsl.passes.conversion.kn_partition import KnPartitionPass, PartitionOptions
+from mirage_xdsl.passes.kn.expand_composites import KnExpandCompositesPass, KnRecognizeCompositesPass
+from mirage_xdsl.passes.kn.simplify import KnSimplifyPass
+
+
+@dataclass(frozen=True)
+class KnFusePass(ModulePass, PartitionOptions):
+    """Expand composites, simplify, recognise patterns, partition into fused kernels."""
+
+    name = "kn-fuse"
+
+    def passes(self) -> list[ModulePass]:
+        return [
+            KnExpandCompositesPass(),
+            KnSimplifyPass(),
+            KnRecognizeCompositesPass(),
+            KnPartitionPass(**self.partition_options()),  # type: ignore[arg-type]
+        ]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for p in self.passes():
+            p.apply(ctx, op)

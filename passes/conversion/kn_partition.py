@@ -1,0 +1,328 @@
+"""`kn-partition`: cross-op aggregation and kernel partition of kernel graphs.
+
+Steps 2 and 4 of graph-kernel fusion (seed 001): aggregate basic kn ops into the largest
+groups that one fused kernel can compute, then split what cannot be fused, and turn every
+group into `kn.customized` op(s) whose threadblock graphs come from `default_tb_graph`.
+
+1. *Aggregation.*  The fusible kn ops (elementwise, matmul, reduction, last-dim rms_norm;
+   see `default_tb_graph.fusible_op`) of a function are split into connected components.  A
+   component that `Planner.plan` can lower as a whole (legal phases, fits 227 KiB of shared
+   memory and the register budget) becomes one group.
+2. *Partition.*  Otherwise the component is grown greedily in program order: each op joins
+   the union of its producers' groups, or the largest single producer group, if the result
+   is still convex (no path leaves and re-enters it) and plannable; else it starts a group.
+3. *Lowering.*  Each group is replaced by the plan's kernels -- one `kn.customized`, or two
+   for split-K (partials + combine; or one, whose split blocks meet in `tb.grid_sum`) -- carrying `kn.template`, `kn.smem_estimate` (bytes:
+   the sum of the tile sizes) and `kn.cost_estimate_us`.  Plans estimated above 40% of the
+   shared-memory limit are checked with `tb-plan-smem` itself (passes 1-9 of
+   mirage-transpile on a scratch copy); the cheapest plan that it fits is taken.  A group
+   that is a lone `kn.matmul` stays a library GEMM, as in Mirage; an unplannable op stays as
+   it is.  Ops of the function are then re-ordered topologically (stable).
+
+Options: `smem-limit` (bytes per block), `num-sms`, `allow-split`, `k-tiles` (for-loop tile
+candidates along the contracted dim), `candidate` (take the plan of this rank in estimated
+cost order instead of the cheapest: 0 = cheapest; the tuning candidates `mirage-bench`
+profiles), `always-split` (also enumerate split-K plans when an unsplit grid fills the SMs),
+`grid-sum` (also enumerate split-K plans that combine their partials in the kernel with
+`tb.grid_sum` instead of a second kernel) and `lone-block-max-stages` (the ring depth that
+tb-plan-pipeline's option of the same name gives wide lone blocks, which their estimate
+counts; pass both passes the same value).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, fields, replace
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.traits import IsTerminator
+
+from mirage_xdsl.dialects import kn
+from mirage_xdsl.passes.conversion.default_tb_graph import (
+    DeviceModel,
+    FusionPlan,
+    Planner,
+    emit_kernel,
+    fusible_op,
+    group_from_ops,
+)
+from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
+from mirage_xdsl.target import SM90
+
+
+def _producers(op: Operation, fusible: set[Operation]) -> list[Operation]:
+    out = []
+    for v in op.operands:
+        owner = v.owner
+        if isinstance(owner, Operation) and owner in fusible and owner not in out:
+            out.append(owner)
+    return out
+
+
+def _components(ops: list[Operation]) -> list[list[Operation]]:
+    fusible = set(ops)
+    parent = {op: op for op in ops}
+
+    def find(x: Operation) -> Operation:
+        while parent[x] is not x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for op in ops:
+        for p in _producers(op, fusible):
+            parent[find(p)] = find(op)
+    comps: dict[Operation, list[Operation]] = {}
+    for op in ops:
+        comps.setdefault(find(op), []).append(op)
+    return list(comps.values())
+
+
+def is_convex(members: set[Operation]) -> bool:
+    """No path leaves `members` and re-enters it."""
+    stack: list[Operation] = []
+    seen: set[Operation] = set()
+    for op in members:
+        for r in op.results:
+            for use in r.uses:
+                if use.operation not in members:
+                    stack.append(use.operation)
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        for r in op.results:
+            for use in r.uses:
+                user = use.operation
+                if user in members:
+                    return False
+                stack.append(user)
+    return True
+
+
+def reorder_block(block: Block) -> None:
+    """Stable topological order of `block`'s ops (the terminator stays last)."""
+    ops = list(block.ops)
+    terminator = ops[-1] if ops and ops[-1].has_trait(IsTerminator) else None
+    body = [op for op in ops if op is not terminator]
+    pos = {op: i for i, op in enumerate(body)}
+    deps: dict[Operation, int] = {}
+    users: dict[Operation, list[Operation]] = {op: [] for op in body}
+    for op in body:
+        n = 0
+        for v in op.operands:
+            owner = v.owner
+            if isinstance(owner, Operation) and owner in pos:
+                n += 1
+                users[owner].append(op)
+        deps[op] = n
+    heap = [(pos[op], op_id, op) for op_id, op in enumerate(body) if deps[op] == 0]
+    heapq.heapify(heap)
+    ids = {op: i for i, op in enumerate(body)}
+    order: list[Operation] = []
+    while heap:
+        _, _, op = heapq.heappop(heap)
+        order.append(op)
+        for u in users[op]:
+            deps[u] -= 1
+            if deps[u] == 0:
+                heapq.heappush(heap, (pos[u], ids[u], u))
+    if len(order) != len(body):
+        raise ValueError("kn-partition: the kernel graph has a cycle after partitioning")
+    for op in body:
+        op.detach()
+    if terminator is not None:
+        block.insert_ops_before(order, terminator)
+    else:
+        block.add_ops(order)
+
+
+@dataclass(frozen=True)
+class PartitionOptions:
+    """The options of `kn-partition`, shared by `kn-fuse`, which forwards them (module
+    docstring)."""
+
+    smem_limit: int = SM90.smem_per_block_optin
+    num_sms: int = SM90.num_sms
+    allow_split: bool = True
+    k_tiles: tuple[int, ...] = (256, 128, 64)
+    candidate: int = 0
+    always_split: bool = True
+    grid_sum: bool = True
+    lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES
+
+    def partition_options(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(PartitionOptions)}
+
+
+@dataclass(frozen=True)
+class KnPartitionPass(ModulePass, PartitionOptions):
+    """Aggregate fusible kn ops into groups and lower each into fused `kn.customized` kernels."""
+
+    name = "kn-partition"
+
+    def device(self) -> DeviceModel:
+        return replace(
+            DeviceModel(),
+            smem_per_block=self.smem_limit,
+            num_sms=self.num_sms,
+            k_tiles=tuple(self.k_tiles),
+            always_try_split=self.always_split,
+            grid_sum=self.grid_sum,
+            lone_block_stages=self.lone_block_max_stages,
+        )
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        planner = Planner(self.device())
+        for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
+            partition_function(func, planner, self.allow_split, self.candidate)
+
+
+def _plan(planner: Planner, ops: list[Operation], allow_split: bool, cache: dict, rank: int = 0) -> FusionPlan | None:
+    """The plan of the group `ops`: the cheapest when partitioning decides (`rank` 0), the
+    `rank`-th cheapest for the final lowering of a tuning candidate."""
+    key = (frozenset(ops), rank)
+    if key not in cache:
+        group, _ = group_from_ops(ops)
+        accept = (lambda fp: smem_fits(fp, planner.device.smem_per_block)) if VERIFY_SMEM else None
+        cache[key] = planner.plan(group, allow_split, accept, rank) if group.outputs else None
+    return cache[key]
+
+
+VERIFY_SMEM = True
+VERIFY_FRACTION = 0.4
+"""Plans whose shared-memory estimate exceeds this fraction of the limit are checked with the
+transpiler's own planner (the estimate is a sum of tile sizes; the real plan adds alignment
+and fragmentation)."""
+
+
+def smem_fits(plan: FusionPlan, limit: int) -> bool:
+    """Whether `tb-plan-smem` (passes 1-9 of mirage-transpile) fits every kernel of `plan` in
+    `limit` bytes; plans estimated well below the limit are accepted without running it."""
+    if all(k.smem <= VERIFY_FRACTION * limit for k in plan.kernels):
+        return True
+    from xdsl.context import Context
+    from xdsl.dialects.func import ReturnOp
+
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    group = plan.kernels[0].group
+    inputs = [n for n in group.nodes if n.kind == "input"]
+    block = Block(arg_types=[n.ext.type for n in inputs])
+    remap = {n.ext: arg for n, arg in zip(inputs, block.args)}
+    partials: list[SSAValue] = []
+
+    def ext_value(ext):  # noqa: ANN001, ANN202
+        if isinstance(ext, tuple) and ext and ext[0] == "partial":
+            return partials[ext[1]]
+        return remap[ext]
+
+    for plan_k in plan.kernels:
+        op = emit_kernel(plan_k, ext_value)
+        block.add_op(op)
+        partials = list(op.results)
+    block.add_op(ReturnOp(*partials))
+    func = FuncOp("smem_check", (list(block.arg_types), [v.type for v in partials]), Region(block))
+    module = ModuleOp([func])
+    try:
+        MirageTranspilePass(to_cute=False, smem_limit=limit).apply(Context(), module)
+    except Exception as err:  # noqa: BLE001 - only a shared-memory verdict rejects the plan
+        return "shared memory" not in str(err)
+    return True
+
+
+def partition_function(func: FuncOp, planner: Planner, allow_split: bool = True, rank: int = 0) -> list[FusionPlan]:
+    """Partition one kernel graph in place (groups chosen with the cheapest plans, then each
+    lowered with its `rank`-th cheapest plan); return the applied plans."""
+    block = func.body.block
+    fusible_ops = [o for o in block.ops if fusible_op(o)]
+    fusible = set(fusible_ops)
+    cache: dict = {}
+    groups: list[list[Operation]] = []
+    for comp in _components(fusible_ops):
+        if _plan(planner, comp, allow_split, cache) is not None:
+            groups.append(comp)
+            continue
+        group_of: dict[Operation, int] = {}
+        local: list[list[Operation]] = []
+        for o in comp:
+            prods = [group_of[p] for p in _producers(o, fusible) if p in group_of]
+            prods = list(dict.fromkeys(prods))
+            candidates: list[list[int]] = []
+            if prods:
+                candidates.append(prods)
+                candidates += [[g] for g in sorted(prods, key=lambda g: -len(local[g]))] if len(prods) > 1 else []
+            placed = False
+            for gids in candidates:
+                members = [m for g in gids for m in local[g]] + [o]
+                members = [m for m in comp if m in set(members)]
+                if not is_convex(set(members)) or _plan(planner, members, allow_split, cache) is None:
+                    continue
+                keep = gids[0]
+                local[keep] = members
+                for g in gids[1:]:
+                    local[g] = []
+                for m in members:
+                    group_of[m] = keep
+                placed = True
+                break
+            if not placed:
+                group_of[o] = len(local)
+                local.append([o])
+        groups += [g for g in local if g]
+    applied = []
+    for members in groups:
+        if len(members) == 1 and isinstance(members[0], kn.MatmulOp):
+            continue
+        plan = _plan(planner, members, allow_split, cache, rank)
+        if plan is None:
+            continue
+        apply_plan(members, plan)
+        applied.append(plan)
+    reorder_block(block)
+    return applied
+
+
+def apply_plan(members: list[Operation], plan: FusionPlan) -> list[kn.CustomizedOp]:
+    """Replace the group `members` by the kernels of `plan` (inserted before the first member)."""
+    current, out_values = group_from_ops(members)
+    # the plan may have been made before an earlier group was replaced: read the current values
+    remap = {
+        old.ext: new.ext
+        for old, new in zip(plan.kernels[0].group.nodes, current.nodes)
+        if old.kind == "input" and new.kind == "input"
+    }
+    anchor = members[0]
+    block = anchor.parent_block()
+    assert block is not None
+    kernels: list[kn.CustomizedOp] = []
+    partials: list[SSAValue] = []
+
+    def ext_value(ext):  # noqa: ANN001, ANN202
+        if isinstance(ext, tuple) and ext and ext[0] == "partial":
+            return partials[ext[1]]
+        return remap.get(ext, ext)
+
+    base = next((v.name_hint for v in out_values if v.name_hint), None)
+    for i, plan_k in enumerate(plan.kernels):
+        op = emit_kernel(plan_k, ext_value)
+        block.insert_op_before(op, anchor)
+        kernels.append(op)
+        partials = list(op.results)
+        if base is not None and i + 1 < len(plan.kernels):
+            for j, r in enumerate(partials):
+                r.name_hint = f"{base}_part{j}"
+    final = kernels[-1]
+    for old, new in zip(out_values, final.results):
+        if old.name_hint and not new.name_hint:
+            new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
+    for m in reversed(members):
+        m.detach()
+        m.erase()
+    return kernels

@@ -1,0 +1,158 @@
+"""`kn-plan-workspace`: place the kernel graph's intermediate tensors in one device workspace.
+
+Mirage's `plan_dtensor_memory` (mirage-notes 3.4) bump-allocates every DTensor that is
+neither a graph input nor a graph output (`addr = cur; cur = round_up(cur + bytes, 128)`),
+never reusing memory.  We keep its 128-byte alignment and its choice of tensors but reuse
+memory between intermediates whose lifetimes do not overlap:
+
+* lifetime of a result = `[index of its op, index of its last user]` in the function's
+  program order (inclusive: an op's operands and results never share memory);
+* size = `physical_num_elems(shape, kn.strides) * sizeof(T)` rounded up to 128 bytes (row
+  padding included, so 16-byte chunked copies of the last row stay inside the buffer);
+* placement: largest first (ties: earlier definition first), each at the best-fitting
+  (smallest sufficient) 128-aligned gap among the already placed tensors whose lifetimes
+  overlap, else on top of them.
+
+A `kn.customized` with `tb.grid_sum` ops also gets a scratch buffer for its blocks' fp32
+partials (`grid_sum_scratch_bytes`), live only while it runs: `kn.grid_sum_scratch_offset`.
+
+Writes (passes/README.md): `kn.workspace_offset = array<i64>` (bytes per result, -1 = graph
+output) on every kn op with an intermediate result, and `kn.workspace_size = i64` (bytes) on
+the function.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from mirage_xdsl.dialects import kn
+from mirage_xdsl.dialects.tiling import row_major_strides
+from mirage_xdsl.passes.tb.layout_math import elem_bytes_of, physical_num_elems, round_up
+
+ALIGNMENT = 128
+"""Byte alignment of every workspace buffer (Mirage `plan_dtensor_memory`)."""
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """An intermediate tensor: `size` bytes alive over program points `[start, end]`."""
+
+    size: int
+    start: int
+    end: int
+
+
+def overlaps(a: Buffer, b: Buffer) -> bool:
+    """Whether two lifetimes share a program point."""
+    return a.start <= b.end and b.start <= a.end
+
+
+def plan(buffers: Sequence[Buffer], alignment: int = ALIGNMENT) -> tuple[list[int], int]:
+    """Byte offsets of `buffers` and the workspace size (greedy best-fit, module docstring).
+
+    Buffers with overlapping lifetimes never overlap in memory; offsets are multiples of
+    `alignment`.
+    """
+    order = sorted(range(len(buffers)), key=lambda i: (-buffers[i].size, buffers[i].start, i))
+    offsets = [0] * len(buffers)
+    placed: list[int] = []
+    total = 0
+    for i in order:
+        buf = buffers[i]
+        size = round_up(buf.size, alignment)
+        busy = sorted((offsets[j], offsets[j] + round_up(buffers[j].size, alignment)) for j in placed if overlaps(buf, buffers[j]))
+        best: tuple[int, int] | None = None  # (gap size, offset)
+        cursor = 0
+        for lo, hi in busy:
+            gap = lo - cursor
+            if gap >= size and (best is None or gap < best[0]):
+                best = (gap, cursor)
+            cursor = max(cursor, hi)
+        offsets[i] = best[1] if best is not None else cursor
+        placed.append(i)
+        total = max(total, offsets[i] + size)
+    return offsets, total
+
+
+def _strides_of(op: Operation, index: int, value: SSAValue) -> tuple[int, ...]:
+    recorded = op.attributes.get(kn.STRIDES_ATTR)
+    if isinstance(recorded, ArrayAttr) and index < len(recorded.data):
+        entry = recorded.data[index]
+        if isinstance(entry, DenseArrayBase):
+            return kn.ints(entry)
+    return row_major_strides(kn.shape_of(value))
+
+
+GRID_SUM_SCRATCH_ATTR = kn.GRID_SUM_SCRATCH_ATTR
+
+
+def grid_sum_scratch_bytes(op: Operation) -> int:
+    """Bytes of fp32 partials a `kn.customized` with `tb.grid_sum` ops writes: one slot per
+    block holding every grid-summed tile (0 without grid sums).  The CUDA printer lays the
+    slots out the same way (codegen/cuda_printer.py, `grid_sum`)."""
+    if not isinstance(op, kn.CustomizedOp) or op.grid_sum_axis is None:
+        return 0
+    per_block = sum(math.prod(kn.shape_of(g.results[0])) for g in op.body.block.ops if g.name == "tb.grid_sum")
+    return math.prod(op.grid) * per_block * 4
+
+
+def plan_function(func: FuncOp) -> None:
+    """Plan the workspace of one kernel-graph function and annotate it."""
+    ops = list(func.body.block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    outputs = {v for op in ops if isinstance(op, ReturnOp) for v in op.arguments}
+    buffers: list[Buffer] = []
+    owners: list[tuple[Operation, int]] = []
+    for i, op in enumerate(ops):
+        if op.dialect_name() != "kn":
+            continue
+        for r, res in enumerate(op.results):
+            if res in outputs or not hasattr(res.type, "get_shape"):
+                continue
+            nbytes = elem_bytes_of(kn.element_type_of(res))
+            size = physical_num_elems(kn.shape_of(res), _strides_of(op, r, res), nbytes) * nbytes
+            last = max((position[_top_level(use.operation, func)] for use in res.uses), default=i)
+            buffers.append(Buffer(size, i, last))
+            owners.append((op, r))
+        if scratch := grid_sum_scratch_bytes(op):
+            buffers.append(Buffer(scratch, i, i))  # live while the kernel runs
+            owners.append((op, -1))
+    offsets, total = plan(buffers)
+    per_op: dict[Operation, list[int]] = {}
+    for (op, r), offset in zip(owners, offsets):
+        if r < 0:
+            op.attributes[GRID_SUM_SCRATCH_ATTR] = IntegerAttr(offset, i64)
+            continue
+        per_op.setdefault(op, [-1] * len(op.results))[r] = offset
+    for op, values in per_op.items():
+        op.attributes["kn.workspace_offset"] = DenseArrayBase.from_list(i64, values)
+    func.attributes["kn.workspace_size"] = IntegerAttr(total, i64)
+
+
+def _top_level(op: Operation, func: FuncOp) -> Operation:
+    """The op of `func`'s body that is or contains `op`."""
+    block = func.body.block
+    while op.parent_block() is not block:
+        parent = op.parent_op()
+        assert parent is not None, "a use outside the function"
+        op = parent
+    return op
+
+
+@dataclass(frozen=True)
+class PlanWorkspacePass(ModulePass):
+    """Assign workspace offsets to intermediates, reusing memory across disjoint lifetimes."""
+
+    name = "kn-plan-workspace"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
+            plan_function(func)

@@ -1,0 +1,193 @@
+"""`kn-simplify`: common-subexpression elimination and algebraic simplification of kernel graphs.
+
+The rewrites are the ones that make Mirage's fused kernels possible (mirage-notes 2.3-2.4):
+a factor that is constant along the contracted dimension of a matmul commutes with it, so an
+elementwise scaling can be moved from the (large) matmul operand to the matmul result, after
+the for-loop of a fused kernel.
+
+| pattern | rewrite | condition |
+|---|---|---|
+| `matmul(div(X, r), W)` | `div(matmul(X, W), r)` | `r` broadcasts into `X` and `r.shape[-1] == 1` (constant along the contracted dim) |
+| `matmul(mul(X, r), W)`, `matmul(mul(r, X), W)` | `mul(matmul(X, W), r)` | same |
+| `matmul(A, div(W, c))`, `matmul(A, mul(W, c))` | `div/mul(matmul(A, W), c)` | `c` broadcasts into `W` and `c.shape[-2] == 1` (constant along the contracted rows) |
+| `matmul(mul_scalar(X, s), W)`, `matmul(A, mul_scalar(W, s))` | `mul_scalar(matmul(., .), s)` | - |
+| `mul_scalar(mul_scalar(x, a), b)` | `mul_scalar(x, a*b)` | - |
+| `mul_scalar(x, 1.0)` | `x` | - |
+
+Special cases: `rms_norm(X) @ W = (X / rms(X)) @ W -> (X @ W) / rms(X)` (the rmsnorm_linear
+kernel: the rms statistic becomes a `red_ld_rms` accumulator beside the matmul) and
+`(exp(a) / sum(exp(a))) @ V -> (exp(a) @ V) / sum(exp(a))` (flash-decoding attention: numerator
+and denominator are both sums over the KV dim, so they can be split across blocks).
+
+The moved factor is rewritten only when the scaled operand has no other use (otherwise the
+scaling would be computed twice).  CSE merges kn ops with equal names, operands and
+properties (`kn.customized` is never merged); dead pure kn ops are erased.  The rewrites are
+exact in real arithmetic; in floating point they reorder roundings only (the reference
+executor agrees to ~1e-15 in float64).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from mirage_xdsl.dialects import kn, tiling
+
+
+def _single_use(value: SSAValue) -> bool:
+    return len(list(value.uses)) == 1
+
+
+def _broadcasts_into(factor: SSAValue, target: SSAValue) -> bool:
+    """`factor` broadcasts into `target`'s shape without enlarging it."""
+    try:
+        return tiling.broadcast_shape(kn.shape_of(target), kn.shape_of(factor)) == kn.shape_of(target)
+    except tiling.ShapeError:
+        return False
+
+
+def _factor(op: Operation, dim: int) -> tuple[SSAValue, SSAValue] | None:
+    """`(x, f)` if `op` is `x / f`, `x * f` or `f * x` with `f` constant along x's dim `dim`
+    (-1: a row factor, as rms_norm's 1 / rms; -2: a column factor)."""
+    if isinstance(op, kn.DivOp):
+        pairs = [(op.lhs, op.rhs)]
+    elif isinstance(op, kn.MulOp):
+        pairs = [(op.lhs, op.rhs), (op.rhs, op.lhs)]
+    else:
+        return None
+    for x, f in pairs:
+        if len(kn.shape_of(f)) >= -dim and kn.shape_of(f)[dim] == 1 and _broadcasts_into(f, x):
+            return x, f
+    return None
+
+
+class MoveScaleAcrossMatmul(RewritePattern):
+    """Move a mul/div by a factor constant along the contracted dim (or a mul_scalar) from a
+    matmul operand to the matmul result."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kn.MatmulOp, rewriter: PatternRewriter) -> None:
+        for side in ("lhs", "rhs"):
+            operand = op.lhs if side == "lhs" else op.rhs
+            producer = operand.owner
+            if not isinstance(producer, Operation) or not _single_use(operand):
+                continue
+            if isinstance(producer, kn.MulScalarOp):
+                lhs, rhs = (producer.input, op.rhs) if side == "lhs" else (op.lhs, producer.input)
+                mm = kn.MatmulOp(lhs, rhs)
+                scaled = kn.MulScalarOp(mm.result, producer.scalar.value.data)
+                rewriter.replace(op, [mm, scaled])
+                rewriter.erase(producer)
+                return
+            match = _factor(producer, -1 if side == "lhs" else -2)
+            if match is None:
+                continue
+            x, factor = match
+            lhs, rhs = (x, op.rhs) if side == "lhs" else (op.lhs, x)
+            mm = kn.MatmulOp(lhs, rhs)
+            if not _broadcasts_into(factor, mm.result):
+                continue
+            new = type(producer)(mm.result, factor)
+            rewriter.replace(op, [mm, new])
+            rewriter.erase(producer)
+            return
+
+
+class FoldMulScalar(RewritePattern):
+    """`mul_scalar(mul_scalar(x, a), b) -> mul_scalar(x, a*b)`; `mul_scalar(x, 1) -> x`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kn.MulScalarOp, rewriter: PatternRewriter) -> None:
+        scalar = op.scalar.value.data
+        if scalar == 1.0:
+            rewriter.replace(op, [], [op.input])
+            return
+        inner = op.input.owner
+        if isinstance(inner, kn.MulScalarOp) and _single_use(op.input):
+            new = kn.MulScalarOp(inner.input, inner.scalar.value.data * scalar)
+            rewriter.replace(op, [new])
+            rewriter.erase(inner)
+
+
+def _is_pure_kn(op: Operation) -> bool:
+    return op.dialect_name() == "kn" and not isinstance(op, kn.CustomizedOp) and not op.regions
+
+
+def cse_block(block: Block) -> int:
+    """Merge equal pure kn ops of `block` (same name, operands, properties, result types);
+    return how many were removed."""
+    seen: dict[tuple, Operation] = {}
+    removed = 0
+    for op in list(block.ops):
+        if not _is_pure_kn(op):
+            continue
+        key = (
+            op.name,
+            tuple(op.operands),
+            tuple(sorted(op.properties.items())),
+            tuple(r.type for r in op.results),
+        )
+        prev = seen.get(key)
+        if prev is None:
+            seen[key] = op
+            continue
+        for old, new in zip(op.results, prev.results):
+            old.replace_all_uses_with(new)
+        op.detach()
+        op.erase()
+        removed += 1
+    return removed
+
+
+def dce_block(block: Block) -> int:
+    """Erase pure kn ops whose results are unused; return how many."""
+    removed = 0
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(list(block.ops)):
+            if _is_pure_kn(op) and all(not list(r.uses) for r in op.results):
+                op.detach()
+                op.erase()
+                removed += 1
+                changed = True
+    return removed
+
+
+def simplify_module(module: ModuleOp) -> None:
+    """Run CSE, the algebraic rewrites and DCE on every kernel graph of `module` to a fixpoint."""
+    funcs = [op for op in module.walk() if isinstance(op, FuncOp) and op.body.blocks]
+    for _ in range(8):
+        for func in funcs:
+            cse_block(func.body.block)
+        walker = PatternRewriteWalker(
+            GreedyRewritePatternApplier([MoveScaleAcrossMatmul(), FoldMulScalar()]),
+            apply_recursively=True,
+        )
+        changed = walker.rewrite_module(module)
+        for func in funcs:
+            dce_block(func.body.block)
+        if not changed:
+            break
+
+
+@dataclass(frozen=True)
+class KnSimplifyPass(ModulePass):
+    """CSE + algebraic simplification of kernel graphs (see the module docstring)."""
+
+    name = "kn-simplify"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        simplify_module(op)

@@ -1,0 +1,244 @@
+"""Run a `CudaProgram` on the CPU: the generated kernels compiled as host C++ (-DMX_HOST).
+
+For tests on machines without a GPU.  `codegen/include/mirage_xdsl/host.cuh` turns every
+CUDA thread of a block into a cooperative fiber, emulates barriers, warp shuffles and
+`mma.sync` (decoding the PTX fragment layouts), and converts half/bfloat16 in software, so
+the numbers produced are those of the generated code (up to fp32 summation order).  Library
+steps of a LaunchPlan run in numpy with the reference executor's semantics.
+
+    emu = HostEmulator(emit_cuda(module))
+    outputs = emu.run("graph_0", [x, w])          # numpy arrays in, numpy arrays out
+
+bfloat16 tensors (numpy has none) are stored as their uint16 bit patterns like the CuPy
+runtime does (`runtime/library_ops.py`): inputs are rounded to bf16 on the way in, bf16
+outputs come back as float32 arrays holding the bf16 values.
+
+Slow (a block of 128 threads costs about a millisecond per barrier phase); meant for a few
+kernel graphs per test.  Needs a C++17 compiler (`$CXX`, else g++/c++/clang++) on Linux.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from mirage_xdsl.codegen.cuda_target import CudaProgram
+from mirage_xdsl.codegen.device_library import DEVICE_LIBRARY_INCLUDE
+from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
+from mirage_xdsl.runtime.library_ops import load, store
+from mirage_xdsl.target import SM90
+
+INCLUDE_DIR = DEVICE_LIBRARY_INCLUDE
+SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\(\d+(?:, \d+)?\) (\w+)\(\n(.*?)\) \{', re.S)
+SMEM_BYTES = SM90.smem_per_block_optin
+
+_NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int8": np.int8, "uint16": np.uint16}
+
+
+class HostEmulationError(RuntimeError):
+    """The host build failed or a plan step cannot be emulated."""
+
+
+def find_cxx() -> str | None:
+    for cand in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if cand and shutil.which(cand):
+            return shutil.which(cand)
+    return None
+
+
+def _thunks(source: str) -> str:
+    lines = [
+        "",
+        "// ---- host emulation entry points (generated) ----",
+        f'extern "C" {{ __attribute__((aligned(128))) unsigned char smem[{SMEM_BYTES}]; }}',
+        "namespace {",
+        "struct Entry { const char* name; void (*fn)(void**); };",
+    ]
+    entries = []
+    for name, params in SIGNATURE.findall(source):
+        types = []
+        for p in params.split(","):
+            p = p.strip()
+            ctype = re.sub(r"\s*\b\w+$", "", p).replace("__restrict__", "").strip()  # drop the name
+            types.append(ctype)
+        args = ", ".join(f"({t})a[{i}]" for i, t in enumerate(types))
+        lines.append(f"void thunk_{name}(void** a) {{ {name}({args}); }}")
+        entries.append(f'{{"{name}", thunk_{name}}}')
+    lines.append("const Entry kEntries[] = {" + ", ".join(entries) + ", {nullptr, nullptr}};")
+    lines.append("}  // namespace")
+    lines.append(
+        """
+extern "C" int mxh_launch(const char* name, int gx, int gy, int gz, int bx, int by, int bz, int smem_bytes,
+                          void** args) {
+  for (const Entry* e = kEntries; e->name; ++e) {
+    if (std::strcmp(e->name, name) != 0) continue;
+    for (int z = 0; z < gz; ++z)
+      for (int y = 0; y < gy; ++y)
+        for (int x = 0; x < gx; ++x) {
+          std::memset(smem, 0xff, (size_t)smem_bytes);  // poison: NaN in f16/f32
+          mxh::run_block(mxh_dim3{(unsigned)x, (unsigned)y, (unsigned)z},
+                         mxh_dim3{(unsigned)bx, (unsigned)by, (unsigned)bz}, [&] { e->fn(args); });
+        }
+    return 0;
+  }
+  return -1;
+}
+"""
+    )
+    return "\n".join(lines)
+
+
+def build_host_library(program: CudaProgram, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Compile the program's kernels as a host shared library (cached by content)."""
+    cxx = find_cxx()
+    if cxx is None:
+        raise HostEmulationError("no C++ compiler found (set CXX)")
+    source = program.source + _thunks(program.source)
+    # -U_FORTIFY_SOURCE: compilers that fortify by default (Ubuntu's g++) turn _longjmp into
+    # __longjmp_chk, which aborts the process when a fiber switch jumps to another stack
+    flags = ["-std=c++17", "-O2", "-fPIC", "-shared", "-DMX_HOST", "-U_FORTIFY_SOURCE", "-w", f"-I{INCLUDE_DIR}"]
+    headers = "".join(p.read_text() for p in sorted((INCLUDE_DIR / "mirage_xdsl").glob("*.cuh")))
+    key = hashlib.sha256("\0".join([source, headers, cxx, *flags]).encode()).hexdigest()[:24]
+    directory = Path(cache_dir or os.environ.get("MIRAGE_XDSL_CACHE_DIR") or Path.home() / ".cache" / "mirage_xdsl")
+    directory = directory / "host"
+    directory.mkdir(parents=True, exist_ok=True)
+    lib = directory / f"{key}.so"
+    if lib.is_file():
+        return lib
+    with tempfile.TemporaryDirectory(dir=directory) as tmp:
+        src = Path(tmp) / "kernels.cpp"
+        src.write_text(source)
+        out = Path(tmp) / "kernels.so"
+        cmd = [cxx, *flags, "-o", str(out), str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise HostEmulationError(f"host build failed:\n{proc.stderr[:4000]}")
+        os.replace(out, lib)
+    return lib
+
+
+def _storage(dtype_name: str) -> np.dtype:
+    """numpy dtype a tensor of plan dtype `dtype_name` is stored as (bfloat16 -> its uint16 bits)."""
+    return np.dtype(np.uint16) if dtype_name == "bfloat16" else np.dtype(_NP_DTYPES[dtype_name])
+
+
+def _strided(buffer: np.ndarray, offset: int, spec: TensorSpec) -> np.ndarray:
+    dtype = _storage(spec.dtype)
+    return np.lib.stride_tricks.as_strided(
+        buffer[offset:].view(dtype), shape=spec.shape, strides=tuple(s * dtype.itemsize for s in spec.strides)
+    )
+
+
+def _span_bytes(spec: TensorSpec) -> int:
+    top = sum((d - 1) * s for d, s in zip(spec.shape, spec.strides))
+    return (top + 1) * _storage(spec.dtype).itemsize
+
+
+def _unary(op: str, x: np.ndarray, params: dict) -> np.ndarray:
+    from mirage_xdsl.reference.executor import UNARY
+
+    if op == "clamp":
+        return np.clip(x, params["min"], params["max"])
+    if op == "mul_scalar":
+        return x * params["scalar"]
+    return UNARY[op](x)
+
+
+def _library(call: LibraryCall, args: list[np.ndarray]) -> list[np.ndarray]:
+    from mirage_xdsl.reference.executor import BINARY, rms_normalize, strided_sum
+
+    xs = [a.astype(np.float64) for a in args]
+    op, p = call.op, call.params
+    if op == "matmul":
+        return [np.matmul(xs[0], xs[1])]
+    if op in BINARY:
+        return [BINARY[op](xs[0], xs[1])]
+    if op == "reduction":
+        return [strided_sum(xs[0], int(p["dim"]), int(p["size"]))]
+    if op == "rms_norm":
+        n = len(p["normalized_shape"])  # type: ignore[arg-type]
+        return [rms_normalize(xs[0], tuple(range(-n, 0)))]
+    if op == "concat":
+        return [np.concatenate(xs, axis=int(p["dim"]))]
+    if op == "chunk":
+        return list(np.split(xs[0], int(p["chunks"]), axis=int(p["dim"])))
+    if op in ("all_reduce", "copy"):
+        return [xs[0]]
+    return [_unary(op, xs[0], p)]
+
+
+class HostEmulator:
+    """Runs the launch plans of a CudaProgram on the CPU."""
+
+    def __init__(self, program: CudaProgram, cache_dir: str | os.PathLike[str] | None = None):
+        self.program = program
+        self.lib = ctypes.CDLL(str(build_host_library(program, cache_dir)))
+        self.lib.mxh_launch.restype = ctypes.c_int
+        self.lib.mxh_launch.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 7 + [ctypes.POINTER(ctypes.c_void_p)]
+        # grid-sum arrival counters: zeroed once per plan and kept, as the CuPy runtime does
+        self.counters = {name: np.zeros(max(plan.counters, 1), np.uint32) for name, plan in program.plans.items()}
+
+    def run(self, func_name: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        plan: LaunchPlan = self.program.plans[func_name]
+        if len(inputs) != len(plan.inputs):
+            raise HostEmulationError(f"{func_name} takes {len(plan.inputs)} inputs, got {len(inputs)}")
+        keep: list[np.ndarray] = []
+
+        def alloc(spec: TensorSpec) -> np.ndarray:
+            buf = np.full(_span_bytes(spec) + 16, 0xFF, dtype=np.uint8)  # poisoned (NaN)
+            keep.append(buf)
+            return _strided(buf, 0, spec)
+
+        ins = []
+        for spec, x in zip(plan.inputs, inputs):
+            view = alloc(spec)
+            store(view, np.asarray(x), spec.dtype, np)
+            ins.append(view)
+        outs = [alloc(spec) for spec in plan.outputs]
+        workspace = np.full(max(plan.workspace_bytes, 16), 0xFF, dtype=np.uint8)
+
+        def view_of(ref: TensorRef) -> np.ndarray:
+            if ref.kind == "input":
+                return ins[ref.index]
+            if ref.kind == "output":
+                return outs[ref.index]
+            assert ref.spec is not None
+            return _strided(workspace, ref.offset, ref.spec)
+
+        def dtype_of(ref: TensorRef) -> str:
+            if ref.kind == "input":
+                return plan.inputs[ref.index].dtype
+            if ref.kind == "output":
+                return plan.outputs[ref.index].dtype
+            assert ref.spec is not None
+            return ref.spec.dtype
+
+        counters = self.counters[func_name]
+
+        def pointer(ref: TensorRef) -> int:
+            if ref.kind == "counters":
+                return counters.ctypes.data + ref.offset
+            if ref.kind == "workspace" and ref.spec is None:
+                return workspace.ctypes.data + ref.offset
+            return view_of(ref).ctypes.data
+
+        for step in plan.steps:
+            if isinstance(step, KernelLaunch):
+                ptrs = (ctypes.c_void_p * len(step.args))(*[pointer(r) for r in step.args])
+                rc = self.lib.mxh_launch(step.kernel.encode(), *step.grid, *step.block, step.smem_bytes, ptrs)
+                if rc != 0:
+                    raise HostEmulationError(f"kernel {step.kernel} not found in the host library")
+            else:
+                results = _library(step, [load(view_of(r), dtype_of(r), np) for r in step.args])
+                for ref, value in zip(step.results, results):
+                    store(view_of(ref), value, dtype_of(ref), np)
+        return [np.array(load(o, s.dtype, np) if s.dtype == "bfloat16" else o) for o, s in zip(outs, plan.outputs)]

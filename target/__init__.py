@@ -1,0 +1,14 @@
+"""The target model: what the compiler assumes about the GPU.
+
+One place for the device limits that the planner (`passes/conversion/default_tb_graph.py`),
+the verifiers (`dialects/cute`), the printer (`codegen/`), the host emulator and the runtime
+all read. The cost model's constants (`DeviceModel` in the planner) build on these.
+"""
+
+from mirage_xdsl.target.device import (  # noqa: F401
+    DEFAULT_SMEM_PER_BLOCK,
+    ELEMENTWISE_ACCUM_MAX_REGS,
+    SM90,
+    SMEM_OPTIN_PER_BLOCK,
+    GpuLimits,
+)
