@@ -213,7 +213,7 @@ def test_rule2_seq_left_of_prim():
 
 def test_rule3_par_left_of_seq():
     config = make_config([K, M, N, M, N, K], [SEQ, PAR, PAR, PRIM, PRIM, PRIM])
-    with pytest.raises(RuleViolation, match=r"rule 3 violated .*dimension 1 \(M, size 2\), dimension 2 \(N, size 2\) is PAR") as exc:
+    with pytest.raises(RuleViolation, match=r"rule 3 violated .*dimension 1 \(M, size 2\), dimension 2 \(N, size 2\) are PAR") as exc:
         verify(config)
     assert exc.value.rules == [3]
     optimizer = Optimizer(config)
@@ -226,7 +226,7 @@ def test_rule4_rightmost_dimensions_are_prim():
         verify(make_config([M, N, K], [PAR, PAR, SEQ]))
     assert exc.value.rules == [4]
     # a PAR dim right of the PRIM block breaks only rule 4 (rules 2/3 are about SEQ)
-    with pytest.raises(RuleViolation, match=r"rule 4 violated .*dimension 3 \(C, size 2\) is PAR but lies right of PRIM") as exc:
+    with pytest.raises(RuleViolation, match=r"rule 4 violated .*dimension 3 \(C, size 2\) is not PRIM but lies right of PRIM") as exc:
         verify(make_config([M, N, K, C], [PRIM, PRIM, PRIM, PAR]))
     assert exc.value.rules == [4]
 
@@ -558,3 +558,147 @@ def test_cli_errors_are_one_line(args, message):
     assert lines[0].startswith("mirage-contraction: error: ")
     assert message in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+# -- the contraction dialect and passes (IR) ----------------------------------------------
+
+from xdsl.context import Context  # noqa: E402
+from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType, f16, f32  # noqa: E402
+from xdsl.dialects.func import Func, FuncOp, ReturnOp  # noqa: E402
+from xdsl.ir import Block, Region  # noqa: E402
+from xdsl.parser import Parser  # noqa: E402
+from xdsl.passes import PassPipeline  # noqa: E402
+from xdsl.utils.exceptions import PassFailedException, VerifyException  # noqa: E402
+
+from mirage_xdsl.dialects.contraction.ops import Contraction, ContractOp  # noqa: E402
+from mirage_xdsl.passes.contraction.passes import contraction_passes  # noqa: E402
+
+IR_SHAPES = [(4, 64, 16), (4, 16, 32)]
+
+
+def ir_context() -> Context:
+    ctx = Context()
+    for dialect in (Builtin, Func, Contraction):
+        ctx.load_dialect(dialect)
+    return ctx
+
+
+def contraction_module(config: Config, shapes, out_shape, scheduled: bool, element=f16) -> ModuleOp:
+    """func @f(A, B) -> Out { contraction.contract }, printed and re-parsed (round trip)."""
+    arg_types = [TensorType(element, s) for s in shapes]
+    out_type = TensorType(element, out_shape)
+    block = Block(arg_types=arg_types)
+    op = ContractOp(block.args[0], block.args[1], out_type, config, scheduled=scheduled)
+    block.add_ops([op, ReturnOp(op.result)])
+    module = ModuleOp([FuncOp("f", (arg_types, [out_type]), Region(block))])
+    return Parser(ir_context(), str(module)).parse_module()
+
+
+def the_op(module: ModuleOp) -> ContractOp:
+    return next(op for op in module.walk() if isinstance(op, ContractOp))
+
+
+def run_passes(module: ModuleOp, spec: str) -> None:
+    PassPipeline.parse_spec(contraction_passes(), spec).apply(ir_context(), module)
+
+
+def test_ir_unscheduled_op_round_trips_and_verifies():
+    config = generate_config("cmk,ckn->cmn", IR_SHAPES)
+    module = contraction_module(config, IR_SHAPES, (4, 64, 32), scheduled=False)
+    module.verify()  # all-SEQ configs are fine while unscheduled
+    op = the_op(module)
+    assert not op.is_scheduled
+    assert op.config() == config
+    assert '"contraction.contract"' in str(module) and "exec_types" not in str(module)
+
+
+def test_ir_scheduled_op_runs_the_four_rules():
+    config = generate_config("cmk,ckn->cmn", IR_SHAPES)  # all SEQ: no PRIM, rule 4
+    module = contraction_module(config, IR_SHAPES, (4, 64, 32), scheduled=True)
+    with pytest.raises(VerifyException, match=r"contraction\.contract: rule 4 violated .*no dimension is PRIM"):
+        module.verify()
+    for exec_types, rule in (
+        ([PAR, PRIM, PRIM, PAR], "rule 1 violated"),
+        ([SEQ, PRIM, PRIM, PRIM], None),
+        ([PRIM, PRIM, SEQ, PRIM], "rule 2 violated"),
+        ([SEQ, PAR, PRIM, PRIM], "rule 3 violated"),
+    ):
+        config.exec_types = exec_types
+        module = contraction_module(config, IR_SHAPES, (4, 64, 32), scheduled=True)
+        if rule is None:
+            module.verify()
+        else:
+            with pytest.raises(VerifyException, match=rule):
+                module.verify()
+
+
+def test_ir_verifier_checks_tensor_types_and_enum_names():
+    config = generate_config("cmk,ckn->cmn", IR_SHAPES)
+    with pytest.raises(VerifyException, match="tensor A has element type f32 but data_type is FLOAT16"):
+        contraction_module(config, IR_SHAPES, (4, 64, 32), scheduled=False, element=f32).verify()
+    with pytest.raises(VerifyException, match="tensor Out has 4096 elements but the dimensions indexing it"):
+        contraction_module(config, IR_SHAPES, (4, 32, 32), scheduled=False).verify()
+    text = str(contraction_module(config, IR_SHAPES, (4, 64, 32), scheduled=False)).replace('"GEMM"', '"GEMV"')
+    with pytest.raises(VerifyException, match="prim_main 'GEMV' is not one of GEMM, BGEMM"):
+        Parser(ir_context(), text).parse_module().verify()
+
+
+def test_ir_passes_transform_the_config():
+    module = contraction_module(generate_config("cmk,ckn->cmn", IR_SHAPES), IR_SHAPES, (4, 64, 32), scheduled=False)
+    run_passes(module, "contraction-split-dim{dim=3 outer=4 inner=4},contraction-permute-dims{permutation=1,0,2,3,4}")
+    config = the_op(module).config()
+    assert config.dim_types == [M, C, N, K, K]
+    assert config.dim_sizes == [64, 4, 32, 4, 4]
+    run_passes(module, "contraction-fuse-dims{a=3 b=4}")
+    assert the_op(module).config().dim_sizes == [64, 4, 32, 16]
+    assert not the_op(module).is_scheduled
+    module.verify()
+
+
+def test_ir_make_executable_pass_schedules():
+    shapes = [(4, 4096, 4096), (4, 4096, 4096)]
+    module = contraction_module(generate_config("cmk,ckn->cmn", shapes), shapes, (4, 4096, 4096), scheduled=False)
+    run_passes(module, "contraction-make-executable")
+    op = the_op(module)
+    assert op.is_scheduled
+    assert op.config().dim_sizes == [4, 1, 2, 32, 16, 16, 128, 128, 256]
+    module.verify()
+    assert Parser(ir_context(), str(module)).parse_module().is_structurally_equivalent(module)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("contraction-split-dim{dim=3 outer=3 inner=4}", "outer_size \\* inner_size must equal 16"),
+        ("contraction-fuse-dims{a=0 b=1}", "cannot fuse dimension 0 \\(C, size 4\\)"),
+        ("contraction-permute-dims{permutation=0,0,1,2}", "repeats dimension"),
+    ],
+)
+def test_ir_pass_errors(spec, message):
+    module = contraction_module(generate_config("cmk,ckn->cmn", IR_SHAPES), IR_SHAPES, (4, 64, 32), scheduled=False)
+    before = str(module)
+    with pytest.raises(PassFailedException, match=message):
+        run_passes(module, spec)
+    assert str(module) == before
+
+
+def test_ir_pass_refuses_to_break_a_scheduled_op():
+    shapes = [(4, 4096, 4096), (4, 4096, 4096)]
+    module = contraction_module(generate_config("cmk,ckn->cmn", shapes), shapes, (4, 4096, 4096), scheduled=False)
+    run_passes(module, "contraction-make-executable")
+    before = str(module)
+    with pytest.raises(PassFailedException, match=r"rule 3 violated .*are PAR but lie right of SEQ dimension 0 \(K, size 16\)"):
+        run_passes(module, "contraction-permute-dims{permutation=5,0,1,2,3,4,6,7,8}")  # k_outer (SEQ) first
+    assert str(module) == before
+    module.verify()
+
+
+def test_contraction_passes_factories():
+    passes = contraction_passes()
+    assert sorted(passes) == [
+        "contraction-fuse-dims",
+        "contraction-make-executable",
+        "contraction-permute-dims",
+        "contraction-split-dim",
+    ]
+    assert all(factory().name == name for name, factory in passes.items())

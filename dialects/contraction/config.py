@@ -327,13 +327,21 @@ def _name_dims(config: Config, dims: Sequence[int]) -> str:
     return ", ".join(config.describe_dim(i) for i in dims)
 
 
+def _is(dims: Sequence[int]) -> str:
+    return "is" if len(dims) == 1 else "are"
+
+
+def _lies(dims: Sequence[int]) -> str:
+    return "lies" if len(dims) == 1 else "lie"
+
+
 def _rule1(config: Config) -> str | None:
     bad = [i for i in _dims_of(config, ExecType.PAR) if config.dim_types[i] is DimType.K]
     if not bad:
         return None
     return (
         f"rule 1 violated (no K dimension may be PAR): {_name_dims(config, bad)} "
-        "is PAR; contracted dimensions are reduced inside one block, make them SEQ or PRIM"
+        f"{_is(bad)} PAR; contracted dimensions are reduced inside one block, make them SEQ or PRIM"
     )
 
 
@@ -347,7 +355,7 @@ def _ordering_rule(config: Config, rule: int, left: ExecType, right: ExecType) -
         return None
     return (
         f"rule {rule} violated (every {left.value} dimension must lie left of every {right.value} dimension): "
-        f"{_name_dims(config, bad)} is {left.value} but lies right of {right.value} "
+        f"{_name_dims(config, bad)} {_is(bad)} {left.value} but {_lies(bad)} right of {right.value} "
         f"{config.describe_dim(rights[0])}; permute the {left.value} dimensions in front of the "
         f"{right.value} ones (permute_dims)"
     )
@@ -361,8 +369,8 @@ def _rule4(config: Config) -> str | None:
     trailing = [i for i in range(prims[0], config.num_dims) if i not in prims]
     if trailing:
         return (
-            f"{head}: {_name_dims(config, trailing)} is {config.exec_types[trailing[0]].value} but lies right of PRIM "
-            f"{config.describe_dim(prims[0])}; permute it left of the PRIM dimensions"
+            f"{head}: {_name_dims(config, trailing)} {_is(trailing)} not PRIM but {_lies(trailing)} right of PRIM "
+            f"{config.describe_dim(prims[0])}; permute {'it' if len(trailing) == 1 else 'them'} left of the PRIM dimensions"
         )
     missing = [t.value for t in (DimType.M, DimType.N, DimType.K) if t not in {config.dim_types[i] for i in prims}]
     if missing:
