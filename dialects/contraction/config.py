@@ -110,7 +110,11 @@ class Config:
         return len(self.dim_types)
 
     def describe_dim(self, dim_id: int) -> str:
-        """`dimension <i> (<type>, size <n>)`: how error messages name a dimension."""
+        """`dimension <i> (<type>, size <n>)`: how error messages name a dimension.
+
+        Raises:
+            IndexError: `dim_id` is not a dimension of the config.
+        """
         return f"dimension {dim_id} ({self.dim_types[dim_id].value}, size {self.dim_sizes[dim_id]})"
 
 
@@ -408,7 +412,11 @@ def verify(config: Config) -> None:
 
 
 def format_config(config: Config) -> list[str]:
-    """The config as report lines, one field per line (the seed's Task 4 "Report")."""
+    """The config as report lines, one field per line (the seed's Task 4 "Report").
+
+    Raises:
+        AttributeError: a field holds something other than the expected enum members.
+    """
     return [
         f"data_type  = {config.data_type.name}",
         f"prim_main  = {config.prim_main.name}",
@@ -422,5 +430,9 @@ def format_config(config: Config) -> list[str]:
 
 
 def total_size(config: Config, dim_type: DimType) -> int:
-    """Product of the sizes of all dimensions of one type (1 if there are none)."""
+    """Product of the sizes (elements) of all dimensions of one type (1 if there are none).
+
+    Raises:
+        Nothing.
+    """
     return math.prod(s for t, s in zip(config.dim_types, config.dim_sizes) if t is dim_type)
