@@ -53,7 +53,11 @@ def build_report(einsum: str, shapes: Sequence[tuple[int, ...]], target: TargetM
 
 
 def describe_target(target: TargetModel) -> str:
-    """One-line summary of a target model (KiB / MiB)."""
+    """One-line summary of a target model (KiB / MiB).
+
+    Raises:
+        Nothing.
+    """
     return (
         f"{target.smem_per_block / KIB:g} KiB shared memory per block, {target.l2_bytes / MIB:g} MiB L2, "
         f"{target.num_sms} SMs"

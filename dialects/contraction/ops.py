@@ -141,7 +141,11 @@ class ContractOp(IRDLOperation):
 
 
 def config_properties(config: Config, scheduled: bool) -> dict[str, Attribute]:
-    """The `contraction.contract` properties of a config (exec types only when `scheduled`)."""
+    """The `contraction.contract` properties of a config (exec types only when `scheduled`).
+
+    Raises:
+        AttributeError: a field holds something other than the expected enum members.
+    """
     props: dict[str, Attribute] = {
         "dim_types": _names(config.dim_types),
         "dim_sizes": _ints(config.dim_sizes),

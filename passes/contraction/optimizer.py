@@ -84,15 +84,23 @@ def _divisors(n: int) -> list[int]:
 
 
 def tile_candidates(size: int, power_of_two: bool) -> list[int]:
-    """Tile extents that divide `size` exactly (no padding or masking), ascending; only
-    powers of two when `power_of_two` (1 always qualifies)."""
+    """Tile extents (elements) that divide `size` exactly (no padding or masking), ascending;
+    only powers of two when `power_of_two` (1 always qualifies).
+
+    Raises:
+        ValueError: `size` < 1 (math.isqrt of a negative number).
+    """
     divisors = _divisors(size)
     return [d for d in divisors if d & (d - 1) == 0] if power_of_two else divisors
 
 
 def prim_tile_bytes(m: int, n: int, k: int, in_bytes: int, acc_bytes: int) -> int:
     """Shared memory of one PRIM tile (seed Task 4b): an m x k tile of A and a k x n tile of
-    B in the input type, plus the m x n accumulator: `in*(m*k + k*n) + acc*m*n` bytes."""
+    B in the input type, plus the m x n accumulator: `in*(m*k + k*n) + acc*m*n` bytes.
+
+    Raises:
+        Nothing.
+    """
     return in_bytes * (m * k + k * n) + acc_bytes * m * n
 
 
@@ -153,7 +161,7 @@ class Optimizer:
         The seed's rule: in every tensor indexing both, they are adjacent in memory
         (`stride[a] == stride[b] * size[b]` or `stride[a] * size[a] == stride[b]`).  Also
         refused: a dimension present (stride != 0) in a tensor where the other is absent
-        (the fused index could not address that tensor), and a orientation that differs
+        (the fused index could not address that tensor), and a nesting that differs
         between tensors (a outer in one tensor, b outer in another: one fused index would
         then name different (a, b) pairs in different tensors).
 

@@ -113,6 +113,10 @@ class MakeExecutablePass(ModulePass):
 
 
 def contraction_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """Pass name -> zero-argument factory returning the pass class (xDSL's registry form)."""
+    """Pass name -> zero-argument factory returning the pass class (xDSL's registry form).
+
+    Raises:
+        Nothing.
+    """
     passes = (SplitDimPass, FuseDimsPass, PermuteDimsPass, MakeExecutablePass)
     return {p.name: (lambda p=p: p) for p in passes}
