@@ -1,0 +1,163 @@
+"""The `contraction` dialect: one op, `contraction.contract`, carrying a seed-004 `Config`.
+
+    %out = "contraction.contract"(%a, %b) <{
+        dim_types = ["C", "M", "N", "K"], exec_types = ["SEQ", "SEQ", "SEQ", "SEQ"],
+        dim_sizes = array<i64: 4, 64, 32, 16>,
+        strides = [array<i64: 1024, 16, 0, 1>, array<i64: 512, 0, 1, 32>, array<i64: 2048, 32, 1, 0>],
+        data_type = "FLOAT16", prim_main = "GEMM", prim_last = "NONE", prim_first = "ZERO"
+    }> : (tensor<4x64x16xf16>, tensor<4x16x32xf16>) -> tensor<4x64x32xf16>
+
+Properties mirror the `Config` fields (enum members by name).  `exec_types` is optional:
+an op without it is *unscheduled* (a config straight from `generate_config`, which no
+rule constrains yet); an op with it must pass the four rules of seed Task 3e
+(`config.verify`, same messages).  Both kinds must be well formed and agree with their
+tensor types (element type = data type, element count = the product of the sizes of the
+dimensions indexing that tensor).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from enum import Enum
+
+from xdsl.dialects.builtin import ArrayAttr, BFloat16Type, DenseArrayBase, Float16Type, Float32Type, StringAttr, TensorType, i64
+from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
+from xdsl.utils.exceptions import VerifyException
+
+from mirage_xdsl.dialects.contraction.config import (
+    TENSOR_NAMES,
+    Config,
+    DataType,
+    DimType,
+    ExecType,
+    FirstType,
+    LastType,
+    PrimType,
+    check_structure,
+    verify,
+)
+
+ELEMENT_TYPES = {DataType.FLOAT16: Float16Type, DataType.FLOAT32: Float32Type, DataType.BFLOAT16: BFloat16Type}
+
+
+def _names(values: Sequence[Enum]) -> ArrayAttr[StringAttr]:
+    return ArrayAttr([StringAttr(v.name) for v in values])
+
+
+def _ints(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def _enum(enum_type: type[Enum], attr: StringAttr, what: str) -> Enum:
+    try:
+        return enum_type[attr.data]
+    except KeyError:
+        options = ", ".join(m.name for m in enum_type)
+        raise VerifyException(f"contraction.contract: {what} {attr.data!r} is not one of {options}") from None
+
+
+@irdl_op_definition
+class ContractOp(IRDLOperation):
+    """`out = contract(a, b)` as described by a seed-004 `Config` (see the module docstring).
+
+    Operands: `lhs` (tensor A), `rhs` (tensor B); result: the output tensor.
+    """
+
+    name = "contraction.contract"
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    dim_types = prop_def(ArrayAttr[StringAttr])
+    exec_types = opt_prop_def(ArrayAttr[StringAttr])
+    dim_sizes = prop_def(DenseArrayBase)
+    strides = prop_def(ArrayAttr[DenseArrayBase])
+    data_type = prop_def(StringAttr)
+    prim_main = prop_def(StringAttr)
+    prim_last = prop_def(StringAttr)
+    prim_first = prop_def(StringAttr)
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute, config: Config, scheduled: bool = True):
+        super().__init__(operands=[lhs, rhs], result_types=[result_type], properties=config_properties(config, scheduled))
+
+    @property
+    def is_scheduled(self) -> bool:
+        """Whether the op carries exec types (and so must satisfy rules 1-4)."""
+        return self.exec_types is not None
+
+    def config(self) -> Config:
+        """The op's properties as a `Config` (all SEQ when unscheduled).
+
+        Raises:
+            VerifyException: an enum name that is not a member of its enum.
+        """
+        types = [_enum(DimType, a, "dim type") for a in self.dim_types.data]
+        execs = self.exec_types.data if self.exec_types is not None else [StringAttr("SEQ")] * len(types)
+        return Config(
+            data_type=_enum(DataType, self.data_type, "data_type"),
+            prim_main=_enum(PrimType, self.prim_main, "prim_main"),
+            prim_last=_enum(LastType, self.prim_last, "prim_last"),
+            prim_first=_enum(FirstType, self.prim_first, "prim_first"),
+            dim_types=types,
+            exec_types=[_enum(ExecType, a, "exec type") for a in execs],
+            dim_sizes=list(self.dim_sizes.get_values()),
+            strides=[list(s.get_values()) for s in self.strides.data],
+        )
+
+    def set_config(self, config: Config, scheduled: bool) -> None:
+        """Replace the properties by `config` (exec types only when `scheduled`)."""
+        self.properties = config_properties(config, scheduled)
+
+    def verify_(self) -> None:
+        config = self.config()
+        try:
+            check_structure(config)
+            if self.is_scheduled:
+                verify(config)
+        except ValueError as err:
+            raise VerifyException(f"contraction.contract: {err}") from err
+        self._verify_tensor_types(config)
+
+    def _verify_tensor_types(self, config: Config) -> None:
+        expected_element = ELEMENT_TYPES[config.data_type]
+        for name, value, strides in zip(TENSOR_NAMES, (self.lhs, self.rhs, self.result), config.strides):
+            tensor = value.type
+            assert isinstance(tensor, TensorType)
+            if not isinstance(tensor.element_type, expected_element):
+                raise VerifyException(
+                    f"contraction.contract: tensor {name} has element type {tensor.element_type} but data_type is "
+                    f"{config.data_type.name}"
+                )
+            covered = math.prod(size for size, stride in zip(config.dim_sizes, strides) if stride != 0)
+            elements = math.prod(tensor.get_shape())
+            if covered != elements:
+                raise VerifyException(
+                    f"contraction.contract: tensor {name} has {elements} elements but the dimensions indexing it "
+                    f"(stride != 0) cover {covered}"
+                )
+
+
+def config_properties(config: Config, scheduled: bool) -> dict[str, Attribute]:
+    """The `contraction.contract` properties of a config (exec types only when `scheduled`).
+
+    Raises:
+        AttributeError: a field holds something other than the expected enum members.
+    """
+    props: dict[str, Attribute] = {
+        "dim_types": _names(config.dim_types),
+        "dim_sizes": _ints(config.dim_sizes),
+        "strides": ArrayAttr([_ints(s) for s in config.strides]),
+        "data_type": StringAttr(config.data_type.name),
+        "prim_main": StringAttr(config.prim_main.name),
+        "prim_last": StringAttr(config.prim_last.name),
+        "prim_first": StringAttr(config.prim_first.name),
+    }
+    if scheduled:
+        props["exec_types"] = _names(config.exec_types)
+    return props
+
+
+Contraction = Dialect("contraction", [ContractOp], [])
