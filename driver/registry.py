@@ -14,14 +14,13 @@ def _lazy(module: str, name: str) -> Callable[[], object]:
 
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
-    """Dialect name -> factory: `kn`, `tb` and `cute` (when present)."""
-    dialects = {
+    """Dialect name -> factory: `kn`, `tb`, `cute` and `contraction`."""
+    return {  # type: ignore[return-value]
         "kn": _lazy("mirage_xdsl.dialects.kn", "Kernel"),
         "tb": _lazy("mirage_xdsl.dialects.tb", "Threadblock"),
+        "cute": _lazy("mirage_xdsl.dialects.cute", "Cute"),
+        "contraction": _lazy("mirage_xdsl.dialects.contraction.ops", "Contraction"),
     }
-    if importlib.util.find_spec("mirage_xdsl.dialects.cute") is not None:
-        dialects["cute"] = _lazy("mirage_xdsl.dialects.cute", "Cute")
-    return dialects  # type: ignore[return-value]
 
 
 # target name -> (module, class)

@@ -31,6 +31,10 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "kn-simplify": ("kn.simplify", "KnSimplifyPass"),
     "kn-partition": ("conversion.kn_partition", "KnPartitionPass"),
     "kn-fuse": ("conversion.kn_fuse", "KnFusePass"),
+    "contraction-split-dim": ("contraction.passes", "SplitDimPass"),
+    "contraction-fuse-dims": ("contraction.passes", "FuseDimsPass"),
+    "contraction-permute-dims": ("contraction.passes", "PermuteDimsPass"),
+    "contraction-make-executable": ("contraction.passes", "MakeExecutablePass"),
 }
 
 
