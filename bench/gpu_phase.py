@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from mirage_xdsl.bench.peers import PEERS, PeerTimes
-from mirage_xdsl.bench.prepare import Prepared, is_smem_rejection, one_line
+from mirage_xdsl.bench.prepare import Prepared, one_line
 
 CHILD_TAG = "@@mirage-bench "
 
@@ -195,7 +195,7 @@ def run_workload(
         res = Result(workload, prep.file, prep.graph, prep.kind, kernels=prep.kernels, prep_s=prep.prep_s, dup_of=prep.dup_of)
         results.append(res)
         if prep.error is not None or prep.plan_json is None:
-            res.status = "rejected" if is_smem_rejection(prep.error) else "error"
+            res.status = "rejected" if prep.rejected else "error"
             res.message = prep.error
             report(res)
             continue

@@ -80,6 +80,9 @@ class Prepared:
     prep_s: float = 0.0
     """seconds of pipeline + emit_cuda + nvcc when it was built (cached or not)"""
     error: str | None = None
+    rejected: bool = False
+    """the compiler refused the candidate (`SharedMemoryExceeded`: more shared memory than
+    the GPU has; Mirage rejects such candidates too): reported, not a failure"""
     dup_of: str | None = None
     """an earlier candidate of the workload with the same plan and cubin (timed once)"""
     cached: bool = False
@@ -125,13 +128,6 @@ def parse_variants(text: str | None) -> list[str] | None:
     for v in variants:
         parse_variant(v)
     return variants
-
-
-def is_smem_rejection(message: str | None) -> bool:
-    """The compiler refused a candidate whose tiles need more shared memory than the GPU has
-    (Mirage rejects those too: "shared memory usage exceed limit"); not a failure."""
-    text = (message or "").lower()
-    return "shared memory" in text and ("more than" in text or "exceed" in text)
 
 
 def workload_seeds(names: Sequence[str], base: int) -> dict[str, int]:
@@ -188,6 +184,7 @@ def _build_one(path: str, index: int, variant: str | None, arch: str, nvcc_cache
     whether it may be cached."""
     from mirage_xdsl.driver.compile import prepare
     from mirage_xdsl.driver.nvcc import compile_cuda
+    from mirage_xdsl.target import SharedMemoryExceeded
 
     start = time.perf_counter()
     meta: dict[str, Any] = {"graph": f"graph_{index}", "plan_json": None, "cubin": None, "kernels": 0, "error": None}
@@ -208,6 +205,7 @@ def _build_one(path: str, index: int, variant: str | None, arch: str, nvcc_cache
         cacheable = True
     except Exception as err:  # noqa: BLE001 - reported in the table
         meta["error"] = one_line(err)
+        meta["rejected"] = isinstance(err, SharedMemoryExceeded)
         cacheable = _cacheable(err)
         if os.environ.get("MIRAGE_BENCH_TRACEBACK"):
             traceback.print_exc()
@@ -376,6 +374,7 @@ def prepare_all(
             kernels=meta.get("kernels", 0),
             prep_s=float(meta.get("build_s", 0.0)),
             error=meta.get("error"),
+            rejected=bool(meta.get("rejected")),
             cached=bool(meta.get("cached")),
         )
         if prep.error is None and task in ref_sources:

@@ -44,7 +44,7 @@ from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.cute import weight_params
 from mirage_xdsl.dialects.kn import GRID_SUM_SCRATCH_ATTR, element_type_of, ints, shape_of
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
-from mirage_xdsl.target import ELEMENTWISE_ACCUM_MAX_REGS, SM90, SMEM_OPTIN_PER_BLOCK
+from mirage_xdsl.target import ELEMENTWISE_ACCUM_MAX_REGS, SM90, SMEM_OPTIN_PER_BLOCK, SharedMemoryExceeded
 
 HEADER = "mirage_xdsl/runtime.cuh"
 
@@ -1422,9 +1422,11 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
             continue
         if isinstance(op, cute.KernelOp):
             limit = SMEM_OPTIN_PER_BLOCK.get(arch.rstrip("a"), cute.MAX_SMEM_BYTES)
-            if launch_smem_bytes(op) > limit:
-                raise _err(
-                    op, f"{op.kernel_name.data} needs {launch_smem_bytes(op)} B of shared memory, more than {arch}'s {limit} B"
+            if (needed := launch_smem_bytes(op)) > limit:
+                raise SharedMemoryExceeded(
+                    f"cuda target: {op.name}: {op.kernel_name.data} needs {needed} B of shared memory, more than {arch}'s {limit} B",
+                    needed,
+                    limit,
                 )
             args = tuple(ref(v, op) for v in op.outputs) + tuple(ref(v, op) for v in op.inputs)
             if n_counters := grid_sum_counters(op):

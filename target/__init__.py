@@ -11,4 +11,5 @@ from mirage_xdsl.target.device import (  # noqa: F401
     SM90,
     SMEM_OPTIN_PER_BLOCK,
     GpuLimits,
+    SharedMemoryExceeded,
 )

@@ -202,7 +202,7 @@ def _main(args: argparse.Namespace) -> int:
         bad = [p for p in prepared if p.error]
         for prep in bad:
             print(f"{prep.workload} {prep.file} {prep.graph}: {prep.error}")
-        failed = [p for p in bad if not _rejected(p.error)]
+        failed = [p for p in bad if not p.rejected]
         print(f"saved {len(prepared)} candidates to {args.prepare_only} ({len(failed)} failed, {len(bad) - len(failed)} rejected)")
         return 1 if failed else 0
     prep_dir = Path(tempfile.mkdtemp(prefix="mirage_bench_prep_"))
@@ -212,12 +212,6 @@ def _main(args: argparse.Namespace) -> int:
         return _gpu_phase(args, prep_dir, prepared, refs, seeds, arch, None)
     finally:
         shutil.rmtree(prep_dir, ignore_errors=True)
-
-
-def _rejected(message: str | None) -> bool:
-    from mirage_xdsl.bench.prepare import is_smem_rejection
-
-    return is_smem_rejection(message)
 
 
 def _cpu_phase(args: argparse.Namespace, wanted: set[str] | None):  # type: ignore[no-untyped-def]

@@ -276,15 +276,12 @@ def run_graph(
             _bench(row, graph, plan, func, stem, seed)
     except Exception as err:  # noqa: BLE001 - reported per graph; the run goes on
         row.message = _one_line(err)
-        row.status = "rejected" if _smem_rejection(row.message) else "error"
+        from mirage_xdsl.target import SharedMemoryExceeded
+
+        # more shared memory than the GPU has: Mirage rejects such candidates too; reported,
+        # but not a failure of the run
+        row.status = "rejected" if isinstance(err, SharedMemoryExceeded) else "error"
     return row
-
-
-def _smem_rejection(message: str) -> bool:
-    """The compiler refused the graph because its tiles need more shared memory than the GPU
-    has (Mirage rejects such candidates too); reported, but not a failure of the run."""
-    text = message.lower()
-    return "shared memory" in text and ("more than" in text or "exceed" in text)
 
 
 def _bench(row: Row, graph: Any, plan: Any, func: Any, stem: str, seed: int) -> None:

@@ -40,6 +40,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import DiagnosticException
 
 from mirage_xdsl.dialects import kn
 from mirage_xdsl.passes.conversion.default_tb_graph import (
@@ -51,7 +52,7 @@ from mirage_xdsl.passes.conversion.default_tb_graph import (
     group_from_ops,
 )
 from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
-from mirage_xdsl.target import SM90
+from mirage_xdsl.target import SM90, SharedMemoryExceeded
 
 
 def _producers(op: Operation, fusible: set[Operation]) -> list[Operation]:
@@ -231,8 +232,10 @@ def smem_fits(plan: FusionPlan, limit: int) -> bool:
     module = ModuleOp([func])
     try:
         MirageTranspilePass(to_cute=False, smem_limit=limit).apply(Context(), module)
-    except Exception as err:  # noqa: BLE001 - only a shared-memory verdict rejects the plan
-        return "shared memory" not in str(err)
+    except SharedMemoryExceeded:
+        return False
+    except DiagnosticException:
+        return True  # only a shared-memory verdict rejects the plan; other errors surface when it is built
     return True
 
 

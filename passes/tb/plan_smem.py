@@ -46,13 +46,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from mirage_xdsl.dialects.kn import CustomizedOp, int_array
 from mirage_xdsl.passes.tb import dsa
 from mirage_xdsl.passes.tb.schedule import SchedOp, schedule_of, tensor_lifetimes
 from mirage_xdsl.passes.tb.swizzle_math import parse_swizzle
-from mirage_xdsl.target import SM90
+from mirage_xdsl.target import SM90, SharedMemoryExceeded
 
 PASS_NAME = "tb-plan-smem"
 HEADER_BYTES = 128
@@ -161,7 +160,7 @@ class PlanSmemPass(ModulePass):
                 + f"), more than the limit of {self.smem_limit} bytes; use smaller tiles: a larger grid_dim "
                 f"or forloop_range (iterate an input with forloop_dim) so each block holds less"
             )
-            graph.emit_error(msg, PassFailedException(msg))
+            graph.emit_error(msg, SharedMemoryExceeded(msg, plan.size, self.smem_limit))
         return plan
 
     def pack(
