@@ -179,14 +179,16 @@ def write_report(
         f"error = max|out - ref| / max|ref| against the float64 reference executor, pass at {atol_rel:g}; "
         "the peers are checked the same way.",
         "- Timing: CUDA events, warm-up, median of 60 sweeps over rotated input sets (about 3x the L2 per sweep). "
-        f"'ours dev' and 'torch graph' / 'torch.compile' = one CUDA graph of {SWEEP_LAUNCHES} or more runs over the input sets in turn, replayed, per run; "
+        f"'ours dev' and 'torch graph' / 'torch.compile' = one CUDA graph of {SWEEP_LAUNCHES} or more runs over the input "
+        "sets in turn, replayed, per run; "
         f"torch.compile uses mode={COMPILE_MODE!r} inside our CUDA graph; 'torch eager' and 'ours' = eager calls.",
         "",
         "## Summary",
         "",
         *summary_rows(summaries),
         "",
-        "speedup = best peer / best ours, from the unrounded times (3 decimals: a ratio near a target is not rounded up); MB moved = allocated input + output bytes of the best candidate; "
+        "speedup = best peer / best ours, from the unrounded times (3 decimals: a ratio near a target is not rounded up); "
+        "MB moved = allocated input + output bytes of the best candidate; "
         "GB/s = MB moved / best ours time; † = no device time (a cuBLAS call CuPy cannot capture): CUDA-graph-mode call.",
     ]
     notes = []
@@ -233,7 +235,10 @@ def counts_line(results: Sequence[Result]) -> str:
 def print_summary(summaries: Sequence[Summary], env: EnvInfo) -> None:
     """The short terminal table (µs, GB/s)."""
     print(f"{env.device or 'no GPU'}; copy bandwidth {_f(env.copy_gbs, '.0f')} GB/s")
-    cols = f"{'workload':<12} {'ours':>7} {'mirage':>7} {'plain':>7} {'eager':>7} {'graph':>7} {'compile':>7} {'speedup':>7} {'MB':>7} {'GB/s':>6} {'%copy':>5}  best candidate"
+    cols = (
+        f"{'workload':<12} {'ours':>7} {'mirage':>7} {'plain':>7} {'eager':>7} {'graph':>7} {'compile':>7} "
+        f"{'speedup':>7} {'MB':>7} {'GB/s':>6} {'%copy':>5}  best candidate"
+    )
     print(cols)
     for s in summaries:
         t = s.peers.times() if s.peers is not None else dict.fromkeys(PEERS)

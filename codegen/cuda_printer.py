@@ -481,7 +481,8 @@ class _KernelPrinter:
         (benchmarks/results/late-finisher-generated-h200-2026-11-25.md)."""
         if self.late is None:
             return str(self.nt)
-        blocks = min(SM90.smem_per_sm // (launch_smem_bytes(self.kernel) + SM90.smem_reserved_per_block), SM90.registers_per_sm // (self.nt * 128))
+        by_smem = SM90.smem_per_sm // (launch_smem_bytes(self.kernel) + SM90.smem_reserved_per_block)
+        blocks = min(by_smem, SM90.registers_per_sm // (self.nt * 128))
         return f"{self.nt}, {blocks}" if blocks >= 2 else str(self.nt)
 
     def plan_row_chains(self) -> None:
@@ -814,7 +815,8 @@ class _KernelPrinter:
         for v in op.outs if plan is None else plan.unfused_sums:
             typ = v.type
             self.emit(
-                f"mx::grid_partial_sum<{self.nt}, {split}, {slot}, {self.natural_layout(typ)}>({self.tile_ptr(v)}, gs_all + {bases[v]}, tid);"  # type: ignore[arg-type]
+                f"mx::grid_partial_sum<{self.nt}, {split}, {slot}, {self.natural_layout(typ)}>("  # type: ignore[arg-type]
+                f"{self.tile_ptr(v)}, gs_all + {bases[v]}, tid);"
             )
         copies_out = plan.copies_out if plan is not None else {}
         self.skipped.update(copies_out.values())

@@ -3,7 +3,8 @@
 A kernel graph (`func.func`) becomes one CUDA translation unit plus a `LaunchPlan` that
 lists, in order, the steps that run it: generated-kernel launches and library calls
 (cuBLAS matmul, CuPy elementwise/reduction) over graph inputs, graph outputs, slices of
-one workspace buffer and, for kernels with grid sums, a persistent buffer of counters.  The plan round-trips through JSON (`to_json` / `from_json`).
+one workspace buffer and, for kernels with grid sums, a persistent buffer of counters.  The plan round-trips
+through JSON (`to_json` / `from_json`).
 """
 
 from __future__ import annotations

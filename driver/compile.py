@@ -77,7 +77,8 @@ def prepare(module: Any, func_name: str | None = None, arch: str | None = None, 
     names = [f.sym_name.data for f in funcs]
     if func_name is None:
         if len(funcs) != 1:
-            raise ValueError(f"the module has {len(funcs)} functions ({', '.join(names[:8])}{', ...' if len(names) > 8 else ''}); pass func_name")
+            listed = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+            raise ValueError(f"the module has {len(funcs)} functions ({listed}); pass func_name")
         func = funcs[0]
     else:
         matches = [f for f in funcs if f.sym_name.data == func_name]

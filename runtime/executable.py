@@ -787,7 +787,7 @@ class CompiledGraph:
         return launch
 
     def _replay(self, cupy: Any, cstream: Any, entry: _GraphEntry, ins: Sequence[Any]) -> None:
-        for index, (kind, steps, graph) in enumerate(entry.segments):
+        for index, (_, steps, graph) in enumerate(entry.segments):
             if graph is not None:
                 graph.launch(stream=cstream)
                 continue

@@ -37,7 +37,6 @@ from mirage_xdsl.codegen import cuda_printer
 from mirage_xdsl.codegen.cuda_target import CudaProgram, CudaTarget, emit_cuda, parse_plans
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan
 from mirage_xdsl.dialects import cute
-from mirage_xdsl.target import SharedMemoryExceeded
 from mirage_xdsl.driver.compile import make_context
 from mirage_xdsl.passes.conversion.tb_to_cute import (
     ConvertTbToCutePass,
@@ -46,6 +45,7 @@ from mirage_xdsl.passes.conversion.tb_to_cute import (
     parse_swizzle,
     reduce_threads,
 )
+from mirage_xdsl.target import SharedMemoryExceeded
 
 SHARED = Path(os.environ.get("MIRAGE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 MUGRAPH_FILES = sorted((SHARED / "mugraphs").glob("*.json"))

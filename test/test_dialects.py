@@ -483,7 +483,7 @@ def test_output_map_verifier_matches_tiling(tile, grid, omap) -> None:
     module, custom = build_customized([t(*tile)], body, grid=grid)
     module.verify()
     out = custom.outputs[0].type
-    for axis, (g, m) in enumerate(zip(grid, omap)):
+    for g, m in zip(grid, omap):
         if g > 1:
             assert m >= 0 and out.get_shape()[m] % g == 0
 

@@ -541,7 +541,8 @@ class _KernelBuilder:
         if late:
             raise _error(
                 late[0].ops[0],
-                "tb.grid_sum ops must share one post-loop level, after the ops that feed them and before every other post-loop op; run tb-schedule",
+                "tb.grid_sum ops must share one post-loop level, after the ops that feed them and before every other "
+                "post-loop op; run tb-schedule",
             )
         ins = [self.tile(op, op.operands[0]) for op in ops]
         outs = [self.tile(op, op.results[0]) for op in ops]
@@ -714,7 +715,7 @@ class _KernelBuilder:
             out: list[Operation] = []
             prev_level: int | None = None
             pending_async = False
-            for idx, ch in enumerate(stage_chains):
+            for ch in stage_chains:
                 fusion = fused_by_op.get(ch.ops[0])
                 if fusion is not None and ch.ops[0] is not fusion.first[0]:
                     continue  # lowered with its chain's first matmul (no level of its own, no barrier)

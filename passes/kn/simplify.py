@@ -9,7 +9,7 @@ the for-loop of a fused kernel.
 |---|---|---|
 | `matmul(div(X, r), W)` | `div(matmul(X, W), r)` | `r` broadcasts into `X` and `r.shape[-1] == 1` (constant along the contracted dim) |
 | `matmul(mul(X, r), W)`, `matmul(mul(r, X), W)` | `mul(matmul(X, W), r)` | same |
-| `matmul(A, div(W, c))`, `matmul(A, mul(W, c))` | `div/mul(matmul(A, W), c)` | `c` broadcasts into `W` and `c.shape[-2] == 1` (constant along the contracted rows) |
+| `matmul(A, div(W, c))`, `matmul(A, mul(W, c))` | `div/mul(matmul(A, W), c)` | `c` broadcasts into `W`, `c.shape[-2] == 1` |
 | `matmul(mul_scalar(X, s), W)`, `matmul(A, mul_scalar(W, s))` | `mul_scalar(matmul(., .), s)` | - |
 | `mul_scalar(mul_scalar(x, a), b)` | `mul_scalar(x, a*b)` | - |
 | `mul_scalar(x, 1.0)` | `x` | - |

@@ -163,7 +163,11 @@ class DecomposeAccumulatorsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [DecomposeAccumulator(), DecomposeTbRmsNorm(), HoistGridSum(SHAPE_PRESERVING_POST_OPS if self.reduce_partials else LINEAR_POST_OPS)],
+                [
+                    DecomposeAccumulator(),
+                    DecomposeTbRmsNorm(),
+                    HoistGridSum(SHAPE_PRESERVING_POST_OPS if self.reduce_partials else LINEAR_POST_OPS),
+                ],
                 dce_enabled=False,
             ),
             apply_recursively=False,

@@ -381,7 +381,7 @@ def solve_z3(prob: LayoutProblem, timeout_ms: int = DEFAULT_TIMEOUT_MS, seed: in
     ctx = z3.Context()
     bools: list[dict[int, z3.BoolRef]] = []
     hard: list[z3.BoolRef] = []
-    for c, choice in enumerate(prob.choices):
+    for choice in prob.choices:
         vals = {v: z3.Bool(f"{choice.name}_{v}", ctx) for v in choice.domain}
         bools.append(vals)
         hard.append(z3.PbEq([(b, 1) for b in vals.values()], 1) if len(vals) > 1 else next(iter(vals.values())))

@@ -36,8 +36,8 @@ output produces the graph's k-th result), each no earlier than the previous one.
   `(dim / grid) * stride` and the loop step `tile * stride` are multiples of `A`.
   Same rule on outputs (block offset `tile * stride`).
 * `tb.pipelined` on an input: chunked and iterated (`forloop_dim >= 0`, cp.async
-  multi-buffered; the number of buffers, `tb.stages`, is tb-plan-pipeline's decision). Deviation: not when `forloop_range == 1` (one iteration gains nothing from a
-  second buffer, which would only cost shared memory).
+  multi-buffered; the number of buffers, `tb.stages`, is tb-plan-pipeline's decision).
+  Deviation: not when `forloop_range == 1` (one iteration gains nothing from a second buffer, which would only cost shared memory).
 * `tb.accum_in_reg` on a `nored` accumulator: its chain is exactly `[matmul, nored]` and the
   running total of fp32 registers per thread (`ceil(numel / threads)`) of the register
   accumulators so far stays <= 192. Mirage first counts every `nored` in the running total
@@ -761,7 +761,7 @@ def schedule_of(graph: CustomizedOp) -> tuple[list[Operation], list[SchedOp], li
     `tb.stage`/`tb.level` attributes (computed afresh when missing)."""
     ops, recs = graph_records(graph)
     stages, levels = [], []
-    for o, r in zip(ops, recs):
+    for o in ops:
         st = o.attributes.get("tb.stage")
         lv = _int_attr(o, "tb.level")
         if not isinstance(st, StringAttr) or lv is None:
