@@ -271,12 +271,21 @@ def plan(
     if not any(s > 0 and b > a for s, a, b in norm):
         return DsaPlan(tuple(0 for _ in norm), 0, "empty", True, 0)
     name, offs, peak = best_heuristic(norm, aligns)
-    if peak <= lb or not use_cpsat or time_limit_ms <= 0:
+    if peak <= lb or not use_cpsat or time_limit_ms <= 0 or not have_cpsat():
         return DsaPlan(tuple(offs), peak, name, peak <= lb, lb)
     res = cpsat_plan(norm, peak, offs, time_limit_ms, align, aligns=aligns)
     if res is not None and res[1] < peak:
         return DsaPlan(tuple(res[0]), res[1], "cp-sat", res[2], lb)
     return DsaPlan(tuple(offs), peak, name, res is not None and res[2], lb)
+
+
+def have_cpsat() -> bool:
+    """Whether OR-tools' CP-SAT can be imported. It is a dependency of the package, but a
+    machine that only runs compiled graphs (a GPU box fed with wheels) may lack it: plans
+    there come from the heuristics alone, still valid, sometimes larger."""
+    import importlib.util
+
+    return importlib.util.find_spec("ortools") is not None
 
 
 def brute_force_peak(items: Sequence[Item]) -> int:
