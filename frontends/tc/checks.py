@@ -562,7 +562,7 @@ def bind_sizes(checked: CheckedDef, sizes: Mapping[str, int]) -> BoundDef:
     values: dict[str, int] = {}
     for sym, loc in checked.symbols.items():
         if sym not in sizes:
-            raise checked.error(f"missing size for '{sym}'; give it a value (e.g. sizes={{'{sym}': 64}})", loc)
+            raise checked.error(f"missing size for '{sym}' (give it in sizes / --tc-sizes, e.g. {sym}=64)", loc)
         value = sizes[sym]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise checked.error(f"size '{sym}' must be a positive int, got {value!r}", loc)
