@@ -18,6 +18,7 @@ slice, so two operands combine only when they have the same rank and agree dim b
   * `+=` (no `!`) after an earlier assignment adds the new sum to the old value; `*=`,
     `max=`, `min=` without reduction indices combine elementwise likewise.
 
+A constant subscript 0 on a size-1 dim (`S(n, 0)` for `float(N, 1) S`) broadcasts.
 Anything else (max/min/product reductions, transposes, rank changes, affine subscripts,
 partial ranges, scalar constants added to tensors, constant right-hand sides) raises a
 `TcError` "not supported yet: ..." located at the construct.
@@ -34,7 +35,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from ..builder import DTensor, GraphBuildError, KNGraph, new_kernel_graph
-from .ast_nodes import Access, Binary, Call, Expr, Loc, Name, Number, Statement, Unary
+from .ast_nodes import Access, Binary, Call, Expr, IndexExpr, Loc, Name, Number, Statement, Unary
 from .checks import BoundDef, CheckedDef, StatementInfo, accesses, bind_sizes
 from .errors import TcError
 
@@ -145,6 +146,8 @@ class _StatementLowering:
         shape = self.bound.shapes[access.tensor]
         names = [ix.plain_name for ix in access.indices]
         for dim, (ix, name) in enumerate(zip(access.indices, names)):
+            if _is_broadcast_subscript(ix, shape[dim]):
+                continue
             if name is None:
                 raise self.unsupported(f"affine subscript '{ix}' of '{access.tensor}' (kn has no slicing)", ix.loc)
             if names.count(name) > 1:
@@ -217,14 +220,15 @@ class _StatementLowering:
         if isinstance(expr, Name):
             return float(self.bound.sizes[expr.name])
         if isinstance(expr, Access):
-            return self.access_value(expr.tensor, tuple(ix.plain_name or "" for ix in expr.indices))
+            return self.access_value(expr.tensor, tuple(ix.plain_name for ix in expr.indices))
         if isinstance(expr, Unary):
             return self.negate(self.expr(expr.operand))
         if isinstance(expr, Call):
             return self.call(expr)
         return self.binary(expr.op, self.expr(expr.lhs), self.expr(expr.rhs), expr.loc)
 
-    def access_value(self, tensor: str, names: tuple[str, ...]) -> _Value:
+    def access_value(self, tensor: str, names: tuple[str | None, ...]) -> _Value:
+        """The tensor's value with its dims named by the access's indices (None: size 1)."""
         stored = self.stored[tensor]
         return _Value(stored.tensor, tuple(None if d is None else names[d] for d in stored.layout))
 
@@ -317,6 +321,11 @@ class _StatementLowering:
                 f"operands indexed ({_axes_text(a)}) and ({_axes_text(b)}) do not line up (kn has no transpose)", loc
             )
         return tuple(merged)
+
+
+def _is_broadcast_subscript(ix: IndexExpr, size: int) -> bool:
+    """`T(n, 0)` on a size-1 dim: the dim broadcasts like a dim kept by a reduction."""
+    return not ix.terms and ix.const == 0 and size == 1
 
 
 def _is_gemm(left: Axes, right: Axes, k: str) -> bool:
