@@ -53,11 +53,19 @@ class SizeExpr:
 
     @staticmethod
     def of(value: str | int) -> SizeExpr:
-        """The size of one dim declaration: a symbol or an int literal."""
+        """The size of one dim declaration: a symbol or an int literal.
+
+        Raises:
+            nothing.
+        """
         return SizeExpr(((value, 1),), 0) if isinstance(value, str) else SizeExpr((), int(value))
 
     def combine(self, other: SizeExpr, sign: int) -> SizeExpr:
-        """`self + sign * other`, normalised (sorted symbols, no zero coefficients)."""
+        """`self + sign * other` (sign is +1 or -1), normalised (sorted symbols, no zeros).
+
+        Raises:
+            nothing.
+        """
         coeffs = dict(self.terms)
         for sym, c in other.terms:
             coeffs[sym] = coeffs.get(sym, 0) + sign * c
@@ -65,7 +73,11 @@ class SizeExpr:
         return SizeExpr(terms, self.const + sign * other.const)
 
     def evaluate(self, sizes: Mapping[str, int]) -> int:
-        """The int value for concrete `sizes` (every symbol must be present)."""
+        """The int value for concrete `sizes`.
+
+        Raises:
+            KeyError: a symbol of the expression is missing from `sizes`.
+        """
         return self.const + sum(c * sizes[s] for s, c in self.terms)
 
     def __str__(self) -> str:
@@ -115,7 +127,11 @@ class CheckedDef:
     symbols: dict[str, Loc]  # size symbol -> first declaration
 
     def error(self, message: str, loc: Loc) -> TcError:
-        """A `TcError` located in this definition's source."""
+        """A `TcError` located in this definition's source (returned, not raised).
+
+        Raises:
+            nothing.
+        """
         return TcError(message, loc.line, loc.col, self.filename)
 
 
@@ -134,7 +150,11 @@ class BoundDef:
 
 
 def accesses(expr: Expr) -> Iterator[Access]:
-    """Every tensor access of an expression, left to right."""
+    """Every tensor access of an expression, left to right (nested ones included).
+
+    Raises:
+        nothing.
+    """
     if isinstance(expr, Access):
         yield expr
     elif isinstance(expr, Call):
@@ -259,6 +279,7 @@ class _Checker:
         self.infos.append(StatementInfo(lhs, reductions, ranges, dtype))
 
     def check_target(self, stmt: Statement) -> None:
+        """The assigned tensor is a declared output, and `+=` etc. continue its last reduction."""
         name = stmt.tensor
         if name in self.inputs:
             raise self.fail(f"cannot assign to input '{name}'; inputs are read-only", stmt.loc)
@@ -389,6 +410,8 @@ class _Checker:
     def infer_ranges(
         self, stmt: Statement, lhs: tuple[str, ...], reductions: tuple[str, ...]
     ) -> dict[str, tuple[SizeExpr, SizeExpr]]:
+        """`index -> (lo, hi)`: where clauses first, else the size of every dim the index
+        subscripts plainly (those sizes must agree); affine subscripts infer nothing."""
         used = set(lhs) | set(reductions)
         ranges = self.where_ranges(stmt, used)
         inferred: dict[str, tuple[SizeExpr, str]] = {}
@@ -483,6 +506,7 @@ class _Checker:
             )
 
     def add_dependencies(self, stmt: Statement) -> None:
+        """Add read-by edges for the statement, failing on the first one that closes a cycle."""
         target = stmt.tensor
         for access in accesses(stmt.rhs):
             source = access.tensor

@@ -161,6 +161,7 @@ class _StatementLowering:
                 )
 
     def reduced_rhs(self) -> _Value:
+        """The right-hand side summed over the reduction indices (a GEMM when it is one)."""
         rhs = self.stmt.rhs
         if isinstance(rhs, Binary) and rhs.op == "*":
             lhs_value, rhs_value = self.expr(rhs.lhs), self.expr(rhs.rhs)
@@ -193,6 +194,7 @@ class _StatementLowering:
         return None
 
     def combine_with_old(self, value: _Value) -> _Value:
+        """`old OP value` for an accumulating operator without `!` (`+=`, `*=`, `max=`, `min=`)."""
         stmt = self.stmt
         old = self.access_value(stmt.tensor, tuple(i for i, _ in stmt.indices))
         base = stmt.reduction_base
@@ -203,6 +205,7 @@ class _StatementLowering:
         return self.extremum(base == "max", old, value, stmt.op_loc)  # type: ignore[return-value]
 
     def layout(self, value: _Value) -> tuple[int | None, ...]:
+        """TC dim per kn dim of the result; its named dims must come in left-hand side order."""
         lhs = self.info.lhs
         names = tuple(a for a in value.axes if a is not None)
         if names != lhs:
