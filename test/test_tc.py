@@ -426,6 +426,13 @@ def test_size_and_lowering_errors_are_located(case: str) -> None:
     assert str(info.value) == message
 
 
+def test_deep_nesting_is_a_located_error() -> None:
+    source = "def f(float(N) A) -> (O) {\n  O(i) = " + "-" * 1000 + "A(i)\n}"
+    with pytest.raises(TcError, match=r"^<tc>:2:\d+: error: expression nested more than 200 levels deep$"):
+        check_source(source)
+    assert "kn.mul_scalar" in str(mx.tc(source.replace("-" * 1000, "-" * 50), sizes={"N": 2}))
+
+
 def test_parse_sizes() -> None:
     assert parse_sizes("N=64, D=128") == {"N": 64, "D": 128}
     assert parse_sizes("") == {}

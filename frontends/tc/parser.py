@@ -224,6 +224,21 @@ def _syntax_error(err: lark.exceptions.LarkError, source: str, filename: str) ->
     return TcError(f"syntax error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", 1, 1, filename)
 
 
+MAX_DEPTH = 200
+"""Deepest expression nesting accepted; the tree walks downstream recurse once per level."""
+
+
+def _check_depth(tree: lark.Tree, filename: str) -> None:
+    """Reject expressions nested deeper than `MAX_DEPTH` (iteratively, without recursion)."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            loc = _loc(node.meta)
+            raise TcError(f"expression nested more than {MAX_DEPTH} levels deep", loc.line, loc.col, filename)
+        stack += [(child, depth + 1) for child in node.children if isinstance(child, lark.Tree)]
+
+
 def parse(source: str, filename: str = "<tc>") -> Program:
     """Parse TC source text.
 
@@ -235,12 +250,14 @@ def parse(source: str, filename: str = "<tc>") -> Program:
         the `Program` tree (no semantic checks yet: see `checks.check`).
 
     Raises:
-        TcError: a syntax error, located at the offending character or token.
+        TcError: a syntax error, located at the offending character or token, or an
+            expression nested more than `MAX_DEPTH` levels deep.
     """
     try:
         tree = _parser().parse(source)
     except lark.exceptions.LarkError as err:
         raise _syntax_error(err, source, filename) from None
+    _check_depth(tree, filename)
     try:
         defs = _ToAst().transform(tree)
     except lark.exceptions.VisitError as err:  # a bug in _ToAst, not in the program
