@@ -96,7 +96,14 @@ COLUMN_SUMS = """def colsum(float(N, D, K) X) -> (S, T) {
   T(n, d, k) = X(n, d, k) / S(d)
 }"""
 
+# A bias row broadcasts through a size-1 dim subscripted with 0; S() sums everything.
+BIAS_AND_TOTAL = """def bias(float(N, D) A, float(1, D) b) -> (S, O) {
+  S() +=! A(n, d)
+  O(n, d) = A(n, d) * b(0, d) / S()
+}"""
+
 LOWERED = {
+    "bias_and_total": (BIAS_AND_TOTAL, [{"N": 3, "D": 4}, {"N": 1, "D": 9}]),
     "softmax_unshifted": (SOFTMAX_UNSHIFTED, [{"N": 4, "D": 8}, {"N": 3, "D": 17}]),
     "matmul": (MATMUL, [{"M": 4, "K": 8, "N": 6}, {"M": 1, "K": 5, "N": 9}]),
     "batched_matmul": (BATCHED_MATMUL, [{"B": 2, "M": 3, "K": 4, "N": 5}, {"B": 3, "M": 8, "K": 1, "N": 2}]),
