@@ -18,6 +18,8 @@ _LAZY_EXPORTS: dict[str, str] = {
     "DTensor": "mirage_xdsl.frontends.builder",
     "STensor": "mirage_xdsl.frontends.builder",
     "GraphBuildError": "mirage_xdsl.frontends.builder",
+    "tc": "mirage_xdsl.frontends.tc",
+    "TcError": "mirage_xdsl.frontends.tc",
 }
 
 __all__ = sorted(_LAZY_EXPORTS)

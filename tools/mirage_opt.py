@@ -3,6 +3,7 @@ Mirage muGraph JSON frontend registered.
 
     mirage-opt rmsnorm_bs1.json                       # import a saved muGraph file (.json => mugraph)
     mirage-opt graph.mlir -p mirage-transpile -t cuda # full pipeline, print CUDA
+    mirage-opt softmax.tc --tc-sizes N=64,D=128       # Tensor Comprehensions (.tc => tc)
 
 Errors (bad input, failed verification, failed pass) are printed as one located message on
 stderr with exit code 1, never as a Python traceback.
@@ -23,6 +24,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from mirage_xdsl.driver.registry import get_all_dialects, get_all_targets
+from mirage_xdsl.frontends.tc.errors import TcError
 from mirage_xdsl.passes import get_all_passes
 
 UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
@@ -61,6 +63,14 @@ class MirageOptMain(xDSLOptMain):
 
         self.available_frontends["json"] = parse_mugraph
         self.available_frontends["mugraph"] = parse_mugraph
+        self.available_frontends["tc"] = self._parse_tc
+
+    def _parse_tc(self, stream: IO[bytes]) -> ModuleOp:
+        """Tensor Comprehensions source -> kernel graph, sizes from `--tc-sizes`."""
+        from mirage_xdsl.frontends.tc import parse_sizes, tc
+
+        sizes = parse_sizes(self.args.tc_sizes)
+        return tc(stream.read().decode(), self.args.tc_def, sizes, filename=self.get_input_name())
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -71,12 +81,18 @@ class MirageOptMain(xDSLOptMain):
             help="schema era of a Mirage muGraph JSON file (dtype codes, accumulator names); "
             "default: era A when detected (code 921 or tb_accum_* names), else C",
         )
+        arg_parser.add_argument(
+            "--tc-sizes", default="", help="sizes of a Tensor Comprehensions input, e.g. N=64,D=128"
+        )
+        arg_parser.add_argument("--tc-def", default=None, help="the TC definition to compile (default: the only one)")
 
 
 def _one_line(err: BaseException) -> str:
     """The error as one line: `file:line:col: message` for parse errors, else the message."""
     if isinstance(err, ParseError):
         return f"{err.span.get_location()}: {err.msg}"
+    if isinstance(err, TcError):
+        return f"{err.location}: {err.message}"
     text = " ".join(part.strip() for part in str(err).splitlines() if part.strip())
     return text or type(err).__name__
 
