@@ -184,7 +184,7 @@ def _build_one(path: str, index: int, variant: str | None, arch: str, nvcc_cache
     whether it may be cached."""
     from mirage_xdsl.driver.compile import prepare
     from mirage_xdsl.driver.nvcc import compile_cuda
-    from mirage_xdsl.target import SharedMemoryExceeded
+    from mirage_xdsl.target.errors import SharedMemoryExceeded
 
     start = time.perf_counter()
     meta: dict[str, Any] = {"graph": f"graph_{index}", "plan_json": None, "cubin": None, "kernels": 0, "error": None}

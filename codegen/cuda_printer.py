@@ -44,7 +44,8 @@ from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.cute import weight_params
 from mirage_xdsl.dialects.kn import GRID_SUM_SCRATCH_ATTR, element_type_of, ints, shape_of
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
-from mirage_xdsl.target import ELEMENTWISE_ACCUM_MAX_REGS, SM90, SMEM_OPTIN_PER_BLOCK, SharedMemoryExceeded
+from mirage_xdsl.target import ELEMENTWISE_ACCUM_MAX_REGS, SM90, SMEM_OPTIN_PER_BLOCK
+from mirage_xdsl.target.errors import SharedMemoryExceeded
 
 HEADER = "mirage_xdsl/runtime.cuh"
 

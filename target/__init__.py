@@ -2,7 +2,8 @@
 
 One place for the device limits that the planner (`passes/conversion/default_tb_graph.py`),
 the verifiers (`dialects/cute`), the printer (`codegen/`), the host emulator and the runtime
-all read. The cost model's constants (`DeviceModel` in the planner) build on these.
+all read (`device.py`, importable without xDSL), and the errors raised when a kernel
+exceeds them (`errors.py`). The cost model's constants (`DeviceModel` in the planner) build on these.
 """
 
 from mirage_xdsl.target.device import (  # noqa: F401
@@ -11,5 +12,4 @@ from mirage_xdsl.target.device import (  # noqa: F401
     SM90,
     SMEM_OPTIN_PER_BLOCK,
     GpuLimits,
-    SharedMemoryExceeded,
 )

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.utils.exceptions import PassFailedException
-
 
 @dataclass(frozen=True)
 class GpuLimits:
@@ -65,21 +63,3 @@ in registers through the for-loop (the device library's `mx::RegTile`). A regist
 chose, not a hardware limit: 32 keeps a 128-thread block's tile at 16 KiB or less and leaves
 the rest of the 255 registers per thread to the loop body."""
 
-
-class SharedMemoryExceeded(PassFailedException):
-    """A kernel needs more shared memory per block than the target allows.
-
-    Raised by `tb-plan-smem` (the planned tiles do not fit `smem-limit`) and by the CUDA
-    printer (a kernel's launch needs more than the architecture's opt-in maximum). Callers
-    that choose among plans (kn-partition) or report candidates (mirage-run, mirage-bench)
-    test for this type instead of matching message text; Mirage rejects such candidates too.
-
-    Attributes:
-        needed: bytes of shared memory per block the kernel needs.
-        limit: bytes allowed.
-    """
-
-    def __init__(self, message: str, needed: int, limit: int):
-        super().__init__(message)
-        self.needed = needed
-        self.limit = limit

@@ -261,3 +261,15 @@ def test_script_runs_from_a_checkout(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, str(script), "--workloads", "nope"], capture_output=True, text=True, env=env, timeout=120)
     assert_one_line_error(proc, "unknown workload")
+
+
+def test_gpu_phase_imports_no_xdsl() -> None:
+    """`mirage-bench --from DIR` runs on a GPU machine that has numpy, CuPy and torch but no
+    xDSL: the GPU phase and the runtime must import without it (xDSL blocked here)."""
+    code = (
+        "import sys; sys.modules['xdsl'] = None; sys.modules['z3'] = None; sys.modules['ortools'] = None\n"
+        "import mirage_xdsl.tools.mirage_bench, mirage_xdsl.bench.gpu_phase, mirage_xdsl.runtime.executable\n"
+        "import mirage_xdsl.bench.prepare, mirage_xdsl.bench.report, mirage_xdsl.target\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

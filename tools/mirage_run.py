@@ -276,7 +276,7 @@ def run_graph(
             _bench(row, graph, plan, func, stem, seed)
     except Exception as err:  # noqa: BLE001 - reported per graph; the run goes on
         row.message = _one_line(err)
-        from mirage_xdsl.target import SharedMemoryExceeded
+        from mirage_xdsl.target.errors import SharedMemoryExceeded
 
         # more shared memory than the GPU has: Mirage rejects such candidates too; reported,
         # but not a failure of the run

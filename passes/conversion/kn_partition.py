@@ -52,7 +52,8 @@ from mirage_xdsl.passes.conversion.default_tb_graph import (
     group_from_ops,
 )
 from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
-from mirage_xdsl.target import SM90, SharedMemoryExceeded
+from mirage_xdsl.target import SM90
+from mirage_xdsl.target.errors import SharedMemoryExceeded
 
 
 def _producers(op: Operation, fusible: set[Operation]) -> list[Operation]:

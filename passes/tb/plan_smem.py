@@ -51,7 +51,8 @@ from mirage_xdsl.dialects.kn import CustomizedOp, int_array
 from mirage_xdsl.passes.tb import dsa
 from mirage_xdsl.passes.tb.schedule import SchedOp, schedule_of, tensor_lifetimes
 from mirage_xdsl.passes.tb.swizzle_math import parse_swizzle
-from mirage_xdsl.target import SM90, SharedMemoryExceeded
+from mirage_xdsl.target import SM90
+from mirage_xdsl.target.errors import SharedMemoryExceeded
 
 PASS_NAME = "tb-plan-smem"
 HEADER_BYTES = 128
