@@ -45,7 +45,7 @@ from mirage_xdsl.passes.conversion.tb_to_cute import (
     parse_swizzle,
     reduce_threads,
 )
-from mirage_xdsl.target import SharedMemoryExceeded
+from mirage_xdsl.target.errors import SharedMemoryExceeded
 
 SHARED = Path(os.environ.get("MIRAGE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 MUGRAPH_FILES = sorted((SHARED / "mugraphs").glob("*.json"))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import assert_one_line_error
+
 from mirage_xdsl.reference.equivalence import (
     EquivalenceError,
     InputSpec,
