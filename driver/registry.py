@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
+from typing import Any
 
 from xdsl.ir import Dialect
 from xdsl.utils.target import Target
 
 
-def _lazy(module: str, name: str) -> Callable[[], object]:
+def _lazy(module: str, name: str) -> Callable[[], Any]:
     return lambda: getattr(importlib.import_module(module), name)
 
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     """Dialect name -> factory: `kn`, `tb`, `cute` and `contraction`."""
-    return {  # type: ignore[return-value]
+    return {
         "kn": _lazy("mirage_xdsl.dialects.kn", "Kernel"),
         "tb": _lazy("mirage_xdsl.dialects.tb", "Threadblock"),
         "cute": _lazy("mirage_xdsl.dialects.cute", "Cute"),
@@ -35,5 +37,5 @@ def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
     targets: dict[str, Callable[[], type[Target]]] = {}
     for name, (module, cls) in TARGET_MODULES.items():
         if importlib.util.find_spec(module) is not None:
-            targets[name] = _lazy(module, cls)  # type: ignore[assignment]
+            targets[name] = _lazy(module, cls)
     return targets

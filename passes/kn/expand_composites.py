@@ -29,6 +29,8 @@ uses them to name the template of the kernel it builds.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -49,6 +51,8 @@ COMPOSITE_ATTR = "kn.composite"
 """Discardable string attribute recording a recognised composite pattern."""
 
 
+OpT = TypeVar("OpT", bound=Operation)
+
 class ExpandRmsNorm(RewritePattern):
     """`kn.rms_norm(x)` -> square, mul_scalar(1/n), reductions, sqrt, div."""
 
@@ -57,7 +61,7 @@ class ExpandRmsNorm(RewritePattern):
         rewriter.replace(op, rms_norm_ops(op.input, kn.ints(op.normalized_shape)))
 
 
-def _owner(value: SSAValue, cls: type) -> Operation | None:
+def _owner(value: SSAValue, cls: type[OpT]) -> OpT | None:
     op = value.owner
     return op if isinstance(op, cls) else None
 

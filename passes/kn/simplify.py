@@ -99,6 +99,7 @@ class MoveScaleAcrossMatmul(RewritePattern):
             mm = kn.MatmulOp(lhs, rhs)
             if not _broadcasts_into(factor, mm.result):
                 continue
+            assert isinstance(producer, (kn.MulOp, kn.DivOp))  # what _factor matches
             new = type(producer)(mm.result, factor)
             rewriter.replace(op, [mm, new])
             rewriter.erase(producer)

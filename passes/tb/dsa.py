@@ -12,8 +12,8 @@ never intersect in memory; its cost is the peak `max(offset + size)`. DSA is NP-
   (largest range); each in two allocation orders at equal times (input order and largest
   first), and
 * an exact **CP-SAT** model (OR-tools): an offset variable per item, a fixed time interval
-  and a memory interval per item, `AddNoOverlap2D`, minimise the peak; warm-started with
-  `AddHint` from the best heuristic plan and bounded by it, under a time limit. CP-SAT is
+  and a memory interval per item, `add_no_overlap_2d`, minimise the peak; warm-started with
+  `add_hint` from the best heuristic plan and bounded by it, under a time limit. CP-SAT is
   skipped when a heuristic already reaches the trivial lower bound
   `max over time of the live bytes` (then it is optimal).
 
@@ -203,7 +203,7 @@ def cpsat_plan(
     workers: int = 1,
     aligns: Sequence[int] | None = None,
 ) -> tuple[list[int], int, bool] | None:
-    """Exact model: minimise the peak with `AddNoOverlap2D(time intervals, memory intervals)`.
+    """Exact model: minimise the peak with `add_no_overlap_2d(time intervals, memory intervals)`.
 
     Sizes/offsets in bytes (multiples of `align`); `upper_bound` bounds the peak (the best
     heuristic's). Returns (offsets, peak, proven_optimal) or None when no solution was found
@@ -218,37 +218,37 @@ def cpsat_plan(
     m = cp_model.CpModel()
     offs: dict[int, cp_model.IntVar] = {}
     xs, ys = [], []
-    peak = m.NewIntVar(lower_bound(items) // align, ub, "peak")
+    peak = m.new_int_var(lower_bound(items) // align, ub, "peak")
     for i in live:
         size, start, end = items[i]
         u = size // align
         step = (aligns[i] // align) if aligns else 1
         if step > 1:
-            k = m.NewIntVar(0, max(ub - u, 0) // step, f"k{i}")
-            o = m.NewIntVar(0, max(ub - u, 0), f"o{i}")
-            m.Add(o == step * k)
+            k = m.new_int_var(0, max(ub - u, 0) // step, f"k{i}")
+            o = m.new_int_var(0, max(ub - u, 0), f"o{i}")
+            m.add(o == step * k)
         else:
-            o = m.NewIntVar(0, max(ub - u, 0), f"o{i}")
+            o = m.new_int_var(0, max(ub - u, 0), f"o{i}")
         offs[i] = o
-        xs.append(m.NewFixedSizeIntervalVar(start, end - start, f"t{i}"))
-        ys.append(m.NewFixedSizeIntervalVar(o, u, f"m{i}"))
-        m.Add(peak >= o + u)
-    m.AddNoOverlap2D(xs, ys)
-    m.Minimize(peak)
+        xs.append(m.new_fixed_size_interval_var(start, end - start, f"t{i}"))
+        ys.append(m.new_fixed_size_interval_var(o, u, f"m{i}"))
+        m.add(peak >= o + u)
+    m.add_no_overlap_2d(xs, ys)
+    m.minimize(peak)
     if hint is not None:
         for i in live:
-            m.AddHint(offs[i], hint[i] // align)
+            m.add_hint(offs[i], hint[i] // align)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(time_limit_ms, 1) / 1000.0
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = 0
-    status = solver.Solve(m)
+    status = solver.solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     out = [0] * len(items)
     for i in live:
-        out[i] = solver.Value(offs[i]) * align
-    return out, solver.Value(peak) * align, status == cp_model.OPTIMAL
+        out[i] = solver.value(offs[i]) * align
+    return out, solver.value(peak) * align, status == cp_model.OPTIMAL
 
 
 def plan(
