@@ -118,13 +118,18 @@ class MirageTranspilePass(ModulePass):
 def fuse_plain_graphs(ctx: Context, module: ModuleOp, **fuse_options: object) -> None:
     """Run `kn-fuse` with `fuse_options` (its own, `kn_partition.PartitionOptions`: `candidate`,
     `always_split`, ...; absent ones keep kn-fuse's defaults) on the functions of `module` that
-    hold no `kn.customized` op, keeping the order of the module's top-level ops."""
+    hold kernel-level ops outside `kn.customized` kernels: plain kernel graphs, and saved
+    muGraphs whose loose ops (e.g. gated MLP's `kn.mul` after its kernel) would otherwise run
+    as library calls. A saved kernel's own threadblock graph is left as it is (kn-partition
+    reads a `kn.customized` result as an input). Keeps the order of the module's top-level ops."""
     from xdsl.dialects.func import FuncOp
 
-    from mirage_xdsl.dialects.kn import CustomizedOp
+    from mirage_xdsl.passes.conversion.default_tb_graph import fusible_op
 
     def is_plain(top: object) -> bool:
-        return isinstance(top, FuncOp) and not any(isinstance(o, CustomizedOp) for o in top.walk())
+        if not isinstance(top, FuncOp) or any(o.name == "cute.kernel" for o in top.walk()):
+            return False
+        return any(fusible_op(o) for o in top.body.block.ops)
 
     tops = list(module.body.block.ops)
     plain = [top for top in tops if is_plain(top)]
