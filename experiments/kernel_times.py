@@ -5,9 +5,9 @@ only the sum; this prints the plan's time and each kernel's alone (one CUDA grap
 rotated input sets, replayed, as `ours dev`), to see what a combine costs.
 
     mirage-bench --prepare-only prep/ --files examples/rmsnorm_linear.mlir --variants c0s2x,c1s2x
-    python benchmarks/kernel_times.py prep/      # on the GPU machine (mirage_xdsl importable)
+    python experiments/kernel_times.py prep/      # on the GPU machine (mirage_xdsl importable)
 
-Record: benchmarks/results/grid-sum-h200-2026-11-22.md.
+Record: benchmarks/results/grid-sum-h200-2026-11-22.md (kept).
 """
 
 import dataclasses

@@ -1,7 +1,7 @@
 """Add the hand-written late-finisher split-K kernels of rmsnorm bs8 to a prepared bench directory.
 
     mirage-bench --prepare-only prep/ --workloads rmsnorm_bs8 --files examples/rmsnorm_linear_bs8.mlir --variants c0xr
-    python benchmarks/plans/late_finisher_split_k.py prep/ [--ablate]   # here: nvcc builds the cubins
+    python experiments/plans/late_finisher_split_k.py prep/ [--ablate]   # here: nvcc builds the cubins
     python tools/mirage_bench.py report.md --from prep/ --no-compile-peer   # on the GPU
 
 Each configuration of `late_finisher_split_k.cuh` becomes a candidate
@@ -9,7 +9,7 @@ Each configuration of `late_finisher_split_k.cuh` becomes a candidate
 check): c0xr's grid (96, 4) of 128 threads, the partners' E0, E1, E2 K stages, S ring
 stages, the finisher's loads of the partners' words D stages before its loop ends, and the
 flags of CONFIGS.  The partners' partials live in the plan's grid-sum counter buffer, which
-the runtime zeroes once and every launch leaves zero again.  Record: benchmarks/results/late-finisher-split-k-h200-2026-11-25.md.
+the runtime zeroes once and every launch leaves zero again.  Findings: benchmarks/EXPERIMENTS.md (late finisher, 2026-11-25).
 """
 import sys
 from pathlib import Path

@@ -1,12 +1,12 @@
 """Hand-written unsplit ("lone block") plans of the GEMV workloads, as textual IR.
 
-    python benchmarks/plans/lone_block_plans.py OUT/
+    python experiments/plans/lone_block_plans.py OUT/
     mirage-bench --prepare-only prep/ --files OUT/*.mlir --variants c0s2,c0s3,c0s4,c0s6
     python tools/mirage_bench.py report.md --from prep/ --no-compile-peer   # on the GPU
 
 Each file is one `kn.customized` graph: grid over W's columns (n per block), for-loop over K
 (k rows per iteration), t threads per block, no split-K.  `gemv_*` files leave rms_norm out
-(X @ W alone).  Record: benchmarks/results/lone-blocks-h200-2026-11-25.md.
+(X @ W alone).  Record: benchmarks/results/lone-blocks-h200-2026-11-25.md (kept).
 """
 import sys
 from pathlib import Path

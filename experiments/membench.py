@@ -6,9 +6,9 @@ of KT x TN tiles per 128-thread block, split-K over `split` blocks -- with almos
 and also with direct 16-byte register loads (U in flight per thread).  Prints the measured
 device-to-device copy bandwidth and, per configuration, GB/s and its fraction of it.
 
-    python benchmarks/membench.py        # on the GPU machine; needs only CuPy (NVRTC)
+    python experiments/membench.py        # on the GPU machine; needs only CuPy (NVRTC)
 
-Record: benchmarks/results/membench-h200-2026-11-22.md.
+Findings: benchmarks/EXPERIMENTS.md, 2026-11-22 (membench).
 """
 import itertools
 

@@ -17,9 +17,9 @@
 // Options of body(): MSQ (sum of squares on the tensor cores, SsqMma), EL (evict_last partial
 // words), WEF (evict_first weight stages), OB (one barrier per stage), FIRST (finisher at
 // blockIdx.y 0), ABLATE (timing-only cuts).  Fastest on the H200: E = 15, S = 7, D = 1, MSQ,
-// EL, WEF (13.3-13.4 µs).  Record: benchmarks/results/late-finisher-split-k-h200-2026-11-25.md.
+// EL, WEF (13.3-13.4 µs).  Findings: benchmarks/EXPERIMENTS.md (late finisher, 2026-11-25).
 // The compiler now generates this kernel (passes/cute/late_finisher.py, bench variant c0s7xrf1;
-// benchmarks/results/late-finisher-generated-h200-2026-11-25.md); this file stays as the
+// benchmarks/results/late-finisher-generated-h200-2026-11-25.md, kept); this file stays as the
 // experiment that measured each lever.
 #include "mirage_xdsl/runtime.cuh"
 

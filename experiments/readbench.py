@@ -12,7 +12,7 @@ row tiles ([KB, TN] with TN up to whole rows), each timed two ways:
 Also a flat read of 1 GiB (the asymptotic read bandwidth).  Fractions are of the measured
 device-to-device copy bandwidth (bytes read + written), as in every record.
 
-    python benchmarks/readbench.py        # on the GPU machine; needs only CuPy (NVRTC)
+    python experiments/readbench.py        # on the GPU machine; needs only CuPy (NVRTC)
 """
 import itertools
 

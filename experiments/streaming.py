@@ -1,5 +1,5 @@
-"""Shared harness of the weight-streaming microbenchmarks (membench, bulkbench, tmabench,
-readbench).
+"""Shared harness of the weight-streaming microbenchmarks (membench, readbench, unsplitbench;
+bulkbench, tmabench and gemvbench were deleted: see benchmarks/EXPERIMENTS.md).
 
 The matrix is the rmsnorm_linear weight W [K, N] = [4096, 6144] fp16 (50.3 MB); four copies
 are rotated so that the 60 MiB L2 does not serve it.  Times are CUDA-event medians (µs per
@@ -18,7 +18,7 @@ import numpy as np
 K, N = 4096, 6144
 W_BYTES = K * N * 2
 
-# The tile reader of readbench.py (the read ceiling), shared with gemvbench.py so that a run
+# The tile reader of readbench.py (the read ceiling), shared with gemvbench.py (deleted) so that a run
 # can time the ceiling next to its own kernels: block (bx, by) reads a [KB, TN] tile of W.
 TILE_READ_SRC = r'''
 #include <cuda_fp16.h>

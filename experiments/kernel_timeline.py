@@ -10,11 +10,11 @@ blocks' starts, the median and the latest end of the loop, and the latest time e
 phase ends in the last blocks.
 
     # CPU machine (xDSL + nvcc): plain-graph candidates of examples/, variants as mirage-bench's
-    python benchmarks/kernel_timeline.py prepare DIR examples/rmsnorm_linear_bs8.mlir c3s2xr c3s2x
+    python experiments/kernel_timeline.py prepare DIR examples/rmsnorm_linear_bs8.mlir c3s2xr c3s2x
     # GPU machine (CuPy; mirage_xdsl importable)
-    python benchmarks/kernel_timeline.py run DIR
+    python experiments/kernel_timeline.py run DIR
 
-Record: benchmarks/results/reduce-partials-h200-2026-11-24.md (what it found: a small
+Record: benchmarks/results/reduce-partials-h200-2026-11-24.md (kept; what it found: a small
 tile's partial sum issuing its loads one L2 round trip at a time).
 """
 

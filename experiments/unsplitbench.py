@@ -8,7 +8,7 @@ per thread) and, with `x`, the matching K range of X in the same trips (16 x the
 so 16 B of X per 2 * TN B of W).  Grids of N / TN blocks: TN = 16 -> 384, 32 -> 192, 64 -> 96.
 Timed as readbench.py does (a CUDA graph of four launches over rotated copies of W).
 
-    python benchmarks/unsplitbench.py    # on the GPU machine; needs only CuPy (NVRTC)
+    python experiments/unsplitbench.py    # on the GPU machine; needs only CuPy (NVRTC)
 """
 import itertools
 
