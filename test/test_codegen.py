@@ -46,8 +46,9 @@ from mirage_xdsl.passes.conversion.tb_to_cute import (
     reduce_threads,
 )
 
-SHARED = Path(os.environ.get("MIRAGE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-MUGRAPH_FILES = sorted((SHARED / "mugraphs").glob("*.json"))
+SHARED = os.environ.get("MIRAGE_SHARED")
+MUGRAPHS = Path(SHARED) / "mugraphs" if SHARED else Path(__file__).resolve().parents[1] / "examples" / "mugraphs"
+MUGRAPH_FILES = sorted(MUGRAPHS.glob("*.json"))
 FILE_IDS = [p.stem for p in MUGRAPH_FILES]
 
 OVERSIZED = "tb-plan-smem"
@@ -172,7 +173,7 @@ def nvcc_compile(source: str, nvcc: str) -> dict:
 @pytest.fixture(scope="session")
 def shared_results() -> dict[str, FileResult]:
     if not MUGRAPH_FILES:
-        pytest.skip(f"no shared muGraph files under {SHARED} (set MIRAGE_SHARED)")
+        pytest.skip(f"no saved muGraph files under {MUGRAPHS} (check MIRAGE_SHARED)")
     results = {p.stem: transpile_file(p) for p in MUGRAPH_FILES}
     nvcc = find_nvcc()
     if nvcc is not None:
