@@ -502,7 +502,7 @@ def reference_outputs(stem: str, func_name: str, inputs: list[np.ndarray]) -> li
     from mirage_xdsl.frontends.mugraph import load_mugraph_file
     from mirage_xdsl.reference.executor import run_reference
 
-    module = load_mugraph_file(SHARED / "mugraphs" / f"{stem}.json")
+    module = load_mugraph_file(MUGRAPHS / f"{stem}.json")
     fn = next(op for op in module.body.block.ops if op.sym_name.data == func_name)  # type: ignore[attr-defined]
     return run_reference(ModuleOp([fn.clone()]), [x.astype(np.float64) for x in inputs])
 
