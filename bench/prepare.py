@@ -52,11 +52,11 @@ tb-plan-pipeline's own ring depth (2 stages, deeper for wide lone-block plans) a
 plans enumerated, the cheapest plan with 3 and 4 stages, and ranks 0..7 with their partials
 reduced before the grid sum (`r`), and the cheapest split-K plan with a 7-stage ring whose
 groups a late finisher combines (`f1`: rmsnorm bs8 13.6-13.9 us against 14.9-15.0 for c0xr
-on an H200, results/late-finisher-generated-h200-2026-11-25.md).
+on an H200, 2026-11-25).
 Sixteen ranks, not eight: the grid-sum plans crowd the first ranks, and on the H200 the
-fastest rmsnorm/gated_mlp plans were ranks 7-16 (results/variants-h200-2026-11-22-grid-sum-24-ranks.md).
+fastest rmsnorm/gated_mlp plans were ranks 7-16 (a sweep of 24 ranks, 2026-11-22).
 Without `r` a variant passes `reduce_partials=false` (the pipeline's default is true): `r`
-helps rmsnorm bs8 by 1.7-4.9 µs and costs bs1 0.1-0.4 µs (results/reduce-partials-h200-2026-11-24.md);
+helps rmsnorm bs8 by 1.7-4.9 µs and costs bs1 0.1-0.4 µs (H200, 2026-11-24);
 a graph without a reduction after its grid sum builds the same kernel, timed once."""
 
 

@@ -478,8 +478,7 @@ class _KernelPrinter:
         """`threads` or, for a late-finisher kernel, `threads, blocks per SM`: the occupancy
         its shared memory allows, capped where ptxas would have to keep a thread under 128
         registers.  Without the second figure ptxas scheduled the K loop's fragment loads for
-        fewer registers, and rmsnorm bs8 took 13.9 instead of 13.6 us on an H200
-        (benchmarks/results/late-finisher-generated-h200-2026-11-25.md)."""
+        fewer registers, and rmsnorm bs8 took 13.9 instead of 13.6 us on an H200 (2026-11-25)."""
         if self.late is None:
             return str(self.nt)
         by_smem = SM90.smem_per_sm // (launch_smem_bytes(self.kernel) + SM90.smem_reserved_per_block)
@@ -1252,7 +1251,7 @@ class _KernelPrinter:
             self.loop_body(op, op.trip_count)
         else:
             # one loop per split length, each with compile-time bounds (a runtime trip count
-            # cost 0.2-0.4 us: benchmarks/results/tail-balance-h200-2026-11-24.md)
+            # cost 0.2-0.4 us on rmsnorm on an H200, 2026-11-24)
             partner, finisher = self.late
             self.partner_words_decl()
             self.emit("if (gs_finisher) {")

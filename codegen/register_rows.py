@@ -18,8 +18,7 @@ registers (`global_io`).  A chain that then touches no whole-row shared tile let
 thread own consecutive elements, so those loads and stores are 16-byte vectors
 (`mx::load_row` / `mx::store_row`; with shared tiles, every NT-th element per thread keeps
 the banks conflict-free).  Measured (NVIDIA H200, 2026-11-24, nTrans): 5.1 µs op by op, 3.6
-with the chain in registers, 3.3 with global inputs and output, 2.9-3.1 with 16-byte vectors
-(benchmarks/results/register-rows-h200-2026-11-24.md).
+with the chain in registers, 3.3 with global inputs and output, 2.9-3.1 with 16-byte vectors.
 
 Numerics: each value is rounded to its tile's element type (`mx::round_as`), and with every
 NT-th element per thread `mx::block_sum` adds in the order of `mx::reduce_sum` with the whole

@@ -6,7 +6,7 @@ codegen/cuda_printer.register_accumulators).  The second equals the diagonal of 
 the B fragment of X^T is X's A fragment register for register, so the printer can replace
 the elementwise pass over the tile (one shared load and one FMA per element and thread) by
 one ldmatrix and two mma.sync per warp and k-step (`mx::SquareSumMma`, mma.cuh).  Measured
-on rmsnorm bs8: 0.3-0.4 us of 14.4 (benchmarks/results/late-finisher-split-k-h200-2026-11-25.md).
+on rmsnorm bs8 (H200, 2026-11-25, hand-written late-finisher kernel): 0.3-0.4 us of 14.4.
 
 The accumulator then holds each row's total in one element per row (thread tid's element
 0 for row tid % 16, the other elements 0), so the rest of the kernel, which stores the tile

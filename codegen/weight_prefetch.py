@@ -7,8 +7,8 @@ queued before the launch, so a kernel may issue the cp.async loads of its ring p
 them *before* the wait: while the previous grid finishes its epilogue (a grid-sum combine, the
 output stores), this grid's first stages of W are already streaming.
 
-Three parts work together (measured on an H200 in
-benchmarks/results/weight-prefetch-h200-2026-11-25.md):
+Three parts work together; on an H200 (2026-11-25) they took rmsnorm bs1 from 16.0 to 14.9 µs
+and bs8 from 17.2 to 16.8, and any one part alone gained nothing or lost:
 
 - `split_at_dependency_wait`: the kernel's top-level ops before its main loop, in the order
   "declarations and weight prologue loads" / wait / "everything else".  The cp.async commit
@@ -20,7 +20,7 @@ benchmarks/results/weight-prefetch-h200-2026-11-25.md):
   a trigger the next grid starts only when every block has exited, and there is nothing to
   overlap; triggered after the main loop (the first version), it waits for this grid's slowest
   block, whose loop ends about 2 µs after the median one: 0.2-0.6 µs slower per launch
-  (benchmarks/results/early-trigger-h200-2026-11-25.md).
+  (H200, 2026-11-25).
 - `KernelLaunch.one_wave` (runtime): such a kernel is launched with its dynamic shared memory
   raised so that no SM holds more than ceil(blocks / SMs) of its blocks.  Without the cap, the
   early-launched grid's blocks pile onto the SMs that have room while this grid still runs, and

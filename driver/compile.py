@@ -123,7 +123,7 @@ def compile(  # noqa: A001 - the public name Mirage uses
     of the k cheapest plan ranks (kn-fuse `candidate` 0..k-1), time each on the GPU (device
     time of CUDA-graph replays over random inputs, `AUTOTUNE_SETS` sets, µs) and keep the
     fastest -- Mirage's superoptimizer profiles its candidates the same way.  On the H200 the
-    fastest rank beat rank 0 by up to 1.9x (mqa: benchmarks/results/).  Ignored without a GPU
+    fastest rank beat rank 0 by up to 1.9x (mqa, 29.6 -> 15.6 µs, 2026-11-22).  Ignored without a GPU
     or for graphs that already hold threadblock graphs.
     """
     if autotune > 1 and gpu_available():

@@ -47,8 +47,9 @@ from mirage_xdsl.passes.conversion.tb_to_cute import (
 )
 from mirage_xdsl.target.errors import SharedMemoryExceeded
 
-SHARED = Path(os.environ.get("MIRAGE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-MUGRAPH_FILES = sorted((SHARED / "mugraphs").glob("*.json"))
+SHARED = os.environ.get("MIRAGE_SHARED")
+MUGRAPHS = Path(SHARED) / "mugraphs" if SHARED else Path(__file__).resolve().parents[1] / "examples" / "mugraphs"
+MUGRAPH_FILES = sorted(MUGRAPHS.glob("*.json"))
 FILE_IDS = [p.stem for p in MUGRAPH_FILES]
 
 OVERSIZED = "tb-plan-smem"
@@ -175,7 +176,7 @@ def nvcc_compile(source: str, nvcc: str) -> dict:
 @pytest.fixture(scope="session")
 def shared_results() -> dict[str, FileResult]:
     if not MUGRAPH_FILES:
-        pytest.skip(f"no shared muGraph files under {SHARED} (set MIRAGE_SHARED)")
+        pytest.skip(f"no saved muGraph files under {MUGRAPHS} (check MIRAGE_SHARED)")
     results = {p.stem: transpile_file(p) for p in MUGRAPH_FILES}
     nvcc = find_nvcc()
     if nvcc is not None:
@@ -504,7 +505,7 @@ def reference_outputs(stem: str, func_name: str, inputs: list[np.ndarray]) -> li
     from mirage_xdsl.frontends.mugraph import load_mugraph_file
     from mirage_xdsl.reference.executor import run_reference
 
-    module = load_mugraph_file(SHARED / "mugraphs" / f"{stem}.json")
+    module = load_mugraph_file(MUGRAPHS / f"{stem}.json")
     fn = next(op for op in module.body.block.ops if op.sym_name.data == func_name)  # type: ignore[attr-defined]
     return run_reference(ModuleOp([fn.clone()]), [x.astype(np.float64) for x in inputs])
 

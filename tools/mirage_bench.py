@@ -7,7 +7,7 @@
 
 Workloads (bench/workloads.py): rmsnorm_bs1, rmsnorm_bs8, gated_mlp, gqa_bs1, gqa_bs8, lora,
 ntrans_bs1, mha_bs1, mqa_bs1.  The candidates of a workload are every graph of its saved
-Mirage muGraph file (`../shared/mugraphs`, `$MIRAGE_SHARED/mugraphs` or a `--mugraphs DIR`)
+Mirage muGraph file (`examples/mugraphs`, `$MIRAGE_SHARED/mugraphs` or a `--mugraphs DIR`)
 and every tuning variant (`--variants`, `c<rank>[s<stages>][x][r]`) of its plain kernel graph
 under examples/.
 
@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mugraphs", action="append", type=Path, default=[], metavar="DIR",
                    help="extra directory of muGraph files (e.g. mha_bs1.json), searched before the shared one")
     p.add_argument("--shared", type=Path, default=default_mugraph_dir(), metavar="DIR",
-                   help="the shared muGraph directory (default $MIRAGE_SHARED/mugraphs or ../shared/mugraphs)")
+                   help="the saved muGraph directory (default $MIRAGE_SHARED/mugraphs if set, else examples/mugraphs)")
     p.add_argument("--no-examples", action="store_true", help="leave out the plain kernel graphs under examples/")
     p.add_argument("--variants", help="comma-separated tuning variants of the plain graphs, c<rank>[s<stages>][x][r] "
                    "(kn-fuse plan rank, cp.async stages, x = split-K too, r = partials reduced before the grid sum); "

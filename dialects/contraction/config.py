@@ -1,4 +1,4 @@
-"""Tensor-contraction configurations (seed 004, `shared/seeds/004_306408b5f8fb1a91.txt`).
+"""Tensor-contraction configurations (seed 004, `docs/seeds/004_306408b5f8fb1a91.txt`).
 
 A `Config` describes a binary contraction `A, B -> Out` as a list of *dimensions* (loop
 indices).  Every per-dimension list (`dim_types`, `exec_types`, `dim_sizes`, and each
