@@ -414,35 +414,45 @@ def save_prepared(
     arch: str,
     extra: dict[str, Any] | None = None,
 ) -> None:
-    """Write the prepared directory (see the module docstring); `extra` goes into the manifest."""
+    """Write the prepared directory (see the module docstring); `extra` goes into the manifest.
+
+    Every file is written atomically and the manifest last (an earlier manifest is removed
+    first), so an interrupted save leaves a directory without a manifest, never one whose
+    manifest names half-written files.
+
+    Raises:
+        OSError: a file cannot be read or written.
+    """
     import hashlib
+    import io
+
+    from mirage_xdsl.bench.cache import atomic_write
 
     directory.mkdir(parents=True, exist_ok=True)
+    (directory / "manifest.json").unlink(missing_ok=True)
     entries = []
     for prep in prepared:
         sub = directory / _safe(prep.workload)
-        sub.mkdir(exist_ok=True)
         entry = asdict(prep)
         if prep.plan_json is not None:
             name = f"{_safe(prep.file)}__{_safe(prep.graph)}.plan.json"
-            (sub / name).write_text(prep.plan_json)
+            atomic_write(sub / name, prep.plan_json.encode())
             entry["plan_json"] = f"{sub.name}/{name}"
         if prep.cubin is not None:
             data = Path(prep.cubin).read_bytes()
             name = f"{hashlib.sha256(data).hexdigest()[:16]}.cubin"
-            if not (sub / name).is_file():
-                (sub / name).write_bytes(data)
+            if not (sub / name).is_file() or (sub / name).read_bytes() != data:
+                atomic_write(sub / name, data)
             entry["cubin"] = f"{sub.name}/{name}"
         entries.append(entry)
     for workload, distinct in refs.items():
         sub = directory / _safe(workload)
-        sub.mkdir(exist_ok=True)
         for k, outs in enumerate(distinct):
-            np.savez(sub / f"ref_{k}.npz", *[np.asarray(o, dtype=np.float32) for o in outs])
+            buf = io.BytesIO()
+            np.savez(buf, *[np.asarray(o, dtype=np.float32) for o in outs])
+            atomic_write(sub / f"ref_{k}.npz", buf.getvalue())
     manifest = {"version": MANIFEST_VERSION, "arch": arch, "seeds": seeds, **(extra or {}), "candidates": entries}
-    tmp = directory / ".manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1))
-    os.replace(tmp, directory / "manifest.json")
+    atomic_write(directory / "manifest.json", json.dumps(manifest, indent=1).encode())
 
 
 def load_prepared(directory: Path) -> tuple[list[Prepared], dict[str, list[list[np.ndarray]]], dict[str, Any]]:
