@@ -124,7 +124,15 @@ def compile(  # noqa: A001 - the public name Mirage uses
     time of CUDA-graph replays over random inputs, `AUTOTUNE_SETS` sets, µs) and keep the
     fastest -- Mirage's superoptimizer profiles its candidates the same way.  On the H200 the
     fastest rank beat rank 0 by up to 1.9x (mqa, 29.6 -> 15.6 µs, 2026-11-22).  Ignored without a GPU
-    or for graphs that already hold threadblock graphs.
+    or for graphs that already hold threadblock graphs.  The sweep runs in this process, one
+    candidate after the other: Ctrl-C stops it where it is (a running nvcc is killed by
+    `subprocess.run`, a CUDA-graph capture is ended) and leaves only complete cache entries.
+
+    Raises:
+        ValueError: `func_name` names no function, or is needed and missing.
+        NvccNotFoundError, CudaCompileError: nvcc is missing or rejects the generated CUDA.
+        LaunchError: the plan cannot run on the present GPU.
+        KeyboardInterrupt: Ctrl-C, passed on unchanged (no partial entry is left behind).
     """
     if autotune > 1 and gpu_available():
         return _autotuned(module, func_name, arch, autotune, cache_dir, cuda_graph, poison_outputs)

@@ -30,7 +30,9 @@ Mirage and plain-graph µs, each peer's µs, speedup over the best peer, MB move
 fraction of the copy bandwidth), and the markdown report with every candidate.
 
 Exit status: 0 when every candidate passed or was rejected at compile time (more shared
-memory than the GPU has), 1 otherwise and on errors (one line on stderr, no traceback).
+memory than the GPU has), 1 otherwise and on errors (one line on stderr, no traceback), 130
+on Ctrl-C (`mirage-bench: interrupted`: pending builds cancelled, workers and their nvcc
+ended within seconds, nothing half-written saved).
 The GPU phase needs numpy and CuPy (torch and triton for the peers), never xDSL: run it from
 a checkout with `python tools/mirage_bench.py REPORT --from DIR`.
 """
@@ -117,7 +119,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = _main(args)
     except KeyboardInterrupt:
-        raise
+        # the CPU phase has stopped its workers and saved nothing half-written; a GPU-phase
+        # child (which gets the terminal's Ctrl-C too) leaves the message to its parent
+        if not (args.child_env or args.child_candidates is not None):
+            print(f"{PROG}: interrupted", file=sys.stderr)
+        sys.exit(130)
     except BenchError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         sys.exit(1)

@@ -18,7 +18,8 @@ the workload's program known from the muGraph file name).
 
 Without a GPU it does what it can: generates the CUDA, compiles it when nvcc is found, runs
 the reference executor, and says so ("no GPU found: compiled N kernels, reference executed,
-GPU run skipped"); exit 0.  Errors are one line on stderr, exit 1; a failed check also exits 1.
+GPU run skipped"); exit 0.  Errors are one line on stderr, exit 1; a failed check also exits 1;
+Ctrl-C prints `mirage-run: interrupted` and exits 130.
 """
 
 from __future__ import annotations
@@ -400,8 +401,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         code = _main(args)
-    except KeyboardInterrupt:
-        raise
+    except KeyboardInterrupt:  # nvcc is killed by subprocess.run; cache writes are atomic
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        sys.exit(130)
     except RunError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         sys.exit(1)
