@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -56,6 +57,16 @@ class CudaEmitError(DiagnosticException):
 
 def _err(op: Operation, msg: str) -> CudaEmitError:
     return CudaEmitError(f"cuda target: {op.name}: {msg}")
+
+
+def _missing(op: Operation, attr: str, pass_name: str) -> NoReturn:
+    """Raise a located error: `op` lacks the decision `attr` that the cute pass `pass_name`
+    writes (the printer never makes these decisions itself).
+
+    Raises:
+        CudaEmitError: always."""
+    msg = f"cuda target: {op.name}: no '{attr}' attribute; run {pass_name} first (mirage-transpile runs it)"
+    op.emit_error(msg, CudaEmitError(msg))
 
 
 def c_type(elem: Attribute) -> str:
@@ -233,25 +244,21 @@ def mma_slicing(kernel: cute.KernelOp) -> MmaSlicing:
     return MmaSlicing(slices, offsets, base, total)
 
 
-def block_reduce_threads(op: cute.ReduceOp, nt: int) -> int:
-    """Threads per output of a sum reduction: the op's own (at most a warp) or, when its
-    outputs would occupy at most a quarter of the block's warps (nTrans: one row sum per
-    512-thread block), the whole block -- a power of two of at least 128 threads per output
-    whose warps combine their shuffled sums through `reduce_scratch_bytes` of shared memory."""
-    out = op.outs[0].type
-    assert isinstance(out, cute.SmemTensorType)
-    n_out = math.prod(out.get_shape())
-    g = op.threads.value.data
-    if op.kind.data != "sum" or n_out * 32 * 4 > nt:
-        return g  # the warps of one output per warp already keep a quarter of the block busy
-    wide = 1 << ((nt // n_out).bit_length() - 1)
-    return max(g, wide)
+def reduce_threads(op: cute.ReduceOp) -> int:
+    """Threads per output of `op` as cute-block-reduce chose them (`cute.reduce_threads`).
+
+    Raises:
+        CudaEmitError: the attribute is missing (cute-block-reduce has not run)."""
+    attr = op.attributes.get(cute.REDUCE_THREADS)
+    if not isinstance(attr, IntegerAttr):
+        _missing(op, cute.REDUCE_THREADS, "cute-block-reduce")
+    return attr.value.data
 
 
 def reduce_scratch_bytes(kernel: cute.KernelOp) -> int:
     """Shared memory for block-wide sum reductions: one float per warp (0 when none)."""
     nt = kernel.num_threads
-    wide = any(isinstance(op, cute.ReduceOp) and block_reduce_threads(op, nt) > 32 for op in kernel.walk())
+    wide = any(isinstance(op, cute.ReduceOp) and reduce_threads(op) > 32 for op in kernel.walk())
     return (nt // 32) * 4 if wide else 0
 
 
@@ -495,7 +502,7 @@ class _KernelPrinter:
             while k < len(ops):
                 chain = None
                 if isinstance(ops[k], (cute.ElementwiseOp, cute.ReduceOp)):
-                    chain = plan_row_chain(ops[k:], self.nt, self.reg_names, lambda r: block_reduce_threads(r, self.nt))
+                    chain = plan_row_chain(ops[k:], self.nt, self.reg_names, reduce_threads)
                 if chain is None:
                     k += 1
                     continue
@@ -770,7 +777,7 @@ class _KernelPrinter:
             return
         value = self.apply_epilogue("v", op.epilogue)
         body, read = self.store_expr(op.mode.data, value)
-        g = block_reduce_threads(op, self.nt)
+        g = reduce_threads(op)
         scratch = (
             f"reinterpret_cast<float*>(smem + {self.slicing.base + self.slicing.total})"
             if g > 32

@@ -25,6 +25,8 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "tb-plan-smem": ("tb.plan_smem", "PlanSmemPass"),
     "convert-tb-to-cute": ("conversion.tb_to_cute", "ConvertTbToCutePass"),
     "cute-late-finisher": ("cute.late_finisher", "LateFinisherPass"),
+    "cute-block-reduce": ("cute.block_reduce", "BlockReducePass"),
+    "cute-decisions": ("pipeline", "CuteDecisionsPass"),
     "mirage-transpile": ("pipeline", "MirageTranspilePass"),
     "kn-expand-composites": ("kn.expand_composites", "KnExpandCompositesPass"),
     "kn-recognize-composites": ("kn.expand_composites", "KnRecognizeCompositesPass"),

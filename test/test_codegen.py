@@ -45,6 +45,7 @@ from mirage_xdsl.passes.conversion.tb_to_cute import (
     parse_swizzle,
     reduce_threads,
 )
+from mirage_xdsl.passes.pipeline import CuteDecisionsPass
 from mirage_xdsl.target import SharedMemoryExceeded
 
 SHARED = Path(os.environ.get("MIRAGE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
@@ -455,6 +456,7 @@ def test_fma_fallback_compiles() -> None:
     module = parse(RMSNORM_G0.read_text())
     MirageTranspilePass(to_cute=False).apply(make_ctx(), module)
     ConvertTbToCutePass(tensor_cores=False).apply(make_ctx(), module)
+    CuteDecisionsPass().apply(make_ctx(), module)
     (init,) = [op for op in module.walk() if isinstance(op, cute.MmaInitOp)]
     assert init.result.type.mma.atom_name == "UniversalFMA"  # type: ignore[attr-defined]
     program = emit_cuda(module)
@@ -545,6 +547,7 @@ def test_host_emulation_fma_fallback() -> None:
     module = parse(source)
     MirageTranspilePass(to_cute=False).apply(make_ctx(), module)
     ConvertTbToCutePass(tensor_cores=False).apply(make_ctx(), module)
+    CuteDecisionsPass().apply(make_ctx(), module)
     program = emit_cuda(module)
     rng = np.random.default_rng(3)
     x = rng.uniform(-1, 1, (2, 4096)).astype(np.float16)

@@ -1118,13 +1118,22 @@ def partial_iteration_offset(kernel: KernelOp, axis: int, trips: int) -> CopyG2S
     return None
 
 
+REDUCE_THREADS = "cute.reduce_threads"
+"""`i64` attribute on every `cute.reduce` (written by cute-block-reduce, read by the CUDA
+printer): the threads that cooperate on each output element as printed -- the op's own
+`threads` (at most a warp) or, for a sum whose outputs would keep at most a quarter of the
+block's warps busy, a power of two of at least 128 (the whole block: warps meet in a few
+bytes of shared memory appended to the kernel's plan)."""
+
+
 @irdl_op_definition
 class ReduceOp(CuteOp):
     """Reduce dim `dim` of `input` to `group` elements over STRIDED groups:
     `v[..., j, ...] = sum_k in[..., j + k*group, ...]` (kind `sum`), then epilogue and store.
     Kind `max` (group 1) is Mirage's running reduction_max: `outs = (max, diff)`,
     `new = max(max, max_k in)`, `diff = old - new`.  `threads` threads cooperate on each
-    output element (a power of two <= 32, shuffle-reduced)."""
+    output element (a power of two <= 32, shuffle-reduced).  `{cute.reduce_threads = G}`:
+    see `REDUCE_THREADS` (the threads per output the printer uses, G >= threads)."""
 
     name = "cute.reduce"
     input = operand_def(SmemTensorType)
@@ -1188,6 +1197,9 @@ class ReduceOp(CuteOp):
         t = self.threads.value.data
         if t < 1 or t > 32 or t & (t - 1):
             raise _fail(self, f"threads per output must be a power of two in 1..32, got {t}")
+        wide = self.attributes.get(REDUCE_THREADS)
+        if wide is not None and (not isinstance(wide, IntegerAttr) or wide.value.data < t or wide.value.data & (wide.value.data - 1)):
+            raise _fail(self, f"{REDUCE_THREADS} must be an integer power of two of at least threads ({t})")
         _check_order(self, self.order, len(shape))
 
 
