@@ -45,7 +45,7 @@ from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.cute import weight_params
 from mirage_xdsl.dialects.kn import GRID_SUM_SCRATCH_ATTR, element_type_of, ints, shape_of
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
-from mirage_xdsl.target import ELEMENTWISE_ACCUM_MAX_REGS, SM90, SMEM_OPTIN_PER_BLOCK, SharedMemoryExceeded
+from mirage_xdsl.target import SM90, SMEM_OPTIN_PER_BLOCK, SharedMemoryExceeded
 
 HEADER = "mirage_xdsl/runtime.cuh"
 
@@ -195,16 +195,12 @@ def fragment_load_mode(typ: cute.SmemTensorType, mn_dim: int, k_dim: int, atom_k
 # Kernels
 
 
-KSLICE_SCRATCH_LIMIT = 16 * 1024
-"""Most shared memory (bytes) a kernel may add for sliced-K partial sums."""
-
-
 @dataclass(frozen=True)
 class MmaSlicing:
-    """Sliced K for the kernel's tensor-core accumulators (header: mma.cuh).  A thr_layout of
-    P warps in a block of W warps leaves W - P warps idle; with W % P == 0 the W / P warp
-    groups split each call's k-steps instead, and their partial sums meet in a scratch
-    region appended to the kernel's dynamic shared memory at `base`."""
+    """Sliced K for the kernel's tensor-core accumulators as cute-slice-mma decided it
+    (header: mma.cuh): the W / P warp groups of a block whose thr_layout uses P of its W
+    warps split each call's k-steps, and their partial sums meet in a scratch region
+    appended to the kernel's dynamic shared memory at `base`."""
 
     slices: dict[SSAValue, int]  # fragment (cute.mma_init result) -> K slices
     offsets: dict[SSAValue, int]  # fragment -> byte offset of its scratch from `smem`
@@ -213,34 +209,22 @@ class MmaSlicing:
 
 
 def mma_slicing(kernel: cute.KernelOp) -> MmaSlicing:
-    """Which accumulators of `kernel` use sliced K, and where their scratch lives.  The `acc`
-    of a `cute.mma_chain` is always sliced (its warps own different keys).  The others are
-    sliced only when all their scratch fits KSLICE_SCRATCH_LIMIT and the block's shared
-    memory stays within cute.MAX_SMEM_BYTES."""
-    warps = kernel.num_threads // 32
-    base = (kernel.smem_bytes + 15) // 16 * 16
-    chained = {op.acc for op in kernel.walk() if isinstance(op, cute.MmaChainOp)}
-    sizes: dict[SSAValue, tuple[int, int]] = {}  # fragment -> (slices, scratch bytes)
-    for op in kernel.walk():
-        if not isinstance(op, cute.MmaInitOp):
-            continue
-        frag = op.result.type
-        assert isinstance(frag, cute.FragmentType)
-        _, _, atom, tgm, tgn, _, _ = _KernelPrinter.frag_info(frag)
-        ks = warps // (tgm * tgn) if atom != "UniversalFMA" and warps % (tgm * tgn) == 0 else 1
-        if ks > 1:
-            sizes[op.result] = (ks, frag.slice_scratch_bytes(ks))
-    optional = sum(size for frag, (_, size) in sizes.items() if frag not in chained)
-    required = sum(size for frag, (_, size) in sizes.items() if frag in chained)
-    keep_optional = optional <= KSLICE_SCRATCH_LIMIT and base + optional + required <= cute.MAX_SMEM_BYTES
+    """The sliced-K decision of `kernel`, read from `cute.kslice_scratch` and the
+    `cute.kslices` / `cute.kslice_offset` of its `cute.mma_init` ops.
+
+    Raises:
+        CudaEmitError: the kernel has no `cute.kslice_scratch` (cute-slice-mma has not run)."""
+    region = kernel.attributes.get(cute.KSLICE_SCRATCH)
+    if not isinstance(region, DenseArrayBase):
+        _missing(kernel, cute.KSLICE_SCRATCH, "cute-slice-mma")
+    base, total = cute.dense_ints(region)
     slices: dict[SSAValue, int] = {}
     offsets: dict[SSAValue, int] = {}
-    total = 0
-    for frag, (ks, size) in sizes.items():
-        if frag in chained or keep_optional:
-            slices[frag] = ks
-            offsets[frag] = base + total
-            total += size
+    for op in kernel.walk():
+        ks, off = op.attributes.get(cute.KSLICES), op.attributes.get(cute.KSLICE_OFFSET)
+        if isinstance(op, cute.MmaInitOp) and isinstance(ks, IntegerAttr) and isinstance(off, IntegerAttr):
+            slices[op.result] = ks.value.data
+            offsets[op.result] = off.value.data
     return MmaSlicing(slices, offsets, base, total)
 
 
@@ -316,48 +300,25 @@ def late_finisher_trips(kernel: cute.KernelOp) -> tuple[int, int] | None:
 
 
 def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
-    """Shared fp32 tiles that a for-loop only accumulates into, kept in registers instead:
-    filled with 0 before the loop and touched by nothing else there, updated by exactly one
-    elementwise "add" in the loop (nothing else in the loop reads or writes them), read only
-    after it, at most `ELEMENTWISE_ACCUM_MAX_REGS` (passes/tb/schedule.py) per thread.  Maps
-    each tile to the registers per thread it takes (header: RegTile); the shared tile is
-    written once, after the loop.  This removes a shared-memory read-modify-write per
-    element and iteration (rms_norm's sum of squares).
+    """Shared tiles of `kernel` kept in registers through its loop, each with its registers
+    per thread, as cute-register-accumulators marked them (`cute.reg_accum` on their fills).
 
-    Raises DiagnosticException when a fill marked `cute.accum_in_reg` (planned by
-    tb-schedule / tb-plan-smem as register-resident, so its shared tile may overlap the
-    loop's buffers) does not qualify: keeping it in shared memory would corrupt them."""
-    body = list(kernel.body.block.ops)
-    nt = kernel.num_threads
+    Raises:
+        CudaEmitError: the kernel has no `cute.reg_accums` (the pass has not run), or a fill
+            marked `cute.accum_in_reg` (its shared tile may overlap the loop's buffers) is
+            not kept in registers."""
+    if not isinstance(kernel.attributes.get(cute.REG_ACCUMS), IntegerAttr):
+        _missing(kernel, cute.REG_ACCUMS, "cute-register-accumulators")
     out: dict[SSAValue, int] = {}
-    for pos, loop in enumerate(body):
-        if not isinstance(loop, cute.ForOp):
+    for op in kernel.body.block.ops:
+        if not isinstance(op, cute.FillOp):
             continue
-        inner = list(loop.body.block.ops)
-        for op in inner:
-            if not isinstance(op, cute.ElementwiseOp) or op.mode.data != "add":
-                continue
-            tile = op.out
-            typ = tile.type
-            if not isinstance(typ, cute.SmemTensorType) or not isinstance(typ.element_type, Float32Type) or tile in op.ins:
-                continue
-            if any(tile in other.operands for other in inner if other is not op):
-                continue
-            before = [o for o in body[:pos] if tile in o.operands]
-            if len(before) != 1 or not isinstance(before[0], cute.FillOp) or before[0].fill_value != 0.0:
-                continue
-            per = -(-math.prod(typ.get_shape()) // nt)
-            if per <= ELEMENTWISE_ACCUM_MAX_REGS:
-                out[tile] = per
-    for op in body:
-        if isinstance(op, cute.FillOp) and cute.ACCUM_IN_REG in op.attributes and op.dst not in out:
-            msg = (
-                f"kernel {kernel.kernel_name.data}: the accumulator filled by this cute.fill is planned in "
-                f"registers ({cute.ACCUM_IN_REG}: its shared tile may overlap the loop's buffers) but is not "
-                "updated by exactly one elementwise add per iteration, or takes more than "
-                f"{ELEMENTWISE_ACCUM_MAX_REGS} registers per thread; drop the attribute and re-run tb-plan-smem"
-            )
-            raise DiagnosticException(msg)
+        regs = op.attributes.get(cute.REG_ACCUM)
+        if isinstance(regs, IntegerAttr):
+            out[op.dst] = regs.value.data
+        elif cute.ACCUM_IN_REG in op.attributes:
+            msg = f"cuda target: {op.name}: planned in registers ({cute.ACCUM_IN_REG}) but has no {cute.REG_ACCUM}"
+            op.emit_error(msg, CudaEmitError(msg))
     return out
 
 

@@ -26,6 +26,8 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "convert-tb-to-cute": ("conversion.tb_to_cute", "ConvertTbToCutePass"),
     "cute-late-finisher": ("cute.late_finisher", "LateFinisherPass"),
     "cute-block-reduce": ("cute.block_reduce", "BlockReducePass"),
+    "cute-slice-mma": ("cute.slice_mma", "SliceMmaPass"),
+    "cute-register-accumulators": ("cute.register_accumulators", "RegisterAccumulatorsPass"),
     "cute-decisions": ("pipeline", "CuteDecisionsPass"),
     "mirage-transpile": ("pipeline", "MirageTranspilePass"),
     "kn-expand-composites": ("kn.expand_composites", "KnExpandCompositesPass"),

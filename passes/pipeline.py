@@ -48,7 +48,7 @@ PIPELINE = (
 )
 TO_CUTE = "convert-tb-to-cute"
 LATE_FINISHER = "cute-late-finisher"
-CUTE_DECISIONS = ("cute-block-reduce",)
+CUTE_DECISIONS = ("cute-block-reduce", "cute-slice-mma", "cute-register-accumulators")
 """Run after convert-tb-to-cute and cute-late-finisher, in this order (a later one may read an
 earlier one's attributes); none of them changes what cute-late-finisher reads."""
 
@@ -148,9 +148,15 @@ class CuteDecisionsPass(ModulePass):
 
     name = "cute-decisions"
 
+    without: str = ""
+    """Comma-separated decision passes to leave out (tests of the printer's error when one
+    decision is missing)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        skipped = {name.strip() for name in self.without.split(",") if name.strip()}
         for p in cute_decision_passes():
-            p.apply(ctx, op)
+            if p.name not in skipped:
+                p.apply(ctx, op)
 
 
 def fuse_plain_graphs(ctx: Context, module: ModuleOp, **fuse_options: object) -> None:

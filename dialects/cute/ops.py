@@ -516,6 +516,10 @@ class KernelOp(IRDLOperation):
     (output pointers) then one per operand (input pointers).  `arg_strides` holds each
     parameter's DTensor element strides, `smem_size` the dynamic shared memory in bytes
     (128-byte header included), `forloop_range` the for-loop trip count.
+
+    Decisions of the cute passes (read by the CUDA printer): `cute.kslice_scratch`
+    (`KSLICE_SCRATCH`, cute-slice-mma), `cute.reg_accums` (`REG_ACCUMS`,
+    cute-register-accumulators).
     """
 
     name = "cute.kernel"
@@ -601,6 +605,13 @@ class KernelOp(IRDLOperation):
         for i, (arg, st) in enumerate(zip(args, self.arg_strides.data)):
             if not isinstance(st, DenseArrayBase) or len(dense_ints(st)) != len(arg.type.get_shape()):  # type: ignore[attr-defined]
                 raise _fail(self, f"arg_strides[{i}] must be an array<i64> with one stride per dim")
+
+
+KSLICE_SCRATCH = "cute.kslice_scratch"
+"""`array<i64: base, bytes>` on a `cute.kernel` (written by cute-slice-mma): the shared memory
+in which the warp groups of sliced-K accumulators meet, appended to the kernel's plan at
+`base` (its `smem_size` rounded up to 16 bytes); bytes = 0 when no accumulator is sliced.
+The printer's other appended scratch (block-wide sums, the grid-sum flag) follows it."""
 
 
 def kernel_of(op: IRDLOperation) -> KernelOp | None:
@@ -929,11 +940,20 @@ its shared tile only holds the value stored once after the loop, so the printer 
 in registers (it may overlap the loop's buffers)."""
 
 
+REG_ACCUM = "cute.reg_accum"
+"""`i64` on a `cute.fill` of 0 (written by cute-register-accumulators): the tile it clears is a
+for-loop accumulator kept in registers, this many per thread, through the loop and stored to
+its shared tile once after it (the printer declares a RegTile here)."""
+REG_ACCUMS = "cute.reg_accums"
+"""`i64` on a `cute.kernel` (written by cute-register-accumulators): how many of its fills
+carry `REG_ACCUM` (0 = none; its presence says the decision was made)."""
+
+
 @irdl_op_definition
 class FillOp(CuteOp):
     """Set every element of a tile to `value` (`0.0` clears an accumulator, `-inf` starts a
     running max): `cute.fill %s, -inf : !cute.smem<...>`; `{cute.accum_in_reg}`: see
-    `ACCUM_IN_REG`."""
+    `ACCUM_IN_REG`; `{cute.reg_accum = N}`: see `REG_ACCUM`."""
 
     name = "cute.fill"
     dst = operand_def(SmemTensorType)
@@ -1251,9 +1271,18 @@ class ConcatOp(CuteOp):
         _check_order(self, self.order, len(o))
 
 
+KSLICES = "cute.kslices"
+"""`i64` on a `cute.mma_init` (written by cute-slice-mma): the accumulator's K is sliced over
+this many warp groups (> 1), which meet in its scratch at `KSLICE_OFFSET`."""
+KSLICE_OFFSET = "cute.kslice_offset"
+"""`i64` on a sliced `cute.mma_init`: byte offset of its partial-sum scratch from the dynamic
+shared-memory base (inside the kernel's `KSLICE_SCRATCH`)."""
+
+
 @irdl_op_definition
 class MmaInitOp(CuteOp):
-    """A zeroed register accumulator for a tiled MMA."""
+    """A zeroed register accumulator for a tiled MMA.  `{cute.kslices, cute.kslice_offset}`:
+    sliced K (see `KSLICES`)."""
 
     name = "cute.mma_init"
     result = result_def(FragmentType)

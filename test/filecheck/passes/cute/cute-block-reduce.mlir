@@ -1,5 +1,5 @@
 // RUN: mirage-opt %s -p cute-block-reduce | filecheck %s
-// RUN: not mirage-opt %s -t cuda 2>&1 | filecheck %s --check-prefix=MISSING
+// RUN: not mirage-opt %s -p 'cute-decisions{without=cute-block-reduce}' -t cuda 2>&1 | filecheck %s --check-prefix=MISSING
 
 // cute-block-reduce writes the threads per output of every cute.reduce
 // (`cute.reduce_threads`): the op's own `threads` unless its outputs would keep at most a
