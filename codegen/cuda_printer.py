@@ -338,7 +338,9 @@ class _KernelPrinter:
     def __init__(self, kernel: cute.KernelOp, weight_args: Collection[int] = ()):
         self.kernel = kernel
         self.weights = weight_params(kernel, weight_args)  # params that may load before the PDL wait
-        self.trigger_at_start = triggers_dependents(kernel, self.weights)
+        if not isinstance(kernel.attributes.get(cute.PDL_PREFETCH), IntegerAttr):
+            _missing(kernel, cute.PDL_PREFETCH, "cute-weight-prefetch")
+        self.trigger_at_start = triggers_dependents(kernel)
         self.slicing = mma_slicing(kernel)
         self.reg_acc = register_accumulators(kernel)
         self.reg_names: dict[SSAValue, str] = {}
@@ -430,7 +432,7 @@ class _KernelPrinter:
         if self.late is not None:
             self.late_finisher_split()
         self.plan_row_chains()
-        early, late = split_at_dependency_wait(list(k.body.block.ops), self.weights, self.chains)
+        early, late = split_at_dependency_wait(list(k.body.block.ops))
         if early:
             self.emit("// kn.weight loads of the ring prologue, issued while the previous grid finishes")
             self.print_ops(early)
@@ -1386,7 +1388,6 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
 
     steps: list[KernelLaunch | LibraryCall] = []
     counters = 0
-    weights = kn.weight_inputs(fn)
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             continue
@@ -1408,7 +1409,7 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
                 args += (TensorRef("counters", 0, 4 * counters),)
                 counters += n_counters
             pdl = supports_pdl(arch)
-            one_wave = pdl and triggers_dependents(op, weight_params(op, weights))
+            one_wave = pdl and triggers_dependents(op)
             steps.append(
                 KernelLaunch(op.kernel_name.data, op.grid, op.block, launch_smem_bytes(op), args, pdl, one_wave=one_wave)
             )

@@ -28,6 +28,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "cute-block-reduce": ("cute.block_reduce", "BlockReducePass"),
     "cute-slice-mma": ("cute.slice_mma", "SliceMmaPass"),
     "cute-register-accumulators": ("cute.register_accumulators", "RegisterAccumulatorsPass"),
+    "cute-weight-prefetch": ("cute.weight_prefetch", "WeightPrefetchPass"),
     "cute-decisions": ("pipeline", "CuteDecisionsPass"),
     "mirage-transpile": ("pipeline", "MirageTranspilePass"),
     "kn-expand-composites": ("kn.expand_composites", "KnExpandCompositesPass"),

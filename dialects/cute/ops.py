@@ -519,7 +519,9 @@ class KernelOp(IRDLOperation):
 
     Decisions of the cute passes (read by the CUDA printer): `cute.kslice_scratch`
     (`KSLICE_SCRATCH`, cute-slice-mma), `cute.reg_accums` (`REG_ACCUMS`,
-    cute-register-accumulators).
+    cute-register-accumulators), `cute.pdl_prefetch` and `cute.trigger_dependents`
+    (`PDL_PREFETCH`, `TRIGGER_DEPENDENTS`, cute-weight-prefetch; its ops may carry
+    `cute.before_pdl_wait`, `BEFORE_PDL_WAIT`).
     """
 
     name = "cute.kernel"
@@ -612,6 +614,20 @@ KSLICE_SCRATCH = "cute.kslice_scratch"
 in which the warp groups of sliced-K accumulators meet, appended to the kernel's plan at
 `base` (its `smem_size` rounded up to 16 bytes); bytes = 0 when no accumulator is sliced.
 The printer's other appended scratch (block-wide sums, the grid-sum flag) follows it."""
+
+
+PDL_PREFETCH = "cute.pdl_prefetch"
+"""`i64` on a `cute.kernel` (written by cute-weight-prefetch): how many cp.async loads of
+kn.weight parameters it issues before the PDL wait (`mx::wait_for_prior_grids`); 0 = none."""
+BEFORE_PDL_WAIT = "cute.before_pdl_wait"
+"""Unit attribute on a top-level op of a `cute.kernel` (written by cute-weight-prefetch): it
+is printed before the PDL wait (shared-memory pointers, accumulator initialisations and the
+weight loads of the ring prologue, which nothing queued before the launch writes)."""
+TRIGGER_DEPENDENTS = "cute.trigger_dependents"
+"""Unit attribute on a `cute.kernel` that streams a kn.weight in its loop (written by
+cute-weight-prefetch): it triggers its dependent grid at its start
+(`griddepcontrol.launch_dependents`) and, under PDL, launches one wave at a time
+(`KernelLaunch.one_wave`)."""
 
 
 def kernel_of(op: IRDLOperation) -> KernelOp | None:
