@@ -28,7 +28,7 @@ thread the row sums add in another order (the same within fp16 rounding).
 
 Rules (anything else is printed op by op): elementwise ops with mode `store` or `add`, the
 natural order and a shared output that is not register-resident; sums of a chain value over
-its last dim with the whole block (`block_reduce_threads == NT`, one output); a row length
+its last dim with the whole block (`cute.reduce_threads == NT`, one output); a row length
 that is a multiple of the thread count (at most 16 elements per thread); operands are chain
 values or shared tiles the chain does not write; no tile the chain stores overlaps a tile it
 reads (other than an `add` op's own element); at least two ops.

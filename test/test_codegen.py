@@ -45,6 +45,8 @@ from mirage_xdsl.passes.conversion.tb_to_cute import (
     parse_swizzle,
     reduce_threads,
 )
+from mirage_xdsl.passes.cute.register_accumulators import register_accumulators
+from mirage_xdsl.passes.pipeline import CuteDecisionsPass
 from mirage_xdsl.target.errors import SharedMemoryExceeded
 
 SHARED = os.environ.get("MIRAGE_SHARED")
@@ -456,6 +458,7 @@ def test_fma_fallback_compiles() -> None:
     module = parse(RMSNORM_G0.read_text())
     MirageTranspilePass(to_cute=False).apply(make_ctx(), module)
     ConvertTbToCutePass(tensor_cores=False).apply(make_ctx(), module)
+    CuteDecisionsPass().apply(make_ctx(), module)
     (init,) = [op for op in module.walk() if isinstance(op, cute.MmaInitOp)]
     assert init.result.type.mma.atom_name == "UniversalFMA"  # type: ignore[attr-defined]
     program = emit_cuda(module)
@@ -546,6 +549,7 @@ def test_host_emulation_fma_fallback() -> None:
     module = parse(source)
     MirageTranspilePass(to_cute=False).apply(make_ctx(), module)
     ConvertTbToCutePass(tensor_cores=False).apply(make_ctx(), module)
+    CuteDecisionsPass().apply(make_ctx(), module)
     program = emit_cuda(module)
     rng = np.random.default_rng(3)
     x = rng.uniform(-1, 1, (2, 4096)).astype(np.float16)
@@ -881,7 +885,7 @@ def test_register_accumulator(shared_results: dict[str, FileResult]) -> None:
     fn = next(op for op in res.module.body.block.ops if op.sym_name.data == "graph_0")  # type: ignore[attr-defined]
     program = emit_cuda(ModuleOp([fn.clone()]))
     kernel = next(op for op in res.module.walk() if isinstance(op, cute.KernelOp) and op.kernel_name.data == "graph_0_k0")
-    accs = cuda_printer.register_accumulators(kernel)
+    accs = register_accumulators(kernel)
     assert list(accs.values()) == [-(-2 * 128 // 128)]  # a [2, 128] fp32 tile: 2 registers per thread
     src = program.source
     assert src.count("mx::RegTile<") == 1 and src.count("mx::elementwise_reg<") == 1
@@ -905,7 +909,7 @@ def test_register_accumulator_shares_the_ring_after_the_loop() -> None:
     marked = [op for op in kernel.walk() if isinstance(op, cute.FillOp) and cute.ACCUM_IN_REG in op.attributes]
     assert len(marked) == 1
     acc = marked[0].dst
-    assert cuda_printer.register_accumulators(kernel) == {acc: 16 * 64 // 128}
+    assert register_accumulators(kernel) == {acc: 16 * 64 // 128}
     rings = [
         op for op in kernel.walk() if isinstance(op, cute.SmemAllocOp) and op.num_buffers > 1
     ]
@@ -916,6 +920,9 @@ def test_register_accumulator_shares_the_ring_after_the_loop() -> None:
     assert source.count("mx::RegTile<8>") == 1 and source.index("mx::reg_store<") > source.index("for (int it")
     marked[0].properties["value"] = FloatAttr(1.0, f64)  # no longer a cleared accumulator
     with pytest.raises(DiagnosticException, match="planned in registers"):
+        register_accumulators(kernel)
+    del marked[0].attributes[cute.REG_ACCUM]  # a printer given a marked fill cute-register-accumulators did not keep
+    with pytest.raises(cuda_printer.CudaEmitError, match="planned in registers"):
         cuda_printer.register_accumulators(kernel)
 
 
