@@ -32,12 +32,14 @@ def load_module(path: Path, era: str | None = None) -> Any:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.parser import Parser
 
+    from mirage_xdsl.dialects.kn.graph_verify import verify_kernel_graphs
     from mirage_xdsl.driver.compile import make_context
 
     module = Parser(make_context(), path.read_text(), str(path)).parse_module()
     if not isinstance(module, ModuleOp):
         raise ModuleLoadError(f"{path}: expected a builtin.module")
     module.verify()
+    verify_kernel_graphs(module)
     return module
 
 

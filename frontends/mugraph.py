@@ -85,6 +85,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from mirage_xdsl.dialects import kn, tb, tiling
 from mirage_xdsl.dialects.kn import STRIDES_ATTR, element_type_of, int_array, ints, shape_of
+from mirage_xdsl.dialects.kn.graph_verify import verify_kernel_graphs
 from mirage_xdsl.dialects.tb import STensorType
 
 __all__ = [
@@ -429,6 +430,10 @@ class _Importer:
             except VerifyException as err:
                 loc = self.locs.get(op, f"graph {gi}")
                 raise MugraphImportError(f"{self.name}: {loc}: {str(err).splitlines()[0]}") from None
+        try:
+            verify_kernel_graphs(func)
+        except VerifyException as err:
+            raise MugraphImportError(f"{self.name}: graph {gi}: {str(err).splitlines()[0]}") from None
 
     def strides(self, op: dict[str, Any], key: str, rank: int) -> tuple[int, ...]:
         if key not in op:

@@ -11,6 +11,7 @@ stderr with exit code 1, never as a Python traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -18,10 +19,12 @@ from typing import IO
 from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func
+from xdsl.passes import ModulePass
 from xdsl.transforms import get_all_passes as get_upstream_passes
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from mirage_xdsl.dialects.kn.graph_verify import verify_kernel_graphs
 from mirage_xdsl.driver.registry import get_all_dialects, get_all_targets
 from mirage_xdsl.passes import get_all_passes
 
@@ -38,6 +41,21 @@ class MirageOptMain(xDSLOptMain):
             self.ctx.load_dialect(dialect)
         for name, factory in get_all_dialects().items():
             self.ctx.register_dialect(name, factory)
+
+    def setup_pipeline(self) -> None:
+        """xDSL's pipeline, whose first callback (before any pass) also runs the module-level
+        checks of kernel graphs (SSA dominance, signature tensors and strides) after the op
+        verifiers, unless `--disable-verify`."""
+        super().setup_pipeline()
+        verify_ops = self.pipeline.callback
+
+        def callback(previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+            if verify_ops is not None:
+                verify_ops(previous, module, following)
+            if previous is None and not self.args.disable_verify:
+                verify_kernel_graphs(module)
+
+        self.pipeline = dataclasses.replace(self.pipeline, callback=callback)
 
     def register_all_passes(self) -> None:
         upstream = get_upstream_passes()
