@@ -87,6 +87,7 @@ from mirage_xdsl.dialects import kn, tb, tiling
 from mirage_xdsl.dialects.kn import STRIDES_ATTR, element_type_of, int_array, ints, shape_of
 from mirage_xdsl.dialects.kn.graph_verify import verify_kernel_graphs
 from mirage_xdsl.dialects.tb import STensorType
+from mirage_xdsl.frontends.nesting import nesting_error
 
 __all__ = [
     "MugraphExportError",
@@ -183,19 +184,28 @@ def _show(name: Any) -> str:
     return json.dumps(name)[:64] if isinstance(name, str) else "?"
 
 
+def _json_kind(value: Any) -> str:
+    """The JSON name of a parsed value's kind, for messages ("null", not "NoneType")."""
+    kinds = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+             (list, "an array"), (dict, "an object"))
+    if value is None:
+        return "null"
+    return next((name for typ, name in kinds if isinstance(value, typ)), type(value).__name__)
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _obj(value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise _Rule(f"{what} must be a JSON object, got {type(value).__name__}")
+        raise _Rule(f"{what} must be a JSON object, got {_json_kind(value)}")
     return value
 
 
 def _list(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
-        raise _Rule(f"{what} must be a JSON array, got {type(value).__name__}")
+        raise _Rule(f"{what} must be a JSON array, got {_json_kind(value)}")
     return value
 
 
@@ -347,7 +357,7 @@ class _Importer:
     def module(self, data: Any) -> ModuleOp:
         if not isinstance(data, list):
             raise MugraphImportError(
-                f"{self.name}: the top level must be a JSON array of kernel graphs, got {type(data).__name__}"
+                f"{self.name}: the top level must be a JSON array of kernel graphs, got {_json_kind(data)}"
             )
         if data and all(isinstance(g, dict) for g in data):
             graphs: list[Any] = [data]  # a single kernel graph (Mirage `KNGraph.to_json`)
@@ -358,7 +368,7 @@ class _Importer:
             if not isinstance(graph, list):
                 raise MugraphImportError(
                     f"{self.name}: graph {gi}: a kernel graph must be a JSON array of operators, "
-                    f"got {type(graph).__name__}"
+                    f"got {_json_kind(graph)}"
                 )
             funcs.append(self.graph(gi, graph))
         return ModuleOp(funcs)
@@ -374,7 +384,7 @@ class _Importer:
             loc = f"graph {gi}, op {oi} ({_show(op_type)})"
             try:
                 if not isinstance(op, dict):
-                    raise _Rule(f"an operator must be a JSON object, got {type(op).__name__}")
+                    raise _Rule(f"an operator must be a JSON object, got {_json_kind(op)}")
                 if not isinstance(op_type, str):
                     raise _Rule("an operator needs a string field 'op_type'")
                 if op_type == "kn_input_op":
@@ -519,7 +529,7 @@ class _Importer:
             tloc = f"tb op {ti} ({_show(top_type)})"
             try:
                 if not isinstance(top, dict):
-                    raise _Rule(f"an operator must be a JSON object, got {type(top).__name__}")
+                    raise _Rule(f"an operator must be a JSON object, got {_json_kind(top)}")
                 if not isinstance(top_type, str):
                     raise _Rule("an operator needs a string field 'op_type'")
                 if top_type == "tb_input_op":
@@ -672,6 +682,9 @@ def import_mugraph(text: str, era: str | None = None, name: str = "<input>") -> 
     elif not isinstance(era, str) or era.upper() not in ERAS:
         raise MugraphImportError(f"{shown}: unknown muGraph schema era {era!r} (expected A, B or C)")
     era = era.upper()
+    check = nesting_error(text, shown, what="malformed JSON: ")
+    if check is not None:
+        raise MugraphImportError(check)
     try:
         data = json.loads(text)
     except RecursionError:

@@ -78,8 +78,10 @@ within seconds. Mirage's own search and saved muGraphs use at most 64 iterations
 planner (kn-partition) at most a few hundred on the benchmark shapes; a longer reduction
 is split across the grid (split-K) instead."""
 
-MAX_NESTING_DEPTH = 200
-"""Deepest nesting of regions (IR) or of arrays/objects (muGraph JSON) that the tools read.
-Kernel graphs nest two regions deep (func, kn.customized) and muGraph files four levels; the
-bound keeps the recursive parser, verifier and printer far from Python's recursion limit
-(1000 frames), so a deeper input gets a located error instead of a RecursionError."""
+MAX_NESTING_DEPTH = 32
+"""Deepest bracket nesting (`(`, `[`, `{`, `<`) that the tools read in IR text or muGraph
+JSON. Not a device limit but one of the Python tools: xDSL's parser, verifier and printer
+recurse about ten frames per level, so some 100 levels exhaust Python's default recursion
+limit (1000 frames) and end in a RecursionError without a location. Kernel graphs nest at
+most 8 levels (a func, a kn.customized region, a type, an attribute) and muGraph files 6, so
+32 leaves room for any real input and reports deeper ones at their line and column."""

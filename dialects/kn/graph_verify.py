@@ -75,10 +75,15 @@ def _check_block(block: Block, above: set[SSAValue], multi_block: bool) -> None:
         visible.update(op.results)
 
 
-def _strides_error(strides: Sequence[int], shape: Sequence[int], output: bool) -> str | None:
-    """Why `strides` cannot describe a tensor of `shape` in the generated code, or None."""
+def strides_error(strides: Sequence[int], shape: Sequence[int], output: bool) -> str | None:
+    """Why element `strides` (outermost first) cannot describe a tensor of `shape` in the
+    generated code, or None: one non-negative stride per dim, a span (largest offset + 1)
+    within 32-bit indexing, and for an `output` no two elements at one address (inputs may
+    repeat elements, e.g. stride 0 to broadcast a row).  The text continues a sentence that
+    names the strides ("kn.strides = [0, 1] ...")."""
     if len(strides) != len(shape):
-        return f"has {len(strides)} entries for a rank-{len(shape)} tensor; give one stride per dim"
+        entries = "entry" if len(strides) == 1 else "entries"
+        return f"has {len(strides)} {entries} for a rank-{len(shape)} tensor; give one stride per dim"
     if any(s < 0 for s in strides):
         return "has a negative stride; strides count elements forward from the tensor's start"
     span = 1 + sum((d - 1) * s for d, s in zip(shape, strides))
@@ -130,7 +135,7 @@ def _check_signature_entry(fn: Operation, kind: str, index: int, typ: Attribute,
         return
     if not isinstance(typ, TensorType):
         raise KnVerifyError(f"{what}: {STRIDES_ATTR} is given for type {typ}, which is not a tensor; remove it")
-    err = _strides_error(strides, tuple(typ.get_shape()), output=kind == "result")
+    err = strides_error(strides, tuple(typ.get_shape()), output=kind == "result")
     if err is not None:
         raise KnVerifyError(f"{what}: {STRIDES_ATTR} = {list(strides)} {err}")
 
@@ -173,7 +178,7 @@ def check_op_strides(op: Operation) -> None:
         if not isinstance(entry, DenseArrayBase) or not isinstance(res.type, TensorType):
             raise KnVerifyError(f"{_where(op)}: {STRIDES_ATTR}[{i}] must be an array<i64> of strides for a tensor result")
         strides = tuple(int(v) for v in entry.get_values())
-        if (err := _strides_error(strides, tuple(res.type.get_shape()), output=True)) is not None:
+        if (err := strides_error(strides, tuple(res.type.get_shape()), output=True)) is not None:
             raise KnVerifyError(f"{_where(op)}: {STRIDES_ATTR}[{i}] = {list(strides)} {err}")
 
 

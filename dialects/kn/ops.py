@@ -134,6 +134,8 @@ def check_shape(op: IRDLOperation, expected: Sequence[int], actual: Sequence[int
 
 def element_type_error(element_type: Attribute) -> str | None:
     """Why `element_type` cannot be a Mirage tensor dtype (float or integer types only), or None."""
+    if isinstance(element_type, IntegerType) and not 1 <= element_type.width.data <= 64:
+        return f"element type {element_type} has {element_type.width.data} bits; device tensors hold integers of 1 to 64 bits"
     if isinstance(element_type, AnyFloat | IntegerType):
         return None
     return f"element type {element_type} is not a float or integer type"
