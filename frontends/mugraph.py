@@ -88,6 +88,7 @@ from mirage_xdsl.dialects.kn import STRIDES_ATTR, element_type_of, int_array, in
 from mirage_xdsl.dialects.kn.graph_verify import verify_kernel_graphs
 from mirage_xdsl.dialects.tb import STensorType
 from mirage_xdsl.frontends.nesting import nesting_error
+from mirage_xdsl.target.device import MAX_FORLOOP_RANGE
 
 __all__ = [
     "MugraphExportError",
@@ -517,6 +518,11 @@ class _Importer:
         grid = _int3(bgraph, "grid_dim", 1, 2**31 - 1)
         block_dim = _int3(bgraph, "block_dim", 1, 2**31 - 1) if "block_dim" in bgraph else (128, 1, 1)
         forloop_range = _int(_field(bgraph, "forloop_range", "'bgraph'"), "forloop_range", 1, 2**31 - 1)
+        if forloop_range > MAX_FORLOOP_RANGE:  # before the tiles are cut by it
+            raise _Rule(
+                f"forloop_range = {forloop_range} exceeds {MAX_FORLOOP_RANGE} (the most iterations the reference "
+                "executor checks in seconds, target/device.py); take longer tiles per iteration"
+            )
         dimx = _int(bgraph.get("reduction_dimx", 64), "reduction_dimx", 1, 2**31 - 1)
         operators = _list(_field(bgraph, "operators", "'bgraph'"), "'bgraph.operators'")
 

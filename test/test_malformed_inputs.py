@@ -269,3 +269,100 @@ def test_builder_refuses_floats_and_bools_as_sizes() -> None:
     X = g.new_input((8, 8))
     with pytest.raises(GraphBuildError, match=r"^mark_output: strides \[0, 1\] lets distinct elements"):
         g.mark_output(g.exp(X), strides=(0, 1))
+
+
+# ---------------------------------------------------------------------------------------
+# One regression test per failure class of issue #29 item 3
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _one_error(argv: list[str]) -> str:
+    with time_limit(CASE_SECONDS):
+        code, stderr = run_opt(argv)
+    assert_user_facing(code, stderr, " ".join(argv))
+    assert code == 1, stderr
+    return stderr.strip().splitlines()[0]
+
+
+def test_divisors_by_factorisation_match_trial_division() -> None:
+    from mirage_xdsl.passes.conversion.default_tb_graph import _divisors
+
+    for n in [*range(1, 300), 4096, 6144, 9973 * 2, 2**20 * 3]:
+        assert _divisors(n) == [d for d in range(1, n + 1) if n % d == 0], n
+    assert _divisors(2**31 - 1) == [1, 2**31 - 1]  # a prime: sqrt(n) trial steps, not n
+    assert len(_divisors(2**30)) == 31
+
+
+def test_kn_fuse_on_a_billion_rows_finishes(tmp_path: Path) -> None:
+    """kn-fuse used to try every divisor up to the dim (2^31 rows ran past 60 s)."""
+    rows = 2**30
+    text = (
+        f"func.func @f(%X: tensor<{rows}x1xf16>) -> tensor<{rows}x1xf16> {{\n"
+        f"  %a = kn.exp %X : tensor<{rows}x1xf16>\n  %b = kn.sqrt %a : tensor<{rows}x1xf16>\n"
+        f"  func.return %b : tensor<{rows}x1xf16>\n}}\n"
+    )
+    with time_limit(CASE_SECONDS):
+        code, stderr = run_opt([_write(tmp_path, "rows.mlir", text), "-p", "kn-fuse"])
+    assert code == 0, stderr
+
+
+def test_tensor_of_2e31_elements_is_refused(tmp_path: Path) -> None:
+    text = "func.func @f(%X: tensor<2147483648x1xf16>) -> tensor<2147483648x1xf16> {\n  func.return %X : tensor<2147483648x1xf16>\n}\n"
+    line = _one_error([_write(tmp_path, "big.mlir", text), "-p", "kn-fuse"])
+    assert "argument #0: has type tensor<2147483648x1xf16> with 2147483648 elements, more than the 2147483647" in line
+
+
+def test_mugraph_forloop_range_beyond_the_bound_is_refused(tmp_path: Path, mugraph_dir: Path) -> None:
+    text = (mugraph_dir / "rmsnorm_bs1.json").read_text().replace('"forloop_range":32', '"forloop_range":2147483647', 1)
+    line = _one_error([_write(tmp_path, "loop.json", text)])
+    assert "forloop_range = 2147483647 exceeds 4096" in line
+
+
+def test_mugraph_overlapping_output_strides_are_refused(tmp_path: Path, mugraph_dir: Path) -> None:
+    doc = json.loads((mugraph_dir / "rmsnorm_bs1.json").read_text())
+    out = next(op for op in doc[0] if op["op_type"] == "kn_output_op")
+    out["output_strides"] = [0, 1]
+    line = _one_error([_write(tmp_path, "strides.json", json.dumps(doc))])
+    assert "graph 0: @graph_0: result #0: kn.strides = [0, 1] lets distinct elements of this output share an address" in line
+
+
+def test_deeply_nested_json_is_refused_with_a_location(tmp_path: Path) -> None:
+    line = _one_error([_write(tmp_path, "deep.json", "[" * 400 + "]" * 400)])
+    assert line.startswith("mirage-opt: error: ") and "deep.json:1:33: " in line
+    assert "brackets nest deeper than 32 levels" in line
+
+
+def test_internal_errors_are_sentences() -> None:
+    from mirage_xdsl.tools.mirage_opt import _internal_error
+
+    text = _internal_error(KeyError(0), ["in.mlir", "-p", "kn-fuse"])
+    assert text.startswith("in.mlir: internal error (KeyError: 0);") and "report" in text
+    assert "nests too deeply" in _internal_error(RecursionError("maximum recursion depth exceeded"), ["in.mlir"])
+
+
+def test_reference_executor_at_the_loop_bound_is_fast() -> None:
+    """forloop_range is bounded so that the per-iteration reference loop stays in seconds."""
+    import time
+
+    import numpy as np
+
+    from mirage_xdsl.target.device import MAX_FORLOOP_RANGE
+
+    g = mx.new_kernel_graph()
+    K = MAX_FORLOOP_RANGE * 16
+    X, W = g.new_input((16, K)), g.new_input((K, 64))
+    t = mx.new_threadblock_graph(grid_dim=(4, 1, 1), forloop_range=MAX_FORLOOP_RANGE)
+    tX = t.new_input(X, input_map=(-1, -1, -1), forloop_dim=1)
+    tW = t.new_input(W, input_map=(1, -1, -1), forloop_dim=0)
+    t.new_output(t.div(t.forloop_accum(t.matmul(tX, tW)), t.forloop_accum(tX, "rms")), output_map=(1, -1, -1))
+    (O,) = g.customized([X, W], t)
+    g.mark_output(O)
+    rng = np.random.default_rng(0)
+    start = time.monotonic()
+    g([rng.standard_normal((16, K)), rng.standard_normal((K, 64))])
+    assert time.monotonic() - start < 10
