@@ -704,7 +704,10 @@ def import_mugraph(text: str, era: str | None = None, name: str = "<input>") -> 
         raise
     except Exception as err:  # noqa: BLE001 - the contract: only MugraphImportError escapes
         detail = str(err).splitlines()[0] if str(err) else ""
-        raise MugraphImportError(f"{shown}: internal error while importing: {type(err).__name__}: {detail}") from err
+        raise MugraphImportError(
+            f"{shown}: internal error while importing ({type(err).__name__}: {detail}); the file passed the "
+            "importer's checks but could not be handled: please report this with the file"
+        ) from err
 
 
 def load_mugraph_file(path: str | os.PathLike[str], era: str | None = None) -> ModuleOp:

@@ -126,8 +126,15 @@ def _strides_of(attrs: Attribute | None, what: str) -> tuple[int, ...] | None:
     return tuple(int(v) for v in value.get_values())
 
 
-def _check_signature_entry(fn: Operation, kind: str, index: int, typ: Attribute, attrs: Attribute | None) -> None:
+def _check_signature_entry(
+    fn: Operation, kind: str, index: int, typ: Attribute, attrs: Attribute | None, graph: bool
+) -> None:
     what = f"@{fn.sym_name.data}: {kind} #{index}"  # type: ignore[attr-defined]
+    if graph and not isinstance(typ, TensorType):
+        raise KnVerifyError(
+            f"{what} has type {typ}; the inputs and outputs of a kernel graph are device tensors, "
+            "e.g. tensor<8x64xf16>: pass scalars as op attributes"
+        )
     if isinstance(typ, TensorType) and (err := tensor_type_error(typ)) is not None:
         raise KnVerifyError(f"{what}: {err}")
     strides = _strides_of(attrs, what)
@@ -141,8 +148,9 @@ def _check_signature_entry(fn: Operation, kind: str, index: int, typ: Attribute,
 
 
 def check_signature(fn: Operation) -> None:
-    """The argument and result tensors of the kernel-graph `func.func` `fn` fit the device
-    (shape rules of `check_tensor_types`) and their `kn.strides` attributes are usable: one
+    """The arguments and results of a `func.func` holding kn ops are device tensors, every
+    tensor of `fn`'s signature fits the device (`tensor_type_error`), there is one attribute
+    dictionary per argument/result, and the `kn.strides` attributes are usable: one
     non-negative stride per dim, within 32-bit indexing, and for results no two elements at
     one address (inputs may repeat elements, e.g. stride 0 to broadcast).
 
@@ -150,13 +158,19 @@ def check_signature(fn: Operation) -> None:
         KnVerifyError: naming the function, the argument or result, the rule and the fix.
     """
     ftype = fn.function_type  # type: ignore[attr-defined]
+    graph = any(op.dialect_name() == "kn" for op in fn.walk())  # a function of kn ops
     for kind, types, attrs in (
         ("argument", ftype.inputs.data, fn.arg_attrs),  # type: ignore[attr-defined]
         ("result", ftype.outputs.data, fn.res_attrs),  # type: ignore[attr-defined]
     ):
         entries = list(attrs.data) if isinstance(attrs, ArrayAttr) else []
+        if isinstance(attrs, ArrayAttr) and len(entries) != len(types):
+            raise KnVerifyError(
+                f"@{fn.sym_name.data}: {len(entries)} {kind} attribute dictionaries for {len(types)} "  # type: ignore[attr-defined]
+                f"{kind}s; give one dictionary per {kind} (possibly empty, {{}})"
+            )
         for index, typ in enumerate(types):
-            _check_signature_entry(fn, kind, index, typ, entries[index] if index < len(entries) else None)
+            _check_signature_entry(fn, kind, index, typ, entries[index] if index < len(entries) else None, graph)
 
 
 def check_op_strides(op: Operation) -> None:

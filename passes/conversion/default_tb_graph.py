@@ -859,7 +859,7 @@ class Planner:
             out_nodes = list(group.outputs)
         rms = _rms_shortcuts(group, ax, ph, L) if (L is not None and S == 1) else {}
         skipped: set[int] = set()
-        for s, x in rms.items():
+        for s, _x in rms.items():
             r = group.nodes[s].args[0]
             ms = group.nodes[r].args[0]
             skipped |= {r, ms}
@@ -1240,7 +1240,7 @@ class Planner:
         cache: dict[Any, FusionPlan | None],
     ) -> FusionPlan | None:
         dims = []
-        for o, omap in k1.outputs:
+        for _o, omap in k1.outputs:
             split_axis = [i for i, a in enumerate(k1.grid_axes) if a == k1.loop_axis and k1.grid[i] > 1]
             dims.append(omap[split_axis[0]])
         key = (k1.loop_axis, k1.split, tuple(dims), tuple(frontier))

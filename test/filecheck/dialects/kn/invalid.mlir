@@ -387,3 +387,20 @@ func.func @op_strides_per_result(%x: tensor<8x8xf16>) -> tensor<8x8xf16> {
   func.return %a : tensor<8x8xf16>
 }
 // CHECK: @op_strides_per_result: kn.exp (op #0 of its block): kn.strides must be a list with one array<i64> of strides per result (1), e.g. [array<i64: 64, 1>]
+
+// -----
+
+func.func @scalar_argument(%x: tensor<8x8xf16>, %n: i32) -> tensor<8x8xf16> {
+  %a = kn.exp %x : tensor<8x8xf16>
+  func.return %a : tensor<8x8xf16>
+}
+// CHECK: @scalar_argument: argument #1 has type i32; the inputs and outputs of a kernel graph are device tensors, e.g. tensor<8x64xf16>: pass scalars as op attributes
+
+// -----
+
+"func.func"() <{sym_name = "extra_arg_attrs", function_type = (tensor<8x8xf16>) -> tensor<8x8xf16>, arg_attrs = [{kn.strides = array<i64: 8, 1>}, {}]}> ({
+^bb0(%x: tensor<8x8xf16>):
+  %a = kn.exp %x : tensor<8x8xf16>
+  func.return %a : tensor<8x8xf16>
+}) : () -> ()
+// CHECK: @extra_arg_attrs: 2 argument attribute dictionaries for 1 arguments; give one dictionary per argument (possibly empty, {})
