@@ -187,8 +187,16 @@ class Row:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+_INTERNAL = (LookupError, AttributeError, TypeError, AssertionError, RecursionError, MemoryError)
+"""Exceptions no check raises on purpose: their text alone (a KeyError's is a bare key) tells
+a user nothing, so they are reported as internal errors."""
+
+
 def _one_line(err: BaseException) -> str:
     lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
+    if isinstance(err, _INTERNAL):
+        detail = f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+        return f"internal error ({detail}); the input passed the checks but could not be handled: please report this with the input file"
     if not lines:
         return type(err).__name__
     from mirage_xdsl.driver.nvcc import CudaCompileError

@@ -86,7 +86,7 @@ from mirage_xdsl.passes.tb.plan_pipeline import (
     choose_weight_stages,
     is_wide_lone_block,
 )
-from mirage_xdsl.target import SM90
+from mirage_xdsl.target import MAX_FORLOOP_RANGE, SM90
 
 UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar")
 BINARY_KINDS = ("add", "sub", "mul", "div", "pow")
@@ -555,8 +555,28 @@ class FusionPlan:
     tiebreak: tuple = ()
 
 
+def _prime_factors(n: int) -> dict[int, int]:
+    """Prime factorisation of `n` >= 1 as {prime: exponent}, by trial division up to sqrt(n)
+    (46,341 steps at most for n < 2^31: a tensor dim is bounded by MAX_TENSOR_ELEMENTS)."""
+    factors: dict[int, int] = {}
+    p = 2
+    while p * p <= n:
+        while n % p == 0:
+            factors[p] = factors.get(p, 0) + 1
+            n //= p
+        p += 1 if p == 2 else 2
+    if n > 1:
+        factors[n] = factors.get(n, 0) + 1
+    return factors
+
+
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """All divisors of `n` >= 1, ascending, built from its prime factorisation (trial division
+    over every candidate up to n took a minute for a 2^31-row tensor)."""
+    divisors = [1]
+    for prime, exponent in _prime_factors(n).items():
+        divisors = [d * prime**k for d in divisors for k in range(exponent + 1)]
+    return sorted(divisors)
 
 
 def _grid_factors(ext: int, roles: set[str], max_blocks: int) -> list[int]:
@@ -814,6 +834,8 @@ class Planner:
             grid.append(1)
             gaxes.append(None)
         R = 1 if L is None else ax.extent[L] // S // kt
+        if R > MAX_FORLOOP_RANGE:
+            return None  # the kn.customized verifier would reject the loop (target/device.py)
         tfactor = dict(factor)
         if L is not None:
             tfactor[L] = S * R
