@@ -61,15 +61,17 @@ def plan_square_sums(
                 continue
             scale = square_scale(op)
             mma = next((m for m in mmas if len(op.ins) == 1 and m.a == op.ins[0]), None)
-            same_shape = mma is not None and op.out.type.get_shape() == mma.a.type.get_shape()  # type: ignore[attr-defined]
-            if scale is not None and same_shape and tensor_core_a(mma, ldmatrix_a):  # type: ignore[arg-type]
+            if scale is None or mma is None:
+                continue
+            same_shape = op.out.type.get_shape() == mma.a.type.get_shape()  # type: ignore[attr-defined]
+            if same_shape and tensor_core_a(mma, ldmatrix_a):
                 out[op.out] = SquareSum(op, mma, scale)
     return out
 
 
 def square_scale(op: cute.ElementwiseOp) -> float | None:
     """c of an update `o + square(a) * c` (1.0 without mul_scalar), else None."""
-    fns = [(fn.fn_name, fn.values) for fn in op.epilogue.data]  # type: ignore[attr-defined]
+    fns = [(fn.fn_name, fn.values) for fn in op.epilogue.data]
     if op.mode.data != "add" or op.fn.data != "id" or list(cute.dense_ints(op.order)) != [0, 1]:
         return None
     if len(fns) == 1 and fns[0][0] == "square":

@@ -128,7 +128,7 @@ class HoistGridSum(RewritePattern):
     decomposition a grid sum then reads the `nored` accumulator itself (or, without the
     reductions in `over`, the reduced partial)."""
 
-    over: tuple[type[Operation], ...] = LINEAR_POST_OPS
+    over: tuple[type[tb.TbUnaryOp | tb.TbReductionBase], ...] = LINEAR_POST_OPS  # ops with one `input` operand
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tb.GridSumOp, rewriter: PatternRewriter) -> None:
