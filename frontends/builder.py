@@ -83,7 +83,12 @@ DTYPES: dict[str, Attribute] = {
     "float64": f64,
     "double": f64,
 }
-_DTYPE_NAMES = {Float16Type: "float16", BFloat16Type: "bfloat16", Float32Type: "float32", Float64Type: "float64"}
+_DTYPE_NAMES: dict[type[Attribute], str] = {
+    Float16Type: "float16",
+    BFloat16Type: "bfloat16",
+    Float32Type: "float32",
+    Float64Type: "float64",
+}
 
 
 def _show(value: Any) -> str:
@@ -427,10 +432,10 @@ class KNGraph:
         if not out_ops:
             raise GraphBuildError("customized: the block graph has no new_output")
         out_types = []
-        for i, op in enumerate(out_ops):
+        for i, out in enumerate(out_ops):
             shape = _checked(f"customized (output {i})", tiling.output_dtensor_shape,
-                             kn.shape_of(op.input), bgraph.grid_dim, op.omap)
-            out_types.append(TensorType(kn.element_type_of(op.input), shape))
+                             kn.shape_of(out.input), bgraph.grid_dim, out.omap)
+            out_types.append(TensorType(kn.element_type_of(out.input), shape))
         body = bgraph._region.clone()
         op = kn.CustomizedOp(
             values,
@@ -619,7 +624,7 @@ class TBGraph:
     def mul_scalar(self, A: STensor, scalar: float) -> STensor:
         return self._unary("mul_scalar", tb.MulScalarOp, A, _number("mul_scalar", "scalar", scalar))
 
-    def _binary(self, name: str, cls: type, A: STensor, B: STensor) -> STensor:
+    def _binary(self, name: str, cls: type[tb.TbBinaryOp] | type[tb.MatmulOp], A: STensor, B: STensor) -> STensor:
         a, b = self._own(name, A, B)
         self._same_phase(name, a, b)
         _checked(name, cls.infer_shape, kn.shape_of(a), kn.shape_of(b))

@@ -125,7 +125,7 @@ STENSOR_GUID_BASE = 20000000
 MAX_INT = 2**62  # bound on dims, strides and grid sizes (i64 attributes)
 
 # op-name tables shared by import and export (JSON name fragment <-> op class)
-KN_UNARY: dict[str, type[Operation]] = {
+KN_UNARY: dict[str, type[kn.KnUnaryOp]] = {
     "exp": kn.ExpOp,
     "square": kn.SquareOp,
     "sqrt": kn.SqrtOp,
@@ -135,7 +135,7 @@ KN_UNARY: dict[str, type[Operation]] = {
     "relu": kn.ReluOp,
     "log": kn.LogOp,
 }
-KN_BINARY: dict[str, type[Operation]] = {
+KN_BINARY: dict[str, type[kn.KnBinaryOp]] = {
     "add": kn.AddOp,
     "sub": kn.SubOp,
     "mul": kn.MulOp,
@@ -143,8 +143,8 @@ KN_BINARY: dict[str, type[Operation]] = {
     "pow": kn.PowOp,
     "matmul": kn.MatmulOp,
 }
-TB_UNARY: dict[str, type[Operation]] = {**tb.UNARY_BY_KIND, "rms_norm": tb.RmsNormOp}
-TB_BINARY: dict[str, type[Operation]] = {**tb.BINARY_BY_KIND, "matmul": tb.MatmulOp}
+TB_UNARY: dict[str, type[tb.TbUnaryOp | tb.RmsNormOp]] = {**tb.UNARY_BY_KIND, "rms_norm": tb.RmsNormOp}
+TB_BINARY: dict[str, type[tb.TbBinaryOp | tb.MatmulOp]] = {**tb.BINARY_BY_KIND, "matmul": tb.MatmulOp}
 
 SCALAR_KEYS = ("scalar", "scalar_value")
 CLAMP_KEYS = (("min_val", "max_val"), ("min_value", "max_value"), ("min", "max"))
@@ -465,7 +465,7 @@ class _Importer:
             return self.customized(op, table, loc)
         if body in KN_UNARY:
             (x,) = self.resolve(op, 1, table, False)
-            return KN_UNARY[body](x)  # type: ignore[call-arg]
+            return KN_UNARY[body](x)
         if body == "mul_scalar":
             (x,) = self.resolve(op, 1, table, False)
             return kn.MulScalarOp(x, self.scalar(op))
@@ -474,7 +474,7 @@ class _Importer:
             return kn.ClampOp(x, *self.clamp_bounds(op))
         if body in KN_BINARY:
             lhs, rhs = self.resolve(op, 2, table, False)
-            return KN_BINARY[body](lhs, rhs)  # type: ignore[call-arg]
+            return KN_BINARY[body](lhs, rhs)
         if body == "rms_norm":
             (x,) = self.resolve(op, 1, table, False)
             shape = shape_of(x)
@@ -632,7 +632,7 @@ class _Importer:
             raise _Rule(f"unknown threadblock operator type '{_show(op_type)}'")
         if body in TB_UNARY:
             (x,) = self.resolve(op, 1, table, True)
-            return TB_UNARY[body](x)  # type: ignore[call-arg]
+            return TB_UNARY[body](x)
         if body == "mul_scalar":
             (x,) = self.resolve(op, 1, table, True)
             return tb.MulScalarOp(x, self.scalar(op))
@@ -641,7 +641,7 @@ class _Importer:
             return tb.ClampOp(x, *self.clamp_bounds(op))
         if body in TB_BINARY:
             lhs, rhs = self.resolve(op, 2, table, True)
-            return TB_BINARY[body](lhs, rhs)  # type: ignore[call-arg]
+            return TB_BINARY[body](lhs, rhs)
         if m := re.fullmatch(r"(?:forloop_)?accum_([a-z_]+)", body):
             kind = m.group(1)
             if kind not in tiling.ACCUMULATOR_KINDS:
@@ -815,13 +815,13 @@ class _Exporter:
         for op in block.ops:
             if isinstance(op, ReturnOp):
                 for i, value in enumerate(op.operands):
-                    strides = self.strides_of(func.res_attrs, i)
+                    out_strides = self.strides_of(func.res_attrs, i)
                     ops.append(
                         {
                             "op_type": "kn_output_op",
                             "input_tensors": [self.ref(descs, value)],
                             "output_map": self.xyz((-1, -1, -1)),
-                            "output_strides": list(strides) if strides is not None else [],
+                            "output_strides": list(out_strides) if out_strides is not None else [],
                             "output_tensors": [],
                         }
                     )
@@ -843,8 +843,8 @@ class _Exporter:
         for name, cls in KN_UNARY.items():
             if type(op) is cls:
                 return {"op_type": f"kn_{name}_op"}
-        for name, cls in KN_BINARY.items():
-            if type(op) is cls:
+        for name, bcls in KN_BINARY.items():
+            if type(op) is bcls:
                 return {"op_type": f"kn_{name}_op"}
         if isinstance(op, kn.MulScalarOp):
             return {"op_type": "kn_mul_scalar_op", "scalar": op.scalar.value.data}
@@ -934,8 +934,8 @@ class _Exporter:
         for name, cls in TB_UNARY.items():
             if type(op) is cls:
                 return {"op_type": f"tb_{name}_op"}
-        for name, cls in TB_BINARY.items():
-            if type(op) is cls:
+        for name, tcls in TB_BINARY.items():
+            if type(op) is tcls:
                 return {"op_type": f"tb_{name}_op"}
         if isinstance(op, tb.MulScalarOp):
             return {"op_type": "tb_mul_scalar_op", "scalar": op.scalar.value.data}

@@ -737,11 +737,11 @@ class CompiledGraph:
                         "counters": [self._counters.data.ptr],
                     }
                 # kernels take raw device pointers (CuPy passes a Python int as 8 bytes)
-                args = tuple(ptrs[r.kind][r.index if r.kind in ("input", "output") else 0] + r.offset for r in step.args)
+                kargs = tuple(ptrs[r.kind][r.index if r.kind in ("input", "output") else 0] + r.offset for r in step.args)
                 if step.pdl and self.programmatic_launch:
-                    self._programmatic(step)(args, cupy.cuda.get_current_stream().ptr)
+                    self._programmatic(step)(kargs, cupy.cuda.get_current_stream().ptr)
                 else:
-                    self._kernels[step.kernel](step.grid, step.block, args, shared_mem=self._smem[id(step)])
+                    self._kernels[step.kernel](step.grid, step.block, kargs, shared_mem=self._smem[id(step)])
             else:
                 args = [self._resolve(cupy, r, ins, outs, ws) for r in step.args]
                 results = [self._resolve(cupy, r, ins, outs, ws) for r in step.results]

@@ -124,8 +124,20 @@ def dense(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
+def smem_shape(value: SSAValue) -> tuple[int, ...]:
+    """Shape (elements per dim) of a shared-memory tile value.
+
+    Raises:
+        TypeError: the value is not a `!cute.smem` tile.
+    """
+    typ = value.type
+    if not isinstance(typ, SmemTensorType):
+        raise TypeError(f"expected a !cute.smem tile, got {typ}")
+    return tuple(typ.get_shape())
+
+
 def dense_ints(attr: DenseArrayBase) -> tuple[int, ...]:
-    return tuple(int(v) for v in attr.get_values())
+    return tuple(int(v) for v in attr.get_values())  # type: ignore[misc]  # xDSL types get_values for integer arrays only
 
 
 def _parse_int_tuple(parser: AttrParser) -> list[int]:
@@ -1089,7 +1101,7 @@ class GridSumOp(CuteOp):
     outs = var_operand_def(SmemTensorType)
     dim = prop_def(IntegerAttr)
     partner_trips = opt_prop_def(IntegerAttr)
-    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())  # type: ignore[assignment]  # a wider tuple than CuteOp's
     assembly_format = "`(` $ins `)` `->` `(` $outs `)` attr-dict `:` type($ins) `->` type($outs)"
 
     def __init__(self, ins: Sequence[SSAValue], outs: Sequence[SSAValue], dim: int, partner_trips: int | None = None):

@@ -64,11 +64,13 @@ queued on the stream before the graph's launch, so the kernels may start reading
 previous kernel still runs (programmatic dependent launch; codegen/weight_prefetch.py)."""
 
 
-def weight_inputs(fn: Operation) -> frozenset[int]:
-    """Indices of the arguments of the kernel-graph `func.func` `fn` marked `kn.weight`.
+def weight_inputs(fn: Operation | None) -> frozenset[int]:
+    """Indices of the arguments of the kernel-graph `func.func` `fn` marked `kn.weight`
+    (none for anything that is not a function).
 
-    Raises VerifyException when the attribute carries a value (it is a unit attribute:
-    write `{kn.weight}`)."""
+    Raises:
+        VerifyException: the attribute carries a value (it is a unit attribute: write
+            `{kn.weight}`)."""
     attrs = getattr(fn, "arg_attrs", None)
     if attrs is None:
         return frozenset()
@@ -79,7 +81,7 @@ def weight_inputs(fn: Operation) -> frozenset[int]:
             continue
         if not isinstance(value, UnitAttr):
             raise VerifyException(
-                f"argument {index} of @{fn.sym_name.data}: {WEIGHT_ATTR} is a unit attribute; write "
+                f"argument {index} of @{getattr(getattr(fn, 'sym_name', None), 'data', '?')}: {WEIGHT_ATTR} is a unit attribute; write "
                 f"{{{WEIGHT_ATTR}}} without a value"
             )
         marked.add(index)
@@ -115,7 +117,7 @@ def int_array(values: Sequence[int]) -> DenseArrayBase:
 
 def ints(attr: DenseArrayBase) -> tuple[int, ...]:
     """Python ints of an `array<i64: ...>` attribute."""
-    return tuple(int(v) for v in attr.get_values())
+    return tuple(int(v) for v in attr.get_values())  # type: ignore[misc]  # xDSL types get_values for integer arrays only
 
 
 class KnVerifyError(VerifyException):

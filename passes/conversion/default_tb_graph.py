@@ -265,11 +265,10 @@ class Group:
 
 
 def elem_bytes(dtype: Attribute) -> int:
-    width = getattr(dtype, "bitwidth", None)
+    width: int | None = getattr(dtype, "bitwidth", None)
     if width is None:
-        w = getattr(dtype, "width", None)
-        width = getattr(w, "data", 32)
-    return max(1, int(width) // 8)
+        width = int(getattr(getattr(dtype, "width", None), "data", 32))
+    return max(1, width // 8)
 
 
 def _pad(n: int, multiple: int) -> int:
@@ -443,10 +442,10 @@ def analyse_axes(group: Group) -> AxisInfo | None:
                 row.append(None)
                 continue
             root = find((n.idx, d))
-            a = ids.setdefault(root, len(ids))
-            if extent.setdefault(a, s) != s:
+            axis_id = ids.setdefault(root, len(ids))
+            if extent.setdefault(axis_id, s) != s:
                 return None
-            row.append(a)
+            row.append(axis_id)
         if len(set(x for x in row if x is not None)) != sum(x is not None for x in row):
             whole.update(x for x in row if x is not None and row.count(x) > 1)
         axes[n.idx] = tuple(row)
@@ -883,21 +882,21 @@ class Planner:
         for o in out_nodes:
             omap = []
             used: set[int] = set()
-            for g, a in zip(grid, gaxes):
+            for g, gaxis in zip(grid, gaxes):
                 if g == 1:
                     omap.append(-1)
                     continue
-                if a == L and S > 1 and grid_sum:
+                if gaxis == L and S > 1 and grid_sum:
                     omap.append(-1)  # the last block of each split group stores
                     continue
-                if a == L and S > 1:
-                    d = self._partial_dim(ax, o, factor)
+                if gaxis == L and S > 1:
+                    out_dim = self._partial_dim(ax, o, factor)
                 else:
-                    d = ax.dim_of(o, a) if a is not None else None
-                if d is None or d in used:
+                    out_dim = ax.dim_of(o, gaxis) if gaxis is not None else None
+                if out_dim is None or out_dim in used:
                     return None
-                used.add(d)
-                omap.append(d)
+                used.add(out_dim)
+                omap.append(out_dim)
             outputs.append((o, tuple(omap)))  # type: ignore[arg-type]
         plan = KernelPlan(
             group, ax, ph, L, R, S, tuple(grid), tuple(gaxes), tiles, needed, outputs, rms, skipped, dimx  # type: ignore[arg-type]

@@ -84,6 +84,6 @@ ptxas (CUDA 13.0) then addressed a cp.async descriptor as an odd uniform registe
 def partner_words_per_thread(kernel: cute.KernelOp, grid_sum: cute.GridSumOp) -> int:
     """Words of the partners' tiles one finisher thread loads: (split - 1) x its elements."""
     nt = kernel.num_threads
-    mine = sum(-(-math.prod(v.type.get_shape()) // nt) for v in grid_sum.ins)  # type: ignore[attr-defined]
+    mine = sum(-(-math.prod(cute.smem_shape(v)) // nt) for v in grid_sum.ins)
     return (kernel.grid[grid_sum.grid_axis] - 1) * mine
 
