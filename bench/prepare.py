@@ -420,7 +420,8 @@ def prepare_all(
                     got, error = fut.result()
                     refs[rkey] = (got, error)
                     if got is not None:
-                        cache.store_refs(*rkey, got)
+                        ref_path, ref_seed, ref_specs = rkey
+                        cache.store_refs(ref_path, ref_seed, ref_specs, got)
     except BaseException:
         # Ctrl-C (or an error): pending work is cancelled and the workers ended at once,
         # nvcc included; a clean `shutdown` would wait for every running build

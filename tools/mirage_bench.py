@@ -241,7 +241,7 @@ def _cpu_phase(args: argparse.Namespace, wanted: set[str] | None):  # type: igno
     if not resolved:
         raise BenchError("no input files selected")
     try:
-        arch = normalize_arch(args.arch) if args.arch else _detect_arch_elsewhere()
+        arch = normalize_arch(args.arch) if args.arch else (_detect_arch_elsewhere() or "sm_90")
     except ValueError as err:
         raise BenchError(str(err)) from None
     base = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") % (2**31)
