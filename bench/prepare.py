@@ -49,8 +49,8 @@ instead): kn-fuse plans of cost rank 0..15 with tb-plan-pipeline's own ring dept
 deeper for wide lone-block plans) and split-K plans enumerated, the cheapest plan with 3 and
 4 stages, and ranks 0..7 with their partials reduced before the grid sum (`r`), and the
 cheapest split-K plan with a 7-stage ring whose groups a late finisher combines (`f1`:
-rmsnorm bs8 13.6-13.9 us against 14.9-15.0 for c0xr on an H200, results/late-finisher-
-generated-h200-2026-11-25.md).
+rmsnorm bs8 13.6-13.9 us against 14.9-15.0 for c0xr on an H200,
+results/late-finisher-generated-h200-2026-11-25.md).
 Sixteen ranks, not eight: the grid-sum plans crowd the first ranks, and on the H200 the
 fastest rmsnorm/gated_mlp plans were ranks 7-16 (results/variants-h200-2026-11-22-grid-sum-24-ranks.md).
 Without `r` a variant passes `reduce_partials=false` (the pipeline's default is true): `r`
