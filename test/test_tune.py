@@ -398,3 +398,30 @@ def test_tune_lora_on_the_gpu(tmp_path: Path) -> None:
     assert relative_error(got, refs) < 1e-2
     assert len(result.outcome.generations) == 2
     assert isinstance(result.best, Evaluation) and not isinstance(result.best, Build)
+
+
+# ---------------------------------------------------------------------------------------
+# mirage-bench --tune
+
+
+def test_bench_tune_mode_with_a_synthetic_evaluator(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytest.importorskip("mirage_xdsl.passes.pipeline")
+    from mirage_xdsl.bench.tune import report_lines, tune_workloads
+    from mirage_xdsl.driver.tune import evaluate, tuner
+
+    monkeypatch.setattr(evaluate, "gpu_identity", lambda: {"device": "synthetic", "arch": "sm_00"})
+    monkeypatch.setattr(tuner, "make_evaluator", lambda *a, **k: SyntheticEvaluator())
+    rows, interrupted = tune_workloads("lora", generations=2, population=6, jobs=1, seed=0,
+                                       cache_path=tmp_path / "t.json", arch=None, log=lambda s: None)
+    assert not interrupted and len(rows) == 1
+    (row,) = rows
+    assert row.workload == "lora" and row.best is not None and row.best_us == synthetic_time_us(genome_from_label(row.best))
+    assert row.default_us == synthetic_time_us(Genome())  # c0xr is a seed of generation 0
+    table = report_lines(rows, "synthetic")
+    assert table[-1].startswith(f"| lora | {row.graph} | {row.best} |")
+
+
+@pytest.mark.skipif(has_gpu(), reason="checks the message shown without a GPU")
+def test_bench_tune_without_gpu() -> None:
+    proc = run_tool("mirage_xdsl.tools.mirage_bench", "--tune", "--workloads", "lora", timeout=120)
+    assert_one_line_error("mirage-bench", proc, "--tune needs a GPU")
