@@ -21,6 +21,12 @@ cached too, except those that depend on the machine (no nvcc, nvcc timeouts, OS 
 A graph count per input file (`files/<key>.json`) lets a run with every entry cached skip
 loading xDSL altogether.
 
+Integrity: a build entry records its key and the sha256 of its contents, a cubin is named by
+its own sha256, a reference entry has a sidecar `<name>.npz.json` (key, sha256, size), and a
+graph count records its key; each is checked on load, and an entry that fails (truncated,
+garbled, another entry's, no sidecar) is a miss, recomputed and overwritten.  Opening the
+cache removes temporaries older than an hour that killed processes left (driver/disk_cache.py).
+
 `prune(max_bytes)` drops the least recently used entries (hits refresh an entry's time).
 """
 
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
 import os
 import time
@@ -37,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from mirage_xdsl.driver.nvcc import atomic_write_bytes as atomic_write
+from mirage_xdsl.driver.disk_cache import atomic_write_bytes as atomic_write
+from mirage_xdsl.driver.disk_cache import clean_stale_temporaries, read_entry, sidecar_path, write_entry
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_DIRS = ("dialects", "passes", "codegen", "runtime", "frontends", "tools")
@@ -85,11 +93,26 @@ def file_digest(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _meta_digest(meta: dict[str, Any]) -> str:
+    """sha256 of a build entry's contents (canonical JSON)."""
+    return hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
+
+
+def _holds(path: Path, sha: str) -> bool:
+    """Whether `path` exists and its bytes hash to `sha`."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() == sha
+    except OSError:
+        return False
+
+
 class BenchCache:
     """The cache under `root` (None: a disabled cache that never hits and stores nothing)."""
 
     def __init__(self, root: Path | None) -> None:
         self.root = Path(root).expanduser() if root is not None else None
+        if self.root is not None and self.root.is_dir():
+            clean_stale_temporaries(self.root, recursive=True)  # debris of killed runs
         self.build_hits = self.build_misses = 0
         self.ref_hits = self.ref_misses = 0
         """counts of the last `prepare_all`: entries found, entries computed"""
@@ -110,42 +133,56 @@ class BenchCache:
         return self.root / "files" / f"{_sha('graphs', file_digest(path), sources_digest())}.json"
 
     def load_count(self, path: str) -> int | None:
+        """The cached graph count of input file `path`, or None (a miss or a bad entry)."""
         entry = self._count_path(path)
+        if entry is None:
+            return None
         try:
-            return int(json.loads(entry.read_text())["graphs"]) if entry is not None else None
-        except (OSError, ValueError, KeyError):
+            record = json.loads(entry.read_text())
+            if record.get("key") != entry.stem:
+                return None  # another file's count under this name
+            return int(record["graphs"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def store_count(self, path: str, count: int) -> None:
         entry = self._count_path(path)
         if entry is not None:
-            atomic_write(entry, json.dumps({"graphs": count, "file": Path(path).name}).encode())
+            atomic_write(entry, json.dumps({"key": entry.stem, "graphs": count, "file": Path(path).name}).encode())
 
     # builds ----------------------------------------------------------------------------
 
     def load_build(self, key: str) -> dict[str, Any] | None:
         """The build entry (`plan_json`, `cubin`: path or None, `kernels`, `build_s`,
-        `error`), or None on a miss."""
+        `error`), or None on a miss or a bad entry (wrong key or contents hash, a cubin
+        whose bytes do not hash to its name)."""
         if self.root is None:
             return None
         entry = self.root / "build" / key[:2] / f"{key}.json"
         try:
-            meta = json.loads(entry.read_text())
+            record = json.loads(entry.read_text())
+            meta = record["entry"]
+            if record.get("key") != key or record.get("sha256") != _meta_digest(meta):
+                return None
             if meta.get("cubin_sha"):
                 cubin = self.root / "cubin" / f"{meta['cubin_sha']}.cubin"
-                if not cubin.is_file():
+                if hashlib.sha256(cubin.read_bytes()).hexdigest() != meta["cubin_sha"]:
                     return None
                 meta["cubin"] = str(cubin)
             else:
                 meta["cubin"] = None
             os.utime(entry)
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         return meta
 
     def store_build(self, key: str, meta: dict[str, Any], cubin: str | None) -> dict[str, Any]:
         """Store a build (`cubin`: the path of the compiled cubin); returns the entry as
-        `load_build` gives it (the cubin path then points into the cache)."""
+        `load_build` gives it (the cubin path then points into the cache).
+
+        Raises:
+            OSError: the cubin cannot be read or the cache written.
+        """
         meta = {k: v for k, v in meta.items() if k != "cubin"}
         meta["cubin_sha"] = None
         if cubin is not None:
@@ -154,14 +191,15 @@ class BenchCache:
         if self.root is None:
             meta["cubin"] = cubin
             return meta
+        record = {"key": key, "sha256": _meta_digest(meta), "entry": meta}
         if cubin is not None:
             target = self.root / "cubin" / f"{meta['cubin_sha']}.cubin"
-            if not target.is_file():
-                atomic_write(target, data)
-            meta["cubin"] = str(target)
-        else:
-            meta["cubin"] = None
-        atomic_write(self.root / "build" / key[:2] / f"{key}.json", json.dumps(meta).encode())
+            if not _holds(target, meta["cubin_sha"]):
+                atomic_write(target, data)  # absent, or damaged: overwrite
+        # the entry after its cubin, so an entry never names a cubin not yet written
+        atomic_write(self.root / "build" / key[:2] / f"{key}.json", json.dumps(record, sort_keys=True).encode())
+        meta = dict(meta)
+        meta["cubin"] = str(self.root / "cubin" / f"{meta['cubin_sha']}.cubin") if cubin is not None else None
         return meta
 
     # references ------------------------------------------------------------------------
@@ -172,30 +210,38 @@ class BenchCache:
         return self.root / "refs" / key / f"{seed}-{_sha(specs_json)[:16]}.npz"
 
     def load_refs(self, key: str, seed: int, specs_json: str) -> list[np.ndarray] | None:
+        """The cached reference outputs (float64), or None on a miss or a bad entry."""
         entry = self._ref_path(key, seed, specs_json)
         if entry is None:
             return None
+        data = read_entry(entry, key)
+        if data is None:
+            return None
         try:
-            with np.load(entry) as z:
+            with np.load(io.BytesIO(data)) as z:
                 refs = [z[f"arr_{j}"].astype(np.float64) for j in range(len(z.files))]
             os.utime(entry)
-        except (OSError, ValueError, KeyError):
+        except Exception:  # noqa: BLE001 - a payload numpy cannot read (BadZipFile, ...) is a miss
             return None
         return refs
 
     def store_refs(self, key: str, seed: int, specs_json: str, refs: Sequence[np.ndarray]) -> None:
+        """Store reference outputs (as float32), keeping the `REF_SEEDS_KEPT` newest seeds.
+
+        Raises:
+            OSError: the cache cannot be written.
+        """
         entry = self._ref_path(key, seed, specs_json)
         if entry is None:
             return
-        import io
-
         buf = io.BytesIO()
         np.savez(buf, *[np.asarray(r, dtype=np.float32) for r in refs])
-        atomic_write(entry, buf.getvalue())
+        write_entry(entry, key, buf.getvalue())
         try:
             older = sorted(entry.parent.glob("*.npz"), key=lambda p: p.stat().st_mtime, reverse=True)
             for stale in older[REF_SEEDS_KEPT:]:
                 stale.unlink()
+                sidecar_path(stale).unlink(missing_ok=True)
         except OSError:
             pass
 

@@ -149,6 +149,11 @@ def _context_broken(cupy: Any) -> bool:
         return True
 
 
+def _on_set(graph: Callable[..., Any], sets: Sequence[Sequence[Any]]) -> Callable[[int], Any]:
+    """`run(i)` for `bench_us`: one call of `graph` (a loaded CompiledGraph) on input set `i`."""
+    return lambda i: graph(*sets[i])
+
+
 def run_workload(
     workload: str,
     cands: Sequence[Prepared],
@@ -229,9 +234,9 @@ def run_workload(
                     sets_cache[specs_key] = device_sets(cupy, plan.inputs, n_sets)
                 sets = sets_cache[specs_key]
                 eager = CompiledGraph(plan, prep.cubin).load()
-                res.ours_us = bench_us(lambda i, g=eager, s=sets: g(*s[i]), n_sets, stream)
+                res.ours_us = bench_us(_on_set(eager, sets), n_sets, stream)
                 replay = CompiledGraph(plan, prep.cubin, cuda_graph=True).load()
-                res.ours_graph_us = bench_us(lambda i, g=replay, s=sets: g(*s[i]), n_sets, stream)
+                res.ours_graph_us = bench_us(_on_set(replay, sets), n_sets, stream)
                 res.ours_dev_us = device_us(eager, sets, stream)
                 del eager, replay
         except Exception as err:  # noqa: BLE001 - reported in the table

@@ -49,12 +49,11 @@ instead): kn-fuse plans of cost rank 0..15 with tb-plan-pipeline's own ring dept
 deeper for wide lone-block plans) and split-K plans enumerated, the cheapest plan with 3 and
 4 stages, and ranks 0..7 with their partials reduced before the grid sum (`r`), and the
 cheapest split-K plan with a 7-stage ring whose groups a late finisher combines (`f1`:
-rmsnorm bs8 13.6-13.9 us against 14.9-15.0 for c0xr on an H200,
-results/late-finisher-generated-h200-2026-11-25.md).
+rmsnorm bs8 13.6-13.9 us against 14.9-15.0 for c0xr on an H200, 2026-11-25).
 Sixteen ranks, not eight: the grid-sum plans crowd the first ranks, and on the H200 the
-fastest rmsnorm/gated_mlp plans were ranks 7-16 (results/variants-h200-2026-11-22-grid-sum-24-ranks.md).
+fastest rmsnorm/gated_mlp plans were ranks 7-16 (a sweep of 24 ranks, 2026-11-22).
 Without `r` a variant passes `reduce_partials=false` (the pipeline's default is true): `r`
-helps rmsnorm bs8 by 1.7-4.9 µs and costs bs1 0.1-0.4 µs (results/reduce-partials-h200-2026-11-24.md);
+helps rmsnorm bs8 by 1.7-4.9 µs and costs bs1 0.1-0.4 µs (H200, 2026-11-24);
 a graph without a reduction after its grid sum builds the same kernel, timed once."""
 
 
@@ -127,6 +126,74 @@ def workload_seeds(names: Sequence[str], base: int) -> dict[str, int]:
     workloads after), so a workload's inputs do not depend on which others run."""
     order = [w.name for w in WORKLOADS] + [n for n in names if n not in BY_NAME]
     return {n: base + order.index(n) for n in names}
+
+
+# ---------------------------------------------------------------------------------------
+# The worker pool and Ctrl-C
+
+STOP_GRACE_S = 2.0
+"""Seconds a worker gets to die of SIGTERM before SIGKILL."""
+
+
+def _worker_init() -> None:
+    """First thing in each worker: lead its own process group, so that a terminal's Ctrl-C
+    reaches only the parent (no traceback from every worker) and `stop_pool` can end a
+    worker together with the nvcc it runs (`killpg`)."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:  # pragma: no cover - not allowed for a session leader
+        pass
+
+
+def stop_pool(pool: ProcessPoolExecutor | None) -> None:
+    """End `pool` now: cancel pending futures, SIGTERM each worker's process group (the
+    worker and its nvcc), SIGKILL what is left after `STOP_GRACE_S`.  A second Ctrl-C
+    meanwhile is ignored.  Returns within about `STOP_GRACE_S` seconds.
+
+    Raises nothing: workers that are already gone are skipped.
+    """
+    if pool is None:
+        return
+    import signal
+
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # no public handle
+    previous = _ignore_sigint(signal)
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in workers:
+            _signal_worker(proc, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for proc in workers:
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                _signal_worker(proc, signal.SIGKILL)
+                proc.join(1.0)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _ignore_sigint(signal: Any) -> Any:
+    """Ignore SIGINT (main thread only); returns the previous handler or None."""
+    try:
+        return signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        return None
+
+
+def _signal_worker(proc: Any, signum: int) -> None:
+    """Send `signum` to the worker's process group, else (not its own group yet) to it alone."""
+    if proc.pid is None:
+        return
+    try:
+        os.killpg(proc.pid, signum)
+        return
+    except (OSError, AttributeError):
+        pass
+    try:
+        os.kill(proc.pid, signum)
+    except OSError:
+        pass
 
 
 # ---------------------------------------------------------------------------------------
@@ -288,7 +355,7 @@ def prepare_all(
     def submit(kind: str, key: Any, fn: Any, *args: Any) -> None:
         nonlocal pool
         if pool is None:
-            pool = ProcessPoolExecutor(max_workers=max(1, jobs))
+            pool = ProcessPoolExecutor(max_workers=max(1, jobs), initializer=_worker_init)
         pending[pool.submit(fn, *args)] = (kind, key)
 
     def want_reference(task: _Task, meta: dict[str, Any]) -> None:
@@ -307,23 +374,23 @@ def prepare_all(
         refs[rkey] = (None, "pending")
         submit("ref", (rkey, task), _reference_one, task.path, task.index, seeds[task.workload], specs)
 
-    bkeys = {t: cache.build_key(t.path, t.index, t.variant, arch) for t in tasks}
-    for task in tasks:
-        meta = cache.load_build(bkeys[task])
-        if meta is not None:
-            hits[0] += 1
-            meta["cached"] = True
-            builds[task] = meta
-            want_reference(task, meta)
-        else:
-            submit("build", task, _build_one, task.path, task.index, task.variant, arch, nvcc_cache)
-    misses = sum(kind == "build" for kind, _ in pending.values())
-    log(
-        f"CPU phase: {len(tasks)} candidates, {hits[0]} builds cached, {misses} to build"
-        + (f" with {jobs} worker(s)" if pool is not None else "")
-    )
-    done = 0
     try:
+        bkeys = {t: cache.build_key(t.path, t.index, t.variant, arch) for t in tasks}
+        for task in tasks:
+            meta = cache.load_build(bkeys[task])
+            if meta is not None:
+                hits[0] += 1
+                meta["cached"] = True
+                builds[task] = meta
+                want_reference(task, meta)
+            else:
+                submit("build", task, _build_one, task.path, task.index, task.variant, arch, nvcc_cache)
+        misses = sum(kind == "build" for kind, _ in pending.values())
+        log(
+            f"CPU phase: {len(tasks)} candidates, {hits[0]} builds cached, {misses} to build"
+            + (f" with {jobs} worker(s)" if pool is not None else "")
+        )
+        done = 0
         from concurrent.futures import FIRST_COMPLETED, wait
 
         while pending:
@@ -345,9 +412,13 @@ def prepare_all(
                     refs[rkey] = (got, error)
                     if got is not None:
                         cache.store_refs(*rkey, got)
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+    except BaseException:
+        # Ctrl-C (or an error): pending work is cancelled and the workers ended at once,
+        # nvcc included; a clean `shutdown` would wait for every running build
+        stop_pool(pool)
+        raise
+    if pool is not None:
+        pool.shutdown()
     cache.build_hits, cache.build_misses = hits[0], misses
     cache.ref_hits, cache.ref_misses = hits[1], len(refs) - hits[1]
 
@@ -405,35 +476,45 @@ def save_prepared(
     arch: str,
     extra: dict[str, Any] | None = None,
 ) -> None:
-    """Write the prepared directory (see the module docstring); `extra` goes into the manifest."""
+    """Write the prepared directory (see the module docstring); `extra` goes into the manifest.
+
+    Every file is written atomically and the manifest last (an earlier manifest is removed
+    first), so an interrupted save leaves a directory without a manifest, never one whose
+    manifest names half-written files.
+
+    Raises:
+        OSError: a file cannot be read or written.
+    """
     import hashlib
+    import io
+
+    from mirage_xdsl.bench.cache import atomic_write
 
     directory.mkdir(parents=True, exist_ok=True)
+    (directory / "manifest.json").unlink(missing_ok=True)
     entries = []
     for prep in prepared:
         sub = directory / _safe(prep.workload)
-        sub.mkdir(exist_ok=True)
         entry = asdict(prep)
         if prep.plan_json is not None:
             name = f"{_safe(prep.file)}__{_safe(prep.graph)}.plan.json"
-            (sub / name).write_text(prep.plan_json)
+            atomic_write(sub / name, prep.plan_json.encode())
             entry["plan_json"] = f"{sub.name}/{name}"
         if prep.cubin is not None:
             data = Path(prep.cubin).read_bytes()
             name = f"{hashlib.sha256(data).hexdigest()[:16]}.cubin"
-            if not (sub / name).is_file():
-                (sub / name).write_bytes(data)
+            if not (sub / name).is_file() or (sub / name).read_bytes() != data:
+                atomic_write(sub / name, data)
             entry["cubin"] = f"{sub.name}/{name}"
         entries.append(entry)
     for workload, distinct in refs.items():
         sub = directory / _safe(workload)
-        sub.mkdir(exist_ok=True)
         for k, outs in enumerate(distinct):
-            np.savez(sub / f"ref_{k}.npz", *[np.asarray(o, dtype=np.float32) for o in outs])
+            buf = io.BytesIO()
+            np.savez(buf, *[np.asarray(o, dtype=np.float32) for o in outs])
+            atomic_write(sub / f"ref_{k}.npz", buf.getvalue())
     manifest = {"version": MANIFEST_VERSION, "arch": arch, "seeds": seeds, **(extra or {}), "candidates": entries}
-    tmp = directory / ".manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1))
-    os.replace(tmp, directory / "manifest.json")
+    atomic_write(directory / "manifest.json", json.dumps(manifest, indent=1).encode())
 
 
 def load_prepared(directory: Path) -> tuple[list[Prepared], dict[str, list[list[np.ndarray]]], dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 Each workload is one fp16 program of Mirage's benchmark set (mirage-notes 2.4).  Its
 candidates are every graph of the saved muGraph file (Mirage's superoptimizer output, found in
-the shared directory or a `--mugraphs DIR`) and every tuning variant of the plain kernel graph
+`examples/mugraphs`, `$MIRAGE_SHARED/mugraphs` or a `--mugraphs DIR`) and every tuning variant of the plain kernel graph
 under `examples/` (our kn-fuse kernels).  Optional muGraph files may be missing: the workload
 then has no saved-Mirage candidates.  The torch program is the peer every candidate is timed
 against; it takes the inputs in the order of the graphs' arguments.
@@ -25,9 +25,10 @@ EXAMPLES = PACKAGE_ROOT / "examples"
 
 
 def default_mugraph_dir() -> Path:
-    """`$MIRAGE_SHARED/mugraphs`, else `../shared/mugraphs` beside the repository."""
+    """`$MIRAGE_SHARED/mugraphs` when `MIRAGE_SHARED` is set (e.g. `../shared`), else the
+    repository's copy of Mirage's saved muGraphs, `examples/mugraphs`."""
     shared = os.environ.get("MIRAGE_SHARED")
-    return (Path(shared) if shared else PACKAGE_ROOT.parent / "shared") / "mugraphs"
+    return Path(shared) / "mugraphs" if shared else EXAMPLES / "mugraphs"
 
 
 @dataclass(frozen=True)

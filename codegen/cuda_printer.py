@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -44,7 +45,7 @@ from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.cute import weight_params
 from mirage_xdsl.dialects.kn import GRID_SUM_SCRATCH_ATTR, element_type_of, ints, shape_of
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
-from mirage_xdsl.target import ELEMENTWISE_ACCUM_MAX_REGS, SM90, SMEM_OPTIN_PER_BLOCK
+from mirage_xdsl.target import SM90, SMEM_OPTIN_PER_BLOCK
 from mirage_xdsl.target.errors import SharedMemoryExceeded
 
 HEADER = "mirage_xdsl/runtime.cuh"
@@ -57,6 +58,16 @@ class CudaEmitError(DiagnosticException):
 
 def _err(op: Operation, msg: str) -> CudaEmitError:
     return CudaEmitError(f"cuda target: {op.name}: {msg}")
+
+
+def _missing(op: Operation, attr: str, pass_name: str) -> NoReturn:
+    """Raise a located error: `op` lacks the decision `attr` that the cute pass `pass_name`
+    writes (the printer never makes these decisions itself).
+
+    Raises:
+        CudaEmitError: always."""
+    msg = f"cuda target: {op.name}: no '{attr}' attribute; run {pass_name} first (mirage-transpile runs it)"
+    op.emit_error(msg, CudaEmitError(msg))
 
 
 def c_type(elem: Attribute) -> str:
@@ -185,16 +196,12 @@ def fragment_load_mode(typ: cute.SmemTensorType, mn_dim: int, k_dim: int, atom_k
 # Kernels
 
 
-KSLICE_SCRATCH_LIMIT = 16 * 1024
-"""Most shared memory (bytes) a kernel may add for sliced-K partial sums."""
-
-
 @dataclass(frozen=True)
 class MmaSlicing:
-    """Sliced K for the kernel's tensor-core accumulators (header: mma.cuh).  A thr_layout of
-    P warps in a block of W warps leaves W - P warps idle; with W % P == 0 the W / P warp
-    groups split each call's k-steps instead, and their partial sums meet in a scratch
-    region appended to the kernel's dynamic shared memory at `base`."""
+    """Sliced K for the kernel's tensor-core accumulators as cute-slice-mma decided it
+    (header: mma.cuh): the W / P warp groups of a block whose thr_layout uses P of its W
+    warps split each call's k-steps, and their partial sums meet in a scratch region
+    appended to the kernel's dynamic shared memory at `base`."""
 
     slices: dict[SSAValue, int]  # fragment (cute.mma_init result) -> K slices
     offsets: dict[SSAValue, int]  # fragment -> byte offset of its scratch from `smem`
@@ -203,56 +210,40 @@ class MmaSlicing:
 
 
 def mma_slicing(kernel: cute.KernelOp) -> MmaSlicing:
-    """Which accumulators of `kernel` use sliced K, and where their scratch lives.  The `acc`
-    of a `cute.mma_chain` is always sliced (its warps own different keys).  The others are
-    sliced only when all their scratch fits KSLICE_SCRATCH_LIMIT and the block's shared
-    memory stays within cute.MAX_SMEM_BYTES."""
-    warps = kernel.num_threads // 32
-    base = (kernel.smem_bytes + 15) // 16 * 16
-    chained = {op.acc for op in kernel.walk() if isinstance(op, cute.MmaChainOp)}
-    sizes: dict[SSAValue, tuple[int, int]] = {}  # fragment -> (slices, scratch bytes)
-    for op in kernel.walk():
-        if not isinstance(op, cute.MmaInitOp):
-            continue
-        frag = op.result.type
-        assert isinstance(frag, cute.FragmentType)
-        _, _, atom, tgm, tgn, _, _ = _KernelPrinter.frag_info(frag)
-        ks = warps // (tgm * tgn) if atom != "UniversalFMA" and warps % (tgm * tgn) == 0 else 1
-        if ks > 1:
-            sizes[op.result] = (ks, frag.slice_scratch_bytes(ks))
-    optional = sum(size for frag, (_, size) in sizes.items() if frag not in chained)
-    required = sum(size for frag, (_, size) in sizes.items() if frag in chained)
-    keep_optional = optional <= KSLICE_SCRATCH_LIMIT and base + optional + required <= cute.MAX_SMEM_BYTES
+    """The sliced-K decision of `kernel`, read from `cute.kslice_scratch` and the
+    `cute.kslices` / `cute.kslice_offset` of its `cute.mma_init` ops.
+
+    Raises:
+        CudaEmitError: the kernel has no `cute.kslice_scratch` (cute-slice-mma has not run)."""
+    region = kernel.attributes.get(cute.KSLICE_SCRATCH)
+    if not isinstance(region, DenseArrayBase):
+        _missing(kernel, cute.KSLICE_SCRATCH, "cute-slice-mma")
+    base, total = cute.dense_ints(region)
     slices: dict[SSAValue, int] = {}
     offsets: dict[SSAValue, int] = {}
-    total = 0
-    for frag, (ks, size) in sizes.items():
-        if frag in chained or keep_optional:
-            slices[frag] = ks
-            offsets[frag] = base + total
-            total += size
+    for op in kernel.walk():
+        ks, off = op.attributes.get(cute.KSLICES), op.attributes.get(cute.KSLICE_OFFSET)
+        if isinstance(op, cute.MmaInitOp) and isinstance(ks, IntegerAttr) and isinstance(off, IntegerAttr):
+            slices[op.result] = ks.value.data
+            offsets[op.result] = off.value.data
     return MmaSlicing(slices, offsets, base, total)
 
 
-def block_reduce_threads(op: cute.ReduceOp, nt: int) -> int:
-    """Threads per output of a sum reduction: the op's own (at most a warp) or, when its
-    outputs would occupy at most a quarter of the block's warps (nTrans: one row sum per
-    512-thread block), the whole block -- a power of two of at least 128 threads per output
-    whose warps combine their shuffled sums through `reduce_scratch_bytes` of shared memory."""
-    out = op.outs[0].type
-    assert isinstance(out, cute.SmemTensorType)
-    n_out = math.prod(out.get_shape())
-    g = op.threads.value.data
-    if op.kind.data != "sum" or n_out * 32 * 4 > nt:
-        return g  # the warps of one output per warp already keep a quarter of the block busy
-    wide = 1 << ((nt // n_out).bit_length() - 1)
-    return max(g, wide)
+def reduce_threads(op: cute.ReduceOp) -> int:
+    """Threads per output of `op` as cute-block-reduce chose them (`cute.reduce_threads`).
+
+    Raises:
+        CudaEmitError: the attribute is missing (cute-block-reduce has not run)."""
+    attr = op.attributes.get(cute.REDUCE_THREADS)
+    if not isinstance(attr, IntegerAttr):
+        _missing(op, cute.REDUCE_THREADS, "cute-block-reduce")
+    return attr.value.data
 
 
 def reduce_scratch_bytes(kernel: cute.KernelOp) -> int:
     """Shared memory for block-wide sum reductions: one float per warp (0 when none)."""
     nt = kernel.num_threads
-    wide = any(isinstance(op, cute.ReduceOp) and block_reduce_threads(op, nt) > 32 for op in kernel.walk())
+    wide = any(isinstance(op, cute.ReduceOp) and reduce_threads(op) > 32 for op in kernel.walk())
     return (nt // 32) * 4 if wide else 0
 
 
@@ -310,48 +301,25 @@ def late_finisher_trips(kernel: cute.KernelOp) -> tuple[int, int] | None:
 
 
 def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
-    """Shared fp32 tiles that a for-loop only accumulates into, kept in registers instead:
-    filled with 0 before the loop and touched by nothing else there, updated by exactly one
-    elementwise "add" in the loop (nothing else in the loop reads or writes them), read only
-    after it, at most `ELEMENTWISE_ACCUM_MAX_REGS` (passes/tb/schedule.py) per thread.  Maps
-    each tile to the registers per thread it takes (header: RegTile); the shared tile is
-    written once, after the loop.  This removes a shared-memory read-modify-write per
-    element and iteration (rms_norm's sum of squares).
+    """Shared tiles of `kernel` kept in registers through its loop, each with its registers
+    per thread, as cute-register-accumulators marked them (`cute.reg_accum` on their fills).
 
-    Raises DiagnosticException when a fill marked `cute.accum_in_reg` (planned by
-    tb-schedule / tb-plan-smem as register-resident, so its shared tile may overlap the
-    loop's buffers) does not qualify: keeping it in shared memory would corrupt them."""
-    body = list(kernel.body.block.ops)
-    nt = kernel.num_threads
+    Raises:
+        CudaEmitError: the kernel has no `cute.reg_accums` (the pass has not run), or a fill
+            marked `cute.accum_in_reg` (its shared tile may overlap the loop's buffers) is
+            not kept in registers."""
+    if not isinstance(kernel.attributes.get(cute.REG_ACCUMS), IntegerAttr):
+        _missing(kernel, cute.REG_ACCUMS, "cute-register-accumulators")
     out: dict[SSAValue, int] = {}
-    for pos, loop in enumerate(body):
-        if not isinstance(loop, cute.ForOp):
+    for op in kernel.body.block.ops:
+        if not isinstance(op, cute.FillOp):
             continue
-        inner = list(loop.body.block.ops)
-        for op in inner:
-            if not isinstance(op, cute.ElementwiseOp) or op.mode.data != "add":
-                continue
-            tile = op.out
-            typ = tile.type
-            if not isinstance(typ, cute.SmemTensorType) or not isinstance(typ.element_type, Float32Type) or tile in op.ins:
-                continue
-            if any(tile in other.operands for other in inner if other is not op):
-                continue
-            before = [o for o in body[:pos] if tile in o.operands]
-            if len(before) != 1 or not isinstance(before[0], cute.FillOp) or before[0].fill_value != 0.0:
-                continue
-            per = -(-math.prod(typ.get_shape()) // nt)
-            if per <= ELEMENTWISE_ACCUM_MAX_REGS:
-                out[tile] = per
-    for op in body:
-        if isinstance(op, cute.FillOp) and cute.ACCUM_IN_REG in op.attributes and op.dst not in out:
-            msg = (
-                f"kernel {kernel.kernel_name.data}: the accumulator filled by this cute.fill is planned in "
-                f"registers ({cute.ACCUM_IN_REG}: its shared tile may overlap the loop's buffers) but is not "
-                "updated by exactly one elementwise add per iteration, or takes more than "
-                f"{ELEMENTWISE_ACCUM_MAX_REGS} registers per thread; drop the attribute and re-run tb-plan-smem"
-            )
-            raise DiagnosticException(msg)
+        regs = op.attributes.get(cute.REG_ACCUM)
+        if isinstance(regs, IntegerAttr):
+            out[op.dst] = regs.value.data
+        elif cute.ACCUM_IN_REG in op.attributes:
+            msg = f"cuda target: {op.name}: planned in registers ({cute.ACCUM_IN_REG}) but has no {cute.REG_ACCUM}"
+            op.emit_error(msg, CudaEmitError(msg))
     return out
 
 
@@ -371,7 +339,9 @@ class _KernelPrinter:
     def __init__(self, kernel: cute.KernelOp, weight_args: Collection[int] = ()):
         self.kernel = kernel
         self.weights = weight_params(kernel, weight_args)  # params that may load before the PDL wait
-        self.trigger_at_start = triggers_dependents(kernel, self.weights)
+        if not isinstance(kernel.attributes.get(cute.PDL_PREFETCH), IntegerAttr):
+            _missing(kernel, cute.PDL_PREFETCH, "cute-weight-prefetch")
+        self.trigger_at_start = triggers_dependents(kernel)
         self.slicing = mma_slicing(kernel)
         self.reg_acc = register_accumulators(kernel)
         self.reg_names: dict[SSAValue, str] = {}
@@ -463,7 +433,7 @@ class _KernelPrinter:
         if self.late is not None:
             self.late_finisher_split()
         self.plan_row_chains()
-        early, late = split_at_dependency_wait(list(k.body.block.ops), self.weights, self.chains)
+        early, late = split_at_dependency_wait(list(k.body.block.ops))
         if early:
             self.emit("// kn.weight loads of the ring prologue, issued while the previous grid finishes")
             self.print_ops(early)
@@ -478,8 +448,7 @@ class _KernelPrinter:
         """`threads` or, for a late-finisher kernel, `threads, blocks per SM`: the occupancy
         its shared memory allows, capped where ptxas would have to keep a thread under 128
         registers.  Without the second figure ptxas scheduled the K loop's fragment loads for
-        fewer registers, and rmsnorm bs8 took 13.9 instead of 13.6 us on an H200
-        (benchmarks/results/late-finisher-generated-h200-2026-11-25.md)."""
+        fewer registers, and rmsnorm bs8 took 13.9 instead of 13.6 us on an H200 (2026-11-25)."""
         if self.late is None:
             return str(self.nt)
         by_smem = SM90.smem_per_sm // (launch_smem_bytes(self.kernel) + SM90.smem_reserved_per_block)
@@ -496,7 +465,7 @@ class _KernelPrinter:
             while k < len(ops):
                 chain = None
                 if isinstance(ops[k], (cute.ElementwiseOp, cute.ReduceOp)):
-                    chain = plan_row_chain(ops[k:], self.nt, self.reg_names, lambda r: block_reduce_threads(r, self.nt))
+                    chain = plan_row_chain(ops[k:], self.nt, self.reg_names, reduce_threads)
                 if chain is None:
                     k += 1
                     continue
@@ -771,7 +740,7 @@ class _KernelPrinter:
             return
         value = self.apply_epilogue("v", op.epilogue)
         body, read = self.store_expr(op.mode.data, value)
-        g = block_reduce_threads(op, self.nt)
+        g = reduce_threads(op)
         scratch = (
             f"reinterpret_cast<float*>(smem + {self.slicing.base + self.slicing.total})"
             if g > 32
@@ -1252,7 +1221,7 @@ class _KernelPrinter:
             self.loop_body(op, op.trip_count)
         else:
             # one loop per split length, each with compile-time bounds (a runtime trip count
-            # cost 0.2-0.4 us: benchmarks/results/tail-balance-h200-2026-11-24.md)
+            # cost 0.2-0.4 us on rmsnorm on an H200, 2026-11-24)
             partner, finisher = self.late
             self.partner_words_decl()
             self.emit("if (gs_finisher) {")
@@ -1419,7 +1388,6 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
 
     steps: list[KernelLaunch | LibraryCall] = []
     counters = 0
-    weights = kn.weight_inputs(fn)
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             continue
@@ -1441,7 +1409,7 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
                 args += (TensorRef("counters", 0, 4 * counters),)
                 counters += n_counters
             pdl = supports_pdl(arch)
-            one_wave = pdl and triggers_dependents(op, weight_params(op, weights))
+            one_wave = pdl and triggers_dependents(op)
             steps.append(
                 KernelLaunch(op.kernel_name.data, op.grid, op.block, launch_smem_bytes(op), args, pdl, one_wave=one_wave)
             )

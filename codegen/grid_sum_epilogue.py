@@ -15,8 +15,7 @@ copy); when its one reader is the output copy, the last block writes the global 
 itself and the copy is not printed.  The printer loads every phase's sums before the first phase, so that all their L2
 round trips overlap as in `mx::grid_partial_sum` (phase by phase, rmsnorm bs8 lost 0.4 µs).
 Measured (NVIDIA H200, 2026-11-24, medians of 5 interleaved runs): gated_mlp c6s2x 20.9 ->
-20.6 µs, c1s2xr 22.3 -> 21.9, rmsnorm bs8 c3s2xr 17.8 -> 17.7
-(benchmarks/results/register-epilogue-h200-2026-11-24.md).
+20.6 µs, c1s2xr 22.3 -> 21.9, rmsnorm bs8 c3s2xr 17.8 -> 17.7.
 
 Numerics are unchanged: the sums add the same partials in the same split order
 (`mx::grid_partial_sum_mine`), and each value is rounded to its tile's element type as the

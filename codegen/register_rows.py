@@ -18,8 +18,7 @@ registers (`global_io`).  A chain that then touches no whole-row shared tile let
 thread own consecutive elements, so those loads and stores are 16-byte vectors
 (`mx::load_row` / `mx::store_row`; with shared tiles, every NT-th element per thread keeps
 the banks conflict-free).  Measured (NVIDIA H200, 2026-11-24, nTrans): 5.1 µs op by op, 3.6
-with the chain in registers, 3.3 with global inputs and output, 2.9-3.1 with 16-byte vectors
-(benchmarks/results/register-rows-h200-2026-11-24.md).
+with the chain in registers, 3.3 with global inputs and output, 2.9-3.1 with 16-byte vectors.
 
 Numerics: each value is rounded to its tile's element type (`mx::round_as`), and with every
 NT-th element per thread `mx::block_sum` adds in the order of `mx::reduce_sum` with the whole
@@ -29,7 +28,7 @@ thread the row sums add in another order (the same within fp16 rounding).
 
 Rules (anything else is printed op by op): elementwise ops with mode `store` or `add`, the
 natural order and a shared output that is not register-resident; sums of a chain value over
-its last dim with the whole block (`block_reduce_threads == NT`, one output); a row length
+its last dim with the whole block (`cute.reduce_threads == NT`, one output); a row length
 that is a multiple of the thread count (at most 16 elements per thread); operands are chain
 values or shared tiles the chain does not write; no tile the chain stores overlaps a tile it
 reads (other than an `add` op's own element); at least two ops.

@@ -6,7 +6,7 @@ codegen/cuda_printer.register_accumulators).  The second equals the diagonal of 
 the B fragment of X^T is X's A fragment register for register, so the printer can replace
 the elementwise pass over the tile (one shared load and one FMA per element and thread) by
 one ldmatrix and two mma.sync per warp and k-step (`mx::SquareSumMma`, mma.cuh).  Measured
-on rmsnorm bs8: 0.3-0.4 us of 14.4 (benchmarks/results/late-finisher-split-k-h200-2026-11-25.md).
+on rmsnorm bs8 (H200, 2026-11-25, hand-written late-finisher kernel): 0.3-0.4 us of 14.4.
 
 The accumulator then holds each row's total in one element per row (thread tid's element
 0 for row tid % 16, the other elements 0), so the rest of the kernel, which stores the tile
@@ -61,15 +61,17 @@ def plan_square_sums(
                 continue
             scale = square_scale(op)
             mma = next((m for m in mmas if len(op.ins) == 1 and m.a == op.ins[0]), None)
-            same_shape = mma is not None and op.out.type.get_shape() == mma.a.type.get_shape()  # type: ignore[attr-defined]
-            if scale is not None and same_shape and tensor_core_a(mma, ldmatrix_a):  # type: ignore[arg-type]
+            if scale is None or mma is None:
+                continue
+            same_shape = op.out.type.get_shape() == mma.a.type.get_shape()  # type: ignore[attr-defined]
+            if same_shape and tensor_core_a(mma, ldmatrix_a):
                 out[op.out] = SquareSum(op, mma, scale)
     return out
 
 
 def square_scale(op: cute.ElementwiseOp) -> float | None:
     """c of an update `o + square(a) * c` (1.0 without mul_scalar), else None."""
-    fns = [(fn.fn_name, fn.values) for fn in op.epilogue.data]  # type: ignore[attr-defined]
+    fns = [(fn.fn_name, fn.values) for fn in op.epilogue.data]
     if op.mode.data != "add" or op.fn.data != "id" or list(cute.dense_ints(op.order)) != [0, 1]:
         return None
     if len(fns) == 1 and fns[0][0] == "square":

@@ -1,7 +1,7 @@
 """Shape rules shared by the `kn`/`tb` verifiers, the muGraph importer and the executors.
 
 All rules follow Mirage's `src/kernel/*.cc` and `src/threadblock/*.cc` (see
-`shared/reference/mirage-notes.md` sections 1.3-1.7).  Every function raises
+`docs/mirage-notes.md` sections 1.3-1.7).  Every function raises
 `ShapeError` with a one-line message naming the rule that was broken.
 """
 

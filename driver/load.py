@@ -21,7 +21,9 @@ def load_module(path: Path, era: str | None = None) -> Any:
     Raises:
         ModuleLoadError: no such file, or the IR's top-level op is not a `builtin.module`.
         ParseError, VerifyException, MugraphError: the file does not parse or verify (their
-            messages carry the location).
+            messages carry the location); VerifyException also for the module-level checks of
+            `dialects/kn/graph_verify.py` (dominance, signature tensors and strides).
+        NestingError: the IR nests brackets deeper than target/device.py `MAX_NESTING_DEPTH`.
     """
     if not path.is_file():
         raise ModuleLoadError(f"{path}: no such file")
@@ -32,12 +34,17 @@ def load_module(path: Path, era: str | None = None) -> Any:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.parser import Parser
 
+    from mirage_xdsl.dialects.kn.graph_verify import verify_kernel_graphs
     from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.frontends.nesting import check_nesting
 
-    module = Parser(make_context(), path.read_text(), str(path)).parse_module()
+    text = path.read_text()
+    check_nesting(text, str(path))
+    module = Parser(make_context(), text, str(path)).parse_module()
     if not isinstance(module, ModuleOp):
         raise ModuleLoadError(f"{path}: expected a builtin.module")
     module.verify()
+    verify_kernel_graphs(module)
     return module
 
 

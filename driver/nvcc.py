@@ -9,12 +9,17 @@ and returns the path of the cubin.  It needs nvcc but no GPU (and no CuPy), so C
 without a device can compile every generated program.
 
 Cache: `<cache dir>/<key>.cubin` where `key = sha256(source, options, nvcc version, arch,
-digest of the headers in codegen/include)`.  The cache dir is the `cache_dir` argument, else
-the environment variable `MIRAGE_XDSL_CACHE_DIR`, else `~/.cache/mirage_xdsl`.  A cubin is
-written to a temporary file in the cache dir and moved into place with `os.replace`, so a
-reader never sees a partial file and concurrent compiles of one source are harmless.  A cache
-hit does not run nvcc at all (not even `nvcc --version`: the version is read once per nvcc
-path and process).
+digest of the headers in codegen/include)`, and its sidecar `<key>.cubin.json` recording the
+key, the cubin's sha256 and size, the nvcc version and the arch (driver/disk_cache.py).  The
+cache dir is the `cache_dir` argument, else the environment variable `MIRAGE_XDSL_CACHE_DIR`,
+else `~/.cache/mirage_xdsl`.  The cubin and then the sidecar are written to temporary files in
+the cache dir and moved into place with `os.replace`, so a reader never sees a partial file
+and concurrent compiles of one source are harmless.  A hit needs a sidecar naming the key and
+nvcc version and matching the cubin's bytes; anything else (a truncated or garbled cubin,
+another kernel's cubin, no sidecar) is a miss: nvcc runs again and the entry is overwritten.
+A cache hit does not run nvcc at all (not even `nvcc --version`: the version is read once per
+nvcc path and process).  The first use of a cache dir in a process removes temporaries
+older than an hour that killed processes left (`mirage_nvcc_*` folders, `.*.tmp` files).
 
 Environment: `MIRAGE_XDSL_NVCC` (path of nvcc; else `$CUDA_HOME/bin/nvcc`, `$CUDA_PATH/bin/nvcc`,
 `nvcc` on PATH, `/usr/local/cuda/bin/nvcc`), `MIRAGE_XDSL_NVCC_FLAGS` (extra flags, split on
@@ -41,9 +46,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mirage_xdsl.codegen.device_library import DEVICE_LIBRARY_INCLUDE
+from mirage_xdsl.driver.disk_cache import TEMP_DIR_PREFIX, atomic_write_bytes, clean_stale_temporaries, read_entry, write_entry
 
 __all__ = [
     "CudaCompileError",
+    "atomic_write_bytes",
     "NvccNotFoundError",
     "cache_key",
     "compile_cuda",
@@ -198,24 +205,6 @@ def _run_nvcc(cmd: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same directory and `os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _first_errors(text: str, limit: int = 12) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     errors = [ln for ln in lines if "error" in ln.lower()]
@@ -245,13 +234,17 @@ def compile_cuda(
     if nvcc is None:
         raise NvccNotFoundError("nvcc not found: install the CUDA toolkit or set MIRAGE_XDSL_NVCC")
     options = nvcc_options(arch)
-    key = cache_key(source, options, nvcc_version(nvcc), arch)
+    version = nvcc_version(nvcc)
+    key = cache_key(source, options, version, arch)
     directory = default_cache_dir(cache_dir)
+    _open_cache(directory)
     cubin = directory / f"{key}.cubin"
-    if cubin.is_file() and cubin.stat().st_size > 0:
+    if read_entry(cubin, key, {"nvcc": version}) is not None:
         return cubin
+    # a miss, or an entry that failed its check (truncated, garbled, another kernel's,
+    # no sidecar): compile again and overwrite it
     directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="mirage_nvcc_", dir=directory) as tmp:
+    with tempfile.TemporaryDirectory(prefix=TEMP_DIR_PREFIX, dir=directory) as tmp:
         src = Path(tmp) / f"{key[:16]}.cu"
         out = Path(tmp) / f"{key[:16]}.cubin"
         src.write_text(source)
@@ -263,12 +256,25 @@ def compile_cuda(
             raise CudaCompileError(f"nvcc timed out after {NVCC_TIMEOUT_S} s (source kept at {kept})") from None
         except OSError as err:
             raise NvccNotFoundError(f"cannot run {nvcc}: {err}") from None
-        if proc.returncode != 0 or not out.is_file():
+        if proc.returncode != 0 or not out.is_file() or out.stat().st_size == 0:
             kept = _keep_failed(directory, key, source)
             detail = _first_errors(proc.stderr + proc.stdout)
             raise CudaCompileError(f"nvcc failed for {arch} (exit {proc.returncode}; source kept at {kept}):\n{detail}")
-        atomic_write_bytes(cubin, out.read_bytes())
+        write_entry(cubin, key, out.read_bytes(), {"nvcc": version, "arch": arch})
     return cubin
+
+
+_OPENED: set[Path] = set()
+
+
+def _open_cache(directory: Path) -> None:
+    """First use of a cache dir in this process: remove temporaries that killed processes
+    left behind (stale `mirage_nvcc_*` folders and `.tmp` files, see driver/disk_cache.py)."""
+    if directory in _OPENED:
+        return
+    _OPENED.add(directory)
+    if directory.is_dir():
+        clean_stale_temporaries(directory)
 
 
 def _keep_failed(directory: Path, key: str, source: str) -> Path:

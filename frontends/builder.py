@@ -27,7 +27,10 @@ customized op's `inputs` must list the DTensors in the order of the block graph'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from xdsl.dialects.builtin import (
@@ -47,8 +50,11 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from mirage_xdsl.dialects import kn, tb, tiling
+from mirage_xdsl.dialects.kn.graph_verify import strides_error, verify_kernel_graphs
+from mirage_xdsl.target.device import MAX_FORLOOP_RANGE, MAX_TENSOR_ELEMENTS
 
 __all__ = [
     "DTensor",
@@ -80,28 +86,94 @@ DTYPES: dict[str, Attribute] = {
 _DTYPE_NAMES = {Float16Type: "float16", BFloat16Type: "bfloat16", Float32Type: "float32", Float64Type: "float64"}
 
 
-def _dtype(dtype: Any) -> Attribute:
+def _show(value: Any) -> str:
+    """`value` for an error message: plain data as written, other objects by type name (their
+    default repr, `<... object at 0x...>`, tells a user nothing)."""
+    if value is None or isinstance(value, bool | int | float | str | _Tensor):
+        return repr(value)
+    if isinstance(value, list | tuple) and all(v is None or isinstance(v, bool | int | float | str) for v in value):
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
+def _dtype(dtype: Any, name: str = "new_input") -> Attribute:
     if isinstance(dtype, Attribute):
+        if (err := kn.element_type_error(dtype)) is not None:
+            raise GraphBuildError(f"{name}: dtype: {err}")
         return dtype
-    key = str(getattr(dtype, "name", dtype)).lower()
-    key = key.removeprefix("torch.").removeprefix("mi.")
-    if key not in DTYPES:
-        raise GraphBuildError(f"new_input: unknown dtype {dtype!r} (expected one of {', '.join(sorted(set(DTYPES)))})")
-    return DTYPES[key]
+    key = getattr(dtype, "name", dtype)  # torch / Mirage dtype objects carry a name
+    if not isinstance(key, str) or key.lower().removeprefix("torch.").removeprefix("mi.") not in DTYPES:
+        raise GraphBuildError(f"{name}: unknown dtype {_show(dtype)} (expected one of {', '.join(sorted(set(DTYPES)))})")
+    return DTYPES[key.lower().removeprefix("torch.").removeprefix("mi.")]
 
 
 def _dtype_name(attr: Attribute) -> str:
     return _DTYPE_NAMES.get(type(attr), str(attr))
 
 
+def _is_int(value: Any) -> bool:
+    # bool is an int subclass, but True as a size is a typo, not a 1
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _int(name: str, what: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
+    """`value` as a Python int within [lo, hi].
+
+    Raises:
+        GraphBuildError: `value` is not an int (floats and bools are refused, not truncated)
+            or lies outside the range.
+    """
+    if not _is_int(value):
+        raise GraphBuildError(f"{name}: {what} must be an int, got {_show(value)}")
+    out = int(value)
+    if (lo is not None and out < lo) or (hi is not None and out > hi):
+        bounds = f">= {lo}" if hi is None else f"in [{lo if lo is not None else '-inf'}, {hi}]"
+        raise GraphBuildError(f"{name}: {what} must be {bounds}, got {out}")
+    return out
+
+
 def _ints(name: str, what: str, values: Any, length: int | None = None) -> tuple[int, ...]:
-    try:
-        out = tuple(int(v) for v in values)
-    except TypeError:
-        raise GraphBuildError(f"{name}: {what} must be a sequence of ints, got {values!r}") from None
+    """A list or tuple of ints (not bools or floats) as a tuple, of `length` entries if given.
+
+    Raises:
+        GraphBuildError: `values` is not a list/tuple of ints or has the wrong length.
+    """
+    iterable = hasattr(values, "__iter__") and not isinstance(values, str | bytes | Mapping | AbstractSet)
+    items = list(values) if iterable else None
+    if items is None or not all(_is_int(v) for v in items):
+        raise GraphBuildError(f"{name}: {what} must be a list or tuple of ints, got {_show(values)}")
+    out = tuple(int(v) for v in items)
     if length is not None and len(out) != length:
         raise GraphBuildError(f"{name}: {what} must have {length} entries, got {len(out)}")
     return out
+
+
+def _number(name: str, what: str, value: Any) -> float:
+    """`value` as a finite-or-infinite Python float (ints and floats only, not bools or text).
+
+    Raises:
+        GraphBuildError: `value` is not a real number, or is NaN.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(float(value)):
+        raise GraphBuildError(f"{name}: {what} must be a number, got {_show(value)}")
+    return float(value)
+
+
+def _dims(name: str, dims: Any) -> tuple[int, ...]:
+    """A tensor shape: 1 to MAX_TENSOR_DIMS positive ints with fewer than 2^31 elements.
+
+    Raises:
+        GraphBuildError: `dims` is not such a list/tuple of ints.
+    """
+    shape = _ints(name, "dims", dims)
+    if not 1 <= len(shape) <= tiling.MAX_TENSOR_DIMS or any(d < 1 for d in shape):
+        raise GraphBuildError(f"{name}: dims must be 1..{tiling.MAX_TENSOR_DIMS} positive sizes, got {shape}")
+    if math.prod(shape) > MAX_TENSOR_ELEMENTS:
+        raise GraphBuildError(
+            f"{name}: dims {shape} hold {math.prod(shape)} elements, more than the {MAX_TENSOR_ELEMENTS} that "
+            "32-bit indexing in the generated kernels reaches; split the tensor"
+        )
+    return shape
 
 
 def _checked(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -205,14 +277,16 @@ class KNGraph:
         """A graph input; `strides` in elements, outermost first (default row-major).
         `weight=True` marks it `kn.weight`: nothing queued on the stream before a launch
         writes it, so the kernels may prefetch it (dialects/kn/ops.py `WEIGHT_ATTR`)."""
-        shape = _ints("new_input", "dims", dims)
-        if not 1 <= len(shape) <= tiling.MAX_TENSOR_DIMS or any(d < 1 for d in shape):
-            raise GraphBuildError(
-                f"new_input: dims must be 1..{tiling.MAX_TENSOR_DIMS} positive sizes, got {shape}"
-            )
+        shape = _dims("new_input", dims)
         st = tiling.row_major_strides(shape) if strides is None else _ints("new_input", "strides", strides)
         if len(st) != len(shape) or any(s < 0 for s in st):
             raise GraphBuildError(f"new_input: strides {st} must be {len(shape)} non-negative ints for dims {shape}")
+        if (err := strides_error(st, shape, output=False)) is not None:
+            raise GraphBuildError(f"new_input: strides {list(st)} {err}")
+        if name is not None and not isinstance(name, str):
+            raise GraphBuildError(f"new_input: name must be a string or None, got {_show(name)}")
+        if not isinstance(weight, bool):
+            raise GraphBuildError(f"new_input: weight must be True or False, got {_show(weight)}")
         arg = self._block.insert_arg(TensorType(_dtype(dtype), shape), len(self._block.args))
         if name is not None:
             arg.name_hint = name
@@ -228,6 +302,8 @@ class KNGraph:
             st = _ints("mark_output", "strides", strides)
             if len(st) != A.num_dims:
                 raise GraphBuildError(f"mark_output: strides {st} must have one entry per dim of {A.dims}")
+            if (err := strides_error(st, A.dims, output=True)) is not None:
+                raise GraphBuildError(f"mark_output: strides {list(st)} {err}")
         self._outputs.append((A, st))
 
     # ---- elementwise
@@ -260,12 +336,13 @@ class KNGraph:
         return self._unary("log", kn.LogOp, A)
 
     def clamp(self, A: DTensor, min_value: float, max_value: float) -> DTensor:
-        if float(min_value) > float(max_value):
-            raise GraphBuildError(f"clamp: min {min_value} exceeds max {max_value}")
-        return self._unary("clamp", kn.ClampOp, A, float(min_value), float(max_value))
+        lo, hi = _number("clamp", "min_value", min_value), _number("clamp", "max_value", max_value)
+        if lo > hi:
+            raise GraphBuildError(f"clamp: min {lo} exceeds max {hi}")
+        return self._unary("clamp", kn.ClampOp, A, lo, hi)
 
     def mul_scalar(self, A: DTensor, scalar: float) -> DTensor:
-        return self._unary("mul_scalar", kn.MulScalarOp, A, float(scalar))
+        return self._unary("mul_scalar", kn.MulScalarOp, A, _number("mul_scalar", "scalar", scalar))
 
     def _binary(self, name: str, cls: type, A: DTensor, B: DTensor) -> DTensor:
         a, b = self._own(name, A, B)
@@ -298,8 +375,9 @@ class KNGraph:
     def reduction(self, A: DTensor, dim: int, size: int = 1) -> DTensor:
         """Sum `dim` down to `size` (strided groups when size > 1)."""
         (a,) = self._own("reduction", A)
-        _checked("reduction", tiling.reduction_shape, kn.shape_of(a), int(dim), int(size))
-        return self._add(kn.ReductionOp(a, int(dim), int(size)))[0]
+        dim, size = _int("reduction", "dim", dim), _int("reduction", "size", size)
+        _checked("reduction", tiling.reduction_shape, kn.shape_of(a), dim, size)
+        return self._add(kn.ReductionOp(a, dim, size))[0]
 
     def rms_norm(self, A: DTensor, normalized_shape: Sequence[int]) -> DTensor:
         (a,) = self._own("rms_norm", A)
@@ -312,24 +390,30 @@ class KNGraph:
     def concat(self, A: DTensor, B: DTensor, dim: int) -> DTensor:
         a, b = self._own("concat", A, B)
         self._same_dtype("concat", a, b)
-        _checked("concat", tiling.concat_shape, kn.shape_of(a), kn.shape_of(b), int(dim))
-        return self._add(kn.ConcatOp(a, b, int(dim)))[0]
+        dim = _int("concat", "dim", dim)
+        _checked("concat", tiling.concat_shape, kn.shape_of(a), kn.shape_of(b), dim)
+        return self._add(kn.ConcatOp(a, b, dim))[0]
 
     def chunk(self, A: DTensor, chunks: int, dim: int) -> list[DTensor]:
         """Split `dim` into `chunks` equal parts."""
         (a,) = self._own("chunk", A)
         shape = kn.shape_of(a)
-        if not 0 <= int(dim) < len(shape):
+        dim, chunks = _int("chunk", "dim", dim), _int("chunk", "chunks", chunks)
+        if not 0 <= dim < len(shape):
             raise GraphBuildError(f"chunk: dim {dim} is not a dimension of a rank-{len(shape)} tensor")
-        if int(chunks) < 1 or shape[int(dim)] % int(chunks):
-            raise GraphBuildError(f"chunk: dim {dim} (size {shape[int(dim)]}) is not divisible into {chunks} chunks")
-        return self._add(kn.ChunkOp(a, int(chunks), int(dim)))
+        if chunks < 1 or shape[dim] % chunks:
+            raise GraphBuildError(f"chunk: dim {dim} (size {shape[dim]}) is not divisible into {chunks} chunks")
+        return self._add(kn.ChunkOp(a, chunks, dim))
 
     def all_reduce(self, A: DTensor, inplace: bool = False) -> DTensor:
-        return self._unary("all_reduce", kn.AllReduceOp, A, bool(inplace))
+        if not isinstance(inplace, bool):
+            raise GraphBuildError(f"all_reduce: inplace must be True or False, got {_show(inplace)}")
+        return self._unary("all_reduce", kn.AllReduceOp, A, inplace)
 
     def customized(self, inputs: Sequence[DTensor], bgraph: TBGraph) -> list[DTensor]:
         """A graph-defined kernel; returns one DTensor per `new_output` of `bgraph`, in order."""
+        if isinstance(inputs, str | bytes) or not isinstance(inputs, Sequence):
+            raise GraphBuildError(f"customized: inputs must be a list of DTensors, got {_show(inputs)}")
         values = self._own("customized", *inputs)
         if not isinstance(bgraph, TBGraph):
             raise GraphBuildError(f"customized: expected a TBGraph, got {type(bgraph).__name__}")
@@ -386,7 +470,11 @@ class KNGraph:
             res_attrs=res_attrs,
         )
         module = ModuleOp([func])
-        module.verify()
+        try:
+            module.verify()
+            verify_kernel_graphs(module)
+        except VerifyException as err:
+            raise GraphBuildError(f"module: {str(err).splitlines()[0]}") from None
         return module
 
     def to_mlir(self) -> str:
@@ -432,10 +520,10 @@ class TBGraph:
         threads = self.block_dim[0] * self.block_dim[1] * self.block_dim[2]
         if threads > tiling.MAX_THREADS_PER_BLOCK:
             raise GraphBuildError(f"{name}: block_dim {self.block_dim} has {threads} threads (max {tiling.MAX_THREADS_PER_BLOCK})")
-        self.forloop_range = int(forloop_range)
-        self.reduction_dimx = int(reduction_dimx)
-        if self.forloop_range < 1 or self.reduction_dimx < 1:
-            raise GraphBuildError(f"{name}: forloop_range and reduction_dimx must be >= 1")
+        if (err := tiling.launch_geometry_error(self.grid_dim, self.block_dim)) is not None:
+            raise GraphBuildError(f"{name}: {err}")  # the per-axis limits
+        self.forloop_range = _int(name, "forloop_range", forloop_range, 1, MAX_FORLOOP_RANGE)
+        self.reduction_dimx = _int(name, "reduction_dimx", reduction_dimx, 1, MAX_TENSOR_ELEMENTS)
         self._region = Region(Block())
         self._block = self._region.block
         self._inputs: list[DTensor] = []
@@ -445,7 +533,7 @@ class TBGraph:
         values = []
         for t in tensors:
             if not isinstance(t, STensor) or t.graph is not self:
-                raise GraphBuildError(f"{name}: expected an STensor of this threadblock graph, got {t!r}")
+                raise GraphBuildError(f"{name}: expected an STensor of this threadblock graph, got {_show(t)}")
             values.append(t.value)
         return values
 
@@ -470,19 +558,20 @@ class TBGraph:
         if not isinstance(dtensor, DTensor):
             raise GraphBuildError(f"new_input: expected a DTensor, got {type(dtensor).__name__}")
         imap = _ints("new_input", "input_map", input_map, 3)
+        forloop_dim = _int("new_input", "forloop_dim", forloop_dim)
         tile = _checked(
-            "new_input", tiling.input_tile_shape, dtensor.dims, self.grid_dim, imap, int(forloop_dim), self.forloop_range
+            "new_input", tiling.input_tile_shape, dtensor.dims, self.grid_dim, imap, forloop_dim, self.forloop_range
         )
         arg = self._block.insert_arg(dtensor.value.type, len(self._block.args))
         if dtensor.value.name_hint:
             arg.name_hint = dtensor.value.name_hint.lower()
         self._inputs.append(dtensor)
-        return self._add(tb.InputOp(arg, imap, int(forloop_dim), tile))[0]
+        return self._add(tb.InputOp(arg, imap, forloop_dim, tile))[0]
 
     def new_output(self, stensor: STensor, output_map: Sequence[int], forloop_dim: int = -1) -> None:
         """Store every block's tile, concatenated along `output_map` (x, y, z)."""
         (s,) = self._own("new_output", stensor)
-        if int(forloop_dim) != -1:
+        if _int("new_output", "forloop_dim", forloop_dim) != -1:
             raise GraphBuildError("new_output: forloop_dim must be -1 (outputs are stored after the for-loop)")
         if not tb.after_accum(s):
             raise GraphBuildError(
@@ -522,12 +611,13 @@ class TBGraph:
         return self._unary("log", tb.LogOp, A)
 
     def clamp(self, A: STensor, min_value: float, max_value: float) -> STensor:
-        if float(min_value) > float(max_value):
-            raise GraphBuildError(f"clamp: min {min_value} exceeds max {max_value}")
-        return self._unary("clamp", tb.ClampOp, A, float(min_value), float(max_value))
+        lo, hi = _number("clamp", "min_value", min_value), _number("clamp", "max_value", max_value)
+        if lo > hi:
+            raise GraphBuildError(f"clamp: min {lo} exceeds max {hi}")
+        return self._unary("clamp", tb.ClampOp, A, lo, hi)
 
     def mul_scalar(self, A: STensor, scalar: float) -> STensor:
-        return self._unary("mul_scalar", tb.MulScalarOp, A, float(scalar))
+        return self._unary("mul_scalar", tb.MulScalarOp, A, _number("mul_scalar", "scalar", scalar))
 
     def _binary(self, name: str, cls: type, A: STensor, B: STensor) -> STensor:
         a, b = self._own(name, A, B)
@@ -557,20 +647,23 @@ class TBGraph:
     def reduction(self, A: STensor, dim: int) -> STensor:
         """Sum `dim` down to 1."""
         (a,) = self._own("reduction", A)
-        _checked("reduction", tiling.reduction_shape, kn.shape_of(a), int(dim), 1)
-        return self._add(tb.ReductionOp(a, int(dim)))[0]
+        dim = _int("reduction", "dim", dim)
+        _checked("reduction", tiling.reduction_shape, kn.shape_of(a), dim, 1)
+        return self._add(tb.ReductionOp(a, dim))[0]
 
     def reduction_to_dimx(self, A: STensor, dim: int) -> STensor:
         """Sum strided groups of `dim` down to the graph's `reduction_dimx`."""
         (a,) = self._own("reduction_to_dimx", A)
-        _checked("reduction_to_dimx", tiling.reduction_shape, kn.shape_of(a), int(dim), self.reduction_dimx)
-        return self._add(tb.ReductionToDimxOp(a, int(dim), self.reduction_dimx))[0]
+        dim = _int("reduction_to_dimx", "dim", dim)
+        _checked("reduction_to_dimx", tiling.reduction_shape, kn.shape_of(a), dim, self.reduction_dimx)
+        return self._add(tb.ReductionToDimxOp(a, dim, self.reduction_dimx))[0]
 
     def reduction_max(self, A: STensor, dim: int) -> tuple[STensor, STensor]:
         """Running max over `dim` across calls: returns (max, diff = old max - new max)."""
         (a,) = self._own("reduction_max", A)
-        _checked("reduction_max", tiling.reduction_shape, kn.shape_of(a), int(dim), 1)
-        m, d = self._add(tb.ReductionMaxOp(a, int(dim)))
+        dim = _int("reduction_max", "dim", dim)
+        _checked("reduction_max", tiling.reduction_shape, kn.shape_of(a), dim, 1)
+        m, d = self._add(tb.ReductionMaxOp(a, dim))
         return m, d
 
     def rms_norm(self, A: STensor) -> STensor:
@@ -580,8 +673,9 @@ class TBGraph:
     def concat(self, A: STensor, B: STensor, dim: int) -> STensor:
         a, b = self._own("concat", A, B)
         self._same_phase("concat", a, b)
-        _checked("concat", tiling.concat_shape, kn.shape_of(a), kn.shape_of(b), int(dim))
-        return self._add(tb.ConcatOp(a, b, int(dim)))[0]
+        dim = _int("concat", "dim", dim)
+        _checked("concat", tiling.concat_shape, kn.shape_of(a), kn.shape_of(b), dim)
+        return self._add(tb.ConcatOp(a, b, dim))[0]
 
     # ---- accumulators
     def _accum(self, name: str, kind: str, A: STensor, rescale: STensor | None = None) -> STensor:
@@ -603,15 +697,15 @@ class TBGraph:
 
     def forloop_accum(self, A: STensor, acc: str | None = None) -> STensor:
         """Accumulate over the for-loop: acc None (sum), "sum", "mean", "rms", "sum_todimx", "max"."""
-        if acc not in _ACC_KINDS:
-            raise GraphBuildError(f"forloop_accum: unknown acc {acc!r} (expected one of {list(_ACC_KINDS)})")
+        if not (acc is None or isinstance(acc, str)) or acc not in _ACC_KINDS:
+            raise GraphBuildError(f"forloop_accum: unknown acc {_show(acc)} (expected one of {list(_ACC_KINDS)})")
         return self._accum("forloop_accum", _ACC_KINDS[acc], A)
 
     def forloop_accum_rescale(self, A: STensor, rescale: STensor, acc: str | None = None) -> STensor:
         """`acc = acc * rescale + A` over the loop; acc "sum" also sums the last dim."""
-        if acc not in _RESCALE_KINDS:
+        if not (acc is None or isinstance(acc, str)) or acc not in _RESCALE_KINDS:
             raise GraphBuildError(
-                f"forloop_accum_rescale: unknown acc {acc!r} (expected one of {list(_RESCALE_KINDS)})"
+                f"forloop_accum_rescale: unknown acc {_show(acc)} (expected one of {list(_RESCALE_KINDS)})"
             )
         return self._accum("forloop_accum_rescale", _RESCALE_KINDS[acc], A, rescale)
 

@@ -85,7 +85,10 @@ from xdsl.utils.exceptions import VerifyException
 
 from mirage_xdsl.dialects import kn, tb, tiling
 from mirage_xdsl.dialects.kn import STRIDES_ATTR, element_type_of, int_array, ints, shape_of
+from mirage_xdsl.dialects.kn.graph_verify import verify_kernel_graphs
 from mirage_xdsl.dialects.tb import STensorType
+from mirage_xdsl.frontends.nesting import nesting_error
+from mirage_xdsl.target.device import MAX_FORLOOP_RANGE
 
 __all__ = [
     "MugraphExportError",
@@ -182,19 +185,28 @@ def _show(name: Any) -> str:
     return json.dumps(name)[:64] if isinstance(name, str) else "?"
 
 
+def _json_kind(value: Any) -> str:
+    """The JSON name of a parsed value's kind, for messages ("null", not "NoneType")."""
+    kinds = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+             (list, "an array"), (dict, "an object"))
+    if value is None:
+        return "null"
+    return next((name for typ, name in kinds if isinstance(value, typ)), type(value).__name__)
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _obj(value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise _Rule(f"{what} must be a JSON object, got {type(value).__name__}")
+        raise _Rule(f"{what} must be a JSON object, got {_json_kind(value)}")
     return value
 
 
 def _list(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
-        raise _Rule(f"{what} must be a JSON array, got {type(value).__name__}")
+        raise _Rule(f"{what} must be a JSON array, got {_json_kind(value)}")
     return value
 
 
@@ -346,7 +358,7 @@ class _Importer:
     def module(self, data: Any) -> ModuleOp:
         if not isinstance(data, list):
             raise MugraphImportError(
-                f"{self.name}: the top level must be a JSON array of kernel graphs, got {type(data).__name__}"
+                f"{self.name}: the top level must be a JSON array of kernel graphs, got {_json_kind(data)}"
             )
         if data and all(isinstance(g, dict) for g in data):
             graphs: list[Any] = [data]  # a single kernel graph (Mirage `KNGraph.to_json`)
@@ -357,7 +369,7 @@ class _Importer:
             if not isinstance(graph, list):
                 raise MugraphImportError(
                     f"{self.name}: graph {gi}: a kernel graph must be a JSON array of operators, "
-                    f"got {type(graph).__name__}"
+                    f"got {_json_kind(graph)}"
                 )
             funcs.append(self.graph(gi, graph))
         return ModuleOp(funcs)
@@ -373,7 +385,7 @@ class _Importer:
             loc = f"graph {gi}, op {oi} ({_show(op_type)})"
             try:
                 if not isinstance(op, dict):
-                    raise _Rule(f"an operator must be a JSON object, got {type(op).__name__}")
+                    raise _Rule(f"an operator must be a JSON object, got {_json_kind(op)}")
                 if not isinstance(op_type, str):
                     raise _Rule("an operator needs a string field 'op_type'")
                 if op_type == "kn_input_op":
@@ -429,6 +441,10 @@ class _Importer:
             except VerifyException as err:
                 loc = self.locs.get(op, f"graph {gi}")
                 raise MugraphImportError(f"{self.name}: {loc}: {str(err).splitlines()[0]}") from None
+        try:
+            verify_kernel_graphs(func)
+        except VerifyException as err:
+            raise MugraphImportError(f"{self.name}: graph {gi}: {str(err).splitlines()[0]}") from None
 
     def strides(self, op: dict[str, Any], key: str, rank: int) -> tuple[int, ...]:
         if key not in op:
@@ -502,6 +518,11 @@ class _Importer:
         grid = _int3(bgraph, "grid_dim", 1, 2**31 - 1)
         block_dim = _int3(bgraph, "block_dim", 1, 2**31 - 1) if "block_dim" in bgraph else (128, 1, 1)
         forloop_range = _int(_field(bgraph, "forloop_range", "'bgraph'"), "forloop_range", 1, 2**31 - 1)
+        if forloop_range > MAX_FORLOOP_RANGE:  # before the tiles are cut by it
+            raise _Rule(
+                f"forloop_range = {forloop_range} exceeds {MAX_FORLOOP_RANGE} (the most iterations the reference "
+                "executor checks in seconds, target/device.py); take longer tiles per iteration"
+            )
         dimx = _int(bgraph.get("reduction_dimx", 64), "reduction_dimx", 1, 2**31 - 1)
         operators = _list(_field(bgraph, "operators", "'bgraph'"), "'bgraph.operators'")
 
@@ -514,7 +535,7 @@ class _Importer:
             tloc = f"tb op {ti} ({_show(top_type)})"
             try:
                 if not isinstance(top, dict):
-                    raise _Rule(f"an operator must be a JSON object, got {type(top).__name__}")
+                    raise _Rule(f"an operator must be a JSON object, got {_json_kind(top)}")
                 if not isinstance(top_type, str):
                     raise _Rule("an operator needs a string field 'op_type'")
                 if top_type == "tb_input_op":
@@ -667,6 +688,9 @@ def import_mugraph(text: str, era: str | None = None, name: str = "<input>") -> 
     elif not isinstance(era, str) or era.upper() not in ERAS:
         raise MugraphImportError(f"{shown}: unknown muGraph schema era {era!r} (expected A, B or C)")
     era = era.upper()
+    check = nesting_error(text, shown, what="malformed JSON: ")
+    if check is not None:
+        raise MugraphImportError(check)
     try:
         data = json.loads(text)
     except RecursionError:
@@ -680,7 +704,10 @@ def import_mugraph(text: str, era: str | None = None, name: str = "<input>") -> 
         raise
     except Exception as err:  # noqa: BLE001 - the contract: only MugraphImportError escapes
         detail = str(err).splitlines()[0] if str(err) else ""
-        raise MugraphImportError(f"{shown}: internal error while importing: {type(err).__name__}: {detail}") from err
+        raise MugraphImportError(
+            f"{shown}: internal error while importing ({type(err).__name__}: {detail}); the file passed the "
+            "importer's checks but could not be handled: please report this with the file"
+        ) from err
 
 
 def load_mugraph_file(path: str | os.PathLike[str], era: str | None = None) -> ModuleOp:

@@ -2,7 +2,11 @@
 
     kn-decompose-rms-norm, tb-decompose-accumulators, tb-fusion-chains, tb-resolve-layout,
     tb-compute-strides, kn-plan-workspace, tb-schedule, tb-plan-swizzle, tb-plan-pipeline,
-    tb-plan-smem [, convert-tb-to-cute [, cute-late-finisher]]
+    tb-plan-smem [, convert-tb-to-cute [, cute-late-finisher] [, CUTE_DECISIONS]]
+
+`CUTE_DECISIONS` are the cute-level passes that write the printer's code-generation choices
+into the IR (passes/README.md, "Code generation decisions"); the CUDA printer reads them and
+refuses a kernel without them.  `cute-decisions` runs just them (on hand-lowered cute IR).
 
 Passes are looked up through `mirage_xdsl.passes.get_all_passes()`; `convert-tb-to-cute`
 runs when it is registered and `to-cute=true` (the default). A pass of the list that is not
@@ -12,7 +16,9 @@ depth, 0 = automatic), `time-limit-ms` and `smem-limit` (tb-plan-smem; `smem-lim
 bounds tb-plan-pipeline), `candidate` and `always-split` (kn-fuse: which default threadblock
 graph to take, for tuning), `lone-block-max-stages` (tb-plan-pipeline and kn-fuse: the ring
 depth of wide lone blocks, built and estimated alike), `late-finisher` (cute-late-finisher's
-`shift`, run after convert-tb-to-cute when positive; 0 = off).
+`shift`, run after convert-tb-to-cute when positive; 0 = off), `decide` (run
+CUTE_DECISIONS; false stops after convert-tb-to-cute / cute-late-finisher, the input form of
+the cute decision passes).
 """
 
 from __future__ import annotations
@@ -42,6 +48,9 @@ PIPELINE = (
 )
 TO_CUTE = "convert-tb-to-cute"
 LATE_FINISHER = "cute-late-finisher"
+CUTE_DECISIONS = ("cute-block-reduce", "cute-slice-mma", "cute-register-accumulators", "cute-weight-prefetch")
+"""Run after convert-tb-to-cute and cute-late-finisher, in this order (a later one may read an
+earlier one's attributes); none of them changes what cute-late-finisher reads."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,9 @@ class MirageTranspilePass(ModulePass):
     late_finisher: int = 0
     """Forwarded to `cute-late-finisher` as `shift` (iterations each split-K partner hands to
     its group's finisher); 0 = equal splits combined by the last block to arrive."""
+    decide: bool = True
+    """Run the cute decision passes (CUTE_DECISIONS) after convert-tb-to-cute; false leaves
+    the kernels in those passes' input form (FileCheck inputs)."""
 
     def passes(self) -> list[ModulePass]:
         available = get_all_passes()
@@ -99,6 +111,8 @@ class MirageTranspilePass(ModulePass):
             out.append(available[TO_CUTE]()())
             if self.late_finisher:
                 out.append(available[LATE_FINISHER]()(shift=self.late_finisher))  # type: ignore[call-arg]
+            if self.decide:
+                out += cute_decision_passes()
         return out
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -115,16 +129,51 @@ class MirageTranspilePass(ModulePass):
             p.apply(ctx, op)
 
 
+def cute_decision_passes() -> list[ModulePass]:
+    """The passes of CUTE_DECISIONS, in order.
+
+    Raises:
+        PassFailedException: one of them is not registered."""
+    available = get_all_passes()
+    missing = [p for p in CUTE_DECISIONS if p not in available]
+    if missing:
+        raise PassFailedException(f"cute-decisions: passes not available: {', '.join(missing)}")
+    return [available[name]()() for name in CUTE_DECISIONS]
+
+
+@dataclass(frozen=True)
+class CuteDecisionsPass(ModulePass):
+    """`cute-decisions`: run every cute decision pass (CUTE_DECISIONS) in order, for cute IR
+    lowered by hand or by convert-tb-to-cute alone."""
+
+    name = "cute-decisions"
+
+    without: str = ""
+    """Comma-separated decision passes to leave out (tests of the printer's error when one
+    decision is missing)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        skipped = {name.strip() for name in self.without.split(",") if name.strip()}
+        for p in cute_decision_passes():
+            if p.name not in skipped:
+                p.apply(ctx, op)
+
+
 def fuse_plain_graphs(ctx: Context, module: ModuleOp, **fuse_options: object) -> None:
     """Run `kn-fuse` with `fuse_options` (its own, `kn_partition.PartitionOptions`: `candidate`,
     `always_split`, ...; absent ones keep kn-fuse's defaults) on the functions of `module` that
-    hold no `kn.customized` op, keeping the order of the module's top-level ops."""
+    hold kernel-level ops outside `kn.customized` kernels: plain kernel graphs, and saved
+    muGraphs whose loose ops (e.g. gated MLP's `kn.mul` after its kernel) would otherwise run
+    as library calls. A saved kernel's own threadblock graph is left as it is (kn-partition
+    reads a `kn.customized` result as an input). Keeps the order of the module's top-level ops."""
     from xdsl.dialects.func import FuncOp
 
-    from mirage_xdsl.dialects.kn import CustomizedOp
+    from mirage_xdsl.passes.conversion.default_tb_graph import fusible_op
 
     def is_plain(top: object) -> bool:
-        return isinstance(top, FuncOp) and not any(isinstance(o, CustomizedOp) for o in top.walk())
+        if not isinstance(top, FuncOp) or any(o.name == "cute.kernel" for o in top.walk()):
+            return False
+        return any(fusible_op(o) for o in top.body.block.ops)
 
     tops = list(module.body.block.ops)
     plain = [top for top in tops if is_plain(top)]

@@ -2,7 +2,7 @@
 
 `run_reference(module, inputs)` evaluates one kernel graph (a `func.func`) in float64 and is
 the numerical oracle for the importer, the passes and the CUDA runtime.  Semantics follow
-`shared/reference/mirage-notes.md` sections 1.3-1.7:
+`docs/mirage-notes.md` sections 1.3-1.7:
 
 * Kernel ops: batched matmul, elementwise unary ops (clamp with its *real* bounds), binary ops
   with equal-rank numpy broadcast, reduction with size > 1 over STRIDED groups

@@ -34,6 +34,13 @@ Validation is separate from launching: `describe`, `check_inputs`, `check_plan` 
 `ValueError`) for bad inputs; `LaunchError` (a `RuntimeError`) for a plan the device cannot
 run (too much shared memory, too many threads) or a missing GPU/kernel.
 
+Alignment and aliasing: a device input whose data pointer is not 16-byte aligned (a view at an
+odd offset into its buffer, e.g. `x.ravel()[1:]`) is refused with an `InputError` naming the
+input, the offset and the fix (pass a copy): the kernels load with 16-byte `cp.async`.  There
+is no `out=` parameter: every call allocates its outputs and workspace while the inputs are
+alive (in CUDA-graph mode, once per input-pointer set), so an output never overlaps an input
+and no aliasing check is needed.
+
 This module imports neither xDSL nor CuPy at import time: CuPy is imported on first load,
 xDSL only by `compile` (so a device machine can run saved plans + cubins without xDSL).
 """
@@ -59,6 +66,7 @@ __all__ = [
     "CompiledGraph",
     "InputError",
     "LaunchError",
+    "VECTOR_BYTES",
     "TensorInfo",
     "alloc_elements",
     "check_inputs",
@@ -74,6 +82,10 @@ __all__ = [
 
 DEFAULT_SMEM_LIMIT = DEFAULT_SMEM_PER_BLOCK
 HOPPER_SMEM_OPTIN = SM90.smem_per_block_optin
+
+VECTOR_BYTES = 16
+"""Alignment (bytes) of every device input's data pointer: the kernels load tiles with 16-byte
+`cp.async` copies, which fault or read wrong data from an address that is not a multiple."""
 
 MAX_GRAPH_ENTRIES = 16
 """CUDA graphs kept per CompiledGraph (one per input-pointer set), least recently used dropped."""
@@ -100,6 +112,8 @@ class TensorInfo:
     dtype: str
     framework: str  # "cupy" | "torch" | "numpy" | other module name
     device: int | None = None
+    misalignment: int = 0
+    """bytes the data pointer lies past a `VECTOR_BYTES` boundary (0: aligned or unknown)"""
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -122,12 +136,32 @@ def _torch_dtype_name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def _data_pointer(x: Any, module: str) -> int | None:
+    """Address of the first element of a torch tensor, CuPy or numpy array (None: unknown)."""
+    try:
+        if module == "torch":
+            return int(x.data_ptr())
+        if module == "cupy":
+            return int(x.data.ptr)
+        return int(x.__array_interface__["data"][0])
+    except (AttributeError, TypeError, KeyError, ValueError):
+        return None
+
+
 def describe(x: Any) -> TensorInfo:
-    """Shape, element strides and dtype of a CuPy/numpy array or torch tensor."""
+    """Shape, element strides, dtype, framework, device and pointer alignment (`misalignment`,
+    bytes past a `VECTOR_BYTES` boundary) of a CuPy/numpy array or torch tensor.
+
+    Raises:
+        InputError: `x` is none of those.
+    """
     module = type(x).__module__.split(".")[0]
+    pointer = _data_pointer(x, module)
+    misalignment = pointer % VECTOR_BYTES if pointer is not None else 0
     if module == "torch":
         device = x.device.index if x.is_cuda else None
-        return TensorInfo(tuple(x.shape), tuple(x.stride()), _torch_dtype_name(x.dtype), "torch" if x.is_cuda else "torch-cpu", device)
+        framework = "torch" if x.is_cuda else "torch-cpu"
+        return TensorInfo(tuple(x.shape), tuple(x.stride()), _torch_dtype_name(x.dtype), framework, device, misalignment)
     if hasattr(x, "strides") and hasattr(x, "dtype") and hasattr(x, "shape"):
         dtype = np.dtype(x.dtype)
         item = dtype.itemsize
@@ -135,7 +169,7 @@ def describe(x: Any) -> TensorInfo:
         device = None
         if module == "cupy":
             device = int(x.device.id)
-        return TensorInfo(tuple(int(d) for d in x.shape), strides, dtype.name, module, device)
+        return TensorInfo(tuple(int(d) for d in x.shape), strides, dtype.name, module, device, misalignment)
     raise InputError(f"unsupported input type {type(x).__module__}.{type(x).__name__}; pass CuPy arrays or torch CUDA tensors")
 
 
@@ -160,8 +194,15 @@ def check_inputs(
     *,
     require_gpu: bool = False,
 ) -> None:
-    """Raise `InputError` unless `infos` match the plan's inputs in number, shape, dtype and
-    strides (strides of size-1 dims are ignored: they never address memory)."""
+    """Check `infos` against the plan's inputs: number, shape, dtype, element strides
+    (strides of size-1 dims are ignored: they never address memory) and, for device tensors
+    (CuPy, torch CUDA), a data pointer aligned to `VECTOR_BYTES` (16 bytes).  Strides need no
+    check of their own: they must equal the compiled ones, whose rows the plan aligned.
+
+    Raises:
+        InputError: a mismatch, naming the input and the fix (for a misaligned view: its
+            pointer offset in bytes, and to pass a copy in a fresh buffer).
+    """
     names = list(names or [])
 
     def label(i: int) -> str:
@@ -186,9 +227,22 @@ def check_inputs(
             raise InputError(
                 f"{label(i)}: strides {tuple(info.strides)} but the graph was compiled for {tuple(spec.strides)}; {fix}"
             )
+        if info.misalignment and info.framework in ("cupy", "torch") and all(d > 0 for d in spec.shape):
+            raise InputError(_misaligned_message(label(i), info))
     devices = {info.device for info in infos if info.device is not None}
     if len(devices) > 1:
         raise InputError(f"inputs are on several devices {sorted(devices)}; put them on one GPU")
+
+
+def _misaligned_message(label: str, info: TensorInfo) -> str:
+    """Why a misaligned view is refused, and how to pass it (`.contiguous()` and
+    `cupy.ascontiguousarray` keep a view that is already contiguous where it is)."""
+    copy = "x.clone()" if info.framework == "torch" else "x.copy()"
+    return (
+        f"{label}: data pointer is {info.misalignment} bytes past a {VECTOR_BYTES}-byte boundary "
+        f"(a view at an offset into its buffer); the kernels load inputs with {VECTOR_BYTES}-byte cp.async, "
+        f"so pass a copy in a fresh buffer ({copy}; .contiguous() / cupy.ascontiguousarray keep a contiguous view where it is)"
+    )
 
 
 def _ref_spec(plan: LaunchPlan, ref: TensorRef) -> TensorSpec | None:
@@ -595,8 +649,8 @@ class CompiledGraph:
         for x, (shape, dtype, strides) in zip(inputs, expected):
             if type(x) is not ndarray or dtype is None or x.dtype != dtype or x.shape != shape or x.strides != strides:
                 return None
-            if x.device.id != self._device:
-                return None
+            if x.device.id != self._device or x.data.ptr % VECTOR_BYTES:
+                return None  # a misaligned view: the full check names it
         return list(inputs)
 
     def _run(self, cupy: Any, cstream: Any, ins: list[Any], framework: str) -> list[Any]:

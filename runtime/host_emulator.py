@@ -34,7 +34,7 @@ import numpy as np
 from mirage_xdsl.codegen.cuda_target import CudaProgram
 from mirage_xdsl.codegen.device_library import DEVICE_LIBRARY_INCLUDE
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
-from mirage_xdsl.runtime.library_ops import load, store
+from mirage_xdsl.runtime.library_ops import int_param, load, store
 from mirage_xdsl.target import SM90
 
 INCLUDE_DIR = DEVICE_LIBRARY_INCLUDE
@@ -163,14 +163,14 @@ def _library(call: LibraryCall, args: list[np.ndarray]) -> list[np.ndarray]:
     if op in BINARY:
         return [BINARY[op](xs[0], xs[1])]
     if op == "reduction":
-        return [strided_sum(xs[0], int(p["dim"]), int(p["size"]))]
+        return [strided_sum(xs[0], int_param(p["dim"]), int_param(p["size"]))]
     if op == "rms_norm":
         n = len(p["normalized_shape"])  # type: ignore[arg-type]
         return [rms_normalize(xs[0], tuple(range(-n, 0)))]
     if op == "concat":
-        return [np.concatenate(xs, axis=int(p["dim"]))]
+        return [np.concatenate(xs, axis=int_param(p["dim"]))]
     if op == "chunk":
-        return list(np.split(xs[0], int(p["chunks"]), axis=int(p["dim"])))
+        return list(np.split(xs[0], int_param(p["chunks"]), axis=int_param(p["dim"])))
     if op in ("all_reduce", "copy"):
         return [xs[0]]
     return [_unary(op, xs[0], p)]

@@ -103,6 +103,17 @@ def _param(call: LibraryCall, *names: str) -> Any:
     raise LibraryOpError(f"library op '{call.op}' needs the parameter '{names[0]}' (params: {sorted(call.params)})")
 
 
+def int_param(value: float | int | list[int]) -> int:
+    """A scalar `LibraryCall` parameter (a dim, size or count) as an int.
+
+    Raises:
+        TypeError: a list parameter (`normalized_shape`), which has no scalar value.
+    """
+    if isinstance(value, list):
+        raise TypeError(f"expected a scalar parameter, got the list {value}")
+    return int(value)
+
+
 def _unary(call: LibraryCall, v: Any, xp: Any) -> Any:
     op = call.op
     one = v.dtype.type(1)
@@ -253,7 +264,7 @@ def _fast_path(call: LibraryCall, args: Sequence[Any], results: Sequence[Any], x
         return True
     if call.op == "reduction" and len(args) == 1:
         dim = int(_param(call, "dim"))
-        size = int(call.params.get("size", 1))
+        size = int_param(call.params.get("size", 1))
         x = args[0]
         n = x.shape[dim]
         if size < 1 or n % size:
@@ -284,7 +295,7 @@ def _op_matmul(call: LibraryCall, args: Sequence[Any], results: Sequence[Any], x
 def _op_reduction(call: LibraryCall, args: Sequence[Any], results: Sequence[Any], xp: Any, adt: list[str], rdt: str) -> None:
     _arity(call, args, results, 1)
     dim = int(_param(call, "dim"))
-    size = int(call.params.get("size", 1))
+    size = int_param(call.params.get("size", 1))
     v = load(args[0], adt[0], xp)
     store(results[0], strided_sum(v, dim, size), rdt, xp)
 

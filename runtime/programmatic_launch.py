@@ -87,7 +87,7 @@ class ProgrammaticLaunch:
         self._params = (ctypes.c_void_p * n_args)(*(base + 8 * i for i in range(n_args)))
 
     def __call__(self, pointer_args: Sequence[int], stream_ptr: int) -> None:
-        self._values[:] = pointer_args
+        self._values[:] = pointer_args  # type: ignore[call-overload]  # ctypes takes any sequence of the length; typeshed lists only list
         self._config.hStream = stream_ptr or None
         code = self._lib.cuLaunchKernelEx(ctypes.byref(self._config), self._function, self._params, None)
         if code != 0:

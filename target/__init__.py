@@ -9,6 +9,9 @@ exceeds them (`errors.py`). The cost model's constants (`DeviceModel` in the pla
 from mirage_xdsl.target.device import (  # noqa: F401
     DEFAULT_SMEM_PER_BLOCK,
     ELEMENTWISE_ACCUM_MAX_REGS,
+    MAX_FORLOOP_RANGE,
+    MAX_NESTING_DEPTH,
+    MAX_TENSOR_ELEMENTS,
     SM90,
     SMEM_OPTIN_PER_BLOCK,
     GpuLimits,

@@ -63,3 +63,25 @@ in registers through the for-loop (the device library's `mx::RegTile`). A regist
 chose, not a hardware limit: 32 keeps a 128-thread block's tile at 16 KiB or less and leaves
 the rest of the 255 registers per thread to the loop body."""
 
+MAX_TENSOR_ELEMENTS = 2**31 - 1
+"""Most elements one device tensor may span (its largest element offset + 1, which for a
+packed tensor is the product of its dims). The generated kernels index global memory with
+32-bit `int` offsets (codegen/cuda_printer.py: tile offsets, loop counters), so an offset of
+2^31 or more would wrap; tensors this large must be split into several graph inputs."""
+
+MAX_FORLOOP_RANGE = 4096
+"""Most iterations of a threadblock graph's for-loop (`forloop_range`). A bound we chose,
+not a hardware limit (the loop counter is a 32-bit `int`, 2^31 - 1): the numpy reference
+executor (reference/executor.py), which checks every compiled graph, runs one Python step per
+iteration (about 1 ms for a five-op graph of 256 blocks), so 4096 iterations keep a check
+within seconds. Mirage's own search and saved muGraphs use at most 64 iterations and our
+planner (kn-partition) at most a few hundred on the benchmark shapes; a longer reduction
+is split across the grid (split-K) instead."""
+
+MAX_NESTING_DEPTH = 32
+"""Deepest bracket nesting (`(`, `[`, `{`, `<`) that the tools read in IR text or muGraph
+JSON. Not a device limit but one of the Python tools: xDSL's parser, verifier and printer
+recurse about ten frames per level, so some 100 levels exhaust Python's default recursion
+limit (1000 frames) and end in a RecursionError without a location. Kernel graphs nest at
+most 8 levels (a func, a kn.customized region, a type, an attribute) and muGraph files 6, so
+32 leaves room for any real input and reports deeper ones at their line and column."""

@@ -1,4 +1,4 @@
-"""Shared pytest fixtures: the location of ../shared (muGraphs) and the GPU marker."""
+"""Shared pytest fixtures: the location of Mirage's saved muGraphs and the GPU marker."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(os.environ.get("MIRAGE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-MUGRAPHS = SHARED / "mugraphs"
+# examples/mugraphs (in the repository), or $MIRAGE_SHARED/mugraphs when MIRAGE_SHARED is set
+SHARED = os.environ.get("MIRAGE_SHARED")
+MUGRAPHS = Path(SHARED) / "mugraphs" if SHARED else Path(__file__).resolve().parents[1] / "examples" / "mugraphs"
 MUGRAPH_FILES = sorted(MUGRAPHS.glob("*.json"))
 
 
 @pytest.fixture(scope="session")
 def mugraph_dir() -> Path:
     if not MUGRAPHS.is_dir():
-        pytest.skip(f"shared muGraphs not found at {MUGRAPHS} (set MIRAGE_SHARED)")
+        pytest.skip(f"saved muGraphs not found at {MUGRAPHS} (check MIRAGE_SHARED)")
     return MUGRAPHS
 
 

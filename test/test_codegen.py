@@ -45,10 +45,13 @@ from mirage_xdsl.passes.conversion.tb_to_cute import (
     parse_swizzle,
     reduce_threads,
 )
+from mirage_xdsl.passes.cute.register_accumulators import register_accumulators
+from mirage_xdsl.passes.pipeline import CuteDecisionsPass
 from mirage_xdsl.target.errors import SharedMemoryExceeded
 
-SHARED = Path(os.environ.get("MIRAGE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-MUGRAPH_FILES = sorted((SHARED / "mugraphs").glob("*.json"))
+SHARED = os.environ.get("MIRAGE_SHARED")
+MUGRAPHS = Path(SHARED) / "mugraphs" if SHARED else Path(__file__).resolve().parents[1] / "examples" / "mugraphs"
+MUGRAPH_FILES = sorted(MUGRAPHS.glob("*.json"))
 FILE_IDS = [p.stem for p in MUGRAPH_FILES]
 
 OVERSIZED = "tb-plan-smem"
@@ -175,7 +178,7 @@ def nvcc_compile(source: str, nvcc: str) -> dict:
 @pytest.fixture(scope="session")
 def shared_results() -> dict[str, FileResult]:
     if not MUGRAPH_FILES:
-        pytest.skip(f"no shared muGraph files under {SHARED} (set MIRAGE_SHARED)")
+        pytest.skip(f"no saved muGraph files under {MUGRAPHS} (check MIRAGE_SHARED)")
     results = {p.stem: transpile_file(p) for p in MUGRAPH_FILES}
     nvcc = find_nvcc()
     if nvcc is not None:
@@ -455,6 +458,7 @@ def test_fma_fallback_compiles() -> None:
     module = parse(RMSNORM_G0.read_text())
     MirageTranspilePass(to_cute=False).apply(make_ctx(), module)
     ConvertTbToCutePass(tensor_cores=False).apply(make_ctx(), module)
+    CuteDecisionsPass().apply(make_ctx(), module)
     (init,) = [op for op in module.walk() if isinstance(op, cute.MmaInitOp)]
     assert init.result.type.mma.atom_name == "UniversalFMA"  # type: ignore[attr-defined]
     program = emit_cuda(module)
@@ -504,7 +508,7 @@ def reference_outputs(stem: str, func_name: str, inputs: list[np.ndarray]) -> li
     from mirage_xdsl.frontends.mugraph import load_mugraph_file
     from mirage_xdsl.reference.executor import run_reference
 
-    module = load_mugraph_file(SHARED / "mugraphs" / f"{stem}.json")
+    module = load_mugraph_file(MUGRAPHS / f"{stem}.json")
     fn = next(op for op in module.body.block.ops if op.sym_name.data == func_name)  # type: ignore[attr-defined]
     return run_reference(ModuleOp([fn.clone()]), [x.astype(np.float64) for x in inputs])
 
@@ -545,6 +549,7 @@ def test_host_emulation_fma_fallback() -> None:
     module = parse(source)
     MirageTranspilePass(to_cute=False).apply(make_ctx(), module)
     ConvertTbToCutePass(tensor_cores=False).apply(make_ctx(), module)
+    CuteDecisionsPass().apply(make_ctx(), module)
     program = emit_cuda(module)
     rng = np.random.default_rng(3)
     x = rng.uniform(-1, 1, (2, 4096)).astype(np.float16)
@@ -880,7 +885,7 @@ def test_register_accumulator(shared_results: dict[str, FileResult]) -> None:
     fn = next(op for op in res.module.body.block.ops if op.sym_name.data == "graph_0")  # type: ignore[attr-defined]
     program = emit_cuda(ModuleOp([fn.clone()]))
     kernel = next(op for op in res.module.walk() if isinstance(op, cute.KernelOp) and op.kernel_name.data == "graph_0_k0")
-    accs = cuda_printer.register_accumulators(kernel)
+    accs = register_accumulators(kernel)
     assert list(accs.values()) == [-(-2 * 128 // 128)]  # a [2, 128] fp32 tile: 2 registers per thread
     src = program.source
     assert src.count("mx::RegTile<") == 1 and src.count("mx::elementwise_reg<") == 1
@@ -904,7 +909,7 @@ def test_register_accumulator_shares_the_ring_after_the_loop() -> None:
     marked = [op for op in kernel.walk() if isinstance(op, cute.FillOp) and cute.ACCUM_IN_REG in op.attributes]
     assert len(marked) == 1
     acc = marked[0].dst
-    assert cuda_printer.register_accumulators(kernel) == {acc: 16 * 64 // 128}
+    assert register_accumulators(kernel) == {acc: 16 * 64 // 128}
     rings = [
         op for op in kernel.walk() if isinstance(op, cute.SmemAllocOp) and op.num_buffers > 1
     ]
@@ -915,6 +920,9 @@ def test_register_accumulator_shares_the_ring_after_the_loop() -> None:
     assert source.count("mx::RegTile<8>") == 1 and source.index("mx::reg_store<") > source.index("for (int it")
     marked[0].properties["value"] = FloatAttr(1.0, f64)  # no longer a cleared accumulator
     with pytest.raises(DiagnosticException, match="planned in registers"):
+        register_accumulators(kernel)
+    del marked[0].attributes[cute.REG_ACCUM]  # a printer given a marked fill cute-register-accumulators did not keep
+    with pytest.raises(cuda_printer.CudaEmitError, match="planned in registers"):
         cuda_printer.register_accumulators(kernel)
 
 

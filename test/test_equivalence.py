@@ -117,3 +117,17 @@ def test_mirage_verify_shape_mismatch(tmp_path: Path) -> None:
     prog.write_text("def program(x, w):\n    return (x @ w).T\n")
     proc = subprocess.run([*VERIFY, str(GRAPH0), str(prog), "--seeds", "1"], capture_output=True, text=True, timeout=120)
     assert_one_line_error("mirage-verify", proc, "graph_0: cannot be compared with the program: output 0: shape (2, 6144) against (6144, 2)")
+
+
+def test_mirage_run_against(tmp_path: Path) -> None:
+    """`mirage-run --against`: the right graph passes, the graph with one op changed exits 1
+    with a DIFFERS line, though its kernels agree with its own reference."""
+    run = [sys.executable, "-m", "mirage_xdsl.tools.mirage_run"]
+    ok = subprocess.run([*run, str(GRAPH0), "--against", str(PROGRAM)], capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    assert f"graph_0: computes {PROGRAM}" in ok.stdout
+    wrong = tmp_path / "wrong.mlir"
+    wrong.write_text(GRAPH0.read_text().replace("tb.div %t5, %t3", "tb.mul %t5, %t3"))
+    bad = subprocess.run([*run, str(wrong), "--against", str(PROGRAM)], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1
+    assert "graph_0: DIFFERS: output 0 rel error" in bad.stdout

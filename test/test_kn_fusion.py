@@ -257,8 +257,7 @@ def test_attention_is_flash_decoding(name: str) -> None:
 def test_grouped_attention_walks_tall_register_chain_tiles(name: str) -> None:
     """Query heads that share their keys: blocks of 32 query rows walk 128-key tiles (P in
     registers, cute.mma_chain with two warp rows of two key groups; H200: gqa bs8 32.0 us
-    against 35.0 with 16-row tiles, mqa 11.8 against 12.9,
-    benchmarks/results/mirage-bench-h200-2026-11-22-register-chain-tall-tiles.md)."""
+    against 35.0 with 16-row tiles, mqa 11.8 against 12.9, 2026-11-22)."""
     k = customized_ops(fused_example(name))[0]
     q, key = (op for op in k.body.block.ops if isinstance(op, tb.InputOp) and op.fdim != 1)
     assert kn.shape_of(q.result)[-2] == 32 and kn.shape_of(key.result)[-1] == 128

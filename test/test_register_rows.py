@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 from mirage_xdsl.codegen import cuda_printer
-from mirage_xdsl.codegen.cuda_printer import block_reduce_threads
+from mirage_xdsl.codegen.cuda_printer import reduce_threads
 from mirage_xdsl.codegen.cuda_target import emit_cuda
 from mirage_xdsl.codegen.register_rows import RowChain, plan_row_chain, row_length
 from mirage_xdsl.dialects import cute
@@ -33,7 +33,7 @@ def ntrans_chain(module: ModuleOp) -> tuple[RowChain | None, list]:
     (loop,) = [op for op in kernel.body.block.ops if isinstance(op, cute.ForOp)]
     body = list(loop.body.block.ops)
     nt = kernel.num_threads
-    return plan_row_chain(body, nt, set(), lambda r: block_reduce_threads(r, nt)), body
+    return plan_row_chain(body, nt, set(), reduce_threads), body
 
 
 def test_row_length() -> None:

@@ -7,7 +7,7 @@
 
 Workloads (bench/workloads.py): rmsnorm_bs1, rmsnorm_bs8, gated_mlp, gqa_bs1, gqa_bs8, lora,
 ntrans_bs1, mha_bs1, mqa_bs1.  The candidates of a workload are every graph of its saved
-Mirage muGraph file (`../shared/mugraphs`, `$MIRAGE_SHARED/mugraphs` or a `--mugraphs DIR`)
+Mirage muGraph file (`examples/mugraphs`, `$MIRAGE_SHARED/mugraphs` or a `--mugraphs DIR`)
 and every tuning variant (`--variants`, `c<rank>[s<stages>][x][r]`) of its plain kernel graph
 under examples/.
 
@@ -35,7 +35,9 @@ driver/tune/ searches the pass options of each workload's plain graph (`--tune-g
 its µs against the default genome's.
 
 Exit status: 0 when every candidate passed or was rejected at compile time (more shared
-memory than the GPU has), 1 otherwise and on errors (one line on stderr, no traceback).
+memory than the GPU has), 1 otherwise and on errors (one line on stderr, no traceback), 130
+on Ctrl-C (`mirage-bench: interrupted`: pending builds cancelled, workers and their nvcc
+ended within seconds, nothing half-written saved).
 The GPU phase needs numpy and CuPy (torch and triton for the peers), never xDSL: run it from
 a checkout with `python tools/mirage_bench.py REPORT --from DIR`.
 """
@@ -91,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mugraphs", action="append", type=Path, default=[], metavar="DIR",
                    help="extra directory of muGraph files (e.g. mha_bs1.json), searched before the shared one")
     p.add_argument("--shared", type=Path, default=default_mugraph_dir(), metavar="DIR",
-                   help="the shared muGraph directory (default $MIRAGE_SHARED/mugraphs or ../shared/mugraphs)")
+                   help="the saved muGraph directory (default $MIRAGE_SHARED/mugraphs if set, else examples/mugraphs)")
     p.add_argument("--no-examples", action="store_true", help="leave out the plain kernel graphs under examples/")
     p.add_argument("--variants", help="comma-separated tuning variants of the plain graphs, c<rank>[s<stages>][x][r] "
                    "(kn-fuse plan rank, cp.async stages, x = split-K too, r = partials reduced before the grid sum); "
@@ -127,7 +129,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = _main(args)
     except KeyboardInterrupt:
-        raise
+        # the CPU phase has stopped its workers and saved nothing half-written; a GPU-phase
+        # child (which gets the terminal's Ctrl-C too) leaves the message to its parent
+        if not (args.child_env or args.child_candidates is not None):
+            print(f"{PROG}: interrupted", file=sys.stderr)
+        sys.exit(130)
     except BenchError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         sys.exit(1)

@@ -12,6 +12,8 @@ stderr with exit code 1, never as a Python traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import io
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -19,11 +21,14 @@ from typing import IO
 from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func
+from xdsl.passes import ModulePass
 from xdsl.transforms import get_all_passes as get_upstream_passes
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from mirage_xdsl.dialects.kn.graph_verify import verify_kernel_graphs
 from mirage_xdsl.driver.registry import get_all_dialects, get_all_targets
+from mirage_xdsl.frontends.nesting import check_nesting
 from mirage_xdsl.frontends.tc.errors import TcError
 from mirage_xdsl.passes import get_all_passes
 
@@ -40,6 +45,27 @@ class MirageOptMain(xDSLOptMain):
             self.ctx.load_dialect(dialect)
         for name, factory in get_all_dialects().items():
             self.ctx.register_dialect(name, factory)
+
+    def setup_pipeline(self) -> None:
+        """xDSL's pipeline, whose first callback (before any pass) also runs the module-level
+        checks of kernel graphs (SSA dominance, signature tensors and strides) after the op
+        verifiers, unless `--disable-verify`."""
+        super().setup_pipeline()
+        verify_ops = self.pipeline.callback
+
+        def callback(previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+            if verify_ops is not None:
+                verify_ops(previous, module, following)
+            if previous is None and not self.args.disable_verify:
+                verify_kernel_graphs(module)
+
+        self.pipeline = dataclasses.replace(self.pipeline, callback=callback)
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        """Refuse over-deep bracket nesting (located) before the recursive parsers see it."""
+        data = chunk.read()
+        check_nesting(data.decode("utf-8", errors="replace"), self.get_input_name(), start_offset)
+        return super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
 
     def register_all_passes(self) -> None:
         upstream = get_upstream_passes()
@@ -97,21 +123,49 @@ def _one_line(err: BaseException) -> str:
     return text or type(err).__name__
 
 
+def _input_name(argv: Sequence[str] | None) -> str:
+    """The input file named on the command line (first positional argument), for messages
+    about errors that carry no location of their own."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    return next((a for a in args if not a.startswith("-") and a.endswith((".mlir", ".json", ".mugraph"))), "the input")
+
+
+def _internal_error(err: BaseException, argv: Sequence[str] | None) -> str:
+    """A sentence for an exception no check anticipated (a KeyError's text is a bare key)."""
+    where = _input_name(argv)
+    if isinstance(err, RecursionError):
+        return f"{where}: the input nests too deeply to process (Python's recursion limit); flatten it"
+    if isinstance(err, MemoryError):
+        return f"{where}: ran out of memory; a size or an integer type width in the input is far too large"
+    detail = _one_line(err)
+    return (
+        f"{where}: internal error ({type(err).__name__}: {detail}); the input passed the checks but a pass "
+        "could not handle it: please report this with the input file"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console entry point; exits 1 with a clean message on any user error."""
+    """Console entry point; exits 1 with one clean `mirage-opt: error:` line on any error.
+
+    Raises:
+        SystemExit: code 1 after an error (code 2 for argparse usage errors, 0 for --help).
+    """
     try:
         MirageOptMain(description="Mirage multi-level tensor compiler (xDSL)", args=argv).run()
     except (ParseError, DiagnosticException) as err:
         print(f"mirage-opt: error: {_one_line(err)}", file=sys.stderr)
         sys.exit(1)
-    except (ValueError, KeyError, OSError) as err:
+    except (ValueError, OSError) as err:
         # pipeline-spec errors (unknown pass/option), importer errors, unreadable files
         print(f"mirage-opt: error: {_one_line(err)}", file=sys.stderr)
         sys.exit(1)
     except BaseException as err:  # noqa: BLE001 - ArgSpecParseError derives from BaseException
         if isinstance(err, (SystemExit, KeyboardInterrupt)):
             raise
-        print(f"mirage-opt: error: {_one_line(err)}", file=sys.stderr)
+        if isinstance(err, ArgSpecParseError):
+            print(f"mirage-opt: error: {_one_line(err)}", file=sys.stderr)
+        else:
+            print(f"mirage-opt: error: {_internal_error(err, argv)}", file=sys.stderr)
         sys.exit(1)
 
 

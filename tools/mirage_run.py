@@ -18,7 +18,8 @@ the workload's program known from the muGraph file name).
 
 Without a GPU it does what it can: generates the CUDA, compiles it when nvcc is found, runs
 the reference executor, and says so ("no GPU found: compiled N kernels, reference executed,
-GPU run skipped"); exit 0.  Errors are one line on stderr, exit 1; a failed check also exits 1.
+GPU run skipped"); exit 0.  Errors are one line on stderr, exit 1; a failed check also exits 1;
+Ctrl-C prints `mirage-run: interrupted` and exits 130.
 """
 
 from __future__ import annotations
@@ -186,8 +187,16 @@ class Row:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+_INTERNAL = (LookupError, AttributeError, TypeError, AssertionError, RecursionError, MemoryError)
+"""Exceptions no check raises on purpose: their text alone (a KeyError's is a bare key) tells
+a user nothing, so they are reported as internal errors."""
+
+
 def _one_line(err: BaseException) -> str:
     lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
+    if isinstance(err, _INTERNAL):
+        detail = f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+        return f"internal error ({detail}); the input passed the checks but could not be handled: please report this with the input file"
     if not lines:
         return type(err).__name__
     from mirage_xdsl.driver.nvcc import CudaCompileError
@@ -380,6 +389,13 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--graph", metavar="N", help="graph index in the file (or function name); default 0")
     which.add_argument("--all", action="store_true", help="run every graph of the file")
     p.add_argument("--check", action="store_true", help="compare with the float64 reference executor")
+    p.add_argument(
+        "--against",
+        metavar="PROGRAM",
+        help="also check that each graph computes PROGRAM (kn graph in IR/JSON, Python file defining program(*inputs), "
+        "or a workload name) by random testing in float64",
+    )
+    p.add_argument("--program-graph", metavar="NAME", help="with --against: the graph of PROGRAM to use when it holds several")
     p.add_argument("--bench", action="store_true", help="time the graph and the torch program of the workload")
     p.add_argument("--era", choices=("A", "B", "C"), help="muGraph schema era (default: detected, else C)")
     p.add_argument("--cache-dir", help="cubin cache directory (default $MIRAGE_XDSL_CACHE_DIR or ~/.cache/mirage_xdsl)")
@@ -400,8 +416,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         code = _main(args)
-    except KeyboardInterrupt:
-        raise
+    except KeyboardInterrupt:  # nvcc is killed by subprocess.run; cache writes are atomic
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        sys.exit(130)
     except RunError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         sys.exit(1)
@@ -425,6 +442,7 @@ def _main(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") % (2**31)
     stem = args.file.stem
     print(f"{args.file.name}: {len(funcs)} graph(s), {arch}, seed {seed}" + (f" ({note})" if note else ""), flush=True)
+    wrong_program = check_against(module, funcs, args.against, args.program_graph) if args.against else 0
     fit_names([f.sym_name.data for f in funcs])
     print_line(COLUMNS)
     rows = []
@@ -470,7 +488,33 @@ def _main(args: argparse.Namespace) -> int:
         if args.check:
             summary += f", {len(rows) - failed - errors - rejected} passed the check (atol-rel {args.atol_rel:g})"
         print(summary + failed_note)
-    return 1 if any(r.status in ("error", "FAIL", "host FAIL") for r in rows) else 0
+    return 1 if wrong_program or any(r.status in ("error", "FAIL", "host FAIL") for r in rows) else 0
+
+
+def check_against(module: Any, funcs: Sequence[Any], program_spec: str, program_graph: str | None) -> int:
+    """`--against`: check by random testing (float64, reference executor) that each graph
+    computes the program, print one verdict line per graph, return how many do not.
+
+    `--check` alone compares the kernels with the reference of the SAME graph, so a graph
+    that does not compute its program (a saved candidate with a wrong op) would pass it.
+
+    Raises:
+        VerifyError: the program cannot be loaded (see `mirage_verify.load_program`).
+    """
+    from mirage_xdsl.reference.equivalence import compare, graph_runner, specs_of
+    from mirage_xdsl.tools.mirage_verify import VerifyError, describe, load_program
+
+    try:
+        program = load_program(program_spec, program_graph, "program")
+    except VerifyError as err:
+        raise RunError(f"--against {program_spec}: {err}") from None
+    wrong = 0
+    for func in funcs:
+        name = func.sym_name.data
+        report = compare(graph_runner(module, name), program, specs_of(func))
+        print(describe(name, report).replace(": equivalent", f": computes {program_spec}"), flush=True)
+        wrong += not report.equivalent
+    return wrong
 
 
 if __name__ == "__main__":

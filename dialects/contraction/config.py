@@ -1,4 +1,4 @@
-"""Tensor-contraction configurations (seed 004, `shared/seeds/004_306408b5f8fb1a91.txt`).
+"""Tensor-contraction configurations (seed 004, `docs/seeds/004_306408b5f8fb1a91.txt`).
 
 A `Config` describes a binary contraction `A, B -> Out` as a list of *dimensions* (loop
 indices).  Every per-dimension list (`dim_types`, `exec_types`, `dim_sizes`, and each
@@ -313,7 +313,12 @@ def check_structure(config: Config) -> None:
 
 
 def _check_enums(config: Config) -> None:
-    scalars = (("data_type", DataType), ("prim_main", PrimType), ("prim_last", LastType), ("prim_first", FirstType))
+    scalars: tuple[tuple[str, type[enum.Enum]], ...] = (
+        ("data_type", DataType),
+        ("prim_main", PrimType),
+        ("prim_last", LastType),
+        ("prim_first", FirstType),
+    )
     for name, enum_type in scalars:
         if not isinstance(getattr(config, name), enum_type):
             raise ValueError(f"malformed config: {name} must be a {enum_type.__name__}, got {getattr(config, name)!r}")

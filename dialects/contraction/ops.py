@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from enum import Enum
+from typing import Any, TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, BFloat16Type, DenseArrayBase, Float16Type, Float32Type, StringAttr, TensorType, i64
 from xdsl.ir import Attribute, Dialect, SSAValue
@@ -39,6 +40,8 @@ from mirage_xdsl.dialects.contraction.config import (
     verify,
 )
 
+_E = TypeVar("_E", bound=Enum)
+
 ELEMENT_TYPES = {DataType.FLOAT16: Float16Type, DataType.FLOAT32: Float32Type, DataType.BFLOAT16: BFloat16Type}
 
 
@@ -50,7 +53,16 @@ def _ints(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
-def _enum(enum_type: type[Enum], attr: StringAttr, what: str) -> Enum:
+def _values(attr: DenseArrayBase[Any]) -> list[int]:
+    """The values of an `array<...>` property: ints for the `array<i64: ...>` built by `_ints`.
+
+    The element type is not constrained by the op definition; a float array (malformed IR)
+    yields floats here, which `check_structure` then rejects.
+    """
+    return list(attr.get_values())
+
+
+def _enum(enum_type: type[_E], attr: StringAttr, what: str) -> _E:
     try:
         return enum_type[attr.data]
     except KeyError:
@@ -103,8 +115,8 @@ class ContractOp(IRDLOperation):
             prim_first=_enum(FirstType, self.prim_first, "prim_first"),
             dim_types=types,
             exec_types=[_enum(ExecType, a, "exec type") for a in execs],
-            dim_sizes=list(self.dim_sizes.get_values()),
-            strides=[list(s.get_values()) for s in self.strides.data],
+            dim_sizes=_values(self.dim_sizes),
+            strides=[_values(s) for s in self.strides.data],
         )
 
     def set_config(self, config: Config, scheduled: bool) -> None:

@@ -516,6 +516,12 @@ class KernelOp(IRDLOperation):
     (output pointers) then one per operand (input pointers).  `arg_strides` holds each
     parameter's DTensor element strides, `smem_size` the dynamic shared memory in bytes
     (128-byte header included), `forloop_range` the for-loop trip count.
+
+    Decisions of the cute passes (read by the CUDA printer): `cute.kslice_scratch`
+    (`KSLICE_SCRATCH`, cute-slice-mma), `cute.reg_accums` (`REG_ACCUMS`,
+    cute-register-accumulators), `cute.pdl_prefetch` and `cute.trigger_dependents`
+    (`PDL_PREFETCH`, `TRIGGER_DEPENDENTS`, cute-weight-prefetch; its ops may carry
+    `cute.before_pdl_wait`, `BEFORE_PDL_WAIT`).
     """
 
     name = "cute.kernel"
@@ -601,6 +607,27 @@ class KernelOp(IRDLOperation):
         for i, (arg, st) in enumerate(zip(args, self.arg_strides.data)):
             if not isinstance(st, DenseArrayBase) or len(dense_ints(st)) != len(arg.type.get_shape()):  # type: ignore[attr-defined]
                 raise _fail(self, f"arg_strides[{i}] must be an array<i64> with one stride per dim")
+
+
+KSLICE_SCRATCH = "cute.kslice_scratch"
+"""`array<i64: base, bytes>` on a `cute.kernel` (written by cute-slice-mma): the shared memory
+in which the warp groups of sliced-K accumulators meet, appended to the kernel's plan at
+`base` (its `smem_size` rounded up to 16 bytes); bytes = 0 when no accumulator is sliced.
+The printer's other appended scratch (block-wide sums, the grid-sum flag) follows it."""
+
+
+PDL_PREFETCH = "cute.pdl_prefetch"
+"""`i64` on a `cute.kernel` (written by cute-weight-prefetch): how many cp.async loads of
+kn.weight parameters it issues before the PDL wait (`mx::wait_for_prior_grids`); 0 = none."""
+BEFORE_PDL_WAIT = "cute.before_pdl_wait"
+"""Unit attribute on a top-level op of a `cute.kernel` (written by cute-weight-prefetch): it
+is printed before the PDL wait (shared-memory pointers, accumulator initialisations and the
+weight loads of the ring prologue, which nothing queued before the launch writes)."""
+TRIGGER_DEPENDENTS = "cute.trigger_dependents"
+"""Unit attribute on a `cute.kernel` that streams a kn.weight in its loop (written by
+cute-weight-prefetch): it triggers its dependent grid at its start
+(`griddepcontrol.launch_dependents`) and, under PDL, launches one wave at a time
+(`KernelLaunch.one_wave`)."""
 
 
 def kernel_of(op: IRDLOperation) -> KernelOp | None:
@@ -929,11 +956,20 @@ its shared tile only holds the value stored once after the loop, so the printer 
 in registers (it may overlap the loop's buffers)."""
 
 
+REG_ACCUM = "cute.reg_accum"
+"""`i64` on a `cute.fill` of 0 (written by cute-register-accumulators): the tile it clears is a
+for-loop accumulator kept in registers, this many per thread, through the loop and stored to
+its shared tile once after it (the printer declares a RegTile here)."""
+REG_ACCUMS = "cute.reg_accums"
+"""`i64` on a `cute.kernel` (written by cute-register-accumulators): how many of its fills
+carry `REG_ACCUM` (0 = none; its presence says the decision was made)."""
+
+
 @irdl_op_definition
 class FillOp(CuteOp):
     """Set every element of a tile to `value` (`0.0` clears an accumulator, `-inf` starts a
     running max): `cute.fill %s, -inf : !cute.smem<...>`; `{cute.accum_in_reg}`: see
-    `ACCUM_IN_REG`."""
+    `ACCUM_IN_REG`; `{cute.reg_accum = N}`: see `REG_ACCUM`."""
 
     name = "cute.fill"
     dst = operand_def(SmemTensorType)
@@ -1118,13 +1154,22 @@ def partial_iteration_offset(kernel: KernelOp, axis: int, trips: int) -> CopyG2S
     return None
 
 
+REDUCE_THREADS = "cute.reduce_threads"
+"""`i64` attribute on every `cute.reduce` (written by cute-block-reduce, read by the CUDA
+printer): the threads that cooperate on each output element as printed -- the op's own
+`threads` (at most a warp) or, for a sum whose outputs would keep at most a quarter of the
+block's warps busy, a power of two of at least 128 (the whole block: warps meet in a few
+bytes of shared memory appended to the kernel's plan)."""
+
+
 @irdl_op_definition
 class ReduceOp(CuteOp):
     """Reduce dim `dim` of `input` to `group` elements over STRIDED groups:
     `v[..., j, ...] = sum_k in[..., j + k*group, ...]` (kind `sum`), then epilogue and store.
     Kind `max` (group 1) is Mirage's running reduction_max: `outs = (max, diff)`,
     `new = max(max, max_k in)`, `diff = old - new`.  `threads` threads cooperate on each
-    output element (a power of two <= 32, shuffle-reduced)."""
+    output element (a power of two <= 32, shuffle-reduced).  `{cute.reduce_threads = G}`:
+    see `REDUCE_THREADS` (the threads per output the printer uses, G >= threads)."""
 
     name = "cute.reduce"
     input = operand_def(SmemTensorType)
@@ -1188,6 +1233,9 @@ class ReduceOp(CuteOp):
         t = self.threads.value.data
         if t < 1 or t > 32 or t & (t - 1):
             raise _fail(self, f"threads per output must be a power of two in 1..32, got {t}")
+        wide = self.attributes.get(REDUCE_THREADS)
+        if wide is not None and (not isinstance(wide, IntegerAttr) or wide.value.data < t or wide.value.data & (wide.value.data - 1)):
+            raise _fail(self, f"{REDUCE_THREADS} must be an integer power of two of at least threads ({t})")
         _check_order(self, self.order, len(shape))
 
 
@@ -1239,9 +1287,18 @@ class ConcatOp(CuteOp):
         _check_order(self, self.order, len(o))
 
 
+KSLICES = "cute.kslices"
+"""`i64` on a `cute.mma_init` (written by cute-slice-mma): the accumulator's K is sliced over
+this many warp groups (> 1), which meet in its scratch at `KSLICE_OFFSET`."""
+KSLICE_OFFSET = "cute.kslice_offset"
+"""`i64` on a sliced `cute.mma_init`: byte offset of its partial-sum scratch from the dynamic
+shared-memory base (inside the kernel's `KSLICE_SCRATCH`)."""
+
+
 @irdl_op_definition
 class MmaInitOp(CuteOp):
-    """A zeroed register accumulator for a tiled MMA."""
+    """A zeroed register accumulator for a tiled MMA.  `{cute.kslices, cute.kslice_offset}`:
+    sliced K (see `KSLICES`)."""
 
     name = "cute.mma_init"
     result = result_def(FragmentType)

@@ -12,6 +12,7 @@ rules: Mirage `include/mirage/kernel/*.h`, `src/kernel/*.cc` (mirage-notes 1.3).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -46,6 +47,7 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from mirage_xdsl.dialects import tiling
+from mirage_xdsl.target.device import MAX_FORLOOP_RANGE, MAX_TENSOR_ELEMENTS
 
 TB_OUTPUT_OP = "tb.output"
 """The threadblock graph's output op, which a `kn.customized` region must hold."""
@@ -132,28 +134,42 @@ def check_shape(op: IRDLOperation, expected: Sequence[int], actual: Sequence[int
 
 def element_type_error(element_type: Attribute) -> str | None:
     """Why `element_type` cannot be a Mirage tensor dtype (float or integer types only), or None."""
+    if isinstance(element_type, IntegerType) and not 1 <= element_type.width.data <= 64:
+        return f"element type {element_type} has {element_type.width.data} bits; device tensors hold integers of 1 to 64 bits"
     if isinstance(element_type, AnyFloat | IntegerType):
         return None
     return f"element type {element_type} is not a float or integer type"
 
 
+def tensor_type_error(typ: TensorType) -> str | None:
+    """Why the builtin tensor type `typ` cannot be a Mirage DTensor on the target, or None:
+    it needs a static shape of 1 to MAX_TENSOR_DIMS positive dims holding fewer than 2^31
+    elements (`target.device.MAX_TENSOR_ELEMENTS`: the kernels index with 32-bit ints) and a
+    float or integer element type."""
+    shape = tuple(typ.get_shape())
+    if not 1 <= len(shape) <= tiling.MAX_TENSOR_DIMS or any(d <= 0 for d in shape):
+        return f"has type {typ}; device tensors need a static shape of 1 to {tiling.MAX_TENSOR_DIMS} positive dims"
+    if math.prod(shape) > MAX_TENSOR_ELEMENTS:
+        return (
+            f"has type {typ} with {math.prod(shape)} elements, more than the {MAX_TENSOR_ELEMENTS} that "
+            "32-bit indexing in the generated kernels reaches; split the tensor into smaller ones"
+        )
+    if (err := element_type_error(typ.get_element_type())) is not None:
+        return err
+    return None
+
+
 def check_tensor_types(op: IRDLOperation) -> None:
-    """Every builtin `tensor` operand/result of `op` is a Mirage DTensor: a static shape of
-    1 to MAX_TENSOR_DIMS positive dims and a float or integer element type."""
+    """Every builtin `tensor` operand/result of `op` is a Mirage DTensor (`tensor_type_error`).
+
+    Raises:
+        KnVerifyError: naming the op, the operand or result and the rule.
+    """
     for kind, values in (("operand", op.operands), ("result", op.results)):
         for i, value in enumerate(values):
             typ = value.type
-            if not isinstance(typ, TensorType):
-                continue
-            shape = tuple(typ.get_shape())
-            if not 1 <= len(shape) <= tiling.MAX_TENSOR_DIMS or any(d <= 0 for d in shape):
-                raise fail(
-                    op,
-                    f"{kind} #{i} has type {typ}; device tensors need a static shape of 1 to "
-                    f"{tiling.MAX_TENSOR_DIMS} positive dims",
-                )
-            if (err := element_type_error(typ.get_element_type())) is not None:
-                raise fail(op, f"{kind} #{i}: {err}")
+            if isinstance(typ, TensorType) and (err := tensor_type_error(typ)) is not None:
+                raise fail(op, f"{kind} #{i} {err}" if err.startswith("has type") else f"{kind} #{i}: {err}")
 
 
 def check_same_dtype(op: IRDLOperation, *values: SSAValue) -> None:
@@ -579,6 +595,12 @@ class CustomizedOp(IRDLOperation):
             return err
         if self.num_iterations < 1:
             return f"forloop_range must be >= 1, got {self.num_iterations}"
+        if self.num_iterations > MAX_FORLOOP_RANGE:
+            return (
+                f"forloop_range = {self.num_iterations} exceeds {MAX_FORLOOP_RANGE} (the most iterations "
+                "the reference executor checks in seconds, target/device.py); take longer tiles per iteration "
+                "or split the reduction across the grid"
+            )
         if self.dimx < 1:
             return f"reduction_dimx must be >= 1, got {self.dimx}"
         if len(self.body.blocks) != 1:

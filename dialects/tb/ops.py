@@ -40,7 +40,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, Pure
+from xdsl.traits import HasParent, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from mirage_xdsl.dialects import tiling
@@ -232,6 +232,9 @@ class OutputOp(TbOp):
     """
 
     name = "tb.output"
+    # it stores into the kernel's output DTensor: not Pure, or a dead-code elimination (any
+    # xDSL rewrite walker, `-p dce`) would erase it and then the whole threadblock graph
+    traits = traits_def(HasParent(CustomizedOp), MemoryWriteEffect())
     input = operand_def(STensorType)
     output_map = prop_def(DenseArrayBase)
     assembly_format = "$input attr-dict `:` type($input)"

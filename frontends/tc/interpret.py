@@ -8,7 +8,7 @@ Arithmetic is float64 whatever the declared element type; IEEE inf/nan propagate
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ __all__ = ["interpret"]
 
 _UNARY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh}
 _BINARY_FUNCS = {"fmax": np.maximum, "max": np.maximum, "fmin": np.minimum, "min": np.minimum}
-_FOLDS = {"+": np.sum, "*": np.prod, "max": np.max, "min": np.min}
+_FOLDS: dict[str, Callable[..., Any]] = {"+": np.sum, "*": np.prod, "max": np.max, "min": np.min}
 _IDENTITY = {"+": 0.0, "*": 1.0, "max": -np.inf, "min": np.inf}
 _COMBINE = {"+": np.add, "*": np.multiply, "max": np.maximum, "min": np.minimum}
 

@@ -241,8 +241,9 @@ class _StatementLowering:
 
     def call(self, call: Call) -> Operand:
         args = [self.expr(a) for a in call.args]
-        if all(not isinstance(a, _Value) for a in args):
-            return _fold_call(call.func, args)
+        scalars = [a for a in args if not isinstance(a, _Value)]
+        if len(scalars) == len(args):
+            return _fold_call(call.func, scalars)
         if call.func in ("fmax", "max", "fmin", "min"):
             return self.extremum(call.func.endswith("max"), args[0], args[1], call.loc)
         (x,) = args
@@ -278,7 +279,8 @@ class _StatementLowering:
             fn = {"+": self.graph.add, "-": self.graph.sub, "*": self.graph.mul, "/": self.graph.div}[op]
             return _Value(fn(a.tensor, b.tensor), axes)
         if isinstance(a, _Value):
-            return self.with_scalar_right(op, a, float(b), loc)  # type: ignore[arg-type]
+            assert not isinstance(b, _Value)  # both tensors is handled above
+            return self.with_scalar_right(op, a, float(b), loc)
         if isinstance(b, _Value):
             return self.with_scalar_left(op, float(a), b, loc)
         return _fold_binary(op, a, b)
@@ -345,7 +347,7 @@ def _axes_text(axes: Axes) -> str:
     return ", ".join(a or "1" for a in axes)
 
 
-def _fold_call(func: str, args: list[Operand]) -> float:
+def _fold_call(func: str, args: list[float]) -> float:
     values = [np.float64(a) for a in args]  # numpy float64: IEEE inf/nan instead of exceptions
     with np.errstate(all="ignore"):
         fns = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh}
@@ -354,7 +356,7 @@ def _fold_call(func: str, args: list[Operand]) -> float:
         return float(np.maximum(*values) if func.endswith("max") else np.minimum(*values))
 
 
-def _fold_binary(op: str, a: Operand, b: Operand) -> float:
+def _fold_binary(op: str, a: float, b: float) -> float:
     x, y = np.float64(a), np.float64(b)
     with np.errstate(all="ignore"):
         return float({"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](x, y))

@@ -130,8 +130,8 @@ class _ToAst(Transformer):
         return str(children[0]), _loc(children[0])
 
     def statement(self, meta: Any, children: list[Any]) -> Statement:
-        name, *indices, op, rhs, where = children
-        indices = tuple(i for i in indices if i is not None)
+        name, *maybe_indices, op, rhs, where = children
+        indices = tuple(i for i in maybe_indices if i is not None)
         return Statement(str(name), indices, str(op), rhs, where or (), _loc(name), _loc(op))
 
     def where_clause(self, meta: Any, children: list[Range]) -> tuple[Range, ...]:
@@ -170,8 +170,8 @@ class _ToAst(Transformer):
         return Name(str(children[0]), _loc(children[0]))
 
     def apply(self, meta: Any, children: list[Any]) -> Access | Call:
-        name, *args = children
-        args = tuple(a for a in args if a is not None)
+        name, *maybe_args = children
+        args = tuple(a for a in maybe_args if a is not None)
         if str(name) in FUNCTIONS:
             return Call(str(name), args, _loc(name))
         try:
@@ -205,7 +205,8 @@ def _end_loc(source: str) -> Loc:
 def _syntax_error(err: lark.exceptions.LarkError, source: str, filename: str) -> TcError:
     """Turn any lark exception into a located one-line `TcError`."""
     if isinstance(err, lark.exceptions.UnexpectedCharacters):
-        char = source[err.pos_in_stream] if 0 <= err.pos_in_stream < len(source) else "?"
+        pos = err.pos_in_stream  # always set by UnexpectedCharacters; Optional only on the base class
+        char = source[pos] if pos is not None and 0 <= pos < len(source) else "?"
         return TcError(f"syntax error: unexpected character {char!r}", err.line, err.column, filename)
     if isinstance(err, lark.exceptions.UnexpectedToken):
         token = err.token

@@ -17,6 +17,7 @@ import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mirage_xdsl.dialects.contraction.config import (
     TENSOR_NAMES,
@@ -221,7 +222,8 @@ class Optimizer:
         for strides in config.strides:
             strides[a] = min(strides[a], strides[b])  # the inner one's stride (both 0: absent)
         config.dim_sizes[a] *= config.dim_sizes[b]
-        for values in (config.dim_types, config.exec_types, config.dim_sizes, *config.strides):
+        per_dim: tuple[list[Any], ...] = (config.dim_types, config.exec_types, config.dim_sizes, *config.strides)
+        for values in per_dim:
             del values[b]
 
     # -- seed Task 3c ---------------------------------------------------------------------

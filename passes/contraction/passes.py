@@ -112,6 +112,10 @@ class MakeExecutablePass(ModulePass):
         _transform_all(op, self.name, lambda optimizer: optimizer.make_executable(), schedules=True)
 
 
+def _factory(pass_class: type[ModulePass]) -> Callable[[], type[ModulePass]]:
+    return lambda: pass_class
+
+
 def contraction_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name -> zero-argument factory returning the pass class (xDSL's registry form).
 
@@ -119,4 +123,4 @@ def contraction_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         Nothing.
     """
     passes = (SplitDimPass, FuseDimsPass, PermuteDimsPass, MakeExecutablePass)
-    return {p.name: (lambda p=p: p) for p in passes}
+    return {p.name: _factory(p) for p in passes}

@@ -36,7 +36,7 @@ Model
 4. **Search and cost.**  All grid factorisations of the parallel axes (batch dims of matmuls
    fully split, matmul N tiles multiples of 8, M tiles of 16), loop tiles `k_tiles` (256,
    128, 64; on the H200, 256-wide K tiles beat 128 and 64 for rmsnorm_linear and gated_mlp
-   in GPU runs of our kernels, benchmarks/results/) and split factors are enumerated.  A
+   in GPU runs of our kernels on 2026-11-22) and split factors are enumerated.  A
    configuration must fit shared memory (inputs double-buffered when iterated, fp32
    accumulators, passes/README.md; the sum of the tile sizes, which tb-plan-smem can always
    reach; `kn-partition` double-checks estimates above 40% of the limit with it), keep the register
@@ -86,7 +86,7 @@ from mirage_xdsl.passes.tb.plan_pipeline import (
     choose_weight_stages,
     is_wide_lone_block,
 )
-from mirage_xdsl.target import SM90
+from mirage_xdsl.target import MAX_FORLOOP_RANGE, SM90
 
 UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar")
 BINARY_KINDS = ("add", "sub", "mul", "div", "pow")
@@ -102,7 +102,7 @@ COST_ATTR = "kn.cost_estimate_us"
 
 @dataclass(frozen=True)
 class DeviceModel:
-    """What the planner assumes about the GPU (H200 by default, baselines/h200-device-facts)."""
+    """What the planner assumes about the GPU (H200 by default; docs/h200-device-facts.md)."""
 
     num_sms: int = SM90.num_sms
     smem_per_block: int = SM90.smem_per_block_optin
@@ -115,7 +115,7 @@ class DeviceModel:
     latencies with its own warps (sliced K spreads every tile's k-steps over them).  H200,
     gated_mlp with 128 blocks of 32 W1/W2 columns, 128-row K tiles, 4 cp.async stages:
     128 threads 22.5 us, 256 20.4, 384 21.6, 512 19.9 / 19.9 / 20.1 (three runs), 1024 25.9
-    (benchmarks/results/lone-blocks-h200-2026-11-25.md)."""
+    (measured 2026-11-25)."""
     lone_block_stages: int = LONE_BLOCK_MAX_STAGES
     """tb-plan-pipeline's ring depth for wide lone-block graphs (`plan_pipeline.is_wide_lone_block`),
     which the estimate counts: `lone_block_stages - 1` tiles in flight, and that share of a
@@ -141,11 +141,11 @@ class DeviceModel:
     a shared-memory round trip in between, so half the resident blocks hide the latency.  On
     the H200 the 128-key tiles that need 84 KB of shared memory (2 blocks per SM) became the
     fastest plans with the chain: gqa bs8 35.1 us (was rank 12) vs 40.1 for rank 0's 64-key
-    tiles, gqa bs1 9.1 vs 10.0, mqa 13.0 vs 14.1 (benchmarks/results/register-chain-h200-2026-11-22.md)."""
+    tiles, gqa bs1 9.1 vs 10.0, mqa 13.0 vs 14.1 (measured 2026-11-22)."""
     register_chain_max_rows: int = 32
     """Query rows per block up to which `register_chain_blocks_for_full_mma_rate` applies.
     H200, the attention plan ranks measured with chains of 16-64 query rows
-    (mirage-bench-h200-2026-11-22-register-chain-tall-tiles.md), rank 0 with 16 / 32 / 64:
+    (2026-11-22), rank 0 with 16 / 32 / 64:
     gqa bs1 9.0 / 9.4 / 9.4 us, gqa bs8 35.0 / 32.0 / 32.6, mha 14.3 (all), mqa 12.9 / 11.8 /
     11.8."""
     launch_us: float = 1.5  # per kernel, incl. the drain/ramp between dependent kernels
@@ -161,7 +161,7 @@ class DeviceModel:
     always_try_split: bool = True
     """Also enumerate split-K plans when an unsplit grid fills the SMs (they compete on
     estimated time; on the H200 the cheapest plan of this wider search was never slower than
-    the narrower search's: benchmarks/results/variants-h200-2026-11-22-sliced-k.md)."""
+    the narrower search's in the plan-rank sweeps of 2026-11-22)."""
     grid_sum: bool = True
     """Also plan split-K kernels that combine their partials themselves (`tb.grid_sum`: the
     last block of each split group sums them) instead of in a second kernel."""
@@ -171,24 +171,23 @@ class DeviceModel:
     split blocks per group): the arrival atomics on one counter, then the last block's loads
     of S partials and its epilogue.  H200, against the same kernels without the combine:
     rmsnorm_linear S = 4..16 +1.0-1.7 us, gqa S = 16 +2.4 us, S = 32 +5.5 us
-    (benchmarks/results/grid-sum-h200-2026-11-22.md)."""
+    (measured 2026-11-22)."""
     grid_sum_max_k_tile: int = 64
     """Grid-sum plans walk K in tiles of at most this many rows: on the H200 the same grids ran
     faster with more, shorter iterations -- rmsnorm_linear 96 x 4: 256-row tiles 18.1 us,
     128-row 16.5; 96 x 8: 19.5 / 16.9 / 16.2 (256 / 128 / 64); gated_mlp 64 x 4: 128-row 20.9,
-    64-row 20.6 (variants-h200-2026-11-22-grid-sum-24-ranks.md).  64 rather than 128: the
+    64-row 20.6 (a sweep of 24 plan ranks, 2026-11-22).  64 rather than 128: the
     rank-0 plans measured 17.4 -> 16.6 us (rmsnorm bs1), 21.7 -> 21.3 (bs8), 22.4 -> 21.6
-    (gated_mlp), and the fastest plans of all three use 64-row tiles
-    (mirage-bench-h200-2026-11-22-grid-sum-batched-loads.md)."""
+    (gated_mlp), and the fastest plans of all three use 64-row tiles (2026-11-22)."""
     unpipelined_split_penalty_us: float = 1.0
     """Per wave, for split-K / flash-decoding plans without a for-loop (R = 1): each block loads
     its whole tile before computing, nothing overlaps the load (H200: such attention plans
-    took 17-42 µs where the pipelined ones took 11-18, variants-h200-2026-11-22-sliced-k.md)."""
+    took 17-42 µs where the pipelined ones took 11-18, 2026-11-22)."""
     narrow_row_bytes: int = 16
     narrow_row_penalty: float = 1.7
     """Input tiles whose rows are contiguous runs of at most `narrow_row_bytes` (8 fp16
     columns) stream this much slower than wider ones (gated_mlp: 8-column tiles 37 us,
-    16-column 26 us; benchmarks/results/membench-h200-2026-11-22.md)."""
+    16-column 26 us; H200, 2026-11-22)."""
     short_row_bytes: int = 32
     short_row_penalty: float = 1.05
     """Rows of at most `short_row_bytes` (16 fp16 columns) stream slower than rows of 128-256
@@ -199,7 +198,7 @@ class DeviceModel:
     """Rows that are not a power-of-two number of bytes (e.g. 96 fp16 columns) stream this
     much slower (rmsnorm_linear on the H200: split-K kernels with 96- and 48-column W tiles
     17.0 / 18.6 us, 64- and 128-column 14.5-14.6 us; unsplit, 24-column tiles 22.7 us where
-    16-column ones take 18.3; benchmarks/results/grid-sum-h200-2026-11-22.md)."""
+    16-column ones take 18.3; 2026-11-22)."""
 
     def row_penalty(self, row_bytes: int) -> float:
         """How much slower than wide rows a tile with `row_bytes`-byte rows streams."""
@@ -556,8 +555,28 @@ class FusionPlan:
     tiebreak: tuple = ()
 
 
+def _prime_factors(n: int) -> dict[int, int]:
+    """Prime factorisation of `n` >= 1 as {prime: exponent}, by trial division up to sqrt(n)
+    (46,341 steps at most for n < 2^31: a tensor dim is bounded by MAX_TENSOR_ELEMENTS)."""
+    factors: dict[int, int] = {}
+    p = 2
+    while p * p <= n:
+        while n % p == 0:
+            factors[p] = factors.get(p, 0) + 1
+            n //= p
+        p += 1 if p == 2 else 2
+    if n > 1:
+        factors[n] = factors.get(n, 0) + 1
+    return factors
+
+
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """All divisors of `n` >= 1, ascending, built from its prime factorisation (trial division
+    over every candidate up to n took a minute for a 2^31-row tensor)."""
+    divisors = [1]
+    for prime, exponent in _prime_factors(n).items():
+        divisors = [d * prime**k for d in divisors for k in range(exponent + 1)]
+    return sorted(divisors)
 
 
 def _grid_factors(ext: int, roles: set[str], max_blocks: int) -> list[int]:
@@ -768,11 +787,9 @@ class Planner:
         unsplit; per split factor the two-kernel plans of each frontier and, if every output
         depends on a loop reduction (only the last block of a group stores), the one-kernel
         grid-sum plan -- not for attention: on the H200 gqa's grid-sum flash decoding took
-        13.1 us where kernel 1 + the combine kernel took 10.6
-        (benchmarks/results/grid-sum-h200-2026-11-22.md), and still lost with P in registers
+        13.1 us where kernel 1 + the combine kernel took 10.6 (2026-11-22), and still lost with P in registers
         and batched partial loads: best grid-sum / two-kernel plan of 24 ranks, gqa bs1 11.9 /
-        8.9 us, gqa bs8 38.5 / 32.2, mha 16.0 / 14.1, mqa 16.4 / 11.9
-        (mirage-bench-h200-2026-11-22-attention-grid-sum-with-chains.md)."""
+        8.9 us, gqa bs8 38.5 / 32.2, mha 16.0 / 14.1, mqa 16.4 / 11.9 (2026-11-22)."""
         for S in splits:
             if S == 1:
                 yield 1, [], False
@@ -817,6 +834,8 @@ class Planner:
             grid.append(1)
             gaxes.append(None)
         R = 1 if L is None else ax.extent[L] // S // kt
+        if R > MAX_FORLOOP_RANGE:
+            return None  # the kn.customized verifier would reject the loop (target/device.py)
         tfactor = dict(factor)
         if L is not None:
             tfactor[L] = S * R
@@ -950,7 +969,7 @@ class Planner:
         """Whether the for-loop body computes matmuls only (at least one).  Elementwise or
         reduction work on the iterated tiles (rms_norm's sum of squares) slows lone blocks
         down far more than the estimate says -- H200, 512 threads, 96 blocks of 64 W columns:
-        rms_norm(X) @ W 24.2 us, X @ W alone 17.8 (lone-blocks-h200-2026-11-25.md) -- so such
+        rms_norm(X) @ W 24.2 us, X @ W alone 17.8 (2026-11-25) -- so such
         plans get no wide lone-block variant."""
         if plan.rms:
             return False

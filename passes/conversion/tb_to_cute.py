@@ -95,7 +95,7 @@ UNARY_FN = {
     tb.ClampOp: "clamp",
     tb.MulScalarOp: "mul_scalar",
 }
-BINARY_FN = {tb.AddOp: "add", tb.SubOp: "sub", tb.MulOp: "mul", tb.DivOp: "div", tb.PowOp: "pow"}
+BINARY_FN: dict[type[Operation], str] = {tb.AddOp: "add", tb.SubOp: "sub", tb.MulOp: "mul", tb.DivOp: "div", tb.PowOp: "pow"}
 
 KERNEL_ELEMENT_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type)
 MAX_OFFSET = 2**31 - 1
@@ -697,8 +697,8 @@ class _KernelBuilder:
                 continue  # the row-sum accumulator of a cute.mma_chain lives in registers
             for op in ch.ops:
                 if isinstance(op, tb.ForloopAccumOp):
-                    value = float("-inf") if op.accum_kind == "max" else 0.0
-                    fill = cute.FillOp(self.tile(op, op.result), value)
+                    fill_value = float("-inf") if op.accum_kind == "max" else 0.0
+                    fill = cute.FillOp(self.tile(op, op.result), fill_value)
                     if "tb.accum_in_reg" in op.attributes:
                         # an elementwise-chain accumulator tb-plan-smem planned as living in
                         # registers through the loop: the printer must keep it there

@@ -15,8 +15,7 @@ in L2 under them.
 On rmsnorm bs8 (X [16, 4096] @ W [4096, 6144], 96 x 4 blocks, 16 iterations each), one stage
 per partner (15 / 15 / 15 / 19) took a hand-written version from 15.1 to 13.3-13.4 us on an
 H200, and equal splits with the same protocol were slower (15.7 us): the gain is the
-partners publishing about 1 us early
-(benchmarks/results/late-finisher-split-k-h200-2026-11-25.md).
+partners publishing about 1 us early (2026-11-25).
 
 Option `shift` (default 1): iterations each partner hands over; kernels whose loop has no
 more than `shift` iterations, or whose finisher would hold more than `MAX_PARTNER_WORDS`

@@ -29,9 +29,8 @@ uses them to name the template of the kernel it builds.
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from dataclasses import dataclass
+from typing import TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr

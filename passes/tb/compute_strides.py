@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, ModuleOp, TensorType, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects import kn
@@ -62,6 +62,11 @@ def _with_strides(attrs: DictionaryAttr | None, strides: Sequence[int]) -> Dicti
     return DictionaryAttr(data)
 
 
+def _given_strides(attrs: DictionaryAttr | None) -> Attribute | None:
+    """The `kn.strides` entry of an argument or result dictionary, if there is one."""
+    return attrs.data.get(kn.STRIDES_ATTR) if attrs is not None else None
+
+
 def _dicts(array: ArrayAttr | None, count: int) -> list[DictionaryAttr | None]:
     entries: list[DictionaryAttr | None] = [None] * count
     if array is not None:
@@ -83,11 +88,11 @@ def compute_function_strides(func: FuncOp) -> None:
     arg_dicts = _dicts(func.arg_attrs, len(body.args))
     changed = False
     for i, arg in enumerate(body.args):
-        if isinstance(arg.type, TensorType) and (arg_dicts[i] is None or kn.STRIDES_ATTR not in arg_dicts[i].data):
+        if isinstance(arg.type, TensorType) and _given_strides(arg_dicts[i]) is None:
             arg_dicts[i] = _with_strides(arg_dicts[i], row_major_strides(kn.shape_of(arg)))
             changed = True
     if changed:
-        func.arg_attrs = ArrayAttr([d if d is not None else DictionaryAttr({}) for d in arg_dicts])  # type: ignore[assignment]
+        func.arg_attrs = ArrayAttr([d if d is not None else DictionaryAttr({}) for d in arg_dicts])
 
     res_dicts = _dicts(func.res_attrs, len(func.function_type.outputs.data))
     res_changed = False
@@ -102,17 +107,21 @@ def compute_function_strides(func: FuncOp) -> None:
         final: list[tuple[int, ...]] = []
         for res, (strides, _) in zip(op.results, result_layouts(op, "kn.innermost")):
             positions = returned.get(res, [])
-            given = [res_dicts[i] for i in positions if res_dicts[i] is not None and kn.STRIDES_ATTR in res_dicts[i].data]
-            chosen = kn.ints(given[0].data[kn.STRIDES_ATTR]) if given else strides
+            given = [attr for i in positions if (attr := _given_strides(res_dicts[i])) is not None]
+            if given:
+                assert isinstance(given[0], DenseArrayBase), "kn.strides is an array<i64> (dialects/kn/ops.py)"
+                chosen = kn.ints(given[0])
+            else:
+                chosen = strides
             final.append(chosen)
             for i in positions:
-                if res_dicts[i] is None or kn.STRIDES_ATTR not in res_dicts[i].data:
+                if _given_strides(res_dicts[i]) is None:
                     res_dicts[i] = _with_strides(res_dicts[i], chosen)
                     res_changed = True
         if any(res not in returned for res in op.results):
             op.attributes[kn.STRIDES_ATTR] = ArrayAttr([_ints_attr(s) for s in final])
     if res_changed:
-        func.res_attrs = ArrayAttr([d if d is not None else DictionaryAttr({}) for d in res_dicts])  # type: ignore[assignment]
+        func.res_attrs = ArrayAttr([d if d is not None else DictionaryAttr({}) for d in res_dicts])
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ A `tb.grid_sum` of a decomposed accumulator stays below the reductions, which sh
 partial each split block writes and the last block reads (`reduce_partials`, the default):
 `grid_sum(red_ld_sum(x))` -> `grid_sum(reduction(nored(x)))`, 16x64 -> 16x1 fp32 for the
 rmsnorm sum of squares at bs8 (every grid-sum plan of rmsnorm bs8 1.7-4.9 µs faster on an
-H200, bs1 within 0.1-0.4 µs; benchmarks/results/reduce-partials-h200-2026-11-24.md).  With
+H200, bs1 within 0.1-0.4 µs, measured 2026-11-24).  With
 `reduce_partials=false` it moves above the linear post-loop ops (`reduction`,
 `reduction_to_dimx`, `mul_scalar`) and reads the `nored` accumulator itself:
 `reduction(grid_sum(nored(x)))`.  Either way it moves above a `mul_scalar`.
@@ -128,7 +128,7 @@ class HoistGridSum(RewritePattern):
     decomposition a grid sum then reads the `nored` accumulator itself (or, without the
     reductions in `over`, the reduced partial)."""
 
-    over: tuple[type[Operation], ...] = LINEAR_POST_OPS
+    over: tuple[type[tb.TbUnaryOp | tb.TbReductionBase], ...] = LINEAR_POST_OPS  # ops with one `input` operand
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tb.GridSumOp, rewriter: PatternRewriter) -> None:

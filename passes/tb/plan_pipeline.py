@@ -120,7 +120,7 @@ WEIGHT_MAX_STAGES = 6
 WEIGHT_PREFETCH_BYTES = 12 * 2**20
 """What the ring prologues of a weight-streaming grid should prefetch before the PDL wait:
 about 3 µs of HBM at 4 TB/s, the time from the previous grid's last loop end to this grid's
-release in benchmarks/results/early-trigger-h200-2026-11-25.md."""
+release in a per-block `%globaltimer` timeline of back-to-back launches on an H200 (2026-11-25)."""
 
 
 def weight_streams(graph: CustomizedOp, pipelined: list[Operation]) -> list[Operation]:
@@ -171,23 +171,21 @@ class PlanPipelinePass(ModulePass):
     """Force this many stages (0 = choose automatically)."""
     max_stages: int = DEFAULT_MAX_STAGES
     """Deepest ring the automatic choice may use.  Default 2 (double buffering): on an H200
-    (2026-11-22, same session A/B, benchmarks/results/pipeline-stages-h200-2026-11-22.md)
+    (2026-11-22, same session A/B)
     the automatic deeper rings were slower on every shared workload they changed, e.g.
     rmsnorm_bs1 graph_2 30.5 us with 2 stages vs 43.4 us with 6, gated_mlp graph_0 71 vs 93 us;
     raise it (`max-stages=8`) to experiment."""
     lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES
     """Deepest automatic ring of a wide lone-block graph (`is_wide_lone_block`).  H200,
     gated_mlp on 128 blocks of 512 threads (128-row K tiles, 18 KiB per stage): 2 stages
-    25.1-25.4 us, 3 20.5-20.9, 4 19.9-20.1, 5 20.2, 6 21.9-22.0
-    (benchmarks/results/lone-blocks-h200-2026-11-25.md)."""
+    25.1-25.4 us, 3 20.5-20.9, 4 19.9-20.1, 5 20.2, 6 21.9-22.0 (2026-11-25)."""
     weight_max_stages: int = WEIGHT_MAX_STAGES
     """Deepest automatic ring of a graph that streams a `kn.weight` input.  Its ring prologue
     (stages - 1 tiles) is loaded before the PDL wait (codegen/weight_prefetch.py), so its depth
     is chosen by `choose_weight_stages` (`weight-prefetch-bytes` over the grid, one wave kept)
     instead of the in-flight model.  H200, the 16-run harness: rmsnorm bs8 96 x 4 blocks with
     8 KiB W tiles: 3 stages 15.5 us, 4 15.3, 5 15.2, 6 15.2; bs1 48 x 8 blocks with 16 KiB
-    tiles: 3 stages 13.5, 4 13.7, 5 15.7 (no longer one wave)
-    (benchmarks/results/weight-stages-h200-2026-11-25.md)."""
+    tiles: 3 stages 13.5, 4 13.7, 5 15.7 (no longer one wave) (2026-11-25)."""
     weight_prefetch_bytes: int = WEIGHT_PREFETCH_BYTES
     inflight_bytes: int = INFLIGHT_BYTES
     smem_limit: int = SM90_SMEM_LIMIT

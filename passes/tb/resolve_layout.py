@@ -70,7 +70,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -307,10 +307,10 @@ def brute_force(prob: LayoutProblem, prune: bool = True) -> tuple[tuple[int, ...
     """
     if not prune:
         best: tuple[tuple[int, ...], int] | None = None
-        for values in itertools.product(*(c.domain for c in prob.choices)):
-            cost = evaluate(prob, values)
+        for assignment in itertools.product(*(c.domain for c in prob.choices)):
+            cost = evaluate(prob, assignment)
             if cost is not None and (best is None or cost < best[1]):
-                best = (tuple(values), cost)
+                best = (tuple(assignment), cost)
         return best
 
     count = len(prob.choices)
@@ -534,7 +534,7 @@ def _add_threadblock_graph(b: _GraphBuilder, graph: kn.CustomizedOp) -> dict[SSA
             index = [o for o in block.ops if isinstance(o, tb.OutputOp)].index(leader)
             b.add(leader, "tb_output", (b.tensor_of[alias[leader.input]], b.tensor(graph.outputs[index])), rule="tb.output copy")
         elif isinstance(leader, tb.MatmulOp):
-            ts = (b.tensor_of[alias[leader.lhs]], b.tensor_of[alias[leader.rhs]], b.tensor_of[tail.results[0]])
+            ts: Sequence[int] = (b.tensor_of[alias[leader.lhs]], b.tensor_of[alias[leader.rhs]], b.tensor_of[tail.results[0]])
             b.add(leader, "tb_matmul", ts, rule="tb.matmul operands need their last two dims innermost or swizzled (ldmatrix)")
         else:
             ts = [b.tensor_of[alias[v]] for v in leader.operands] + [b.tensor_of[r] for r in tail.results]
@@ -613,14 +613,14 @@ def _write_results(func: FuncOp, b: _GraphBuilder, alias: dict[SSAValue, SSAValu
             op.attributes["kn.innermost"] = _ints_attr([inner(r) for r in op.results])
     for o, leader in b.iter_leaders.items():
         leader.attributes["tb.iter_dim"] = IntegerAttr(sol.values[prob.iter_dim[o]], i64)
-    arg_attrs: list[Attribute] = []
+    arg_attrs: list[DictionaryAttr] = []
     for i, arg in enumerate(body.args):
         old = _dict_at(func.arg_attrs, i)
         data = dict(old.data) if old is not None else {}
         if arg in b.tensor_of:
             data["kn.innermost"] = IntegerAttr(inner(arg), i64)
         arg_attrs.append(DictionaryAttr(data))
-    func.arg_attrs = ArrayAttr(arg_attrs)  # type: ignore[assignment]
+    func.arg_attrs = ArrayAttr(arg_attrs)
     func.attributes["mirage.layout_cost"] = IntegerAttr(sol.cost, i64)
     func.attributes["mirage.layout_status"] = StringAttr(sol.status)
 

@@ -1,5 +1,6 @@
 """`tb-schedule`: execution order, barriers and per-op copy/accumulator metadata of every
-threadblock graph (mirage-notes 3.5; seed 000 "TB Graph Scheduling").
+threadblock graph (mirage-notes 3.5; seed 000 "TB Graph Scheduling",
+docs/seeds/000_801cde5f44520f02.txt).
 
 **Stages.** pre-loop = inputs with `forloop_dim = -1` (loaded once); loop = iterated inputs
 and every op whose first operand is not `after_accum` (accumulators included); post-loop =

@@ -1,5 +1,5 @@
 // Graph 0 of Mirage's saved rmsnorm_bs1.json (rms_norm(X) @ W, X [2, 4096], W [4096, 6144]),
-// as `mirage-opt ../shared/mugraphs/rmsnorm_bs1.json` imports it (mirage-notes 2.3).
+// as `mirage-opt examples/mugraphs/rmsnorm_bs1.json` imports it (mirage-notes 2.3).
 func.func @graph_0(%X: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %W: tensor<4096x6144xf16> {kn.strides = array<i64: 6144, 1>}) -> (tensor<2x6144xf16> {kn.strides = array<i64: 6144, 1>}) {
   %O = kn.customized(%X, %W) attributes {grid_dim = array<i64: 256, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 32 : i64, reduction_dimx = 64 : i64} : (tensor<2x4096xf16>, tensor<4096x6144xf16>) -> tensor<2x6144xf16> {
   ^bb0(%x: tensor<2x4096xf16>, %w: tensor<4096x6144xf16>):

@@ -59,7 +59,7 @@ __device__ __forceinline__ void g2s_async(T* s, const T* g, int tid) {
 // for a stream read once per launch (a kn.weight), so that it does not displace lines other
 // blocks will read again (the late finisher's partial words, codegen/include/mirage_xdsl/grid.cuh).
 // Measured on rmsnorm bs8: 0.3-0.4 us in the generated late-finisher kernel, 0.1 us in the
-// hand-written one (benchmarks/results/late-finisher-generated-h200-2026-11-25.md).
+// hand-written one (H200, 2026-11-25).
 template <int NT, class LG, class LS, class T>
 __device__ __forceinline__ void g2s_async_evict_first(T* s, const T* g, int tid) {
 #ifdef MX_HOST

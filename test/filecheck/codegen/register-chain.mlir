@@ -25,7 +25,7 @@ func.func @attn(%Q: tensor<2x16x64xf16>, %K: tensor<2x64x256xf16>, %V: tensor<2x
 
 // CUTE-LABEL: func.func @attn
 // CUTE:         %psum0 = cute.mma_init : !cute.frag<16x64xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,4)>>
-// CUTE:         %racc0 = cute.mma_init : !cute.frag<16x64xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,1)>>
+// CUTE:         %racc0 = cute.mma_init {cute.kslices = 4 : i64, cute.kslice_offset = {{[0-9]+}} : i64} : !cute.frag<16x64xf32, #cute.tiled_mma<SM80_16x8x16_F32F16F16F32_TN, (1,1)>>
 // CUTE:         cute.for %it = 0 to 4 {
 // CUTE:           cute.barrier
 // CUTE-NEXT:      cute.mma_chain %racc0, %psum0, {{%[a-z0-9_]+}}, {{%[a-z0-9_]+}}, {{%[a-z0-9_]+}} [#cute.fn<exp>]

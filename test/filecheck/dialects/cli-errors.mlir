@@ -5,6 +5,7 @@
 // RUN: not mirage-opt %S/Inputs/bad_tb_graph.mlir 2>&1 | filecheck %s --check-prefix=TB
 // RUN: not mirage-opt %S/Inputs/bad_accum_kind.mlir 2>&1 | filecheck %s --check-prefix=PARSE
 // RUN: not mirage-opt %S/Inputs/bad_kn_matmul.mlir 2>/dev/null | filecheck %s --check-prefix=STDOUT --allow-empty
+// RUN: not mirage-opt %S/Inputs/deep_nesting.mlir 2>&1 | filecheck %s --check-prefix=NEST
 
 // KN-NOT:     Traceback
 // KN:         {{^}}mirage-opt: error: kn.matmul: contraction dims differ: lhs[-1] = 8 vs rhs[-2] = 4{{$}}
@@ -20,6 +21,11 @@
 // PARSE:      {{^}}mirage-opt: error: {{.*}}bad_accum_kind.mlir:6:27
 // PARSE:      unknown accumulator kind 'red_ld_avg' (expected one of nored,
 // PARSE-NOT:  Traceback
+
+// Nesting deeper than the parser's recursion can take is refused up front, located (issue #29).
+// NEST-NOT:   Traceback
+// NEST:       {{^}}mirage-opt: error: {{.*}}deep_nesting.mlir:2:66: brackets nest deeper than 32 levels here;{{.*}}{{$}}
+// NEST-NOT:   {{.}}
 
 // Nothing reaches stdout.
 // STDOUT-NOT: {{.}}

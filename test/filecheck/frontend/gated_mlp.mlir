@@ -1,4 +1,4 @@
-// RUN: mirage-opt %shared/mugraphs/gated_mlp.json | filecheck %s
+// RUN: mirage-opt %mugraphs/gated_mlp.json | filecheck %s
 
 // silu(X @ W1) * (X @ W2): one customized kernel with two outputs, then a kernel-level mul.
 

@@ -1,4 +1,4 @@
-// RUN: mirage-opt %shared/mugraphs/gqa_bs1.json | filecheck %s
+// RUN: mirage-opt %mugraphs/gqa_bs1.json | filecheck %s
 
 // Split-KV attention: kernel 1 (grid 2x8x16, 3-D imaps, two outputs concatenated via omap
 // (0,2,1)), kernel 2 sums the partials with red_ld_sum / redtox_ld_sum and divides.

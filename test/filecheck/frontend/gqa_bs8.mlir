@@ -1,4 +1,4 @@
-// RUN: mirage-opt %shared/mugraphs/gqa_bs8.json | filecheck %s
+// RUN: mirage-opt %mugraphs/gqa_bs8.json | filecheck %s
 
 // CHECK-LABEL: func.func @graph_0(
 // CHECK-SAME:    tensor<16x256x64xf16>

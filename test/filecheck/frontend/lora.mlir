@@ -1,4 +1,4 @@
-// RUN: mirage-opt %shared/mugraphs/lora.json | filecheck %s
+// RUN: mirage-opt %mugraphs/lora.json | filecheck %s
 
 // X @ W + (X @ A) @ B in one kernel: three tb.matmul, add, nored.
 

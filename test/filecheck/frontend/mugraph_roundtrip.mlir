@@ -1,8 +1,8 @@
 // JSON -> IR -> era-C JSON -> IR gives the same IR as the direct import.
-// RUN: mirage-opt %shared/mugraphs/lora.json -t mugraph | mirage-opt -f mugraph | filecheck %s
-// RUN: mirage-opt %shared/mugraphs/lora.json -t mugraph | filecheck %s --check-prefix=JSON
-// RUN: mirage-opt %shared/mugraphs/lora.json -t 'mugraph{era=A}' | filecheck %s --check-prefix=ERA-A
-// RUN: mirage-opt %shared/mugraphs/lora.json -t mugraph | mirage-opt -f mugraph --mugraph-era=B | filecheck %s --check-prefix=ERA-B
+// RUN: mirage-opt %mugraphs/lora.json -t mugraph | mirage-opt -f mugraph | filecheck %s
+// RUN: mirage-opt %mugraphs/lora.json -t mugraph | filecheck %s --check-prefix=JSON
+// RUN: mirage-opt %mugraphs/lora.json -t 'mugraph{era=A}' | filecheck %s --check-prefix=ERA-A
+// RUN: mirage-opt %mugraphs/lora.json -t mugraph | mirage-opt -f mugraph --mugraph-era=B | filecheck %s --check-prefix=ERA-B
 
 // CHECK-LABEL: func.func @graph_0(
 // CHECK-SAME:    tensor<16x256xf16> {kn.strides = array<i64: 256, 1>}

@@ -1,5 +1,5 @@
-// RUN: mirage-opt %shared/mugraphs/rmsnorm_bs1.json | filecheck %s
-// RUN: mirage-opt %shared/mugraphs/rmsnorm_bs1.json | filecheck %s --check-prefix=COUNT
+// RUN: mirage-opt %mugraphs/rmsnorm_bs1.json | filecheck %s
+// RUN: mirage-opt %mugraphs/rmsnorm_bs1.json | filecheck %s --check-prefix=COUNT
 
 // Graph 0 of rmsnorm_bs1.json, fully decoded in mirage-notes 2.3: X [2,4096] tiles 2x128
 // along the for-loop, W [4096,6144] tiles 128x24 (grid x -> dim 1, loop -> dim 0),

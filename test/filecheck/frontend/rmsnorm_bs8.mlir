@@ -1,4 +1,4 @@
-// RUN: mirage-opt %shared/mugraphs/rmsnorm_bs8.json | filecheck %s
+// RUN: mirage-opt %mugraphs/rmsnorm_bs8.json | filecheck %s
 
 // X [16,4096]: forloop 4 gives 16x1024 tiles of X and 1024x24 tiles of W.
 

@@ -297,3 +297,110 @@ func.func @all_reduce_type(%a: tensor<4x10xf16>) {
   func.return
 }
 // CHECK: attribute tensor<4x10xf16> expected from variable 'T', but got tensor<4x5xf16>
+
+// -----
+
+// ---- device limits and module-level checks (issue #29) ----
+
+func.func @too_many_elements(%a: tensor<65536x32768xf16>) {
+  %0 = kn.exp %a : tensor<65536x32768xf16>
+  func.return
+}
+// CHECK: kn.exp: operand #0 has type tensor<65536x32768xf16> with 2147483648 elements, more than the 2147483647 that 32-bit indexing in the generated kernels reaches; split the tensor into smaller ones
+
+// -----
+
+func.func @integer_too_wide(%a: tensor<4x8xi128>) {
+  %0 = kn.exp %a : tensor<4x8xi128>
+  func.return
+}
+// CHECK: kn.exp: operand #0: element type i128 has 128 bits; device tensors hold integers of 1 to 64 bits
+
+// -----
+
+func.func @use_before_definition(%x: tensor<8x8xf16>) -> tensor<8x8xf16> {
+  %b = kn.add %a, %x : tensor<8x8xf16>, tensor<8x8xf16> -> tensor<8x8xf16>
+  %a = kn.exp %x : tensor<8x8xf16>
+  func.return %b : tensor<8x8xf16>
+}
+// CHECK: @use_before_definition: kn.add (op #0 of its block): operand #0 (%a) is used before its definition; SSA values must be defined above their first use: move the defining op before this one
+
+// -----
+
+func.func @unused_argument_too_large(%a: tensor<2147483648xf16>) {
+  func.return
+}
+// CHECK: @unused_argument_too_large: argument #0: has type tensor<2147483648xf16> with 2147483648 elements
+
+// -----
+
+func.func @output_strides_overlap(%x: tensor<8x8xf16>) -> (tensor<8x8xf16> {kn.strides = array<i64: 0, 1>}) {
+  %a = kn.exp %x : tensor<8x8xf16>
+  func.return %a : tensor<8x8xf16>
+}
+// CHECK: @output_strides_overlap: result #0: kn.strides = [0, 1] lets distinct elements of this output share an address (a dim of size > 1 with stride 0 < 1, the extent of the dims inside it); outputs need strides that keep every element apart, e.g. row-major
+
+// -----
+
+func.func @output_strides_interleaved(%x: tensor<8x8xf16>) -> (tensor<8x8xf16> {kn.strides = array<i64: 4, 1>}) {
+  %a = kn.exp %x : tensor<8x8xf16>
+  func.return %a : tensor<8x8xf16>
+}
+// CHECK: @output_strides_interleaved: result #0: kn.strides = [4, 1] lets distinct elements of this output share an address (a dim of size > 1 with stride 4 < 8
+
+// -----
+
+func.func @argument_strides_rank(%x: tensor<8x8xf16> {kn.strides = array<i64: 1>}) -> tensor<8x8xf16> {
+  %a = kn.exp %x : tensor<8x8xf16>
+  func.return %a : tensor<8x8xf16>
+}
+// CHECK: @argument_strides_rank: argument #0: kn.strides = [1] has 1 entry for a rank-2 tensor; give one stride per dim
+
+// -----
+
+func.func @argument_strides_not_an_array(%x: tensor<8x8xf16> {kn.strides = {}}) -> tensor<8x8xf16> {
+  %a = kn.exp %x : tensor<8x8xf16>
+  func.return %a : tensor<8x8xf16>
+}
+// CHECK: @argument_strides_not_an_array: argument #0: kn.strides must be an array of element strides, one per dim, e.g. array<i64: 4096, 1>; got {}
+
+// -----
+
+func.func @argument_strides_negative(%x: tensor<8x8xf16> {kn.strides = array<i64: -8, 1>}) -> tensor<8x8xf16> {
+  %a = kn.exp %x : tensor<8x8xf16>
+  func.return %a : tensor<8x8xf16>
+}
+// CHECK: @argument_strides_negative: argument #0: kn.strides = [-8, 1] has a negative stride; strides count elements forward from the tensor's start
+
+// -----
+
+func.func @argument_strides_span(%x: tensor<8x8xf16> {kn.strides = array<i64: 1073741824, 1>}) -> tensor<8x8xf16> {
+  %a = kn.exp %x : tensor<8x8xf16>
+  func.return %a : tensor<8x8xf16>
+}
+// CHECK: @argument_strides_span: argument #0: kn.strides = [1073741824, 1] spans 7516192776 elements, more than the 2147483647 that 32-bit indexing in the generated kernels reaches
+
+// -----
+
+func.func @op_strides_per_result(%x: tensor<8x8xf16>) -> tensor<8x8xf16> {
+  %a = kn.exp %x {kn.strides = array<i64: 8, 1>} : tensor<8x8xf16>
+  func.return %a : tensor<8x8xf16>
+}
+// CHECK: @op_strides_per_result: kn.exp (op #0 of its block): kn.strides must be a list with one array<i64> of strides per result (1), e.g. [array<i64: 64, 1>]
+
+// -----
+
+func.func @scalar_argument(%x: tensor<8x8xf16>, %n: i32) -> tensor<8x8xf16> {
+  %a = kn.exp %x : tensor<8x8xf16>
+  func.return %a : tensor<8x8xf16>
+}
+// CHECK: @scalar_argument: argument #1 has type i32; the inputs and outputs of a kernel graph are device tensors, e.g. tensor<8x64xf16>: pass scalars as op attributes
+
+// -----
+
+"func.func"() <{sym_name = "extra_arg_attrs", function_type = (tensor<8x8xf16>) -> tensor<8x8xf16>, arg_attrs = [{kn.strides = array<i64: 8, 1>}, {}]}> ({
+^bb0(%x: tensor<8x8xf16>):
+  %a = kn.exp %x : tensor<8x8xf16>
+  func.return %a : tensor<8x8xf16>
+}) : () -> ()
+// CHECK: @extra_arg_attrs: 2 argument attribute dictionaries for 1 arguments; give one dictionary per argument (possibly empty, {})

@@ -739,6 +739,19 @@ func.func @forloop_range_zero(%X: tensor<8x64xf16>) {
 
 // -----
 
+// issue #29: the loop bound of target/device.py (the CUDA loop counter and the reference
+// executor's per-iteration step); 2^32 iterations used to reach the generated code.
+func.func @forloop_range_too_large(%X: tensor<8x8192xf16>) {
+  kn.customized(%X) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 8192 : i64, reduction_dimx = 64 : i64} : (tensor<8x8192xf16>) -> () {
+  ^bb0(%x: tensor<8x8192xf16>):
+    %a = tb.input %x {input_map = array<i64: -1, -1, -1>, forloop_dim = 1 : i64} : tensor<8x8192xf16> -> !tb.stensor<8x1xf16>
+  }
+  func.return
+}
+// CHECK: kn.customized: forloop_range = 8192 exceeds 4096 (the most iterations the reference executor checks in seconds, target/device.py); take longer tiles per iteration or split the reduction across the grid
+
+// -----
+
 func.func @reduction_dimx_zero(%X: tensor<8x64xf16>) {
   kn.customized(%X) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 0 : i64} : (tensor<8x64xf16>) -> () {
   ^bb0(%x: tensor<8x64xf16>):

@@ -1,0 +1,83 @@
+"""`cute-weight-prefetch`: kn.weight loads issued before the PDL wait, and the early trigger.
+
+The design (and its measurements) is described in codegen/weight_prefetch.py, which prints
+it; this pass makes the choices and writes them into the IR (dialects/cute/ops.py):
+
+- the ops of a kernel printed before `mx::wait_for_prior_grids()` carry
+  `cute.before_pdl_wait` (unit): in a body with a main loop (`cute.for`) and at least one
+  cp.async load of a kn.weight parameter before it, the shared-memory allocations, the
+  accumulator initialisations and those weight loads of the prologue.  A prologue holding a
+  `cute.elementwise` or `cute.reduce` is left unsplit: such an op may start a register row
+  chain (codegen/register_rows.py), which the printer emits as one piece after the wait;
+- a kernel that streams a weight in its loop carries `cute.trigger_dependents` (unit): it
+  calls `griddepcontrol.launch_dependents` at its start and, under PDL, is launched one wave
+  at a time (`KernelLaunch.one_wave`);
+- every kernel carries `cute.pdl_prefetch = i64`, the number of weight loads it hoists (0 =
+  none), which says that the decision was made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from mirage_xdsl.dialects import cute, kn
+
+
+@dataclass(frozen=True)
+class WeightPrefetchPass(ModulePass):
+    """Mark the weight prefetch and the early trigger of every `cute.kernel` (module
+    docstring)."""
+
+    name = "cute-weight-prefetch"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in op.walk():
+            if not isinstance(fn, func.FuncOp):
+                continue
+            weight_args = kn.weight_inputs(fn)
+            for kernel in fn.walk():
+                if isinstance(kernel, cute.KernelOp):
+                    mark_kernel(kernel, cute.weight_params(kernel, weight_args))
+
+
+def mark_kernel(kernel: cute.KernelOp, weights: Collection[SSAValue]) -> None:
+    """Write the three attributes of the module docstring on `kernel` and its ops."""
+    early = hoisted_ops(list(kernel.body.block.ops), weights)
+    for op in early:
+        op.attributes[cute.BEFORE_PDL_WAIT] = UnitAttr()
+    if triggers_dependents(kernel, weights):
+        kernel.attributes[cute.TRIGGER_DEPENDENTS] = UnitAttr()
+    loads = sum(1 for op in early if _is_weight_load(op, weights))
+    kernel.attributes[cute.PDL_PREFETCH] = IntegerAttr(loads, i64)
+
+
+def _is_weight_load(op: Operation, weights: Collection[SSAValue]) -> bool:
+    return isinstance(op, cute.CopyG2SOp) and op.mode.data == "async" and op.src in weights
+
+
+def hoisted_ops(ops: Sequence[Operation], weights: Collection[SSAValue]) -> list[Operation]:
+    """The top-level ops of a kernel body to print before the PDL wait, in order (empty:
+    the body is not split)."""
+    first_loop = next((i for i, op in enumerate(ops) if isinstance(op, cute.ForOp)), None)
+    if first_loop is None or not weights:
+        return []
+    prologue = ops[:first_loop]
+    if any(isinstance(op, (cute.ElementwiseOp, cute.ReduceOp)) for op in prologue):
+        return []  # a possible register row chain, printed in one piece after the wait
+    if not any(_is_weight_load(op, weights) for op in prologue):
+        return []
+    return [op for op in prologue if isinstance(op, (cute.SmemAllocOp, cute.MmaInitOp)) or _is_weight_load(op, weights)]
+
+
+def triggers_dependents(kernel: cute.KernelOp, weights: Collection[SSAValue]) -> bool:
+    """Whether `kernel` triggers its dependent grid at its start: it has a loop and streams
+    at least one weight in it."""
+    loops = [op for op in kernel.body.block.ops if isinstance(op, cute.ForOp)]
+    return bool(loops) and any(_is_weight_load(op, weights) for loop in loops for op in loop.body.block.ops)
