@@ -39,20 +39,17 @@ from mirage_xdsl.bench import BenchError
 from mirage_xdsl.bench.cache import BenchCache
 from mirage_xdsl.bench.check import same_outputs
 from mirage_xdsl.bench.workloads import BY_NAME, WORKLOADS, Resolved
+from mirage_xdsl.driver.tune.space import SEED_VARIANTS, SpaceError, genome_from_label
 
 MANIFEST_VERSION = 2
-DEFAULT_VARIANTS = (
-    tuple(f"c{rank}x" for rank in range(16))
-    + ("c0s3x", "c0s4x")
-    + tuple(f"c{rank}xr" for rank in range(8))
-    + ("c0s7xrf1",)
-)
-"""Tuning variants of the plain graphs by default: kn-fuse plans of cost rank 0..15 with
-tb-plan-pipeline's own ring depth (2 stages, deeper for wide lone-block plans) and split-K
-plans enumerated, the cheapest plan with 3 and 4 stages, and ranks 0..7 with their partials
-reduced before the grid sum (`r`), and the cheapest split-K plan with a 7-stage ring whose
-groups a late finisher combines (`f1`: rmsnorm bs8 13.6-13.9 us against 14.9-15.0 for c0xr
-on an H200, 2026-11-25).
+DEFAULT_VARIANTS = tuple(SEED_VARIANTS)
+"""Tuning variants of the plain graphs by default: the seed genomes of the tuner's search space
+(driver/tune/space.py `SEED_VARIANTS`; `mirage-bench --tune` searches the whole space
+instead): kn-fuse plans of cost rank 0..15 with tb-plan-pipeline's own ring depth (2 stages,
+deeper for wide lone-block plans) and split-K plans enumerated, the cheapest plan with 3 and
+4 stages, and ranks 0..7 with their partials reduced before the grid sum (`r`), and the
+cheapest split-K plan with a 7-stage ring whose groups a late finisher combines (`f1`:
+rmsnorm bs8 13.6-13.9 us against 14.9-15.0 for c0xr on an H200, 2026-11-25).
 Sixteen ranks, not eight: the grid-sum plans crowd the first ranks, and on the H200 the
 fastest rmsnorm/gated_mlp plans were ranks 7-16 (a sweep of 24 ranks, 2026-11-22).
 Without `r` a variant passes `reduce_partials=false` (the pipeline's default is true): `r`
@@ -102,19 +99,13 @@ def parse_variant(text: str) -> dict[str, Any]:
     that cost rank, that cp.async pipeline depth (absent or 0 = tb-plan-pipeline's choice),
     `x` = split-K plans enumerated too, `r` = partials reduced before their grid sum
     (`reduce_partials`), `f<shift>` = split-K groups combined by a late finisher that takes
-    `shift` iterations from each partner (`late_finisher`, passes/cute/late_finisher.py)."""
-    m = re.fullmatch(r"c(\d+)(?:s(\d+))?(x?)(r?)(?:f(\d+))?", text)
-    if m is None:
-        raise BenchError(f"variant '{text}': expected c<rank>[s<stages>][x][r][f<shift>], e.g. c0, c0s2, c3s4x or c0s7xrf1")
-    stages = int(m[2]) if m[2] is not None else 0
-    late = int(m[5]) if m[5] is not None else 0
-    return {
-        "candidate": int(m[1]),
-        "stages": stages,
-        "always_split": bool(m[3]),
-        "reduce_partials": bool(m[4]),
-        "late_finisher": late,
-    }
+    `shift` iterations from each partner (`late_finisher`, passes/cute/late_finisher.py).
+    The tuner's labels (`n` = no grid sum, `l<depth>` = lone-block ring depth) read too: a
+    variant is a genome of driver/tune/space.py."""
+    try:
+        return genome_from_label(text).variant_options()
+    except SpaceError as err:
+        raise BenchError(str(err)) from None
 
 
 def parse_variants(text: str | None) -> list[str] | None:

@@ -1,7 +1,8 @@
 """Timing on the GPU: CUDA events, warm-up, median of many sweeps over rotated input sets.
 
 Every number of `mirage-bench` and `mirage-run --bench` comes from here, so ours and the
-peers are timed the same way:
+peers are timed the same way (the first five live in runtime/measure.py, shared with the
+tuner of driver/tune/, and are re-exported here):
 
 - `bench_us(run, n_sets, stream)`: median µs of one `run(i)`, timed with CUDA events around
   sweeps through all input sets (host work included: what a caller of the graph sees);
@@ -20,80 +21,23 @@ Needs numpy only at import time; CuPy (and torch for `torch_graph_runner`) when 
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-L2_BYTES = 60 * 1024 * 1024
-"""H200 L2 (bytes); rotating input sets until 3x this many bytes are touched keeps weights cold."""
-
-SWEEP_LAUNCHES = 16
-"""Runs of the program in one timed CUDA graph (the input sets repeated in turn).  The first
-run of a replay starts on an idle GPU, without the previous run's end to overlap (graph
-launches do not chain through programmatic dependent launch), so a graph of few runs charges
-each with a share of that boundary: with one pass over 4 sets (the harness until
-2026-11-25) rmsnorm_linear cost about 1 µs more per run than in a long sequence of launches
-(H200: with 16 runs the large workloads took 0.7-1.3 µs less per run, torch 0.6-1.5).  16 runs keep that share small, for ours
-and the peers alike."""
+# The timing loop lives in runtime/measure.py (driver/tune uses it too); re-exported here.
+from mirage_xdsl.runtime.measure import (  # noqa: F401 - re-exported
+    L2_BYTES,
+    SWEEP_LAUNCHES,
+    bench_us,
+    device_us,
+    rotation_sets,
+    sweep_sets,
+    sweep_us,
+)
 
 COPY_BYTES = 1 << 30
 """Size of the buffer copied by `copy_bandwidth_gbs` (1 GiB: far beyond any L2)."""
-
-
-def rotation_sets(input_bytes: int, limit: int = 8) -> int:
-    """Input sets to rotate so that one sweep reads about 3x the L2 (2..limit) when one set
-    holds `input_bytes` bytes."""
-    if input_bytes <= 0:
-        return 2
-    return max(2, min(limit, math.ceil(3 * L2_BYTES / input_bytes)))
-
-
-def bench_us(run: Callable[[int], Any], n_sets: int, stream: Any, *, warmup: int = 20, reps: int = 60) -> float:
-    """Median microseconds of one `run(i)` (i = input-set index), timed with CUDA events on
-    `stream` (a CuPy stream) over `reps` sweeps through all `n_sets` sets, after `warmup` runs."""
-    import cupy  # type: ignore[import-not-found]
-
-    for i in range(warmup):
-        run(i % n_sets)
-    stream.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record(stream)
-        for i in range(n_sets):
-            run(i)
-        end.record(stream)
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) * 1000.0 / n_sets)
-    return statistics.median(times)
-
-
-def sweep_us(replay: Callable[[], Any], n_runs: int, stream: Any, *, warmup: int = 20, reps: int = 60) -> float:
-    """Microseconds per run of `replay()`, a launch of one CUDA graph that runs the program
-    `n_runs` times (on input sets in turn): the median replay time / `n_runs`."""
-    return bench_us(lambda i: replay(), 1, stream, warmup=warmup, reps=reps) / n_runs
-
-
-def sweep_sets(sets: Sequence[Sequence[Any]], launches: int = SWEEP_LAUNCHES) -> list[Sequence[Any]]:
-    """The input sets in turn, repeated until there are at least `launches` of them (one pass
-    when there are already that many): the runs of one timed CUDA graph."""
-    return list(sets) * max(1, math.ceil(launches / max(1, len(sets))))
-
-
-def device_us(graph: Any, sets: Sequence[Sequence[Any]], stream: Any, launches: int = SWEEP_LAUNCHES) -> float | None:
-    """Device time (µs) of one run of `graph` (a loaded CompiledGraph): one CUDA graph
-    running it on the input sets in turn (`sweep_sets(sets, launches)`), replayed and timed;
-    None when the plan cannot be captured (a library matmul: CuPy cannot record cuBLAS into a
-    graph)."""
-    from mirage_xdsl.runtime.executable import LaunchError
-
-    runs = sweep_sets(sets, launches)
-    try:
-        launch = graph.capture_sweep(runs)
-    except LaunchError:
-        return None
-    return sweep_us(lambda: launch(stream), len(runs), stream)
 
 
 def torch_graph_runner(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]]) -> Callable[[int], Any]:

@@ -11,20 +11,21 @@ layers (passes/, codegen/, driver/nvcc.py, runtime/); this module only strings t
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan
 from mirage_xdsl.driver.load import functions
+from mirage_xdsl.driver.tune.genetic import GAConfig
 from mirage_xdsl.runtime.executable import (
     CompiledGraph,
-    LaunchError,
     _cupy,
     detect_arch,
     gpu_available,
     random_inputs,
 )
+from mirage_xdsl.runtime.measure import device_us
 
 
 @dataclass
@@ -65,10 +66,18 @@ def make_context() -> Any:
     return ctx
 
 
-def prepare(module: Any, func_name: str | None = None, arch: str | None = None, candidate: int = 0) -> Prepared:
+def prepare(
+    module: Any,
+    func_name: str | None = None,
+    arch: str | None = None,
+    candidate: int = 0,
+    *,
+    options: Mapping[str, Any] | None = None,
+) -> Prepared:
     """Clone the chosen function into its own module, run `mirage-transpile` if it has not
-    run (with kn-fuse's plan of cost rank `candidate` for plain kernel graphs), and print
-    CUDA for it.  Needs no GPU and no nvcc."""
+    run (with kn-fuse's plan of cost rank `candidate` for plain kernel graphs, and the other
+    `MirageTranspilePass` `options`, e.g. a tuned genome's), and print CUDA for it.  Needs no
+    GPU and no nvcc."""
     from xdsl.dialects.builtin import ModuleOp
 
     from mirage_xdsl.driver.nvcc import normalize_arch
@@ -91,7 +100,7 @@ def prepare(module: Any, func_name: str | None = None, arch: str | None = None, 
     if not _pipeline_has_run(single):
         from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
-        MirageTranspilePass(candidate=candidate).apply(make_context(), single)
+        MirageTranspilePass(**{"candidate": candidate, **(options or {})}).apply(make_context(), single)
     from mirage_xdsl.codegen.cuda_target import emit_cuda
 
     arch = normalize_arch(arch or detect_arch())
@@ -110,6 +119,8 @@ def compile(  # noqa: A001 - the public name Mirage uses
     cuda_graph: bool = False,
     poison_outputs: bool = False,
     autotune: int = 0,
+    tune: int | GAConfig = 0,
+    tune_cache: str | os.PathLike[str] | None = None,
 ) -> CompiledGraph:
     """Compile one kernel graph of `module` for `arch` (None: the current GPU, else sm_90).
 
@@ -128,12 +139,26 @@ def compile(  # noqa: A001 - the public name Mirage uses
     candidate after the other: Ctrl-C stops it where it is (a running nvcc is killed by
     `subprocess.run`, a CUDA-graph capture is ended) and leaves only complete cache entries.
 
+    `tune=G` (a GPU present): the genetic tuner (driver/tune/): the best genome (pass
+    options) cached for this graph, device, toolchain and compiler in the tuning cache
+    (`tune_cache`, default `$MIRAGE_XDSL_CACHE_DIR/tune.json`) is used without tuning again;
+    without one, G generations of the search run first (Tensor Comprehensions' defaults:
+    population 100; pass a `GAConfig` instead of G for other settings) and their result is
+    cached.  Without a GPU, or when no genome passed, the default pipeline is used.
+
     Raises:
         ValueError: `func_name` names no function, or is needed and missing.
         NvccNotFoundError, CudaCompileError: nvcc is missing or rejects the generated CUDA.
         LaunchError: the plan cannot run on the present GPU.
         KeyboardInterrupt: Ctrl-C, passed on unchanged (no partial entry is left behind).
     """
+    if tune:  # the evaluator decides whether a GPU is there
+        from mirage_xdsl.driver.tune.tuner import cached_or_tuned
+
+        genome = cached_or_tuned(module, func_name, arch, tune, tune_cache)
+        if genome is not None:
+            prepared = prepare(module, func_name, arch, options=genome.options())
+            return _compiled(prepared, cache_dir, cuda_graph, poison_outputs)
     if autotune > 1 and gpu_available():
         return _autotuned(module, func_name, arch, autotune, cache_dir, cuda_graph, poison_outputs)
     return _compiled(prepare(module, func_name, arch), cache_dir, cuda_graph, poison_outputs)
@@ -162,6 +187,8 @@ def _compiled(
 
 AUTOTUNE_SETS = 4
 """Input sets an autotuning sweep rotates through (each candidate runs once per set)."""
+AUTOTUNE_REPS = 10
+"""Timed replays per autotuning candidate (the median is kept)."""
 
 
 def pick_fastest(candidates: Sequence[Any], time_us: Any) -> tuple[int, list[float | None]]:
@@ -199,24 +226,10 @@ def _autotuned(
     graphs = [_compiled(p, cache_dir, cuda_graph, poison_outputs) for p in variants]
     cupy = _cupy()
     sets = [[cupy.asarray(x) for x in random_inputs(first.plan.inputs, seed)] for seed in range(AUTOTUNE_SETS)]
+    stream = cupy.cuda.get_current_stream()
 
     def time_us(graph: CompiledGraph) -> float | None:
-        try:
-            launch = graph.capture_sweep(sets)
-        except LaunchError:
-            return None
-        stream = cupy.cuda.get_current_stream()
-        launch(stream)
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        samples = []
-        for _ in range(5):
-            start.record(stream)
-            for _ in range(10):
-                launch(stream)
-            end.record(stream)
-            end.synchronize()
-            samples.append(cupy.cuda.get_elapsed_time(start, end) * 1000.0 / (10 * len(sets)))
-        return sorted(samples)[len(samples) // 2]
+        return device_us(graph, sets, stream, reps=AUTOTUNE_REPS)  # the loop mirage-bench times with
 
     best, _ = pick_fastest(graphs, time_us)
     return graphs[best]

@@ -29,6 +29,11 @@ Output: progress on stderr, then the summary table (workload, best ours µs, bes
 Mirage and plain-graph µs, each peer's µs, speedup over the best peer, MB moved, GB/s and the
 fraction of the copy bandwidth), and the markdown report with every candidate.
 
+`--tune` (bench/tune.py): instead of the fixed variant list, the genetic tuner of
+driver/tune/ searches the pass options of each workload's plain graph (`--tune-generations`,
+`--tune-population`, the tuning cache `--tune-cache`); one row per graph: the best genome and
+its µs against the default genome's.
+
 Exit status: 0 when every candidate passed or was rejected at compile time (more shared
 memory than the GPU has), 1 otherwise and on errors (one line on stderr, no traceback), 130
 on Ctrl-C (`mirage-bench: interrupted`: pending builds cancelled, workers and their nvcc
@@ -107,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="base seed (default: fresh); workload k of the table uses seed + k")
     p.add_argument("--in-process", action="store_true", help="GPU phase in this process (no restart after a crash)")
     p.add_argument("--child-timeout", type=float, default=900, help="seconds one workload's GPU process may take")
+    tune = p.add_argument_group("tuning (--tune: the genetic tuner per workload's plain graph instead of --variants)")
+    tune.add_argument("--tune", action="store_true", help="tune each workload's plain graph (needs a GPU; no peers, no muGraphs)")
+    tune.add_argument("--tune-generations", type=int, default=5, help="generations per graph (default 5)")
+    tune.add_argument("--tune-population", type=int, default=24, help="genomes per generation (default 24)")
+    tune.add_argument("--tune-cache", type=Path, help="tuning cache file (default $MIRAGE_XDSL_CACHE_DIR/tune.json)")
     p.add_argument("--child-env", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--child-candidates", help=argparse.SUPPRESS)
     p.add_argument("--child-peers", help=argparse.SUPPRESS)
@@ -168,6 +178,12 @@ def _main(args: argparse.Namespace) -> int:
         return gpu_phase.child_main(args.from_dir, indices, args.child_peers, bench=not args.no_bench,
                                     atol_rel=args.atol_rel, compile_peer=not args.no_compile_peer,
                                     peer_source=args.child_peer_source)
+    if args.tune:
+        from mirage_xdsl.bench.tune import run_tune_mode
+
+        if args.prepare_only is not None or args.from_dir is not None or args.variants is not None:
+            raise BenchError("--tune replaces --variants and runs in one process: leave out --variants, --prepare-only and --from")
+        return run_tune_mode(args)
     from mirage_xdsl.bench.prepare import load_prepared, parse_variants, save_prepared
     from mirage_xdsl.bench.workloads import select
 

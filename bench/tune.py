@@ -1,0 +1,154 @@
+"""`mirage-bench --tune`: the genetic tuner (driver/tune/) on each workload's plain graph,
+instead of the fixed variant list.
+
+    mirage-bench tuned.md --tune --workloads rmsnorm_bs1,lora --tune-generations 4 --tune-population 16
+
+For every selected workload with a plain kernel graph under examples/, every function of that
+file is tuned in this process (compiles in `--jobs` worker processes, checks and timings on
+the GPU, the tuning cache reused and updated), and one row is reported: the best genome and
+its time, the time of the pipeline's default genome (`c0xr`) when the search evaluated it,
+and how many genomes were evaluated and failed.  The torch peers and the saved muGraphs are
+not part of this mode (run `mirage-bench` without `--tune` for them).  Ctrl-C stops the
+search of the current graph as `mirage-tune` does (in-flight work finishes, the cache is
+saved) and reports what was found; the status is then 130.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mirage_xdsl.bench import BenchError
+from mirage_xdsl.bench.workloads import EXAMPLES, select
+
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class TunedRow:
+    """One tuned graph."""
+
+    workload: str
+    graph: str
+    best: str | None = None
+    best_us: float | None = None
+    default_us: float | None = None
+    evaluated: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    note: str = ""
+
+
+def tune_workloads(
+    workloads: str | None,
+    *,
+    generations: int,
+    population: int,
+    jobs: int,
+    seed: int,
+    cache_path: Path | None,
+    arch: str | None,
+    log: Callable[[str], None] = print,
+) -> tuple[list[TunedRow], bool]:
+    """Tune the plain graph of every selected workload; return the rows and whether a SIGINT
+    stopped the run.
+
+    Raises:
+        BenchError: no GPU, or no selected workload has a plain graph.
+    """
+    from mirage_xdsl.driver.load import functions, load_module
+    from mirage_xdsl.driver.tune.evaluate import NoGpuError, gpu_identity
+    from mirage_xdsl.driver.tune.genetic import GAConfig
+    from mirage_xdsl.driver.tune.tuner import StopFlag
+
+    try:
+        identity = gpu_identity()
+    except NoGpuError as err:
+        raise BenchError(f"--tune needs a GPU: {err}") from None
+    chosen = [w for w in select(workloads) if w.example]
+    if not chosen:
+        raise BenchError("--tune: none of the selected workloads has a plain kernel graph under examples/")
+    config = GAConfig(population=population, generations=generations, elites=max(1, population // 10), seed=seed).checked()
+    log(f"tuning {len(chosen)} workload(s) on {identity['device']} ({identity['arch']}): "
+        f"{generations} generation(s) of {population}")
+    rows: list[TunedRow] = []
+    flag = StopFlag()
+    with flag.catch_sigint(log):
+        for w in chosen:
+            module = load_module(EXAMPLES / w.example)
+            for func in functions(module):
+                if flag.interrupted:
+                    break
+                rows.append(_tune_one(w.name, module, func.sym_name.data, config, jobs, cache_path, arch, flag, log))
+    return rows, flag.interrupted
+
+
+def _tune_one(workload: str, module: Any, name: str, config: Any, jobs: int, cache_path: Path | None,
+              arch: str | None, flag: Any, log: Callable[[str], None]) -> TunedRow:
+    from mirage_xdsl.driver.tune.space import Genome
+    from mirage_xdsl.driver.tune.tuner import tune
+
+    row = TunedRow(workload, name)
+    start = time.perf_counter()
+
+    def generation(report: Any) -> None:
+        best = f"{report.best.genome.label} {report.best.time_us:.2f} us" if report.best else "none yet"
+        log(f"  {workload} {name} generation {report.generation + 1}/{config.generations}: best {best} "
+            f"({report.evaluated} evaluated, {report.failed} failed)")
+
+    result = tune(module, name, config=config, arch=arch, jobs=jobs, cache_path=cache_path, stop=flag,
+                  on_generation=generation)
+    row.seconds = time.perf_counter() - start
+    evaluations = result.outcome.evaluations
+    row.evaluated = len(evaluations)
+    row.failed = sum(not e.ok for e in evaluations.values())
+    default = evaluations.get(Genome())
+    row.default_us = default.time_us if default is not None and default.ok else None
+    if result.best is not None:
+        row.best, row.best_us = result.best.genome.label, result.best.time_us
+    else:
+        row.note = "no genome passed"
+    if result.outcome.stopped:
+        row.note = "interrupted" if flag.interrupted else "stopped"
+    return row
+
+
+def _f(value: float | None) -> str:
+    return f"{value:.2f}" if value is not None else "-"
+
+
+def report_lines(rows: list[TunedRow], identity: str) -> list[str]:
+    """The markdown table of `rows` (µs: device time of one run, median of the timed replays)."""
+    out = [f"# mirage-bench --tune ({identity})", "",
+           "| workload | graph | best genome | best µs | default (c0xr) µs | speedup | evaluated | failed | s | note |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        speedup = f"{r.default_us / r.best_us:.2f}x" if r.default_us and r.best_us else "-"
+        out.append(f"| {r.workload} | {r.graph} | {r.best or '-'} | {_f(r.best_us)} | {_f(r.default_us)} | {speedup} "
+                   f"| {r.evaluated} | {r.failed} | {r.seconds:.0f} | {r.note} |")
+    return out
+
+
+def run_tune_mode(args: Any) -> int:
+    """`mirage-bench [REPORT] --tune ...`: tune, print the table, write it to REPORT if given."""
+    from mirage_xdsl.driver.tune.evaluate import gpu_identity
+
+    rows, interrupted = tune_workloads(
+        args.workloads, generations=args.tune_generations, population=args.tune_population, jobs=args.jobs,
+        seed=args.seed or 0, cache_path=args.tune_cache, arch=args.arch,
+        log=lambda text: print(text, flush=True),
+    )
+    ident = gpu_identity()
+    lines = report_lines(rows, f"{ident['device']}, {ident['arch']}")
+    print("\n".join(lines[2:]), flush=True)
+    if args.report is not None:
+        args.report.write_text("\n".join(lines) + "\n")
+        print(f"report written to {args.report}", flush=True)
+    if interrupted:
+        print("mirage-bench: interrupted (the tuning cache was saved)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0 if all(r.best is not None for r in rows) else 1

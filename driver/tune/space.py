@@ -1,0 +1,230 @@
+"""The tuner's search space as data: one gene per `mirage-transpile` option worth tuning.
+
+    space = SPACE
+    g = genome_from_label("c0s7xrf1")      # the variant strings of mirage-bench stay readable
+    g.options()                            # -> MirageTranspilePass(**g.options())
+    space.repair(g)                        # the canonical genome of a possibly invalid one
+
+Genes (passes/pipeline.py `MirageTranspilePass`):
+
+| gene | domain | what |
+|---|---|---|
+| `candidate` | 0..15 | kn-fuse plan of that cost rank (ranks past the last plan fall back inside kn-fuse) |
+| `stages` | 0, 2..8 | cp.async pipeline depth; 0 = tb-plan-pipeline's own choice |
+| `always_split` | no/yes | split-K plans also when an unsplit grid already fills the SMs |
+| `grid_sum` | no/yes | split-K partials combined inside the kernel (`tb.grid_sum`) |
+| `reduce_partials` | no/yes | a split block's accumulator reduced before its grid sum |
+| `late_finisher` | 0..3 | iterations each split-K partner hands to its finisher; 0 = off |
+| `lone_block_max_stages` | 2..6 | ring depth of wide lone blocks (plan estimate and kernel) |
+
+Validity rules (`violations`; `repair` applies them, so equivalent genomes get one form):
+a value outside its domain is invalid (repair: the nearest value of the domain);
+`late_finisher` and `reduce_partials` act on grid sums only, so without `grid_sum` they must
+be off (repair: set them off).  Rules that only the compiler can decide (a plan rank past the
+last plan, a ring deeper than shared memory allows) are left to evaluation: such a genome
+fails to compile (fitness 0) or prints the same kernel as another (memoised by its source).
+
+Labels: the variant syntax of `mirage-bench --variants`, `c<rank>[s<stages>][x][r][f<shift>]`,
+extended with `n` (no grid sum) and `l<depth>` (lone-block ring depth other than 4); old
+strings read as before (absent letters = off, grid sums on, the default lone-block depth).
+
+Needs no xDSL (the GPU phase of mirage-bench imports this module through bench/prepare.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+DEFAULT_LONE_BLOCK_MAX_STAGES = 4
+"""tb-plan-pipeline's `LONE_BLOCK_MAX_STAGES` (kept equal by a test; not imported, because
+that module needs xDSL)."""
+
+
+class SpaceError(ValueError):
+    """A label or option set that names no genome of the space."""
+
+
+@dataclass(frozen=True)
+class Gene:
+    """One tunable decision: the pass option it sets and the values it may take."""
+
+    name: str
+    domain: tuple[Any, ...]
+    doc: str
+
+
+GENES: tuple[Gene, ...] = (
+    Gene("candidate", tuple(range(16)), "kn-fuse plan of this cost rank"),
+    Gene("stages", (0, 2, 3, 4, 5, 6, 7, 8), "cp.async pipeline depth (0: automatic)"),
+    Gene("always_split", (False, True), "split-K plans even when the unsplit grid fills the SMs"),
+    Gene("grid_sum", (False, True), "split-K partials combined inside the kernel"),
+    Gene("reduce_partials", (False, True), "reduce a split block's accumulator before its grid sum"),
+    Gene("late_finisher", (0, 1, 2, 3), "iterations each split-K partner hands to its finisher (0: off)"),
+    Gene("lone_block_max_stages", (2, 3, 4, 5, 6), "ring depth of wide lone blocks"),
+)
+
+
+@dataclass(frozen=True, order=True)
+class Genome:
+    """One point of the space: a value for every gene (field names = pass option names).
+    `Genome()` is the pipeline's default (`c0xr`)."""
+
+    candidate: int = 0
+    stages: int = 0
+    always_split: bool = True
+    grid_sum: bool = True
+    reduce_partials: bool = True
+    late_finisher: int = 0
+    lone_block_max_stages: int = DEFAULT_LONE_BLOCK_MAX_STAGES
+
+    def options(self) -> dict[str, Any]:
+        """The `MirageTranspilePass` keyword arguments of this genome (all of them)."""
+        return asdict(self)
+
+    def variant_options(self) -> dict[str, Any]:
+        """The options as `mirage-bench`'s `parse_variant` has always returned them (five
+        keys), plus `grid_sum` / `lone_block_max_stages` where they differ from the default."""
+        out = {k: getattr(self, k) for k in ("candidate", "stages", "always_split", "reduce_partials", "late_finisher")}
+        if not self.grid_sum:
+            out["grid_sum"] = False
+        if self.lone_block_max_stages != DEFAULT_LONE_BLOCK_MAX_STAGES:
+            out["lone_block_max_stages"] = self.lone_block_max_stages
+        return out
+
+    @property
+    def label(self) -> str:
+        """The variant string of this genome (`c0s7xrf1`, `c3xn`, `c1l6`, ...)."""
+        text = f"c{self.candidate}"
+        text += f"s{self.stages}" if self.stages else ""
+        text += "x" if self.always_split else ""
+        text += "r" if self.reduce_partials else ""
+        text += f"f{self.late_finisher}" if self.late_finisher else ""
+        text += "" if self.grid_sum else "n"
+        if self.lone_block_max_stages != DEFAULT_LONE_BLOCK_MAX_STAGES:
+            text += f"l{self.lone_block_max_stages}"
+        return text
+
+    def __str__(self) -> str:
+        return self.label
+
+
+_LABEL = re.compile(r"c(\d+)(?:s(\d+))?(x?)(r?)(?:f(\d+))?(n?)(?:l(\d+))?")
+
+
+def genome_from_label(text: str) -> Genome:
+    """The genome of a variant string `c<rank>[s<stages>][x][r][f<shift>][n][l<depth>]`
+    (the genome as written, not repaired: see `Space.repair`).
+
+    Raises:
+        SpaceError: the text does not follow the syntax.
+    """
+    m = _LABEL.fullmatch(text.strip())
+    if m is None:
+        raise SpaceError(
+            f"variant '{text}': expected c<rank>[s<stages>][x][r][f<shift>][n][l<depth>], e.g. c0, c0s2, c3s4x or c0s7xrf1"
+        )
+    return Genome(
+        candidate=int(m[1]),
+        stages=int(m[2]) if m[2] is not None else 0,
+        always_split=bool(m[3]),
+        reduce_partials=bool(m[4]),
+        late_finisher=int(m[5]) if m[5] is not None else 0,
+        grid_sum=not m[6],
+        lone_block_max_stages=int(m[7]) if m[7] is not None else DEFAULT_LONE_BLOCK_MAX_STAGES,
+    )
+
+
+def genome_from_options(options: dict[str, Any]) -> Genome:
+    """The genome of a dict of pass options (missing keys: the genome defaults).
+
+    Raises:
+        SpaceError: an unknown option or a value of the wrong type.
+    """
+    names = {f.name: f.type for f in fields(Genome)}
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        raise SpaceError(f"unknown tuning option(s): {', '.join(unknown)}")
+    for key, value in options.items():
+        want = bool if names[key] in ("bool", bool) else int
+        if type(value) is not want:
+            raise SpaceError(f"option {key}: expected {want.__name__}, got {value!r}")
+    return Genome(**options)
+
+
+SEED_VARIANTS: tuple[str, ...] = (
+    tuple(f"c{rank}x" for rank in range(16))
+    + ("c0s3x", "c0s4x")
+    + tuple(f"c{rank}xr" for rank in range(8))
+    + ("c0s7xrf1",)
+)
+"""The hand-picked variants `mirage-bench` has swept (its `DEFAULT_VARIANTS`, see
+bench/prepare.py for the measurements behind them): the tuner starts from them."""
+
+
+@dataclass(frozen=True)
+class Space:
+    """The genes and their validity rules; the GA (genetic.py) draws, mixes and repairs
+    genomes through this object only."""
+
+    genes: tuple[Gene, ...] = GENES
+
+    def gene(self, name: str) -> Gene:
+        return next(g for g in self.genes if g.name == name)
+
+    def violations(self, genome: Genome) -> list[str]:
+        """Why `genome` is not a valid point of the space (empty: valid)."""
+        out = [
+            f"{g.name}={getattr(genome, g.name)!r} is not one of {list(g.domain)}"
+            for g in self.genes
+            if getattr(genome, g.name) not in g.domain
+        ]
+        if not genome.grid_sum and genome.late_finisher:
+            out.append("late_finisher needs grid_sum (a late finisher combines in-kernel split-K groups)")
+        if not genome.grid_sum and genome.reduce_partials:
+            out.append("reduce_partials needs grid_sum (it shrinks the partials of a grid sum)")
+        return out
+
+    def repair(self, genome: Genome) -> Genome:
+        """The valid genome closest to `genome`: out-of-domain values moved to the nearest
+        domain value, options without effect switched off (one form per distinct kernel
+        request, so duplicates are caught before compiling)."""
+        changes: dict[str, Any] = {}
+        for g in self.genes:
+            value = getattr(genome, g.name)
+            if value not in g.domain:
+                changes[g.name] = min(g.domain, key=lambda v: (abs(int(v) - int(value)), int(v)))
+        fixed = replace(genome, **changes)
+        if not fixed.grid_sum:
+            fixed = replace(fixed, late_finisher=0, reduce_partials=False)
+        return fixed
+
+    def validate(self, genome: Genome) -> Genome:
+        """`genome` if valid.
+
+        Raises:
+            SpaceError: naming every violated rule.
+        """
+        problems = self.violations(genome)
+        if problems:
+            raise SpaceError(f"genome {genome.label}: " + "; ".join(problems))
+        return genome
+
+    def size(self) -> int:
+        """Number of genomes of the space before the validity rules (an upper bound)."""
+        n = 1
+        for g in self.genes:
+            n *= len(g.domain)
+        return n
+
+    def seeds(self, variants: Sequence[str] = SEED_VARIANTS) -> list[Genome]:
+        """The seed genomes (from `variants`), repaired and without duplicates, ordered so
+        that a small population still gets a mix: by plan rank, then plain before the
+        stage/partials/finisher variants of that rank."""
+        genomes = list(dict.fromkeys(self.repair(genome_from_label(v)) for v in variants))
+        return sorted(genomes, key=lambda g: (g.candidate, g.stages != 0, g.reduce_partials, g.late_finisher))
+
+
+SPACE = Space()
