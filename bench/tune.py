@@ -79,6 +79,7 @@ def tune_workloads(
     flag = StopFlag()
     with flag.catch_sigint(log):
         for w in chosen:
+            assert w.example is not None  # chosen keeps workloads with an example only
             module = load_module(EXAMPLES / w.example)
             for func in functions(module):
                 if flag.interrupted:

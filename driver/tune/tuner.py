@@ -15,6 +15,7 @@ rerun goes on from it: cached genomes are not evaluated again.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -123,7 +124,7 @@ def tune(
     arch: str | None = None,
     jobs: int = 8,
     runs: int | None = None,
-    cache_path: str | Path | None = None,
+    cache_path: str | os.PathLike[str] | None = None,
     use_cache: bool = True,
     stop: Callable[[], bool] | None = None,
     on_evaluation: Callable[[Evaluation], None] | None = None,
@@ -166,7 +167,7 @@ def tune(
 
 
 def cached_or_tuned(module: Any, func_name: str | None, arch: str | None, tune_arg: int | GAConfig,
-                    cache_path: str | Path | None = None) -> Genome | None:
+                    cache_path: str | os.PathLike[str] | None = None) -> Genome | None:
     """The genome `compile(..., tune=...)` uses: the cached best for this graph and device,
     else (a GPU present) the best of a fresh search of `tune_arg` generations (or that
     `GAConfig`); None without a GPU or when no genome passed (compile then uses the defaults)."""
