@@ -1063,6 +1063,26 @@ def test_late_finisher_skips_wide_splits() -> None:
         assert (partner_words_per_thread(kernel, grid_sum) <= MAX_PARTNER_WORDS) == late
 
 
+def test_late_finisher_weight_streams_without_l2_policy_by_default() -> None:
+    """The evict_first L2 policy on the finisher's weight loads is opt-in (`evict_first`):
+    ptxas (CUDA 13.0) gave its cp.async descriptor an odd uniform-register pair in
+    rmsnorm_linear's c0s8xrf1 / c0s8xrf2 / c0s4xrf2 kernels, which fault with an illegal
+    instruction on an H100 (found by mirage-tune; test_gpu_late_finisher_stage_shift_grid)."""
+    from mirage_xdsl.bench.prepare import _module, _variant_module
+    from mirage_xdsl.passes.cute.late_finisher import LateFinisherPass
+
+    module = _module(str(Path(__file__).parents[1] / "examples" / "rmsnorm_linear.mlir"))
+    for variant in ("c0s8xrf1", "c0s4xrf2", "c0s7xrf1"):
+        lowered = _variant_module(module, "rmsnorm_linear", variant)
+        assert not any(cute.L2_EVICT_FIRST in op.attributes for op in lowered.walk())
+        assert "g2s_async_evict_first" not in emit_cuda(lowered).source
+    lowered = _variant_module(module, "rmsnorm_linear", "c0s7x")
+    for grid_sum in [op for op in lowered.walk() if isinstance(op, cute.GridSumOp)]:
+        grid_sum.partner_trips = None
+    LateFinisherPass(shift=1, evict_first=True).apply(make_ctx(), lowered)
+    assert any(cute.L2_EVICT_FIRST in op.attributes for op in lowered.walk())
+
+
 def test_late_finisher_verifier_rejects_bad_splits() -> None:
     """cute.grid_sum's partner_trips must leave the finisher work: 1 <= E < the loop's trip count."""
     from xdsl.utils.exceptions import VerifyException

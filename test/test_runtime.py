@@ -970,6 +970,31 @@ def _check_six_back_to_back(g: Any, module: Any) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("stages", [2, 4, 6, 8])
+@pytest.mark.parametrize("shift", [1, 2, 3])
+def test_gpu_late_finisher_stage_shift_grid(stages: int, shift: int) -> None:
+    """rmsnorm_linear's split-K plan with a late finisher at every cp.async depth and shift:
+    correct, never an illegal instruction (c0s8xrf1, c0s8xrf2 and c0s4xrf2 faulted while the
+    weight loads carried an L2 evict_first policy; see passes/cute/late_finisher.py)."""
+    _needs_compiler()
+    import cupy
+
+    from mirage_xdsl.driver.compile import compile as compile_graph
+    from mirage_xdsl.driver.compile import prepare
+    from mirage_xdsl.driver.load import load_module
+    from mirage_xdsl.driver.tune.space import genome_from_label
+    from mirage_xdsl.reference.executor import run_reference
+
+    module = load_module(Path(__file__).parents[1] / "examples" / "rmsnorm_linear.mlir")
+    options = genome_from_label(f"c0s{stages}xrf{shift}").options()
+    g = compile_graph(prepare(module, None, None, options=options).module, poison_outputs=True)
+    X, W = random_inputs(g.plan.inputs, seed=int.from_bytes(os.urandom(4), "little"))
+    (out,) = g(cupy.asarray(X), cupy.asarray(W))
+    (ref,) = run_reference(module, [X.astype(np.float64), W.astype(np.float64)])
+    assert _rel_err([cupy.asnumpy(out).astype(np.float64)], [ref]) < 1e-2
+
+
+@pytest.mark.gpu
 def test_gpu_late_finisher_split_k() -> None:
     """rms_norm(X) @ W of rmsnorm bs8 (X [16, 4096], W [4096, 6144] fp16) as the split-K plan
     whose groups a late finisher combines (variant c0s7xrf1: partners 15 iterations, the

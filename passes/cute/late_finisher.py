@@ -8,9 +8,17 @@ iterations of each of the first `split - 1` blocks (the partners) to the last on
 finisher): the partners end their loops earlier, publish their partials and leave, and the
 finisher, whose loop is still running, has its partners' words in flight before it ends
 (`cute.grid_sum` `partner_trips`, printed by codegen/cuda_printer.py with the device side in
-codegen/include/mirage_xdsl/grid.cuh).  The kn.weight streams of such a kernel load with an
-L2 evict_first policy (`cute.l2_evict_first`), so the partner words, kept evict_last, stay
-in L2 under them.
+codegen/include/mirage_xdsl/grid.cuh).  With option `evict-first`, the kn.weight streams of
+such a kernel load with an L2 evict_first policy (`cute.l2_evict_first`), so the partner
+words, kept evict_last, stay in L2 under them; it is off by default because ptxas (CUDA
+13.0) miscompiles some of these kernels: it gives the policy-carrying cp.async memory
+descriptor an odd uniform-register pair (`LDGSTS ... desc[UR1]` in the SASS), which faults
+with an illegal instruction.  The genetic tuner found this on an H100 (2026-11-25) for
+rmsnorm_linear with 8 cp.async stages (shift 1 and 2) and 4 stages (shift 2); every failing
+kernel had an odd descriptor pair and every passing one only even pairs (compute-sanitizer
+put the fault on that instruction).  Without the policy the descriptor is a constant and
+all 21 stage/shift combinations ran correctly; the policy was worth 0.3-0.4 us on
+rmsnorm bs8 on an H200.
 
 On rmsnorm bs8 (X [16, 4096] @ W [4096, 6144], 96 x 4 blocks, 16 iterations each), one stage
 per partner (15 / 15 / 15 / 19) took a hand-written version from 15.1 to 13.3-13.4 us on an
@@ -44,6 +52,9 @@ class LateFinisherPass(ModulePass):
     name = "cute-late-finisher"
 
     shift: int = 1
+    evict_first: bool = False
+    """Mark the kernel's weight streams `cute.l2_evict_first` (see the module docstring for
+    why it is off by default)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.shift < 1:
@@ -68,6 +79,8 @@ class LateFinisherPass(ModulePass):
             return
         grid_sum.partner_trips = IntegerAttr(trips - self.shift, i64)
         grid_sum.verify()
+        if not self.evict_first:
+            return
         streams = cute.weight_params(kernel, weight_args)
         for copy in kernel.walk():
             if isinstance(copy, cute.CopyG2SOp) and copy.mode.data == "async" and copy.src in streams:
