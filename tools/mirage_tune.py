@@ -80,11 +80,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         code = 1
     except Exception as err:  # noqa: BLE001 - loader/pipeline errors: one line, no traceback
-        from mirage_xdsl.driver.tune.evaluate import one_line
+        from mirage_xdsl.driver.tune.evaluate import DeviceBroken, one_line
 
         if os.environ.get("MIRAGE_TUNE_TRACEBACK"):
             raise
         print(f"{PROG}: error: {one_line(err)}", file=sys.stderr)
+        if isinstance(err, DeviceBroken):
+            # the CUDA context is gone (the cache was saved): leave without running CuPy's
+            # destructors, which would print their own failures as tracebacks
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(1)
         code = 1
     sys.exit(code)
 
