@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan
-from mirage_xdsl.driver.load import functions
+from mirage_xdsl.driver.load import functions, select_function
 from mirage_xdsl.driver.tune.genetic import GAConfig
 from mirage_xdsl.runtime.executable import (
     CompiledGraph,
@@ -82,18 +82,7 @@ def prepare(
 
     from mirage_xdsl.driver.nvcc import normalize_arch
 
-    funcs = functions(module) if isinstance(module, ModuleOp) else [module]
-    names = [f.sym_name.data for f in funcs]
-    if func_name is None:
-        if len(funcs) != 1:
-            listed = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
-            raise ValueError(f"the module has {len(funcs)} functions ({listed}); pass func_name")
-        func = funcs[0]
-    else:
-        matches = [f for f in funcs if f.sym_name.data == func_name]
-        if not matches:
-            raise ValueError(f"no function named '{func_name}'; available: {', '.join(names) or 'none'}")
-        func = matches[0]
+    func = select_function(module, func_name)
     name = func.sym_name.data
     input_names = [arg.name_hint for arg in func.body.block.args]
     single = ModuleOp([func.clone()])

@@ -53,3 +53,25 @@ def functions(module: Any) -> list[Any]:
     from xdsl.dialects.func import FuncOp
 
     return [op for op in module.body.block.ops if isinstance(op, FuncOp)]
+
+
+def select_function(module: Any, func_name: str | None) -> Any:
+    """The `func.func` named `func_name` in `module` (or `module` itself when it is a function),
+    or its only function when `func_name` is None.
+
+    Raises:
+        ValueError: no function of that name, or several and no `func_name` (the message
+            lists the names).
+    """
+    from xdsl.dialects.builtin import ModuleOp
+
+    funcs = functions(module) if isinstance(module, ModuleOp) else [module]
+    names = [f.sym_name.data for f in funcs]
+    if func_name is None:
+        if len(funcs) != 1:
+            listed = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+            raise ValueError(f"the module has {len(funcs)} functions ({listed}); pass func_name")
+        return funcs[0]
+    if func_name not in names:
+        raise ValueError(f"no function named '{func_name}'; available: {', '.join(names) or 'none'}")
+    return funcs[names.index(func_name)]

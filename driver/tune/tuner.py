@@ -84,18 +84,9 @@ def single_function(module: Any, func_name: str | None) -> tuple[Any, str]:
     """
     from xdsl.dialects.builtin import ModuleOp
 
-    from mirage_xdsl.driver.load import functions
+    from mirage_xdsl.driver.load import select_function
 
-    funcs = functions(module) if isinstance(module, ModuleOp) else [module]
-    if func_name is None:
-        if len(funcs) != 1:
-            raise ValueError(f"the module has {len(funcs)} functions; name one")
-        func = funcs[0]
-    else:
-        matches = [f for f in funcs if f.sym_name.data == func_name]
-        if not matches:
-            raise ValueError(f"no function named '{func_name}'; available: {', '.join(f.sym_name.data for f in funcs)}")
-        func = matches[0]
+    func = select_function(module, func_name)
     return ModuleOp([func.clone()]), func.sym_name.data
 
 
