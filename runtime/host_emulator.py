@@ -73,7 +73,8 @@ def _thunks(source: str) -> str:
         args = ", ".join(f"({t})a[{i}]" for i, t in enumerate(types))
         lines.append(f"void thunk_{name}(void** a) {{ {name}({args}); }}")
         entries.append(f'{{"{name}", thunk_{name}}}')
-    lines.append("const Entry kEntries[] = {" + ", ".join(entries) + ", {nullptr, nullptr}};")
+    # a plan of library calls only has no kernel: the table then holds just the end marker
+    lines.append("const Entry kEntries[] = {" + ", ".join([*entries, "{nullptr, nullptr}"]) + "};")
     lines.append("}  // namespace")
     lines.append(
         """

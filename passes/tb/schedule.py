@@ -318,7 +318,14 @@ def tensor_lifetimes(
                         ends.append(when(c) + 1 if cat in ("loop-input", "loop") else w)
                     else:
                         ends.append(when(c) + 1)
-                if cat == "loop-carried":
+                if stages[op.idx] == "pre" and not consumers.get((op.idx, r)):
+                    # a pre-loop write nobody reads (an unused loop-invariant input) still
+                    # lands in the phase that clears the accumulators before the loop's first
+                    # barrier: keep it apart from them (found by bench/fuzz.py)
+                    ends.append(p + 1)
+                if cat in ("loop-carried", "smem-accum"):
+                    # written by every iteration: live to the loop's end even when nothing
+                    # reads it (an accumulator without consumer, found by bench/fuzz.py)
                     ends.append(w)
                 end = max(ends, default=start + 1)
             lives.append(TensorLife(op.idx, r, size, start, max(end, start + 1), cat))

@@ -1,0 +1,200 @@
+"""Differential fuzzing on the CPU (issue #29 item 2): random kernel and threadblock graphs
+from `bench/fuzz.py`, each through `mirage-transpile` + `emit_cuda`, run by the host
+emulator on fresh random inputs and compared with the float64 reference executor.
+
+A fixed number of derandomized hypothesis examples (the same graphs on every run);
+`python -m mirage_xdsl.bench.fuzz --count N --seed S` runs thousands of them on a GPU (or
+with `--emulate` on the CPU).  The regression tests below pin the failure classes that the
+fuzzer found, each as the smallest graph showing it.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from conftest import run_tool
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from mirage_xdsl.bench.fuzz import FuzzCase, check_emulated, compare, graphs, random_graph, reason_of
+from mirage_xdsl.runtime.host_emulator import find_cxx
+
+needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="no host C++ compiler")
+
+EXAMPLES = 120
+"""graphs per CI run: 90 s on an idle 2-core machine (0.7 s a graph), under 3 minutes busy"""
+
+
+@needs_cxx
+@settings(
+    derandomize=True,
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+@given(case=graphs(), seed=st.integers(0, 2**31 - 1))
+def test_random_graphs_match_reference(case: FuzzCase, seed: int, tmp_path_factory: pytest.TempPathFactory) -> None:
+    out = check_emulated(case, seed, cache_dir=tmp_path_factory.getbasetemp() / "fuzz-host")
+    event(f"{case.kind} {case.dtype}: {out.status}")
+    if out.status == "rejected":
+        event(f"rejected: {out.reason}")
+    assert out.status in ("ok", "rejected"), f"{out.status}: {out.reason}\n{out.message}\n{case.module}"
+
+
+def test_generator_is_deterministic_and_valid() -> None:
+    """The same random state gives the same graph; every draw builds (no GraphBuildError
+    escapes) and both kinds and all three dtypes come up."""
+    a = random_graph(random.Random("3:14"), name="g")
+    b = random_graph(random.Random("3:14"), name="g")
+    assert str(a.module) == str(b.module)
+    seen = set()
+    for i in range(120):
+        case = random_graph(random.Random(i), name=f"g{i}")
+        seen.add((case.kind, case.dtype))
+    assert {k for k, _ in seen} == {"kernel", "block"}
+    assert {d for _, d in seen} == {"float16", "float32", "bfloat16"}
+
+
+def test_compare_flags_nan_and_error() -> None:
+    ref = np.ones((2, 3))
+    assert compare([ref.copy()], [ref], "float16")[0]
+    bad = ref.copy()
+    bad[1, 2] = np.nan
+    ok, err, msg = compare([bad], [ref], "float16")
+    assert not ok and err == np.inf and "non-finite" in msg
+    ok, err, _ = compare([ref * 1.02], [ref], "float16")
+    assert not ok and 0.019 < err < 0.021
+    assert compare([ref * 1.00001], [ref], "float16")[0] and not compare([ref * 1.001], [ref], "float32")[0]
+    # where the reference itself is not finite, the output is not judged there
+    ref_nan = ref.copy()
+    ref_nan[0, 0] = np.inf
+    assert compare([bad * 0 + 1], [ref_nan], "float32")[0] is False  # NaN at [1, 2] where ref is finite
+    assert compare([ref], [ref_nan], "float32")[0]
+
+
+def test_reason_classes_ignore_numbers_and_names() -> None:
+    a = reason_of(ValueError("tile %12 of 64x128 at 'foo'"))
+    b = reason_of(ValueError("tile %3 of 16x32 at 'bar'"))
+    assert a == b == "ValueError: tile %_ of NxN at '_'"
+
+
+@needs_cxx
+def test_fuzz_command_emulated(tmp_path: object) -> None:
+    """The command line end to end on the CPU: a one-line summary, exit 0, a JSON report."""
+    import json
+    from pathlib import Path
+
+    report = Path(str(tmp_path)) / "report.json"
+    proc = run_tool(
+        "mirage_xdsl.bench.fuzz", "--emulate", "--count", "3", "--seed", "11", "--batch", "2", "--jobs", "1",
+        "--failures", str(Path(str(tmp_path)) / "failures"), "--report", str(report), timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = [line for line in proc.stdout.splitlines() if line.startswith("fuzz: 3 graphs")]
+    assert summary and "0 mismatches" in summary[0], proc.stdout
+    data = json.loads(report.read_text())
+    assert data["seed"] == 11 and len(data["graphs"]) == 3
+
+
+def test_fuzz_command_needs_gpu_or_emulate() -> None:
+    from conftest import has_gpu
+
+    if has_gpu():
+        pytest.skip("a GPU is present")
+    proc = run_tool("mirage_xdsl.bench.fuzz", "--count", "1")
+    assert proc.returncode == 1 and "--emulate" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# Regression tests: the failure classes the fuzzer found, each as its smallest graph
+
+
+def _emulated(module: object, name: str, dtype: str) -> None:
+    out = check_emulated(FuzzCase(name, "block", dtype, module), seed=1)
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
+def graph_dead_accumulator(dtype: str = "float16") -> object:
+    """A forloop accumulator nothing reads (`dead`) next to used ones: tb-plan-smem gave it a
+    lifetime of one level, so it shared storage with the loop's `x * x`, which every
+    iteration's max-accumulate then overwrote (relative error ~1e3; fuzz seed 7 graph 43)."""
+    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+
+    g = new_kernel_graph("dead_acc")
+    X = g.new_input(dims=(32, 64), dtype=dtype)
+    tb = new_threadblock_graph(grid_dim=(1, 1, 1), forloop_range=2, reduction_dimx=32)
+    x = tb.new_input(X, input_map=(0, -1, -1), forloop_dim=1)
+    sq = tb.mul(x, x)
+    mean = tb.forloop_accum(x, "mean")
+    top = tb.forloop_accum_max(sq)
+    tb.forloop_accum_max(sq)  # dead
+    tb.new_output(tb.sub(mean, top), output_map=(0, 1, -1))
+    (out,) = g.customized([X], tb)
+    g.mark_output(out)
+    return g.module
+
+
+def graph_unused_invariant_input(dtype: str = "float32") -> object:
+    """A loop-invariant input (forloop_dim -1) nothing reads: its load and the clear of the
+    accumulator run in the same phase before the loop's first barrier, but tb-plan-smem let
+    them share storage (a race: the accumulator started from C's values; seed 7 graph 623)."""
+    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+
+    g = new_kernel_graph("unused_c")
+    X = g.new_input(dims=(8, 128), dtype=dtype)
+    C = g.new_input(dims=(8, 64), dtype=dtype)
+    tb = new_threadblock_graph(grid_dim=(1, 2, 1), forloop_range=1)
+    x = tb.new_input(X, input_map=(0, 1, -1), forloop_dim=1)
+    tb.new_input(C, input_map=(0, -1, -1), forloop_dim=-1)  # unused
+    tb.new_output(tb.forloop_accum(tb.concat(x, x, 1)), output_map=(0, 1, -1))
+    (out,) = g.customized([X, C], tb)
+    g.mark_output(out)
+    return g.module
+
+
+def graph_one_row_two_accumulators(dtype: str = "float32") -> object:
+    """A computed one-row tile (`exp` of a [1, 128] tile) feeding two accumulators: the
+    printer zeroes the accumulators' register tiles (`mx::RegTile`, `cute.accum_in_reg`) but
+    their fused accumulate reads and writes the never-cleared shared-memory buffers, so every
+    output is NaN (fuzz seed 7 graphs 255, 610, seed 8 graph 240; a loaded tile instead of a
+    computed one, or 8 rows, are fine).  Not fixed here: codegen/cuda_printer.py."""
+    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+
+    g = new_kernel_graph("row_two_acc")
+    X = g.new_input(dims=(1, 384), dtype=dtype)
+    tb = new_threadblock_graph(grid_dim=(1, 1, 1), forloop_range=3)
+    e = tb.exp(tb.new_input(X, input_map=(0, -1, -1), forloop_dim=1))
+    tb.new_output(tb.add(tb.forloop_accum(e), tb.forloop_accum(e)), output_map=(0, 1, -1))
+    (out,) = g.customized([X], tb)
+    g.mark_output(out)
+    return g.module
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_dead_accumulator_keeps_its_buffer(dtype: str) -> None:
+    _emulated(graph_dead_accumulator(dtype), "dead_acc", dtype)
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_unused_invariant_input_does_not_race_the_accumulator_clear(dtype: str) -> None:
+    _emulated(graph_unused_invariant_input(dtype), "unused_c", dtype)
+
+
+@needs_cxx
+@pytest.mark.xfail(strict=True, reason="printer: register accumulators of a computed one-row tile accumulate in uncleared smem")
+def test_one_row_tile_feeding_two_accumulators() -> None:
+    _emulated(graph_one_row_two_accumulators(), "row_two_acc", "float32")
+
+
+def test_host_entry_table_without_kernels() -> None:
+    """A plan of library calls only (kn-fuse left nothing to generate) has no kernel: the
+    emulator's entry table was `{, {nullptr, nullptr}}`, which g++ rejects (a fuzzed plain
+    graph found it)."""
+    from mirage_xdsl.runtime.host_emulator import _thunks
+
+    assert "kEntries[] = {{nullptr, nullptr}};" in _thunks("")
