@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,33 @@ def assert_one_line_error(prog: str, proc: subprocess.CompletedProcess[str], nee
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith(f"{prog}: error: ") and needle in lines[0], lines[0]
+
+
+@pytest.fixture
+def fake_nvcc(tmp_path: Path) -> tuple[str, Path]:
+    """An executable standing in for nvcc: answers --version, writes a fake cubin to -o,
+    fails on sources containing FAIL, and logs every compile to a file."""
+    log = tmp_path / "nvcc.log"
+    script = tmp_path / "bin" / "nvcc"
+    script.parent.mkdir()
+    script.write_text(
+        f"""#!/bin/sh
+if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 99.9, V99.9.1"; exit 0; fi
+out=""; src=""; prev=""
+for a in "$@"; do
+  if [ "$prev" = "-o" ]; then out="$a"; fi
+  case "$a" in *.cu) src="$a";; esac
+  prev="$a"
+done
+echo "$@" >> {log}
+if grep -q FAIL "$src"; then echo "$src(1): error: identifier FAIL is undefined" >&2; exit 2; fi
+printf 'CUBIN:' > "$out"; cat "$src" >> "$out"
+"""
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script), log
+
+
+def nvcc_runs(log: Path) -> int:
+    """How many compiles the fake nvcc has logged."""
+    return len(log.read_text().splitlines()) if log.exists() else 0

@@ -10,44 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import nvcc_runs as _runs
 
 from mirage_xdsl.bench.cache import BenchCache
 from mirage_xdsl.driver import disk_cache, nvcc
 from mirage_xdsl.driver.disk_cache import clean_stale_temporaries, read_entry, sidecar_path, write_entry
 from mirage_xdsl.driver.nvcc import compile_cuda
-
-
-@pytest.fixture
-def fake_nvcc(tmp_path: Path) -> tuple[str, Path]:
-    """(path of a fake nvcc, its log): `--version` answers, a compile writes `CUBIN:<source>`."""
-    log = tmp_path / "nvcc.log"
-    script = tmp_path / "bin" / "nvcc"
-    script.parent.mkdir()
-    script.write_text(
-        f"""#!/bin/sh
-if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 99.9, V99.9.1"; exit 0; fi
-out=""; src=""; prev=""
-for a in "$@"; do
-  if [ "$prev" = "-o" ]; then out="$a"; fi
-  case "$a" in *.cu) src="$a";; esac
-  prev="$a"
-done
-echo "$src" >> {log}
-printf 'CUBIN:' > "$out"; cat "$src" >> "$out"
-"""
-    )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return str(script), log
-
-
-def _runs(log: Path) -> int:
-    return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 def _compile(source: str, cache: Path, fake: tuple[str, Path]) -> Path:

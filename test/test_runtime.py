@@ -13,13 +13,13 @@ import dataclasses
 import json
 import math
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from conftest import MUGRAPH_FILES, has_gpu
+from conftest import nvcc_runs as _runs
 
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
 from mirage_xdsl.driver import nvcc as compiler
@@ -57,35 +57,6 @@ extern "C" __global__ void scale2(float* out, const float* in) {
 
 # ---------------------------------------------------------------------------------------
 # nvcc and the cache
-
-
-@pytest.fixture
-def fake_nvcc(tmp_path: Path) -> tuple[str, Path]:
-    """An executable standing in for nvcc: answers --version, writes a fake cubin to -o,
-    fails on sources containing FAIL, and logs every compile to a file."""
-    log = tmp_path / "nvcc.log"
-    script = tmp_path / "bin" / "nvcc"
-    script.parent.mkdir()
-    script.write_text(
-        f"""#!/bin/sh
-if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 99.9, V99.9.1"; exit 0; fi
-out=""; src=""; prev=""
-for a in "$@"; do
-  if [ "$prev" = "-o" ]; then out="$a"; fi
-  case "$a" in *.cu) src="$a";; esac
-  prev="$a"
-done
-echo "$@" >> {log}
-if grep -q FAIL "$src"; then echo "$src(1): error: identifier FAIL is undefined" >&2; exit 2; fi
-printf 'CUBIN:' > "$out"; cat "$src" >> "$out"
-"""
-    )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return str(script), log
-
-
-def _runs(log: Path) -> int:
-    return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 def test_cache_hit_skips_nvcc(fake_nvcc: tuple[str, Path], tmp_path: Path) -> None:
