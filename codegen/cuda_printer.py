@@ -465,7 +465,7 @@ class _KernelPrinter:
             while k < len(ops):
                 chain = None
                 if isinstance(ops[k], (cute.ElementwiseOp, cute.ReduceOp)):
-                    chain = plan_row_chain(ops[k:], self.nt, self.reg_names, reduce_threads)
+                    chain = plan_row_chain(ops[k:], self.nt, self.reg_acc, reduce_threads)
                 if chain is None:
                     k += 1
                     continue

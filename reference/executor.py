@@ -192,6 +192,8 @@ def run_reference(
     module: Any,
     inputs: Sequence[Any] | Mapping[str, Any],
     func_name: str | None = None,
+    *,
+    storage_rounding: bool = False,
 ) -> list[np.ndarray]:
     """Run one kernel graph of `module` on `inputs`; return its outputs as float64 arrays.
 
@@ -200,6 +202,11 @@ def run_reference(
         inputs: one array-like per function argument, in order (or a mapping from argument
             names, as printed, to arrays); they are upcast to float64.
         func_name: the `func.func` to run; None selects the only function of the module.
+        storage_rounding: round every op's result (kernel and threadblock ops, accumulator
+            results) to its IR element type (fp16, bf16 round-to-nearest-even, fp32) before
+            the next op reads it, as a kernel that stores each tile would.  The difference
+            from the unrounded run estimates how much rounding alone moves the outputs
+            (cancellation), which is what a comparison's tolerance must allow for.
 
     Raises:
         ReferenceExecutionError: no/ambiguous/unknown function, wrong inputs, unsupported op
@@ -222,10 +229,12 @@ def run_reference(
                 f"no function named '{func_name}'; available: {', '.join(names) or 'none'}"
             )
         func = matches[0]
-    return run_function(func, inputs)
+    return run_function(func, inputs, storage_rounding=storage_rounding)
 
 
-def run_function(func: Any, inputs: Sequence[Any] | Mapping[str, Any]) -> list[np.ndarray]:
+def run_function(
+    func: Any, inputs: Sequence[Any] | Mapping[str, Any], *, storage_rounding: bool = False
+) -> list[np.ndarray]:
     """Run a kernel-graph `func.func` (see `run_reference`)."""
     from xdsl.dialects.func import ReturnOp
 
@@ -260,12 +269,12 @@ def run_function(func: Any, inputs: Sequence[Any] | Mapping[str, Any]) -> list[n
         for op in block.ops:
             if isinstance(op, ReturnOp):
                 return [np.asarray(env[v], dtype=np.float64) for v in op.arguments]
-            results = _run_kn_op(op, [env[v] for v in op.operands])
+            results = _run_kn_op(op, [env[v] for v in op.operands], storage_rounding)
             if len(results) != len(op.results):
                 raise ReferenceExecutionError(f"{op.name}: produced {len(results)} values for {len(op.results)} results")
             for res, arr in zip(op.results, results):
                 _check_shape(op, "result", arr.shape, _shape(res))
-                env[res] = arr
+                env[res] = round_to_storage(arr, res) if storage_rounding else arr
     raise ReferenceExecutionError(f"@{name} has no func.return")
 
 
@@ -285,7 +294,26 @@ def _to_numpy(value: Any) -> np.ndarray:
 # Kernel level
 
 
-def _run_kn_op(op: Any, xs: list[np.ndarray]) -> list[np.ndarray]:
+def round_to_storage(arr: np.ndarray, value: Any) -> np.ndarray:
+    """`arr` (float64) rounded to the element type of the IR value `value` (`f16`, `bf16`
+    with round-to-nearest-even on the bit pattern, `f32`), still as float64; other element
+    types unchanged."""
+    elem = value.type.get_element_type()
+    name = elem.name if hasattr(elem, "name") else type(elem).__name__
+    if name == "f16":
+        return arr.astype(np.float16).astype(np.float64)
+    if name == "f32":
+        return arr.astype(np.float32).astype(np.float64)
+    if name == "bf16":
+        bits = arr.astype(np.float32).view(np.uint32)
+        finite = np.isfinite(arr)
+        rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+        out = np.where(finite, rounded, bits & np.uint32(0xFFFF0000)).astype(np.uint32)
+        return out.view(np.float32).astype(np.float64)
+    return arr
+
+
+def _run_kn_op(op: Any, xs: list[np.ndarray], storage_rounding: bool = False) -> list[np.ndarray]:
     name = op.name
     if not name.startswith("kn."):
         raise ReferenceExecutionError(f"unsupported operation '{name}' in a kernel graph")
@@ -309,7 +337,7 @@ def _run_kn_op(op: Any, xs: list[np.ndarray]) -> list[np.ndarray]:
     if kind == "all_reduce":
         return [xs[0]]
     if kind == "customized":
-        return _run_customized(op, xs)
+        return _run_customized(op, xs, storage_rounding)
     raise ReferenceExecutionError(f"unsupported kernel op '{name}'")
 
 
@@ -436,7 +464,7 @@ class _Accumulator:
         return acc
 
 
-def _run_customized(kop: Any, kn_inputs: list[np.ndarray]) -> list[np.ndarray]:
+def _run_customized(kop: Any, kn_inputs: list[np.ndarray], storage_rounding: bool = False) -> list[np.ndarray]:
     from mirage_xdsl.dialects.tb import STensorType
 
     grid = tuple(int(g) for g in kop.grid_dim.get_values())
@@ -508,7 +536,7 @@ def _run_customized(kop: Any, kn_inputs: list[np.ndarray]) -> list[np.ndarray]:
         results = _run_tb_op(op, xs, max_state)
         for res, arr in zip(op.results, results):
             _check_shape(op, "tile", arr.shape[NUM_BLOCK_AXES:], _shape(res))
-            env[res] = arr
+            env[res] = round_to_storage(arr, res) if storage_rounding else arr
 
     for op in pre_ops:
         run(op, 0)
@@ -516,7 +544,7 @@ def _run_customized(kop: Any, kn_inputs: list[np.ndarray]) -> list[np.ndarray]:
         for op in loop_ops:
             run(op, it)
     for op, acc in accums.items():
-        env[op.result] = acc.result()
+        env[op.result] = round_to_storage(acc.result(), op.result) if storage_rounding else acc.result()
         _check_shape(op, "tile", env[op.result].shape[NUM_BLOCK_AXES:], _shape(op.result))
     for op in post_ops:
         run(op, iters - 1)

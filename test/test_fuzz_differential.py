@@ -156,11 +156,11 @@ def graph_unused_invariant_input(dtype: str = "float32") -> object:
 
 
 def graph_one_row_two_accumulators(dtype: str = "float32") -> object:
-    """A computed one-row tile (`exp` of a [1, 128] tile) feeding two accumulators: the
-    printer zeroes the accumulators' register tiles (`mx::RegTile`, `cute.accum_in_reg`) but
-    their fused accumulate reads and writes the never-cleared shared-memory buffers, so every
-    output is NaN (fuzz seed 7 graphs 255, 610, seed 8 graph 240; a loaded tile instead of a
-    computed one, or 8 rows, are fine).  Not fixed here: codegen/cuda_printer.py."""
+    """A computed one-row tile (`exp` of a [1, 128] tile) feeding two accumulators (fuzz seed
+    7 graphs 255, 610, seed 8 graph 240): the printer zeroed the accumulators' register tiles
+    (`mx::RegTile`) but planned the two accumulates as a register row chain
+    (codegen/register_rows.py) before it knew which tiles live in registers, so the chain
+    read and wrote the never-cleared shared buffers and every output was NaN."""
     from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
 
     g = new_kernel_graph("row_two_acc")
@@ -171,6 +171,49 @@ def graph_one_row_two_accumulators(dtype: str = "float32") -> object:
     (out,) = g.customized([X], tb)
     g.mark_output(out)
     return g.module
+
+
+def graph_dead_register_accumulator(dtype: str = "float16") -> object:
+    """A dead accumulator beside two live ones, all three kept in registers by
+    cute-register-accumulators: tb-plan-smem let the dead one's buffer end with the loop, so
+    its write-back after the loop landed on a live accumulator's tile (NaN and wrong rows;
+    fuzz seed 10 graphs 169 and 9604)."""
+    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+
+    g = new_kernel_graph("dead_reg_acc")
+    X = g.new_input(dims=(32, 256), dtype=dtype)
+    tb = new_threadblock_graph(grid_dim=(2, 1, 1), forloop_range=2, reduction_dimx=32)
+    x = tb.new_input(X, input_map=(0, -1, -1), forloop_dim=1)
+    a = tb.forloop_accum(x, "rms")
+    b = tb.forloop_accum(x, "rms")
+    tb.forloop_accum(x)  # dead
+    tb.new_output(tb.sub(a, b), output_map=(0, 1, -1))
+    tb.new_output(tb.relu(b), output_map=(0, 1, -1))
+    outs = g.customized([X], tb)
+    for o in outs:
+        g.mark_output(o)
+    return g.module
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_dead_register_accumulator_writes_back_apart(dtype: str) -> None:
+    _emulated(graph_dead_register_accumulator(dtype), "dead_reg_acc", dtype)
+
+
+def test_ill_conditioned_rows_are_not_judged() -> None:
+    """An rms_norm of the difference of two nearly equal tiles (fuzz seed 10 graphs 4122,
+    9946): rounding alone moves a row by more than its size, a kernel's 0 / 0 there is no
+    bug; the other rows are still held to the tolerance."""
+    from mirage_xdsl.bench.fuzz import compare
+
+    ref = np.array([[1.0, -1.0], [1.0, 2.0]])
+    rounded = np.array([[0.0, -1.7], [1.0, 2.0]])
+    out = np.array([[np.nan, np.nan], [1.0, 2.0]])
+    assert compare([out], [ref], "float16", [0.0], [rounded])[0]
+    assert not compare([out], [ref], "float16", [0.0], [ref])[0]
+    out[1, 1] = 3.0
+    assert not compare([out], [ref], "float16", [0.0], [rounded])[0]
 
 
 @needs_cxx
@@ -186,9 +229,9 @@ def test_unused_invariant_input_does_not_race_the_accumulator_clear(dtype: str) 
 
 
 @needs_cxx
-@pytest.mark.xfail(strict=True, reason="printer: register accumulators of a computed one-row tile accumulate in uncleared smem")
-def test_one_row_tile_feeding_two_accumulators() -> None:
-    _emulated(graph_one_row_two_accumulators(), "row_two_acc", "float32")
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_one_row_tile_feeding_two_accumulators(dtype: str) -> None:
+    _emulated(graph_one_row_two_accumulators(dtype), "row_two_acc", dtype)
 
 
 def test_host_entry_table_without_kernels() -> None:
@@ -198,3 +241,63 @@ def test_host_entry_table_without_kernels() -> None:
     from mirage_xdsl.runtime.host_emulator import _thunks
 
     assert "kEntries[] = {{nullptr, nullptr}};" in _thunks("")
+
+
+@needs_cxx
+def test_cancellation_is_judged_against_rounding_noise() -> None:
+    """Fuzz seed 1 graph 223 computes `max + relu(sum) - relu(sum)` in fp16 with the sum near
+    64 and the max near 0.7: fp16's spacing at 64 leaves a relative error of 0.05 in any
+    kernel that stores the sum, the storage-rounded reference shows the same, so the graph
+    is accepted (it was reported as a mismatch before the noise was taken into account)."""
+    from mirage_xdsl.bench import fuzz
+
+    out = fuzz.check_emulated(fuzz.case_of(1, 223), seed=fuzz._input_seed(1, 223))
+    assert out.status == "ok", out.message
+    assert out.error > fuzz.TOLERANCE["float16"]
+
+
+def test_compare_allows_rounding_noise_but_not_more() -> None:
+    from mirage_xdsl.bench.fuzz import compare
+
+    ref = np.array([1.0, 2.0, 4.0])
+    out = ref + np.array([0.0, 0.3, 0.0])
+    assert not compare([out], [ref], "float16")[0]
+    assert compare([out], [ref], "float16", [0.1])[0]
+    assert not compare([out], [ref], "float16", [0.05])[0]
+
+
+def test_storage_rounding_of_the_reference() -> None:
+    from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, TensorType
+
+    from mirage_xdsl.reference.executor import round_to_storage
+
+    class _V:
+        def __init__(self, elem: object) -> None:
+            self.type = TensorType(elem, [3])
+
+    x = np.array([1.0 + 2.0**-8, 1.0 + 3 * 2.0**-9, np.inf])
+    assert list(round_to_storage(x, _V(BFloat16Type()))) == [1.0, 1.0 + 2.0**-7, np.inf]  # ties to even
+    assert round_to_storage(np.array([1.0 + 2.0**-12]), _V(Float16Type()))[0] == 1.0
+    assert round_to_storage(np.array([1.0 + 2.0**-12]), _V(Float32Type()))[0] == 1.0 + 2.0**-12
+
+
+def test_compare_with_an_all_zero_reference_uses_the_absolute_error() -> None:
+    from mirage_xdsl.bench.fuzz import compare
+
+    ref = np.zeros(4)
+    assert compare([ref + 2e-4], [ref], "float16")[0]
+    assert not compare([ref + 0.5], [ref], "float16")[0]
+
+
+@pytest.mark.gpu
+def test_gpu_whole_mma_fragments_read_in_bounds() -> None:
+    """Fuzz seed 2 graph 446 (bf16 64x64x64 matmul, then an elementwise pass over the
+    matmul's A tile): ptxas (CUDA 13.0) overwrote the register holding the shared base with
+    a predicated ldmatrix address (the select between the operand and the zero row) and the
+    elementwise pass read through it, past the 24,832-byte plan (illegal address).  Whole
+    fragments now load without the select; the graph runs and matches the reference."""
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "fuzz_2_446.mlir"
+    proc = run_tool("mirage_xdsl.tools.mirage_run", str(path), "--check", "--atol-rel", "0.05")
+    assert proc.returncode == 0, proc.stdout + proc.stderr

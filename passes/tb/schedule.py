@@ -323,10 +323,16 @@ def tensor_lifetimes(
                     # lands in the phase that clears the accumulators before the loop's first
                     # barrier: keep it apart from them (found by bench/fuzz.py)
                     ends.append(p + 1)
-                if cat in ("loop-carried", "smem-accum"):
+                if cat == "loop-carried":
                     # written by every iteration: live to the loop's end even when nothing
-                    # reads it (an accumulator without consumer, found by bench/fuzz.py)
+                    # reads it (found by bench/fuzz.py)
                     ends.append(w)
+                if cat == "smem-accum":
+                    # the same, and one step past the loop: cute-register-accumulators may keep
+                    # it in registers and write it back after the loop even when nothing reads
+                    # it (fuzz seed 10 graph 169: a dead accumulator's write-back overwrote a
+                    # live one's)
+                    ends.append(w + 1)
                 end = max(ends, default=start + 1)
             lives.append(TensorLife(op.idx, r, size, start, max(end, start + 1), cat))
             if cat == "pipelined-input":

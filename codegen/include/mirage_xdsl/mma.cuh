@@ -139,15 +139,24 @@ __device__ __forceinline__ void mma_fragments(unsigned (&af)[Acc::FM][4], unsign
   static_cast<void>(zero);
   const int g = lane >> 2, t = lane & 3;
   const int q = lane >> 3, i8 = lane & 7;
+  // Whole fragments only (every row / column / k of every fragment inside the tile): no
+  // select between the operand and the zero row.  Besides saving the compares, this avoids
+  // a ptxas (CUDA 13.0) miscompile: with the select, the register holding the shared base
+  // (the zero row's address) was overwritten by a predicated fragment address and later
+  // reused as the base by the elementwise pass after the matmul -- out-of-bounds shared
+  // reads (fuzz seed 2 graph 446, test/data/fuzz_2_446.mlir).
+  constexpr bool K_WHOLE = K % 16 == 0;
+  constexpr bool A_WHOLE = K_WHOLE && Acc::FM * TGM * 16 <= M;
+  constexpr bool B_WHOLE = K_WHOLE && Acc::FN * TGN * 8 <= N;
 #pragma unroll
   for (int i = 0; i < Acc::FM; ++i) {
     const int m0 = (wm + i * TGM) * 16;
     if constexpr (AK == 16 && AM == kLdsm) {
       const int m = m0 + i8 + 8 * (q & 1), k = k0 + 8 * (q >> 1);
-      ldsm<4, false>(af[i], (m < M && k < K) ? static_cast<const void*>(a + LA::off(m, k)) : zero);
+      ldsm<4, false>(af[i], (A_WHOLE || (m < M && k < K)) ? static_cast<const void*>(a + LA::off(m, k)) : zero);
     } else if constexpr (AK == 16 && AM == kLdsmT) {
       const int m = m0 + 8 * (q & 1), k = k0 + i8 + 8 * (q >> 1);
-      ldsm<4, true>(af[i], (m < M && k < K) ? static_cast<const void*>(a + LA::off(m, k)) : zero);
+      ldsm<4, true>(af[i], (A_WHOLE || (m < M && k < K)) ? static_cast<const void*>(a + LA::off(m, k)) : zero);
     } else {
       const int r = m0 + g;
       af[i][0] = ld_pair<LA, AM == kLdPair, M, K>(a, r, k0 + 2 * t);
@@ -165,10 +174,10 @@ __device__ __forceinline__ void mma_fragments(unsigned (&af)[Acc::FM][4], unsign
     const int n0 = (wn + j * TGN) * 8;
     if constexpr (AK == 16 && BM == kLdsm) {
       const int n = n0 + i8, k = k0 + 8 * (q & 1);
-      ldsm<2, false>(bfr[j], (n < N && k < K) ? static_cast<const void*>(b + LB::off(n, k)) : zero);
+      ldsm<2, false>(bfr[j], (B_WHOLE || (n < N && k < K)) ? static_cast<const void*>(b + LB::off(n, k)) : zero);
     } else if constexpr (AK == 16 && BM == kLdsmT) {
       const int k = k0 + i8 + 8 * (q & 1);
-      ldsm<2, true>(bfr[j], (n0 < N && k < K) ? static_cast<const void*>(b + LB::off(n0, k)) : zero);
+      ldsm<2, true>(bfr[j], (B_WHOLE || (n0 < N && k < K)) ? static_cast<const void*>(b + LB::off(n0, k)) : zero);
     } else {
       const int n = n0 + g;
       bfr[j][0] = ld_pair<LB, BM == kLdPair, N, K>(b, n, k0 + 2 * t);
@@ -349,7 +358,8 @@ __device__ __forceinline__ void mma_chain_run(Acc& acc, SAcc& sum, const T* a, c
       unsigned bfr[2];
       if constexpr (CM == kLdsmT) {
         const int key = ((q & 1) ? key1 : key0) + i8;
-        ldsm<2, true>(bfr, n0 < D ? static_cast<const void*>(c + LC::off(n0, key)) : zero);
+        // no select when every n8 block is inside D (see mma_fragments: a ptxas miscompile)
+        ldsm<2, true>(bfr, (Acc::FN * 8 <= D || n0 < D) ? static_cast<const void*>(c + LC::off(n0, key)) : zero);
       } else {
         const int n = n0 + g;
         const auto el = [&](int key) { return n < D ? bits16(c[LC::off(n, key)]) : 0u; };
