@@ -721,6 +721,28 @@ def check_emulated(case: FuzzCase, seed: int = 0, cache_dir: str | os.PathLike[s
     return _run_emulated(out, case, program, seed, cache_dir)
 
 
+def check_gpu(case: FuzzCase, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Outcome:
+    """`check_emulated` on the GPU of this machine (nvcc for its architecture, CuPy): the
+    same seeded inputs, NaN-poisoned outputs and comparison.  Never raises for a graph's
+    failure."""
+    from mirage_xdsl.codegen.cuda_target import emit_cuda
+    from mirage_xdsl.driver.nvcc import compile_cuda
+    from mirage_xdsl.runtime.executable import detect_arch
+
+    out = Outcome(case.name, "ok", dtype=case.dtype, kind=case.kind)
+    arch = detect_arch()
+    try:
+        program = emit_cuda(_lower(case), arch)
+        cubin = str(compile_cuda(program.source, arch, cache_dir=cache_dir))
+        plan = program.plans[case.name]
+        inputs, refs = _reference(case, plan, seed)
+    except Exception as err:  # noqa: BLE001 - classified: rejection or crash
+        return _failed(out, err, rejected=is_rejection(err))
+    out.compiled = True
+    _run_gpu(_Ready(0, plan, cubin, program.source, inputs, refs), out)
+    return out
+
+
 def _run_emulated(out: Outcome, case: FuzzCase, program: Any, seed: int, cache_dir: str | os.PathLike[str] | None) -> Outcome:
     try:
         inputs, refs = _reference(case, program.plans[case.name], seed)

@@ -52,6 +52,9 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("ntrans_bs1", "ntrans_bs1.json", "ntrans.mlir", optional=True),
     Workload("mha_bs1", "mha_bs1.json", "mha.mlir", optional=True),
     Workload("mqa_bs1", "mqa_bs1.json", "mqa.mlir", optional=True),
+    # beyond Mirage's set: programs that need a max reduction (no saved muGraph)
+    Workload("softmax", None, "softmax.mlir"),
+    Workload("mha_stable", None, "mha_stable.mlir"),
 )
 BY_NAME = {w.name: w for w in WORKLOADS}
 
@@ -170,10 +173,12 @@ def torch_workload_program(stem: str) -> Callable[..., Any] | None:
         ("gated_mlp", lambda x, w1, w2: silu(x @ w1) * (x @ w2)),
         ("qknorm_gqa", lambda q, k, v: torch_attention(torch_rms(q), k, torch_rms(v))),
         ("gqa", torch_attention),
+        ("mha_stable", lambda q, k, v: torch.softmax((q @ k) * (1.0 / q.shape[-1] ** 0.5), dim=-1) @ v),
         ("mha", torch_attention),
         ("mqa", torch_attention),
         ("lora", lambda x, w, a, b: x @ w + (x @ a) @ b),
         ("ntrans", lambda h, x, alpha: torch_rms(x + alpha * (torch_rms(h) + x))),
+        ("softmax", lambda x: torch.softmax(x, dim=-1)),
     ]
     for prefix, fn in table:
         if stem.startswith(prefix):

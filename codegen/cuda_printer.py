@@ -729,7 +729,7 @@ class _KernelPrinter:
         g = op.threads.value.data
         lo = layout_t([odims[x] for x in order], [out.strides[x] for x in order], out.swizzle)
         li = layout_t([odims[x] for x in order], [src.strides[x] for x in order], src.swizzle)
-        if op.kind.data == "max":
+        if op.kind.data == "max" and len(outs) == 2:
             dtyp = outs[1].type
             assert isinstance(dtyp, cute.SmemTensorType)
             ld = layout_t([odims[x] for x in order], [dtyp.strides[x] for x in order], dtyp.swizzle)
@@ -746,8 +746,9 @@ class _KernelPrinter:
             if g > 32
             else "static_cast<float*>(nullptr)"
         )
+        fn = "reduce_max" if op.kind.data == "max" else "reduce_sum"
         self.emit(
-            f"mx::reduce_sum<{self.nt}, {g}, {k}, {ks}, {lo}, {li}, {str(read).lower()}>("
+            f"mx::{fn}<{self.nt}, {g}, {k}, {ks}, {lo}, {li}, {str(read).lower()}>("
             f"{self.tile_ptr(outs[0])}, {self.tile_ptr(op.input)}, {scratch}, tid,"
         )
         self.emit(f"    [](float o, float v) {{ return {body}; }});")
@@ -1325,6 +1326,7 @@ LIBRARY_OPS = {
     kn.PowOp: "pow",
     kn.MatmulOp: "matmul",
     kn.ReductionOp: "reduction",
+    kn.ReductionMaxOp: "reduction_max",
     kn.RmsNormOp: "rms_norm",
     kn.ConcatOp: "concat",
     kn.ChunkOp: "chunk",
@@ -1341,6 +1343,8 @@ def library_params(op: Operation) -> dict[str, float | int | list[int]]:
     if isinstance(op, kn.ReductionOp):
         # size > 1 sums STRIDED groups: out[..., j, ...] = sum_k in[..., j + k*size, ...]
         return {"dim": op.dim.value.data, "size": op.size.value.data, "strided": 1}
+    if isinstance(op, kn.ReductionMaxOp):
+        return {"dim": op.dim.value.data}
     if isinstance(op, kn.RmsNormOp):
         return {"normalized_shape": list(ints(op.normalized_shape)), "eps": 0.0}
     if isinstance(op, kn.ConcatOp):

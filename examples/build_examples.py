@@ -57,6 +57,34 @@ def _attention(name: str, batch: int, q_len: int, kv_len: int, head_dim: int, dt
     return g.module
 
 
+def _stable_attention(name: str, batch: int, q_len: int, kv_len: int, head_dim: int, dtype: str) -> ModuleOp:
+    """softmax(Q @ K / sqrt(head_dim)) @ V with the row max subtracted before `exp` (what
+    real attention computes: scores reach +-30, where `exp` alone overflows fp16); K is
+    stored transposed ([batch, head_dim, kv_len])."""
+    g = mx.new_kernel_graph(name)
+    Q = g.new_input((batch, q_len, head_dim), dtype=dtype, name="Q")
+    K = g.new_input((batch, head_dim, kv_len), dtype=dtype, name="K")
+    V = g.new_input((batch, kv_len, head_dim), dtype=dtype, name="V")
+    s = g.mul_scalar(g.matmul(Q, K), 1.0 / head_dim**0.5)
+    e = g.exp(g.sub(s, g.reduction_max(s, 2)))
+    g.mark_output(g.div(g.matmul(e, V), g.reduction(e, 2)))
+    return g.module
+
+
+def mha_stable(batch: int = 32, q_len: int = 16, kv_len: int = 4096, head_dim: int = 64, dtype: str = "float16") -> ModuleOp:
+    """Multi-head decode attention at mha's shapes, numerically stable (`_stable_attention`)."""
+    return _stable_attention("mha_stable", batch, q_len, kv_len, head_dim, dtype)
+
+
+def softmax(rows: int = 64, cols: int = 4096, dtype: str = "float16") -> ModuleOp:
+    """softmax over the last dim of X [rows, cols]: `exp(X - max(X)) / sum(exp(X - max(X)))`."""
+    g = mx.new_kernel_graph("softmax")
+    X = g.new_input((rows, cols), dtype=dtype, name="X")
+    e = g.exp(g.sub(X, g.reduction_max(X, 1)))
+    g.mark_output(g.div(e, g.reduction(e, 1)))
+    return g.module
+
+
 def gqa(batch: int = 2, q_len: int = 256, kv_len: int = 4096, head_dim: int = 64, dtype: str = "float16") -> ModuleOp:
     """Group-query attention for decoding (benchmark/group_query_attention.py, batch 1)."""
     return _attention("gqa", batch, q_len, kv_len, head_dim, dtype)
@@ -115,10 +143,12 @@ EXAMPLES: dict[str, Callable[..., ModuleOp]] = {
     "gqa_bs8": gqa_bs8,
     "lora": lora,
     "mha": mha,
+    "mha_stable": mha_stable,
     "mqa": mqa,
     "ntrans": ntrans,
     "rmsnorm_linear": rmsnorm_linear,
     "rmsnorm_linear_bs8": rmsnorm_linear_bs8,
+    "softmax": softmax,
 }
 
 

@@ -384,6 +384,17 @@ class KNGraph:
         _checked("reduction", tiling.reduction_shape, kn.shape_of(a), dim, size)
         return self._add(kn.ReductionOp(a, dim, size))[0]
 
+    def reduction_max(self, A: DTensor, dim: int) -> DTensor:
+        """Max over `dim` down to 1 (`kn.reduction_max`: the row max of a stable softmax).
+
+        Raises:
+            GraphBuildError: `A` is not a tensor of this graph, or `dim` is not one of its dims.
+        """
+        (a,) = self._own("reduction_max", A)
+        dim = _int("reduction_max", "dim", dim)
+        _checked("reduction_max", tiling.reduction_shape, kn.shape_of(a), dim, 1)
+        return self._add(kn.ReductionMaxOp(a, dim))[0]
+
     def rms_norm(self, A: DTensor, normalized_shape: Sequence[int]) -> DTensor:
         (a,) = self._own("rms_norm", A)
         norm = _ints("rms_norm", "normalized_shape", normalized_shape)
@@ -655,6 +666,17 @@ class TBGraph:
         dim = _int("reduction", "dim", dim)
         _checked("reduction", tiling.reduction_shape, kn.shape_of(a), dim, 1)
         return self._add(tb.ReductionOp(a, dim))[0]
+
+    def reduce_max(self, A: STensor, dim: int) -> STensor:
+        """Max over `dim` of this tile down to 1, no state across calls (`tb.reduce_max`).
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph, or `dim` is not one of its dims.
+        """
+        (a,) = self._own("reduce_max", A)
+        dim = _int("reduce_max", "dim", dim)
+        _checked("reduce_max", tiling.reduction_shape, kn.shape_of(a), dim, 1)
+        return self._add(tb.ReduceMaxOp(a, dim))[0]
 
     def reduction_to_dimx(self, A: STensor, dim: int) -> STensor:
         """Sum strided groups of `dim` down to the graph's `reduction_dimx`."""

@@ -6,7 +6,8 @@ the numerical oracle for the importer, the passes and the CUDA runtime.  Semanti
 
 * Kernel ops: batched matmul, elementwise unary ops (clamp with its *real* bounds), binary ops
   with equal-rank numpy broadcast, reduction with size > 1 over STRIDED groups
-  (`out[..., j, ...] = sum_k in[..., j + k*size, ...]`), rms_norm over the trailing normalized
+  (`out[..., j, ...] = sum_k in[..., j + k*size, ...]`), reduction_max over one dim to 1,
+  rms_norm over the trailing normalized
   dims without epsilon, concat, chunk, all_reduce (identity on one GPU) and customized.
 * `kn.customized` runs its threadblock graph for every block and every for-loop iteration,
   vectorised over the grid: a tile is an array `[gx, gy, gz, *tile]` (a block axis has size 1
@@ -37,10 +38,10 @@ Threadblock execution model (one block, all blocks at once here):
   what the online-softmax rescale accumulators expect (`acc = 0 * 0 + x`).
 * `tb.grid_sum` sums the tiles of the blocks along its grid axis (a split group); the
   outputs are then scattered as if that axis had one block (the last block stores).
-* `tb.reduction` sums a dim to 1; `tb.reduction_to_dimx` sums STRIDED groups of a dim down to
-  the graph's `reduction_dimx` (read off the result type); `tb.rms_norm` normalises the last
-  dim without epsilon; `tb.output` scatters every block's tile into the concatenated DTensor
-  per `output_map`.
+* `tb.reduction` sums a dim to 1, `tb.reduce_max` takes its max (no state across calls);
+  `tb.reduction_to_dimx` sums STRIDED groups of a dim down to the graph's `reduction_dimx`
+  (read off the result type); `tb.rms_norm` normalises the last dim without epsilon;
+  `tb.output` scatters every block's tile into the concatenated DTensor per `output_map`.
 
 Floating-point exceptions (overflow in exp, log of negatives, 0/0) follow IEEE semantics
 (inf/nan) without numpy warnings, as a GPU would.
@@ -326,6 +327,8 @@ def _run_kn_op(op: Any, xs: list[np.ndarray], storage_rounding: bool = False) ->
         return [np.matmul(xs[0], xs[1])]
     if kind == "reduction":
         return [strided_sum(xs[0], _int_prop(op, "dim"), _int_prop(op, "size"))]
+    if kind == "reduction_max":
+        return [xs[0].max(axis=_int_prop(op, "dim"), keepdims=True)]
     if kind == "rms_norm":
         k = len(op.normalized_shape.get_values())
         x = xs[0]
@@ -572,6 +575,8 @@ def _run_tb_op(op: Any, xs: list[np.ndarray], max_state: dict[Any, np.ndarray]) 
         return [np.matmul(xs[0], xs[1])]
     if kind == "reduction":
         return [xs[0].sum(axis=off + _int_prop(op, "dim"), keepdims=True)]
+    if kind == "reduce_max":
+        return [xs[0].max(axis=off + _int_prop(op, "dim"), keepdims=True)]
     if kind == "reduction_to_dimx":
         d = _int_prop(op, "dim")
         return [strided_sum(xs[0], off + d, _shape(op.result)[d])]

@@ -15,6 +15,7 @@ Semantics (the same as the reference executor, mirage-notes 1.3/1.7):
 * `matmul`: batched GEMM over the last two dims (cuBLAS through `xp.matmul` on the GPU, with
   fp32 accumulation for fp16); `reduction` over `dim` down to `size` elements with STRIDED
   groups (`out[..., j, ...] = sum_k in[..., j + k*size, ...]`) summed in fp32;
+  `reduction_max` the max over `dim` down to 1;
   `rms_norm` `x / sqrt(mean(x^2))` over the trailing `normalized_shape` dims (no epsilon);
   `concat` along `dim`; `chunk` along `dim` into `len(results)` parts; `all_reduce` (one
   GPU) and `copy` the identity.
@@ -300,6 +301,12 @@ def _op_reduction(call: LibraryCall, args: Sequence[Any], results: Sequence[Any]
     store(results[0], strided_sum(v, dim, size), rdt, xp)
 
 
+def _op_reduction_max(call: LibraryCall, args: Sequence[Any], results: Sequence[Any], xp: Any, adt: list[str], rdt: str) -> None:
+    _arity(call, args, results, 1)
+    v = load(args[0], adt[0], xp)
+    store(results[0], v.max(axis=int(_param(call, "dim")), keepdims=True), rdt, xp)
+
+
 def _op_rms_norm(call: LibraryCall, args: Sequence[Any], results: Sequence[Any], xp: Any, adt: list[str], rdt: str) -> None:
     _arity(call, args, results, 1)
     norm = _param(call, "normalized_shape")
@@ -343,6 +350,7 @@ LIBRARY_OPS: dict[str, Impl] = {
     **{name: _op_binary for name in BINARY_OPS},
     "matmul": _op_matmul,
     "reduction": _op_reduction,
+    "reduction_max": _op_reduction_max,
     "rms_norm": _op_rms_norm,
     "concat": _op_concat,
     "chunk": _op_chunk,

@@ -48,7 +48,10 @@ NAMES = sorted(p.stem for p in EXAMPLES.glob("*.mlir"))
 ATTENTION = {"gqa", "gqa_bs8", "mha", "mqa"}
 EXPECTED_KERNELS = {
     "gated_mlp": 1, "gqa": 2, "gqa_bs8": 2, "lora": 1, "mha": 2, "mqa": 2, "ntrans": 1, "rmsnorm_linear": 1,
-    "rmsnorm_linear_bs8": 1,
+    "rmsnorm_linear_bs8": 1, "softmax": 1,
+    # scores, their row max + exp + sum, then exp @ V split over the keys and its combine: the
+    # max must be known before exp, so attention with the max subtracted is not one loop yet
+    "mha_stable": 4,
 }
 SMEM_LIMIT = 232448
 
@@ -165,7 +168,6 @@ def test_fuse_structure(name: str) -> None:
     module = fused_example(name)
     ops = [op for op in the_func(module).body.block.ops if op.name != "func.return"]
     kernels = customized_ops(module)
-    assert 1 <= len(kernels) <= 2
     assert len(kernels) == EXPECTED_KERNELS[name]
     assert len(ops) == len(kernels), [op.name for op in ops]  # nothing but the fused kernels
     for k in kernels:

@@ -102,6 +102,12 @@ BIAS_AND_TOTAL = """def bias(float(N, D) A, float(1, D) b) -> (S, O) {
   O(n, d) = A(n, d) * b(0, d) / S()
 }"""
 
+MIN_MAX = """def range_of(float(N, D) A) -> (hi, lo, span) {
+  hi(n) max=! A(n, d)
+  lo(n) min=! A(n, d)
+  span(n) = hi(n) - lo(n)
+}"""
+
 LOWERED = {
     "bias_and_total": (BIAS_AND_TOTAL, [{"N": 3, "D": 4}, {"N": 1, "D": 9}]),
     "softmax_unshifted": (SOFTMAX_UNSHIFTED, [{"N": 4, "D": 8}, {"N": 3, "D": 17}]),
@@ -113,6 +119,9 @@ LOWERED = {
     "mlp_tanh": (MLP_TANH, [{"B": 2, "D": 8, "H": 16, "E": 4}]),
     "elementwise": (ELEMENTWISE, [{"N": 3, "D": 5}]),
     "column_sums": (COLUMN_SUMS, [{"N": 3, "D": 4, "K": 5}]),
+    "softmax_faq": (SOFTMAX_FAQ, [{"N": 4, "D": 8}, {"N": 3, "D": 17}]),
+    "softmax_dag": (SOFTMAX_DAG, [{"N": 4, "D": 8}]),
+    "min_max": (MIN_MAX, [{"N": 4, "D": 8}, {"N": 1, "D": 5}]),
 }
 
 
@@ -210,18 +219,21 @@ def test_parse_tree_has_locations() -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# Softmax with max=!: checks and interprets, lowering says "not supported yet"
+# Softmax with max=!: the seed FAQ's program lowers to kn.reduction_max
 
 
 @pytest.mark.parametrize("source", [SOFTMAX_FAQ, SOFTMAX_DAG])
-def test_faq_softmax_is_valid_but_max_reduction_does_not_lower(source: str) -> None:
+def test_faq_softmax_lowers_with_a_max_reduction(source: str) -> None:
     checked = check_source(source, filename="softmax.tc")
     assert checked.statements[0].reductions == ("d",)
-    with pytest.raises(TcError) as info:
-        lower(checked, {"N": 4, "D": 8})
-    assert str(info.value) == (
-        "softmax.tc:2:11: error: not supported yet: 'max=!' reduction over 'd' (kn only has sum reductions)"
-    )
+    module = lower(checked, {"N": 4, "D": 8})
+    assert "kn.reduction_max" in str(module)
+
+
+def test_min_reduction_is_a_negated_max() -> None:
+    module = lower(check_source(MIN_MAX), {"N": 4, "D": 8})
+    text = str(module)
+    assert text.count("kn.reduction_max") == 2 and "scalar = -1.0" in text
 
 
 # ---------------------------------------------------------------------------------------
@@ -419,7 +431,7 @@ SIZE_AND_LOWERING_ERRORS = {
     "product_reduction": (
         "def f(float(N, D) A) -> (O) {\n  O(n) *=! A(n, d)\n}",
         {"N": 4, "D": 2},
-        "t.tc:2:8: error: not supported yet: '*=!' reduction over 'd' (kn only has sum reductions)",
+        "t.tc:2:8: error: not supported yet: '*=!' reduction over 'd' (kn has sum, max and min reductions)",
     ),
 }
 

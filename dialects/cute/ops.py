@@ -1178,7 +1178,8 @@ bytes of shared memory appended to the kernel's plan)."""
 class ReduceOp(CuteOp):
     """Reduce dim `dim` of `input` to `group` elements over STRIDED groups:
     `v[..., j, ...] = sum_k in[..., j + k*group, ...]` (kind `sum`), then epilogue and store.
-    Kind `max` (group 1) is Mirage's running reduction_max: `outs = (max, diff)`,
+    Kind `max` (group 1) with one result is the plain max (`tb.reduce_max`), then epilogue
+    and store; with two it is Mirage's running reduction_max: `outs = (max, diff)`,
     `new = max(max, max_k in)`, `diff = old - new`.  `threads` threads cooperate on each
     output element (a power of two <= 32, shuffle-reduced).  `{cute.reduce_threads = G}`:
     see `REDUCE_THREADS` (the threads per output the printer uses, G >= threads)."""
@@ -1234,14 +1235,16 @@ class ReduceOp(CuteOp):
             raise _fail(self, f"dim {d} (size {shape[d]}) is not divisible into groups of {g}")
         expected = list(shape)
         expected[d] = g
-        nouts = 2 if kind == "max" else 1
-        if len(self.outs) != nouts:
-            raise _fail(self, f"kind '{kind}' writes {nouts} tiles, got {len(self.outs)}")
+        running = kind == "max" and len(self.outs) == 2
+        if len(self.outs) != (2 if running else 1):
+            raise _fail(self, f"kind '{kind}' writes 1 tile (2 for a running max), got {len(self.outs)}")
         for o in self.outs:
             if _smem(o).get_shape() != tuple(expected):
                 raise _fail(self, f"result tile {_smem(o).get_shape()} must have shape {tuple(expected)}")
-        if kind == "max" and (g != 1 or self.mode.data != "store" or self.epilogue.data):
+        if running and (g != 1 or self.mode.data != "store" or self.epilogue.data):
             raise _fail(self, "a running max reduces to size 1 and stores without an epilogue")
+        if kind == "max" and g != 1:
+            raise _fail(self, "a max reduces to size 1 (group 1)")
         t = self.threads.value.data
         if t < 1 or t > 32 or t & (t - 1):
             raise _fail(self, f"threads per output must be a power of two in 1..32, got {t}")

@@ -376,6 +376,43 @@ class ReductionOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ReductionMaxOp(IRDLOperation):
+    """Max over `dim` (size -> 1): `out[..., 0, ...] = max_k in[..., k, ...]`.
+
+    Not one of Mirage's kernel-level ops (its graphs subtract no row max); it is what a
+    numerically stable softmax or attention needs (`exp(x - max(x))`) and what Tensor
+    Comprehensions' `max=!` lowers to.  kn-fuse places it in threadblock graphs
+    (`tb.reduce_max`, and a `max` for-loop accumulator when the loop walks `dim`); outside
+    fused kernels it runs as a library call.
+    """
+
+    name = "kn.reduction_max"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, dim: int):
+        shape = tiling.reduction_shape(shape_of(input), dim, 1)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(element_type_of(input), shape)],
+            properties={"dim": IntegerAttr(dim, i64)},
+        )
+
+    def verify_(self) -> None:
+        check_tensor_types(self)
+        check_same_dtype(self, self.input, self.result)
+        try:
+            expected = tiling.reduction_shape(shape_of(self.input), self.dim.value.data, 1)
+        except tiling.ShapeError as err:
+            raise fail(self, str(err)) from None
+        check_shape(self, expected, shape_of(self.result))
+
+
+@irdl_op_definition
 class RmsNormOp(IRDLOperation):
     """`x / sqrt(mean(x^2))` over the trailing `normalized_shape` dims; no epsilon, no gain."""
 
@@ -667,6 +704,7 @@ Kernel = Dialect(
         PowOp,
         MatmulOp,
         ReductionOp,
+        ReductionMaxOp,
         RmsNormOp,
         ConcatOp,
         ChunkOp,

@@ -501,6 +501,28 @@ class ReductionToDimxOp(TbReductionBase):
 
 
 @irdl_op_definition
+class ReduceMaxOp(TbReductionBase):
+    """Max over `dim` of this tile (size -> 1), with no state across calls -- unlike
+    Mirage's running `tb.reduction_max`.  kn-fuse's lowering of `kn.reduction_max`: over a
+    dim the for-loop walks, it feeds a `max` for-loop accumulator."""
+
+    name = "tb.reduce_max"
+    result = result_def(STensorType)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, dim: int):
+        typ = input.type
+        assert isinstance(typ, STensorType)
+        shape = tiling.reduction_shape(typ.get_shape(), dim, 1)
+        super().__init__(
+            operands=[input], result_types=[typ.with_shape(shape)], properties={"dim": IntegerAttr(dim, i64)}
+        )
+
+    def verify_(self) -> None:
+        self.check_result(self.result)
+
+
+@irdl_op_definition
 class ReductionMaxOp(TbReductionBase):
     """Running max over calls along `dim`: `max = max(old, max_i x_i)`, `diff = old - max` (<= 0).
     Used by the online-softmax rewrite (mirage-notes 1.7)."""
@@ -816,6 +838,7 @@ Threadblock = Dialect(
         ReductionOp,
         ReductionToDimxOp,
         ReductionMaxOp,
+        ReduceMaxOp,
         RmsNormOp,
         ConcatOp,
         ForloopAccumOp,

@@ -12,14 +12,15 @@ slice, so two operands combine only when they have the same rank and agree dim b
     `tanh(x)` -> `sigmoid(2x) - sigmoid(-2x)`; `fmax(x, 0)` -> `kn.relu`, `fmax(x, c)`
     -> `kn.clamp(c, inf)`, `fmin(x, c)` -> `kn.clamp(-inf, c)`, `fmax(x, y)` ->
     `relu(x - y) + y`, `fmin(x, y)` -> `x - relu(x - y)`;
-  * `+=!` over reduction indices -> one `kn.reduction` (sum to size 1) per index; the
+  * `+=!` over reduction indices -> one `kn.reduction` (sum to size 1) per index, `max=!`
+    -> `kn.reduction_max`, `min=!` -> `-kn.reduction_max(-x)`; the
     reduced dim stays as a size-1 dim, so an output of lower rank than its statement's
     iteration space is returned with those size-1 dims (same element order as TC's shape);
   * `+=` (no `!`) after an earlier assignment adds the new sum to the old value; `*=`,
     `max=`, `min=` without reduction indices combine elementwise likewise.
 
 A constant subscript 0 on a size-1 dim (`S(n, 0)` for `float(N, 1) S`) broadcasts.
-Anything else (max/min/product reductions, transposes, rank changes, affine subscripts,
+Anything else (product reductions, transposes, rank changes, affine subscripts,
 partial ranges, scalar constants added to tensors, constant right-hand sides) raises a
 `TcError` "not supported yet: ..." located at the construct.
 """
@@ -128,9 +129,9 @@ class _StatementLowering:
 
     def check_expressible(self) -> None:
         stmt, info = self.stmt, self.info
-        if info.reductions and stmt.reduction_base != "+":
+        if info.reductions and stmt.reduction_base not in ("+", "max", "min"):
             raise self.unsupported(
-                f"'{stmt.op}' reduction over '{info.reductions[0]}' (kn only has sum reductions)", stmt.op_loc
+                f"'{stmt.op}' reduction over '{info.reductions[0]}' (kn has sum, max and min reductions)", stmt.op_loc
             )
         for index, loc in stmt.indices:
             if not any(index in ix.names for a in accesses(stmt.rhs) for ix in a.indices):
@@ -162,7 +163,8 @@ class _StatementLowering:
     def reduced_rhs(self) -> _Value:
         """The right-hand side summed over the reduction indices (a GEMM when it is one)."""
         rhs = self.stmt.rhs
-        if isinstance(rhs, Binary) and rhs.op == "*":
+        base = self.stmt.reduction_base or "+"
+        if isinstance(rhs, Binary) and rhs.op == "*" and base == "+":
             lhs_value, rhs_value = self.expr(rhs.lhs), self.expr(rhs.rhs)
             product = self.matmul(lhs_value, rhs_value)
             if product is not None:
@@ -178,8 +180,17 @@ class _StatementLowering:
         for index in self.info.reductions:
             pos = value.axes.index(index)
             axes = tuple(None if p == pos else a for p, a in enumerate(value.axes))
-            value = _Value(self.graph.reduction(value.tensor, pos), axes)
+            value = _Value(self.reduce(base, value.tensor, pos), axes)
         return value
+
+    def reduce(self, base: str, x: DTensor, dim: int) -> DTensor:
+        """`x` reduced over `dim` to size 1 by `+` (kn.reduction), `max` (kn.reduction_max) or
+        `min` (`-max(-x)`)."""
+        if base == "+":
+            return self.graph.reduction(x, dim)
+        if base == "max":
+            return self.graph.reduction_max(x, dim)
+        return self.graph.mul_scalar(self.graph.reduction_max(self.graph.mul_scalar(x, -1.0), dim), -1.0)
 
     def matmul(self, a: Operand, b: Operand) -> _Value | None:
         """`kn.matmul` when `a * b` summed over the one reduction index is a (batched) GEMM."""

@@ -90,7 +90,7 @@ from mirage_xdsl.target import MAX_FORLOOP_RANGE, SM90
 
 UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar")
 BINARY_KINDS = ("add", "sub", "mul", "div", "pow")
-FUSIBLE_KINDS = (*UNARY_KINDS, *BINARY_KINDS, "matmul", "reduction", "rms_norm")
+FUSIBLE_KINDS = (*UNARY_KINDS, *BINARY_KINDS, "matmul", "reduction", "reduction_max", "rms_norm")
 
 TB_UNARY = tb.UNARY_BY_KIND
 TB_BINARY = tb.BINARY_BY_KIND
@@ -304,6 +304,8 @@ def _props_of(op: Operation) -> dict[str, Any]:
         return {"scalar": op.scalar.value.data}
     if isinstance(op, kn.ReductionOp):
         return {"dim": op.dim.value.data, "size": op.size.value.data}
+    if isinstance(op, kn.ReductionMaxOp):
+        return {"dim": op.dim.value.data, "size": 1}
     if isinstance(op, kn.RmsNormOp):
         return {"normalized": len(kn.ints(op.normalized_shape))}
     return {}
@@ -419,7 +421,7 @@ def analyse_axes(group: Group) -> AxisInfo | None:
             role_keys += [((n.idx, rank - 2), "m"), ((n.idx, rank - 1), "n")]
             if a.shape[-1] > 1:
                 reduce_keys[n.idx] = (a.idx, rank - 1)
-        elif k == "reduction":
+        elif k in ("reduction", "reduction_max"):
             (a,) = args
             dim, size = n.props["dim"], n.props["size"]
             for d in range(rank):
@@ -738,7 +740,9 @@ class Planner:
         parallel = ax.parallel()
         full_frontier = [n.idx for n in group.nodes if L is not None and ax.reduce_axis.get(n.idx) == L]
         splits = [1]
-        if allow_split and L is not None:
+        # split-K combines partials by summing them: an axis a max reduces cannot be split
+        max_reduced = any(group.nodes[n].kind == "reduction_max" for n in full_frontier)
+        if allow_split and L is not None and not max_reduced:
             splits = []
             s = 2
             while s <= dev.max_split and ax.extent[L] % s == 0 and ax.extent[L] // s >= min(dev.k_tiles):
@@ -1342,7 +1346,10 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
             x = val[node.args[0]]
             d, size = node.props["dim"], node.props["size"]
             last = d == len(node.shape) - 1
-            if size == 1 and last:
+            if k == "reduction_max":
+                # each iteration's tile max, then the running max over the iterations
+                val[n] = add(tb.ForloopAccumOp(add(tb.ReduceMaxOp(x, d)), "max", dimx))
+            elif size == 1 and last:
                 val[n] = add(tb.ForloopAccumOp(x, "red_ld_sum", dimx))
             elif size == 1:
                 val[n] = add(tb.ForloopAccumOp(add(tb.ReductionOp(x, d)), "nored", dimx))
@@ -1368,6 +1375,8 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
         elif k == "reduction":
             d, size = node.props["dim"], node.props["size"]
             val[n] = add(tb.ReductionOp(xs[0], d) if size == 1 else tb.ReductionToDimxOp(xs[0], d, dimx))
+        elif k == "reduction_max":
+            val[n] = add(tb.ReduceMaxOp(xs[0], node.props["dim"]))
         elif k == "rms_norm":
             val[n] = add(tb.RmsNormOp(xs[0]))
         else:  # pragma: no cover - fusible_op() admits nothing else

@@ -503,7 +503,7 @@ class _KernelBuilder:
             return [cute.ReduceOp("max", x, outs, d, 1, g, [], "store", self.order_for(leader, rank, avoid=d))]
         _, rest, mode, dst = self.split_chain(chain)
         rank = len(shape_of(leader.results[0]))
-        if isinstance(leader, (tb.ReductionOp, tb.ReductionToDimxOp)):
+        if isinstance(leader, (tb.ReductionOp, tb.ReductionToDimxOp, tb.ReduceMaxOp)):
             x = self.tile(leader, leader.input)
             shape = shape_of(leader.input)
             d = leader.reduce_dim
@@ -511,7 +511,8 @@ class _KernelBuilder:
             g = reduce_threads(cute_numel(shape_of(leader.result)), shape[d] // group, self.nt)
             # strided groups: walking the reduced dim itself is fine (and coalesced) when group > 1
             order = self.order_for(leader, rank, avoid=d if group == 1 and rank > 1 else None)
-            return [cute.ReduceOp("sum", x, [dst], d, group, g, rest, mode, order)]
+            kind = "max" if isinstance(leader, tb.ReduceMaxOp) else "sum"
+            return [cute.ReduceOp(kind, x, [dst], d, group, g, rest, mode, order)]
         order = self.order_for(leader, rank)
         if type(leader) in UNARY_FN:
             x = self.tile(leader, leader.operands[0])

@@ -38,14 +38,15 @@ class BlockReducePass(ModulePass):
 
 
 def block_reduce_threads(op: cute.ReduceOp, nt: int) -> int:
-    """Threads per output of a sum reduction in a block of `nt` threads: the op's own (at
+    """Threads per output of a sum or plain max reduction in a block of `nt` threads: the op's own (at
     most a warp) or, when its outputs would occupy at most a quarter of the block's warps,
     the whole block -- a power of two of at least 128 threads per output."""
     out = op.outs[0].type
     assert isinstance(out, cute.SmemTensorType)
     n_out = math.prod(out.get_shape())
     g = op.threads.value.data
-    if op.kind.data != "sum" or n_out * 32 * 4 > nt:
+    plain = op.kind.data == "sum" or (op.kind.data == "max" and len(op.outs) == 1)  # not a running max
+    if not plain or n_out * 32 * 4 > nt:
         return g  # the warps of one output per warp already keep a quarter of the block busy
     wide = 1 << ((nt // n_out).bit_length() - 1)
     return max(g, wide)

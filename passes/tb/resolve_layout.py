@@ -493,7 +493,7 @@ def _dict_at(array: ArrayAttr | None, index: int) -> DictionaryAttr | None:
     return entry if isinstance(entry, DictionaryAttr) else None
 
 
-REDUCING_TB_OPS = (tb.ReductionOp, tb.ReductionToDimxOp, tb.ReductionMaxOp)
+REDUCING_TB_OPS = (tb.ReductionOp, tb.ReductionToDimxOp, tb.ReductionMaxOp, tb.ReduceMaxOp)
 
 
 def _iter_forbidden_dim(leader: Operation) -> int:
@@ -579,8 +579,8 @@ def build_graph(func: FuncOp) -> tuple[_GraphBuilder, dict[SSAValue, SSAValue]]:
             ranks = {len(b.tensors[t].shape) for t in ts}
             if len(ts) > 1 and len(ranks) == 1:
                 b.add(op, "kn_same", ts, rule=f"{op.name} operands and results share the innermost dim")
-            if isinstance(op, kn.ReductionOp):
-                b.add(op, "kn_reduction", (ts[0],), op.dim.value.data, rule="kn.reduction over the innermost dim")
+            if isinstance(op, (kn.ReductionOp, kn.ReductionMaxOp)):
+                b.add(op, "kn_reduction", (ts[0],), op.dim.value.data, rule=f"{op.name} over the innermost dim")
     return b, alias
 
 

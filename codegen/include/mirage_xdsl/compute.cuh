@@ -79,6 +79,50 @@ __device__ __forceinline__ void reduce_sum(TO* o, const TI* in, float* scratch, 
   }
 }
 
+// Max over K strided group members per output (the plain max of tb.reduce_max, no state
+// across calls): like reduce_sum with fmaxf and -inf for the sum and 0, then o = f(o, v).
+template <int NT, int G, int K, int KS, class LO, class LI, bool READ, class TO, class TI, class F>
+__device__ __forceinline__ void reduce_max(TO* o, const TI* in, float* scratch, int tid, F f) {
+  constexpr int PER = NT / G;
+  const int lane = tid % G;
+  const int slot = tid / G;
+#pragma unroll 1
+  for (int base = 0; base < LO::size; base += PER) {
+    const int oi = base + slot;
+    const bool valid = oi < LO::size;
+    float acc = neg_inf();
+    if (valid) {
+      const int b = LI::raw(oi);
+#pragma unroll 4
+      for (int k = lane; k < K; k += G) acc = fmaxf(acc, to_f(in[LI::swz(b + k * KS)]));
+    }
+    if constexpr (G > 32) {
+#pragma unroll
+      for (int s = 16; s > 0; s >>= 1) acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, s));
+      if ((tid & 31) == 0) scratch[tid >> 5] = acc;
+      __syncthreads();
+      if (valid && lane == 0) {
+        acc = neg_inf();
+#pragma unroll
+        for (int w = 0; w < G / 32; ++w) acc = fmaxf(acc, scratch[(tid >> 5) + w]);
+      }
+    } else {
+      static_cast<void>(scratch);
+      if constexpr (G > 1) {
+#pragma unroll
+        for (int s = G / 2; s > 0; s >>= 1) acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, s));
+      }
+    }
+    if (valid && lane == 0) {
+      const int oo = LO::off(oi);
+      float vo = 0.0f;
+      if constexpr (READ) vo = to_f(o[oo]);
+      o[oo] = from_f<TO>(f(vo, acc));
+    }
+    if constexpr (G > 32) __syncthreads();  // the scratch is reused by the next round
+  }
+}
+
 // Running max over calls (Mirage reduction_max): m = max_k in, new = max(old, m),
 // mx = new, diff = old - new.  `mx` starts at -inf (fill before the loop).
 template <int NT, int G, int K, int KS, class LO, class LD, class LI, class TO, class TD, class TI>

@@ -1,0 +1,161 @@
+"""`kn.reduction_max` (a kernel-level max over one dim) through the whole stack: builder,
+reference executor, kn-fuse (`tb.reduce_max`, a `max` for-loop accumulator when the loop walks
+the reduced dim, no split-K of that dim), tb-to-cute (`cute.reduce "max"` with one result),
+the printer (`mx::reduce_max`) and the library fallback.
+
+Numerics: the host emulator in CI (`bench.fuzz.check_emulated`: seeded inputs, NaN-poisoned
+outputs, float64 reference), the same graphs on the GPU with `@pytest.mark.gpu`.  Scores are
+scaled to +-30 (real attention logits), where `exp` without the max subtraction overflows
+fp16 -- the stable programs must stay finite and exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mirage_xdsl.bench.fuzz import FuzzCase, check_emulated
+from mirage_xdsl.frontends.builder import new_kernel_graph
+from mirage_xdsl.runtime.host_emulator import find_cxx
+
+needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="the host emulator needs a C++ compiler")
+
+DTYPES = ["float16", "bfloat16", "float32"]
+
+
+def stable_softmax(rows: int, cols: int, dtype: str, scale: float = 60.0) -> object:
+    """softmax over the last dim, `exp(x - max(x)) / sum(...)`, of `scale * X` (|X| <= 0.5)."""
+    g = new_kernel_graph("softmax")
+    X = g.new_input(dims=(rows, cols), dtype=dtype)
+    x = g.mul_scalar(X, scale)
+    e = g.exp(g.sub(x, g.reduction_max(x, 1)))
+    g.mark_output(g.div(e, g.reduction(e, 1)))
+    return g.module
+
+
+def column_max(rows: int, cols: int, dtype: str) -> object:
+    """max over dim 0 (the rows: a dim kn-fuse may walk with the for-loop), then a use of it."""
+    g = new_kernel_graph("colmax")
+    X = g.new_input(dims=(rows, cols), dtype=dtype)
+    m = g.reduction_max(X, 0)
+    g.mark_output(g.relu(m))
+    return g.module
+
+
+def row_max(rows: int, cols: int, dtype: str) -> object:
+    """relu(max over a row too long for one tile): kn-fuse walks the row with the for-loop,
+    `tb.reduce_max` of each tile into a `max` accumulator."""
+    g = new_kernel_graph("rowmax")
+    X = g.new_input(dims=(rows, cols), dtype=dtype)
+    g.mark_output(g.relu(g.reduction_max(X, 1)))
+    return g.module
+
+
+def stable_attention(q_rows: int, keys: int, head: int, dtype: str) -> object:
+    """One head of attention with the max subtracted: softmax(Q K^T * 16) V (scores +-30)."""
+    g = new_kernel_graph("attention")
+    Q = g.new_input(dims=(q_rows, head), dtype=dtype)
+    K = g.new_input(dims=(head, keys), dtype=dtype)
+    V = g.new_input(dims=(keys, head), dtype=dtype)
+    s = g.mul_scalar(g.matmul(Q, K), 16.0)
+    p = g.exp(g.sub(s, g.reduction_max(s, 1)))
+    g.mark_output(g.div(g.matmul(p, V), g.reduction(p, 1)))
+    return g.module
+
+
+def _check(module: object, name: str, dtype: str) -> None:
+    out = check_emulated(FuzzCase(name, "kernel", dtype, module), seed=3)
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
+def test_reference_and_builder() -> None:
+    import mirage_xdsl as mx
+
+    x = np.random.default_rng(0).uniform(-0.5, 0.5, (8, 256))
+    (out,) = mx.run_reference(stable_softmax(8, 256, "float32"), [x])
+    z = 60.0 * x
+    ref = np.exp(z - z.max(1, keepdims=True))
+    np.testing.assert_allclose(out, ref / ref.sum(1, keepdims=True), rtol=1e-12)
+    (m,) = mx.run_reference(column_max(64, 32, "float32"), [x[:, :32].repeat(8, 0)[:64]])
+    np.testing.assert_array_equal(m, np.maximum(x[:, :32].repeat(8, 0)[:64].max(0, keepdims=True), 0))
+
+
+def test_kn_fuse_places_the_max_in_the_block_graph() -> None:
+    from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    module = stable_softmax(64, 1024, "float16")
+    MirageTranspilePass().apply(make_context(), module)
+    text = str(module)
+    assert "kn.reduction_max" not in text  # fused, not a library call
+    assert 'cute.reduce "max"' in text
+
+
+def test_split_k_never_splits_a_max_reduced_dim() -> None:
+    """Split-K combines partials by summing: a max over the split dim would be summed."""
+    from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    module = column_max(8192, 64, "float16")
+    MirageTranspilePass().apply(make_context(), module)
+    assert "grid_sum" not in str(module)
+    assert "partial" not in str(module)
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_stable_softmax_emulated(dtype: str) -> None:
+    _check(stable_softmax(8, 256, dtype), "softmax", dtype)
+
+
+@needs_cxx
+@pytest.mark.parametrize("shape", [(16, 2048), (1, 4096), (64, 64)])
+def test_stable_softmax_shapes_emulated(shape: tuple[int, int]) -> None:
+    _check(stable_softmax(*shape, "float16"), "softmax", "float16")
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_column_max_over_the_loop_dim_emulated(dtype: str) -> None:
+    _check(column_max(1024, 64, dtype), "colmax", dtype)
+
+
+def test_a_long_row_max_loops_into_a_max_accumulator() -> None:
+    from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    module = row_max(2, 65536, "float16")
+    MirageTranspilePass(to_cute=False).apply(make_context(), module)
+    text = str(module)
+    assert "tb.reduce_max" in text and "tb.forloop_accum max" in text, text
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_long_row_max_emulated(dtype: str) -> None:
+    _check(row_max(2, 65536, dtype), "rowmax", dtype)
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_stable_attention_emulated(dtype: str) -> None:
+    _check(stable_attention(16, 512, 64, dtype), "attention", dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: (stable_softmax(16, 2048, "float16"), "softmax", "float16"),
+        lambda: (stable_softmax(8, 256, "bfloat16"), "softmax", "bfloat16"),
+        lambda: (column_max(4096, 64, "float32"), "colmax", "float32"),
+        lambda: (row_max(4, 262144, "float16"), "rowmax", "float16"),
+        lambda: (stable_attention(16, 1024, 128, "float16"), "attention", "float16"),
+    ],
+)
+def test_gpu_reduction_max_programs(build: object) -> None:
+    from mirage_xdsl.bench.fuzz import check_gpu
+
+    module, name, dtype = build()  # type: ignore[operator]
+    out = check_gpu(FuzzCase(name, "kernel", dtype, module), seed=5)
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
