@@ -671,13 +671,14 @@ def compare(
     return True, worst, ""
 
 
-def _lower(case: FuzzCase) -> Any:
-    """The case's module through `mirage-transpile` (a clone; the case keeps its kn IR)."""
+def _lower(case: FuzzCase, options: dict[str, Any] | None = None) -> Any:
+    """The case's module through `mirage-transpile` with `options` (its pass options; a
+    clone: the case keeps its kn IR)."""
     from mirage_xdsl.driver.compile import make_context
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     lowered = case.module.clone()
-    MirageTranspilePass().apply(make_context(), lowered)
+    MirageTranspilePass(**(options or {})).apply(make_context(), lowered)
     return lowered
 
 
@@ -707,21 +708,25 @@ def _emulate(program: Any, case: FuzzCase, inputs: Sequence[np.ndarray], cache_d
     return HostEmulator(program, cache_dir=cache_dir).run(case.name, values)
 
 
-def check_emulated(case: FuzzCase, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Outcome:
-    """Compile `case` (pipeline + emit_cuda), run it in the host emulator on seeded random
-    inputs and compare with the float64 reference.  Never raises for a graph's failure: the
-    outcome says what happened."""
+def check_emulated(
+    case: FuzzCase, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None, options: dict[str, Any] | None = None
+) -> Outcome:
+    """Compile `case` (pipeline with `options` + emit_cuda), run it in the host emulator on
+    seeded random inputs and compare with the float64 reference.  Never raises for a graph's
+    failure: the outcome says what happened."""
     from mirage_xdsl.codegen.cuda_target import emit_cuda
 
     out = Outcome(case.name, "ok", dtype=case.dtype, kind=case.kind)
     try:
-        program = emit_cuda(_lower(case))
+        program = emit_cuda(_lower(case, options))
     except Exception as err:  # noqa: BLE001 - classified: rejection or crash
         return _failed(out, err, rejected=is_rejection(err))
     return _run_emulated(out, case, program, seed, cache_dir)
 
 
-def check_gpu(case: FuzzCase, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Outcome:
+def check_gpu(
+    case: FuzzCase, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None, options: dict[str, Any] | None = None
+) -> Outcome:
     """`check_emulated` on the GPU of this machine (nvcc for its architecture, CuPy): the
     same seeded inputs, NaN-poisoned outputs and comparison.  Never raises for a graph's
     failure."""
@@ -732,7 +737,7 @@ def check_gpu(case: FuzzCase, seed: int = 0, cache_dir: str | os.PathLike[str] |
     out = Outcome(case.name, "ok", dtype=case.dtype, kind=case.kind)
     arch = detect_arch()
     try:
-        program = emit_cuda(_lower(case), arch)
+        program = emit_cuda(_lower(case, options), arch)
         cubin = str(compile_cuda(program.source, arch, cache_dir=cache_dir))
         plan = program.plans[case.name]
         inputs, refs = _reference(case, plan, seed)

@@ -80,6 +80,9 @@ class MirageTranspilePass(ModulePass):
     lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES
     """Forwarded to `tb-plan-pipeline` (the ring depth of wide lone blocks) and to `kn-fuse`,
     whose estimates count that ring, so the plan chosen and the kernel built agree."""
+    online_softmax: bool = False
+    """Forwarded to `kn-fuse`: a max over the loop axis read inside the loop becomes a running
+    max with rescaled accumulators (one kernel; see `DeviceModel.online_softmax`)."""
     late_finisher: int = 0
     """Forwarded to `cute-late-finisher` as `shift` (iterations each split-K partner hands to
     its group's finisher); 0 = equal splits combined by the last block to arrive."""
@@ -124,6 +127,7 @@ class MirageTranspilePass(ModulePass):
                 always_split=self.always_split,
                 grid_sum=self.grid_sum,
                 lone_block_max_stages=self.lone_block_max_stages,
+                online_softmax=self.online_softmax,
             )
         for p in self.passes():
             p.apply(ctx, op)

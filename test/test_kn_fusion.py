@@ -49,8 +49,8 @@ ATTENTION = {"gqa", "gqa_bs8", "mha", "mqa"}
 EXPECTED_KERNELS = {
     "gated_mlp": 1, "gqa": 2, "gqa_bs8": 2, "lora": 1, "mha": 2, "mqa": 2, "ntrans": 1, "rmsnorm_linear": 1,
     "rmsnorm_linear_bs8": 1, "softmax": 1,
-    # scores, their row max + exp + sum, then exp @ V split over the keys and its combine: the
-    # max must be known before exp, so attention with the max subtracted is not one loop yet
+    # scores, their row max + exp + sum, then exp @ V split over the keys and its combine (one
+    # online-softmax kernel with `online_softmax`, off by default: see DeviceModel)
     "mha_stable": 4,
 }
 SMEM_LIMIT = 232448

@@ -63,8 +63,20 @@ def stable_attention(q_rows: int, keys: int, head: int, dtype: str) -> object:
     return g.module
 
 
-def _check(module: object, name: str, dtype: str) -> None:
-    out = check_emulated(FuzzCase(name, "kernel", dtype, module), seed=3)
+def logsumexp(rows: int, cols: int, dtype: str) -> object:
+    """`max(x) + log(sum(exp(x - max(x))))` over rows too long for one tile: the max is read
+    inside the loop (online softmax) and after it (its final value)."""
+    g = new_kernel_graph("logsumexp")
+    X = g.new_input(dims=(rows, cols), dtype=dtype)
+    x = g.mul_scalar(X, 60.0)
+    m = g.reduction_max(x, 1)
+    z = g.reduction(g.exp(g.sub(x, m)), 1)
+    g.mark_output(g.add(m, g.log(z)))
+    return g.module
+
+
+def _check(module: object, name: str, dtype: str, online: bool = False) -> None:
+    out = check_emulated(FuzzCase(name, "kernel", dtype, module), seed=3, options={"online_softmax": online})
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
 
 
@@ -136,6 +148,45 @@ def test_long_row_max_emulated(dtype: str) -> None:
     _check(row_max(2, 65536, dtype), "rowmax", dtype)
 
 
+def _kn_fused(module: object, online: bool = True) -> str:
+    from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    MirageTranspilePass(to_cute=False, online_softmax=online).apply(make_context(), module)
+    return str(module)
+
+
+def test_stable_attention_is_one_online_softmax_kernel() -> None:
+    """The max is read inside the loop over the keys (`exp(s - max)`): with `online-softmax`
+    kn-fuse keeps it running there (`tb.reduction_max`) and rescales the accumulators of the
+    row sums and of `exp(...) @ V` (FlashAttention's online softmax) -- one kernel; by
+    default (no split of the keys yet, slower) the max gets a kernel of its own."""
+    assert "tb.reduction_max" not in _kn_fused(stable_attention(16, 32768, 64, "float16"), online=False)
+    text = _kn_fused(stable_attention(16, 32768, 64, "float16"))  # the keys need a loop
+    assert text.count("kn.customized") == 1, text
+    # the row sums' red_ld_sum_rescale is decomposed into nored_rescale + tb.reduction
+    assert "tb.reduction_max" in text and text.count("tb.forloop_accum nored_rescale") == 2, text
+
+
+def test_logsumexp_reads_the_running_max_after_the_loop() -> None:
+    text = _kn_fused(logsumexp(2, 65536, "float16"))
+    assert text.count("kn.customized") == 1, text
+    assert "tb.reduction_max" in text and "tb.forloop_accum max" in text
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_logsumexp_emulated(dtype: str) -> None:
+    _check(logsumexp(2, 65536, dtype), "logsumexp", dtype, online=True)
+    _check(logsumexp(2, 65536, dtype), "logsumexp", dtype)  # the default: partitioned
+
+
+@needs_cxx
+@pytest.mark.parametrize("shape", [(16, 32768, 64), (1, 65536, 128), (64, 8192, 64)])
+def test_online_softmax_attention_emulated(shape: tuple[int, int, int]) -> None:
+    _check(stable_attention(*shape, "float16"), "attention", "float16", online=True)
+
+
 @needs_cxx
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_stable_attention_emulated(dtype: str) -> None:
@@ -151,11 +202,14 @@ def test_stable_attention_emulated(dtype: str) -> None:
         lambda: (column_max(4096, 64, "float32"), "colmax", "float32"),
         lambda: (row_max(4, 262144, "float16"), "rowmax", "float16"),
         lambda: (stable_attention(16, 1024, 128, "float16"), "attention", "float16"),
+        lambda: (stable_attention(16, 4096, 64, "float16"), "attention", "float16"),
+        lambda: (logsumexp(4, 262144, "float16"), "logsumexp", "float16"),
     ],
 )
-def test_gpu_reduction_max_programs(build: object) -> None:
+@pytest.mark.parametrize("online", [False, True])
+def test_gpu_reduction_max_programs(build: object, online: bool) -> None:
     from mirage_xdsl.bench.fuzz import check_gpu
 
     module, name, dtype = build()  # type: ignore[operator]
-    out = check_gpu(FuzzCase(name, "kernel", dtype, module), seed=5)
+    out = check_gpu(FuzzCase(name, "kernel", dtype, module), seed=5, options={"online_softmax": online})
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"

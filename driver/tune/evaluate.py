@@ -14,8 +14,11 @@
    events: the median of `runs` replays of one CUDA graph that runs the program on rotated
    input sets (runtime/measure.py `device_us`, the loop mirage-bench uses), in µs.
 
-A CUDA error that breaks the context (an illegal address) stops the search with
-`DeviceBroken` (the cache keeps what was measured; rerun to go on from there).
+Phase 2 runs in a separate GPU process (`isolate=True`, the default): a candidate that
+breaks the CUDA context (an illegal address), kills its process or runs past
+`MEASURE_TIMEOUT_S` is one failed genome (`crashed the GPU process: ...`); the process is
+replaced and the search goes on.  With `isolate=False` (measuring in this process) such a
+failure stops the search with `DeviceBroken` (the cache keeps what was measured).
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ from mirage_xdsl.driver.tune.space import Genome
 
 DEFAULT_RUNS = 20
 """Timed replays per genome (the median is its time)."""
+
+MEASURE_TIMEOUT_S = 120.0
+"""Seconds one isolated measurement (load, check, timing) may take before its GPU process
+is killed and the genome counts as crashed."""
 
 
 class NoGpuError(RuntimeError):
@@ -149,7 +156,10 @@ class GpuEvaluator:
         seed: int = 0,
         atol_rel: float = 1e-2,
         nvcc_cache: str | None = None,
+        isolate: bool = True,
     ):
+        self.isolate = isolate
+        self._gpu: ProcessPoolExecutor | None = None
         self.module = module
         self.func_name = func_name
         self.module_text = str(module)
@@ -171,10 +181,12 @@ class GpuEvaluator:
         return {**gpu_identity(), "toolchain": toolchain_identity()}
 
     def close(self) -> None:
-        """Shut the pool down (running builds finish, queued ones are dropped)."""
+        """Shut the pools down (running builds finish, queued ones are dropped; the GPU
+        process ends)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        self._end_gpu_process()
 
     def build(self, genomes: Sequence[Genome], stop: Callable[[], bool]) -> Iterator[Build]:
         """Build `genomes` in the pool; yield each `Build` as it finishes.  Once `stop()` is
@@ -200,7 +212,38 @@ class GpuEvaluator:
                 yield _as_build(genome, fut)
 
     def measure(self, build: Build) -> Evaluation:
-        """Check `build` against the reference, then time it (µs).
+        """Check `build` against the reference, then time it (µs) -- in the GPU process when
+        `isolate`, where a crash or hang is this genome's failure.
+
+        Raises:
+            DeviceBroken: not isolated, and the CUDA context failed (no later candidate could run).
+        """
+        if not self.isolate:
+            return self.measure_here(build)
+        import multiprocessing
+
+        if self._gpu is None:
+            self._gpu = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init)
+        config = (self.module_text, self.func_name, self.arch, self.runs, self.seed, self.atol_rel)
+        try:
+            result: Evaluation = self._gpu.submit(_measure_isolated, config, build).result(timeout=MEASURE_TIMEOUT_S)
+        except Exception as err:  # noqa: BLE001 - the process died or hung: this genome's crash
+            self._end_gpu_process()
+            return Evaluation(build.genome, None, f"crashed the GPU process: {one_line(err)}")
+        if result.error and result.error.startswith(CRASHED):
+            self._end_gpu_process()  # its CUDA context is broken: the next genome gets a fresh one
+        return result
+
+    def _end_gpu_process(self) -> None:
+        if self._gpu is None:
+            return
+        for proc in list(getattr(self._gpu, "_processes", {}).values()):
+            proc.kill()  # a hung kernel never returns
+        self._gpu.shutdown(wait=False, cancel_futures=True)
+        self._gpu = None
+
+    def measure_here(self, build: Build) -> Evaluation:
+        """`measure` in this process.
 
         Raises:
             DeviceBroken: the CUDA context failed (no later candidate could run).
@@ -252,6 +295,26 @@ class GpuEvaluator:
         return self._data
 
 
+CRASHED = "crashed the GPU process"
+
+_GPU_EVALUATOR: dict[tuple[Any, ...], GpuEvaluator] = {}
+
+
+def _measure_isolated(config: tuple[str, str, str, int, int, float], build: Build) -> Evaluation:
+    """In the GPU process: `measure_here` with an evaluator of `config` (made once: its
+    inputs and reference are reused by every genome)."""
+    ev = _GPU_EVALUATOR.get(config)
+    if ev is None:
+        _GPU_EVALUATOR.clear()
+        module_text, func_name, arch, runs, seed, atol_rel = config
+        ev = GpuEvaluator(_parse(module_text), func_name, arch, runs=runs, seed=seed, atol_rel=atol_rel, isolate=False)
+        _GPU_EVALUATOR[config] = ev
+    try:
+        return ev.measure_here(build)
+    except DeviceBroken as err:
+        return Evaluation(build.genome, None, f"{CRASHED}: {err}")
+
+
 def _as_build(genome: Genome, fut: Future[dict[str, Any]]) -> Build:
     try:
         got = fut.result()
@@ -277,8 +340,9 @@ def _context_alive(cupy: Any) -> bool:
 class SyntheticEvaluator:
     """A CPU stand-in for tests and `mirage-tune --fake-evaluator`: the time of a genome is
     `synthetic_time_us(genome)`; measuring sleeps `sleep_s`; genomes for which `fails(genome)`
-    is true fail to build.  The program digest ignores `lone_block_max_stages` (as for graphs
-    without wide lone blocks), so such genomes share one measurement.  Every measured label is
+    is true fail to build.  The program digest ignores `lone_block_max_stages` and
+    `online_softmax` (as for graphs without wide lone blocks or maxima), so such genomes share
+    one measurement.  Every measured label is
     appended to `log` (one per line) when given, so tests can see what was timed."""
 
     def __init__(self, sleep_s: float = 0.0, fails: Callable[[Genome], bool] | None = None, log: str | os.PathLike[str] | None = None):
@@ -300,7 +364,8 @@ class SyntheticEvaluator:
             if self.fails(g):
                 yield Build(g, error="SyntheticError: this genome fails to build")
                 continue
-            shape = {k: v for k, v in g.options().items() if k != "lone_block_max_stages"}
+            # genes that change nothing in a graph without wide lone blocks or a max read in its loop
+            shape = {k: v for k, v in g.options().items() if k not in ("lone_block_max_stages", "online_softmax")}
             yield Build(g, program=hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest())
 
     def measure(self, build: Build) -> Evaluation:

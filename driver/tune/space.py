@@ -64,6 +64,7 @@ GENES: tuple[Gene, ...] = (
     Gene("reduce_partials", (False, True), "reduce a split block's accumulator before its grid sum"),
     Gene("late_finisher", (0, 1, 2, 3), "iterations each split-K partner hands to its finisher (0: off)"),
     Gene("lone_block_max_stages", (2, 3, 4, 5, 6), "ring depth of wide lone blocks"),
+    Gene("online_softmax", (False, True), "a max read inside the loop as a running max (one kernel)"),
 )
 
 
@@ -79,6 +80,7 @@ class Genome:
     reduce_partials: bool = True
     late_finisher: int = 0
     lone_block_max_stages: int = DEFAULT_LONE_BLOCK_MAX_STAGES
+    online_softmax: bool = False
 
     def options(self) -> dict[str, Any]:
         """The `MirageTranspilePass` keyword arguments of this genome (all of them)."""
@@ -92,11 +94,13 @@ class Genome:
             out["grid_sum"] = False
         if self.lone_block_max_stages != DEFAULT_LONE_BLOCK_MAX_STAGES:
             out["lone_block_max_stages"] = self.lone_block_max_stages
+        if self.online_softmax:
+            out["online_softmax"] = True
         return out
 
     @property
     def label(self) -> str:
-        """The variant string of this genome (`c0s7xrf1`, `c3xn`, `c1l6`, ...)."""
+        """The variant string of this genome (`c0s7xrf1`, `c3xn`, `c1l6`, `c0xo`, ...)."""
         text = f"c{self.candidate}"
         text += f"s{self.stages}" if self.stages else ""
         text += "x" if self.always_split else ""
@@ -105,17 +109,18 @@ class Genome:
         text += "" if self.grid_sum else "n"
         if self.lone_block_max_stages != DEFAULT_LONE_BLOCK_MAX_STAGES:
             text += f"l{self.lone_block_max_stages}"
+        text += "o" if self.online_softmax else ""
         return text
 
     def __str__(self) -> str:
         return self.label
 
 
-_LABEL = re.compile(r"c(\d+)(?:s(\d+))?(x?)(r?)(?:f(\d+))?(n?)(?:l(\d+))?")
+_LABEL = re.compile(r"c(\d+)(?:s(\d+))?(x?)(r?)(?:f(\d+))?(n?)(?:l(\d+))?(o?)")
 
 
 def genome_from_label(text: str) -> Genome:
-    """The genome of a variant string `c<rank>[s<stages>][x][r][f<shift>][n][l<depth>]`
+    """The genome of a variant string `c<rank>[s<stages>][x][r][f<shift>][n][l<depth>][o]`
     (the genome as written, not repaired: see `Space.repair`).
 
     Raises:
@@ -124,7 +129,7 @@ def genome_from_label(text: str) -> Genome:
     m = _LABEL.fullmatch(text.strip())
     if m is None:
         raise SpaceError(
-            f"variant '{text}': expected c<rank>[s<stages>][x][r][f<shift>][n][l<depth>], e.g. c0, c0s2, c3s4x or c0s7xrf1"
+            f"variant '{text}': expected c<rank>[s<stages>][x][r][f<shift>][n][l<depth>][o], e.g. c0, c0s2, c3s4x or c0s7xrf1"
         )
     return Genome(
         candidate=int(m[1]),
@@ -134,6 +139,7 @@ def genome_from_label(text: str) -> Genome:
         late_finisher=int(m[5]) if m[5] is not None else 0,
         grid_sum=not m[6],
         lone_block_max_stages=int(m[7]) if m[7] is not None else DEFAULT_LONE_BLOCK_MAX_STAGES,
+        online_softmax=bool(m[8]),
     )
 
 
@@ -158,7 +164,7 @@ SEED_VARIANTS: tuple[str, ...] = (
     tuple(f"c{rank}x" for rank in range(16))
     + ("c0s3x", "c0s4x")
     + tuple(f"c{rank}xr" for rank in range(8))
-    + ("c0s7xrf1",)
+    + ("c0s7xrf1", "c0xo")
 )
 """The hand-picked variants `mirage-bench` has swept (its `DEFAULT_VARIANTS`, see
 bench/prepare.py for the measurements behind them): the tuner starts from them."""

@@ -67,6 +67,7 @@ outcomes of the one search above, not separate code paths.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -163,6 +164,12 @@ class DeviceModel:
     estimated time; on the H200 the cheapest plan of this wider search was never slower than
     the narrower search's in the plan-rank sweeps of 2026-11-22)."""
     grid_sum: bool = True
+    online_softmax: bool = False
+    """Plan a max over the loop axis that the loop reads (`exp(x - max)`) as a running max
+    with rescaled accumulators (`online_softmax`) -- one kernel instead of a partition.  Off
+    by default: without a split of the loop axis, its one block per row group lost to the
+    partitioned plan on an H200 (stable decode attention at mha's shapes, 2026-11-26: 77.8
+    against 30.4 us), and a split needs a combine that rescales by the partial maxima."""
     """Also plan split-K kernels that combine their partials themselves (`tb.grid_sum`: the
     last block of each split group sums them) instead of in a second kernel."""
     grid_sum_us: float = 0.8
@@ -462,15 +469,118 @@ def analyse_axes(group: Group) -> AxisInfo | None:
     return AxisInfo(axes, extent, whole, set(reduce_axis.values()), reduce_axis, roles)
 
 
-def compute_phases(group: Group, ax: AxisInfo, loop_axis: int | None) -> dict[int, str] | None:
-    """`pre` / `loop` / `post` per node for `loop_axis` (None: no loop), or None if illegal."""
+@dataclass(frozen=True)
+class OnlineSoftmax:
+    """Maxima over the loop axis computed while the loop runs (the online softmax of
+    Milakov & Gimelshein 2018, FlashAttention's running max): `maxima` are the
+    `reduction_max` nodes kept in the loop as a running `tb.reduction_max`; `rescaled` maps
+    every accumulated node (a sum or a matmul contracting the loop axis) whose input is
+    scaled by `exp(-max)` to its max node -- its for-loop accumulator is rescaled by
+    `exp(old max - new max)` each iteration, so after the loop it holds exactly the sum
+    with the final max."""
+
+    maxima: frozenset[int]
+    rescaled: dict[int, int]
+
+
+def online_softmax(group: Group, ax: AxisInfo, loop_axis: int) -> OnlineSoftmax | None:
+    """The online softmax of `group` for a loop over `loop_axis`, or None if the group has
+    no max over that axis or uses one in a way rescaled accumulators cannot express.
+
+    Accepted, per max `m = reduction_max(s)` over the loop axis (its last dim, `s` free of
+    any max): `x - m` only under `exp` (`e = exp(x - m)` is scaled by `exp(-m)`); a scaled
+    value times / divided by an unscaled one, `mul_scalar`, sums of two values scaled by the
+    same max, a sum over another dim, a matmul with the scaled value on the left: scaled;
+    a sum over the loop axis or a matmul contracting it: accumulated with rescaling.  Values
+    after the loop (accumulator results, the max itself) are used freely."""
+    maxima = {
+        n.idx
+        for n in group.nodes
+        if n.kind == "reduction_max" and ax.reduce_axis.get(n.idx) == loop_axis and n.props["dim"] == len(n.shape) - 1
+    }
+    if not maxima:
+        return None
+    state: dict[int, tuple[str, int]] = {}  # node -> ("max" | "shifted" | "scaled" | "post", max node)
+    rescaled: dict[int, int] = {}
+    for n in group.nodes:
+        if n.kind == "input":
+            continue
+        marks = [state.get(a) for a in n.args]
+        kinds = [mk[0] if mk is not None else None for mk in marks]
+        in_loop = [mk for mk in marks if mk is not None and mk[0] != "post"]
+        reduces_loop = ax.reduce_axis.get(n.idx) == loop_axis
+        if n.idx in maxima:
+            if any(kinds):
+                return None
+            state[n.idx] = ("max", n.idx)
+            continue
+        if "post" in kinds:
+            # after the loop: accumulator results and the final maxima (lifted) only
+            if "shifted" in kinds or "scaled" in kinds:
+                return None
+            state[n.idx] = ("post", -1)
+            continue
+        if not in_loop:
+            if reduces_loop:
+                state[n.idx] = ("post", -1)
+            continue
+        owners = {mk[1] for mk in in_loop}
+        if len(owners) != 1:
+            return None
+        (m,) = owners
+        mark = _online_rule(n, kinds, reduces_loop)
+        if mark is None:
+            return None
+        if mark == "rescaled":
+            rescaled[n.idx] = m
+            state[n.idx] = ("post", -1)
+        else:
+            state[n.idx] = (mark, m)
+    if any(state.get(o, ("post", -1))[0] in ("shifted", "scaled") for o in group.outputs):
+        return None  # a loop value as an output: the final max is not known in the loop
+    return OnlineSoftmax(frozenset(maxima), rescaled)
+
+
+def _online_rule(n: Node, kinds: Sequence[str | None], reduces_loop: bool) -> str | None:
+    """What node `n` is in an online softmax given its operands' marks (None: independent
+    of the max): "shifted" (`x - m`), "scaled" (by `exp(-m)`), "rescaled" (accumulated over
+    the loop axis with rescaling), or None if the rescaling cannot express it."""
+    k, kinds = n.kind, list(kinds)
+    if k == "sub" and kinds == [None, "max"]:
+        return "shifted"
+    if k == "exp" and kinds == ["shifted"]:
+        return "scaled"
+    if "max" in kinds or "shifted" in kinds:
+        return None
+    if reduces_loop:
+        ok = (k == "reduction" and n.props["size"] == 1) or (k == "matmul" and kinds == ["scaled", None])
+        return "rescaled" if ok else None
+    if k == "mul_scalar" or (k == "reduction" and n.props["size"] == 1):
+        return "scaled"
+    if (k == "mul" and kinds in (["scaled", None], [None, "scaled"])) or (k == "div" and kinds == ["scaled", None]):
+        return "scaled"
+    if (k in ("add", "sub") and kinds == ["scaled", "scaled"]) or (k == "matmul" and kinds == ["scaled", None]):
+        return "scaled"
+    return None
+
+
+def compute_phases(
+    group: Group, ax: AxisInfo, loop_axis: int | None, online: OnlineSoftmax | None = None
+) -> dict[int, str] | None:
+    """`pre` / `loop` / `post` per node for `loop_axis` (None: no loop), or None if illegal.
+    With `online`, its maxima run in the loop (a running max) instead of after it."""
     ph: dict[int, str] = {}
+    running = online.maxima if online is not None else frozenset()
     for n in group.nodes:
         if n.kind == "input":
             ph[n.idx] = "loop" if loop_axis is not None and loop_axis in ax.axes[n.idx] else "pre"
             continue
-        ps = {ph[a] for a in n.args}
-        if loop_axis is not None and ax.reduce_axis.get(n.idx) == loop_axis:
+        ps = {ph[a] for a in n.args if a not in running}
+        if any(a in running for a in n.args) and "post" not in ps:
+            ps.add("loop")  # after the loop a running max is read as its final value (lifted)
+        if n.idx in running:
+            ph[n.idx] = "loop"
+        elif loop_axis is not None and ax.reduce_axis.get(n.idx) == loop_axis:
             if "post" in ps:
                 return None
             ph[n.idx] = "post"
@@ -485,6 +595,17 @@ def compute_phases(group: Group, ax: AxisInfo, loop_axis: int | None) -> dict[in
     if loop_axis is not None and any(ph[o] == "loop" for o in group.outputs):
         return None
     return ph
+
+
+def phases_for(group: Group, ax: AxisInfo, loop_axis: int | None, online: bool = True) -> dict[int, str] | None:
+    """`compute_phases`, or -- with `online`, where a max over the loop axis is read inside
+    the loop (the softmax's `exp(x - max)`) -- the phases with that max running in the loop
+    (`online_softmax`); None if neither is legal."""
+    ph = compute_phases(group, ax, loop_axis)
+    if ph is not None or loop_axis is None or not online:
+        return ph
+    online = online_softmax(group, ax, loop_axis)
+    return compute_phases(group, ax, loop_axis, online) if online is not None else None
 
 
 # ---------------------------------------------------------------------------------------
@@ -528,6 +649,15 @@ class KernelPlan:
         if not self.grid_sum:
             return self.grid
         return tuple(1 if a == self.loop_axis and self.split > 1 else g for g, a in zip(self.grid, self.grid_axes))  # type: ignore[return-value]
+
+    @functools.cached_property
+    def online(self) -> OnlineSoftmax | None:
+        """The online softmax of this plan: set when a max over the loop axis runs in the
+        loop (phase `loop` for a node reducing the loop axis)."""
+        L = self.loop_axis
+        if L is None or not any(self.phase[n] == "loop" and self.ax.reduce_axis.get(n) == L for n in self.phase):
+            return None
+        return online_softmax(self.group, self.ax, L)
 
     def imap_fdim(self, node: int) -> tuple[tuple[int, int, int], int]:
         axes = self.ax.axes[node]
@@ -707,7 +837,8 @@ class Planner:
             return []
         found: list[FusionPlan] = []
         loops: list[int | None] = [None, *ax.loopable()]
-        has_loop = any(compute_phases(group, ax, L) is not None for L in ax.loopable())
+        online = self.device.online_softmax
+        has_loop = any(phases_for(group, ax, L, online) is not None for L in ax.loopable())
         combine_cache: dict[Any, FusionPlan | None] = {}
         # split-K only where no unsplit grid fills the SMs without recomputing matmuls
         fills = False
@@ -715,7 +846,7 @@ class Planner:
             if split and (not allow_split or (fills and not self.device.always_try_split)):
                 break
             for L in loops:
-                ph = compute_phases(group, ax, L)
+                ph = phases_for(group, ax, L, online)
                 if ph is None or (split and L is None):
                     continue
                 for fp in self._configs(group, ax, L, ph, split, has_loop, combine_cache):
@@ -1314,6 +1445,7 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
 
     split_axis = next((i for i, a in enumerate(plan.grid_axes) if a == plan.loop_axis and plan.grid[i] > 1), -1)
     summed: dict[int, SSAValue] = {}
+    rescale: dict[int, SSAValue] = {}  # online max node -> exp(old max - new max) of this iteration
 
     def after_loop(n: int) -> SSAValue:
         """`n` as the post-loop ops read it: grid-summed if it is a split accumulator."""
@@ -1337,6 +1469,24 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
         k = node.kind
         if n in plan.rms:
             val[n] = add(tb.ForloopAccumOp(val[plan.rms[n]], "red_ld_rms", dimx))
+            continue
+        online = plan.online
+        if online is not None and n in online.maxima:
+            d = node.props["dim"]
+            running = tb.ReductionMaxOp(val[node.args[0]], d)
+            ops.append(running)
+            val[n] = running.max
+            rescale[n] = add(tb.ExpOp(running.diff))  # exp(old max - new max)
+            continue
+        if online is not None and n in online.rescaled:
+            r = rescale[online.rescaled[n]]
+            x = val[node.args[0]]
+            if k == "matmul":
+                val[n] = add(tb.ForloopAccumOp(add(tb.MatmulOp(x, val[node.args[1]])), "nored_rescale", dimx, r))
+            elif node.props["dim"] == len(node.shape) - 1:
+                val[n] = add(tb.ForloopAccumOp(x, "red_ld_sum_rescale", dimx, r))
+            else:
+                val[n] = add(tb.ForloopAccumOp(add(tb.ReductionOp(x, node.props["dim"])), "nored_rescale", dimx, r))
             continue
         if plan.loop_axis is not None and ax.reduce_axis.get(n) == plan.loop_axis:
             if k == "matmul":

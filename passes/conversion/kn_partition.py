@@ -157,6 +157,7 @@ class PartitionOptions:
     always_split: bool = True
     grid_sum: bool = True
     lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES
+    online_softmax: bool = False
 
     def partition_options(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(PartitionOptions)}
@@ -177,6 +178,7 @@ class KnPartitionPass(ModulePass, PartitionOptions):
             always_try_split=self.always_split,
             grid_sum=self.grid_sum,
             lone_block_stages=self.lone_block_max_stages,
+            online_softmax=self.online_softmax,
         )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
