@@ -14,6 +14,9 @@ Modules, one concept each:
 - `gpu_phase`: running, checking and timing candidates on the GPU, one child process per
   workload.
 - `report`: the summary per workload and the markdown / terminal tables.
+- `tune`: `mirage-bench --tune`, the genetic tuner (driver/tune/) on each workload's plain graph.
+- `fuzz`: differential fuzzing of random kernel and threadblock graphs against the reference
+  (`python -m mirage_xdsl.bench.fuzz`).
 
 Nothing here imports xDSL, z3 or OR-tools at module import time: a device machine that only
 has numpy, CuPy and torch can run the GPU phase from a prepared directory.

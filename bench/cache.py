@@ -90,6 +90,11 @@ def toolchain_tag() -> str:
 
 @functools.cache
 def file_digest(path: str) -> str:
+    """sha256 hex of the bytes of the file at `path` (read once per path and process).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
@@ -107,7 +112,13 @@ def _holds(path: Path, sha: str) -> bool:
 
 
 class BenchCache:
-    """The cache under `root` (None: a disabled cache that never hits and stores nothing)."""
+    """The cache under `root` (None: a disabled cache that never hits and stores nothing).
+
+    Opening it removes stale temporaries of killed runs under `root`.
+
+    Args:
+        root: the cache folder (e.g. `default_cache_dir()`), or None.
+    """
 
     def __init__(self, root: Path | None) -> None:
         self.root = Path(root).expanduser() if root is not None else None
@@ -120,9 +131,21 @@ class BenchCache:
     # keys ------------------------------------------------------------------------------
 
     def build_key(self, path: str, index: int, variant: str | None, arch: str) -> str:
+        """The key of a build entry: graph `index` of input file `path` under tuning
+        `variant` (None: the default pipeline) for `arch` (module docstring).
+
+        Raises:
+            OSError: `path` cannot be read.
+        """
         return _sha("build", file_digest(path), index, variant or "", arch, sources_digest(), toolchain_tag())
 
     def ref_key(self, path: str, index: int) -> str:
+        """The key of the reference entries of graph `index` of input file `path` (the seed
+        and input specs name the file under it).
+
+        Raises:
+            OSError: `path` cannot be read.
+        """
         return _sha("ref", file_digest(path), index, sources_digest())
 
     # graph counts ----------------------------------------------------------------------
@@ -146,6 +169,11 @@ class BenchCache:
             return None
 
     def store_count(self, path: str, count: int) -> None:
+        """Record that input file `path` holds `count` graphs (nothing for a disabled cache).
+
+        Raises:
+            OSError: `path` cannot be read or the cache written.
+        """
         entry = self._count_path(path)
         if entry is not None:
             atomic_write(entry, json.dumps({"key": entry.stem, "graphs": count, "file": Path(path).name}).encode())

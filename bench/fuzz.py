@@ -636,7 +636,11 @@ def compare(
     given the storage-`rounded` reference, where that is finite too and the row is not
     ill-conditioned: `_well_conditioned_rows`), and max |out - ref|
     over those entries within `TOLERANCE[dtype] * max |ref|` plus `NOISE_FACTOR` times that
-    output's rounding `noise` (absolute; none: 0)."""
+    output's rounding `noise` (absolute; none: 0).
+
+    Raises:
+        KeyError: `dtype` has no entry in `TOLERANCE`.
+    """
     if len(outs) != len(refs):
         return False, math.inf, f"{len(outs)} outputs, the reference has {len(refs)}"
     tol = TOLERANCE[dtype]
@@ -791,7 +795,11 @@ def _failed(out: Outcome, err: BaseException, rejected: bool) -> Outcome:
 
 
 def case_of(seed: int, index: int) -> FuzzCase:
-    """Graph `index` of run `seed` (the command's numbering)."""
+    """Graph `index` of run `seed` (the command's numbering).
+
+    Raises:
+        FuzzGenerationError: the generator found no valid graph for this draw (`random_graph`).
+    """
     return random_graph(random.Random(f"{seed}:{index}"), name=f"fuzz_{seed}_{index}")
 
 
@@ -996,7 +1004,28 @@ def run_fuzz(
     log: Callable[[str], None] = print,
 ) -> list[Outcome]:
     """Generate, compile, run and check graphs `0..count-1` of run `seed` (or `only` those);
-    return one Outcome per graph and write the failing ones to `failures_dir`."""
+    return one Outcome per graph and write the failing ones to `failures_dir`.
+
+    A graph's failure is its `Outcome` (a hung or killed worker: a crash of every graph of
+    its batch), never raised.
+
+    Args:
+        count: graphs to generate (ignored when `only` is given).
+        seed: the run seed (graph i is `case_of(seed, i)`).
+        batch: graphs per translation unit (one nvcc or host C++ build).
+        jobs: worker processes (None: the CPUs, minus one with a GPU).
+        emulate: run on the CPU through the host emulator instead of the GPU.
+        arch: the nvcc architecture (None: sm_90 with `emulate`, else the GPU's).
+        failures_dir: the folder for the failing graphs (`.mlir` files).
+        only: run only these graph indices.
+        timeout_s: seconds a batch may take, plus 60 s times `batch`.
+        log: progress and failure lines.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C (or SIGTERM, with `main`'s handler), passed on after the
+            workers and the GPU process were ended.
+        OSError: a failing graph cannot be written to `failures_dir`.
+    """
     start = time.monotonic()
     indices = list(only) if only else list(range(count))
     if arch is None:
@@ -1054,7 +1083,11 @@ def _report(path: str, seed: int, outcomes: Sequence[Outcome]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m mirage_xdsl.bench.fuzz`: exit 0 when every graph matched or was rejected,
     1 on any mismatch or crash (or no GPU without `--emulate`), 2 on bad arguments, 130 when
-    interrupted (Ctrl-C or SIGTERM; the workers are ended)."""
+    interrupted (Ctrl-C or SIGTERM; the workers are ended).
+
+    Raises:
+        SystemExit: bad arguments or `--help` (argparse; status 2 or 0).
+    """
     p = argparse.ArgumentParser(prog="mirage_xdsl.bench.fuzz", description=__doc__.split("\n\n")[0])
     p.add_argument("--count", type=int, default=100, help="graphs to generate (0..count-1)")
     p.add_argument("--seed", type=int, default=0, help="run seed: graph i is random_graph(Random(f'{seed}:{i}'))")

@@ -170,8 +170,17 @@ def run_workload(
     """Run, check and time `cands` (candidates of `workload`) in this process, then (with
     `bench` and `peers`) time the torch peers on the inputs of the first candidate that
     passed (else those of `peer_source`, a candidate that passed in an earlier process).
-    `on_result(result)` is called after each candidate; after a sticky CUDA error the run
-    stops with `StickyCudaError` (the failed candidate's result has been reported)."""
+    `on_result(result)` is called after each candidate.  A candidate's failure is recorded
+    in its `Result` (status `error` / `FAIL`), not raised.
+
+    Returns:
+        The candidates' results, in order, and the peers' times (None without `bench` and
+        `peers`).
+
+    Raises:
+        StickyCudaError: a candidate broke the CUDA context; the run stops after reporting
+            its result (the remaining candidates need a fresh process).
+    """
     import cupy  # type: ignore[import-not-found]
 
     from mirage_xdsl.bench.check import device_sets, plan_bytes, relative_error, to_device
@@ -299,7 +308,11 @@ def child_main(
 ) -> int:
     """The GPU phase for the candidates at manifest positions `indices` (one workload), then
     the peers of `peers_of` (a child process): one tagged JSON line per result, then the
-    peers.  Exit status 3 after a sticky CUDA error."""
+    peers.  Exit status 3 after a sticky CUDA error.
+
+    Raises:
+        BenchError: `directory` holds no readable prepared manifest (`load_prepared`).
+    """
     from mirage_xdsl.bench.prepare import load_prepared
 
     prepared, refs, manifest = load_prepared(directory)

@@ -43,6 +43,7 @@ class PeerTimes:
     """seconds torch.compile (with max-autotune) took, warm-up call included"""
 
     def times(self) -> dict[str, float | None]:
+        """Peer name (`PEERS`) -> µs per call, None where the peer has no time."""
         return {"torch eager": self.eager_us, "torch graph": self.graph_us, "torch.compile": self.compile_us}
 
 

@@ -101,7 +101,11 @@ def parse_variant(text: str) -> dict[str, Any]:
     (`reduce_partials`), `f<shift>` = split-K groups combined by a late finisher that takes
     `shift` iterations from each partner (`late_finisher`, passes/cute/late_finisher.py).
     The tuner's labels (`n` = no grid sum, `l<depth>` = lone-block ring depth) read too: a
-    variant is a genome of driver/tune/space.py."""
+    variant is a genome of driver/tune/space.py.
+
+    Raises:
+        BenchError: the text does not follow the label syntax.
+    """
     try:
         return genome_from_label(text).variant_options()
     except SpaceError as err:
@@ -110,7 +114,11 @@ def parse_variant(text: str) -> dict[str, Any]:
 
 def parse_variants(text: str | None) -> list[str] | None:
     """`--variants`: None -> the defaults, `none` -> no variants (the default pipeline once),
-    else a comma-separated list, each checked by `parse_variant`."""
+    else a comma-separated list, each checked by `parse_variant`.
+
+    Raises:
+        BenchError: a variant does not follow the label syntax.
+    """
     if text is None:
         return list(DEFAULT_VARIANTS)
     if text.strip().lower() in ("none", ""):
@@ -333,7 +341,29 @@ def prepare_all(
     """Prepare every candidate of the `resolved` workloads: builds and references from the
     cache, the misses in `jobs` worker processes.  Returns the candidates (workload, file,
     graph order) and, per workload, the distinct reference output lists (`Prepared.ref_key`
-    indexes them)."""
+    indexes them).
+
+    A candidate's own failure (pipeline, printer, nvcc, reference) is recorded in its
+    `Prepared.error`, never raised.  Sets the hit and miss counts of `cache`.
+
+    Args:
+        resolved: the workloads and their input files.
+        arch: the nvcc architecture of the builds.
+        seeds: workload -> the seed of its check inputs.
+        variants: tuning variants of the plain graphs (None: the default pipeline once).
+        jobs: worker processes for the misses.
+        cache: the build and reference cache (a disabled one computes everything).
+        nvcc_cache: the cubin cache folder of nvcc (None: nvcc.py's default).
+        log: progress lines.
+
+    Raises:
+        BenchError: a `.json` input file is not a muGraph file (a JSON array of graphs).
+        ValueError: a `.json` input file is not valid JSON.
+        ModuleLoadError, ParseError, VerifyException: a plain graph file cannot be loaded
+            while counting its functions (driver/load.py `load_module`).
+        OSError: an input file cannot be read or the cache written.
+        KeyboardInterrupt: Ctrl-C, passed on after the workers (and their nvcc) were ended.
+    """
     tasks: list[_Task] = []
     for res in resolved:
         for path in res.files:
@@ -520,7 +550,12 @@ def save_prepared(
 
 def load_prepared(directory: Path) -> tuple[list[Prepared], dict[str, list[list[np.ndarray]]], dict[str, Any]]:
     """Read a prepared directory: the candidates (plan JSON text, absolute cubin paths), the
-    distinct references per workload, and the manifest's other fields (arch, seeds, ...)."""
+    distinct references per workload, and the manifest's other fields (arch, seeds, ...).
+
+    Raises:
+        BenchError: no manifest, a manifest that is not JSON, or one of another version.
+        OSError: a plan or reference file the manifest names cannot be read.
+    """
     path = directory / "manifest.json"
     try:
         manifest = json.loads(path.read_text())

@@ -52,6 +52,7 @@ class Summary:
 
     @property
     def best_us(self) -> float | None:
+        """µs of the best candidate (its `Result.time_us`), None when none passed."""
         return self.best.time_us if self.best is not None else None
 
     @property
@@ -172,7 +173,20 @@ def write_report(
     date: str | None = None,
 ) -> str:
     """Write the markdown report (summary, peer notes, per-candidate table) to `path`;
-    returns its text."""
+    returns its text.
+
+    Args:
+        path: the report file (its folder is created).
+        results: every candidate's result, in report order.
+        peers: workload -> the times of its torch peers.
+        env: the device and software of the GPU phase.
+        seeds: workload -> the seed of its check inputs.
+        atol_rel: the pass threshold of the check (max|out - ref| / max|ref|).
+        date: the date line (None: now, ISO 8601).
+
+    Raises:
+        OSError: the report cannot be written.
+    """
     summaries = summarize(results, peers, env.copy_gbs)
     lines = ["# mirage-bench", ""] + header_lines(env, date) + [
         f"- Check: NaN-poisoned outputs, seeded random inputs uniform(-0.5, 0.5) per workload (seeds {json.dumps(seeds)}), "
@@ -227,6 +241,7 @@ def write_report(
 
 
 def counts_line(results: Sequence[Result]) -> str:
+    """The report's last line: how many candidates passed and how many were rejected."""
     passed = sum(r.status == "ok" for r in results)
     rejected = sum(r.status == "rejected" for r in results)
     return f"{passed} of {len(results)} candidates passed; {rejected} rejected at compile time (shared memory)."

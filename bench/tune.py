@@ -30,7 +30,20 @@ EXIT_INTERRUPTED = 130
 
 @dataclass
 class TunedRow:
-    """One tuned graph."""
+    """One tuned graph: a row of the `--tune` report.
+
+    Attributes:
+        workload: the workload's name.
+        graph: the function of its plain kernel graph.
+        best: the label of the best genome (None: no genome passed).
+        best_us: its device time (µs, median of the timed replays).
+        default_us: the time of the pipeline's default genome `c0xr`, when the search
+            evaluated it and it passed.
+        evaluated: genomes with a verdict (cached ones included).
+        failed: of those, how many failed.
+        seconds: wall time of the search.
+        note: `no genome passed`, `interrupted` or `stopped`, else empty.
+    """
 
     workload: str
     graph: str
@@ -58,7 +71,11 @@ def tune_workloads(
     stopped the run.
 
     Raises:
-        BenchError: no GPU, or no selected workload has a plain graph.
+        BenchError: no GPU, an unknown workload name, or no selected workload has a plain
+            graph.
+        ValueError: a bad `generations` or `population` (`GAConfig.checked`).
+        DeviceBroken: a candidate broke the CUDA context (the tuning cache holds what was
+            measured).
     """
     from mirage_xdsl.driver.load import functions, load_module
     from mirage_xdsl.driver.tune.evaluate import NoGpuError, gpu_identity
@@ -135,7 +152,16 @@ def report_lines(rows: list[TunedRow], identity: str) -> list[str]:
 
 
 def run_tune_mode(args: Any) -> int:
-    """`mirage-bench [REPORT] --tune ...`: tune, print the table, write it to REPORT if given."""
+    """`mirage-bench [REPORT] --tune ...`: tune, print the table, write it to REPORT if given.
+
+    Returns:
+        The exit status: 0 when every graph found a genome, 1 when one did not, 130
+        (`EXIT_INTERRUPTED`) after a SIGINT.
+
+    Raises:
+        BenchError, ValueError, DeviceBroken: see `tune_workloads`.
+        OSError: REPORT cannot be written.
+    """
     from mirage_xdsl.driver.tune.evaluate import gpu_identity
 
     rows, interrupted = tune_workloads(

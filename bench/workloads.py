@@ -33,6 +33,8 @@ def default_mugraph_dir() -> Path:
 
 @dataclass(frozen=True)
 class Workload:
+    """One benchmark workload of the table `WORKLOADS`: its name and input files."""
+
     name: str
     mugraph: str | None
     """file name of the saved Mirage muGraph file (looked up in the muGraph directories)"""
@@ -69,7 +71,11 @@ class Resolved:
 
 
 def select(names: str | None) -> list[Workload]:
-    """The workloads named in a comma-separated list (None or empty: all of them)."""
+    """The workloads named in a comma-separated list (None or empty: all of them).
+
+    Raises:
+        BenchError: an unknown name, or a list of only commas and spaces.
+    """
     if not names:
         return list(WORKLOADS)
     picked = []
@@ -86,6 +92,7 @@ def select(names: str | None) -> list[Workload]:
 
 
 def find_mugraph(name: str, dirs: Sequence[Path]) -> Path | None:
+    """The file `name` in the first of `dirs` that holds it, or None."""
     for d in dirs:
         if (Path(d) / name).is_file():
             return Path(d) / name
@@ -94,8 +101,12 @@ def find_mugraph(name: str, dirs: Sequence[Path]) -> Path | None:
 
 def resolve(workloads: Sequence[Workload], mugraph_dirs: Sequence[Path], examples: bool = True) -> list[Resolved]:
     """Find the files of `workloads`: muGraph files in `mugraph_dirs` (first hit wins), plain
-    graphs under examples/ (left out when `examples` is False).  A required muGraph file that
-    is missing is an error."""
+    graphs under examples/ (left out when `examples` is False).
+
+    Raises:
+        BenchError: a required (not optional) muGraph file is in none of `mugraph_dirs`, or a
+            plain graph is missing from examples/.
+    """
     out = []
     for w in workloads:
         files = []
@@ -126,7 +137,11 @@ def workload_of_file(path: Path) -> str:
 def resolve_files(files: Sequence[str], mugraph_dirs: Sequence[Path]) -> list[Resolved]:
     """`--files`: names or paths (a bare name is looked up in `mugraph_dirs`, then under
     examples/), grouped by workload: table order first, then files of no known workload, each
-    its own workload named after the file's stem."""
+    its own workload named after the file's stem.
+
+    Raises:
+        BenchError: a file is found nowhere.
+    """
     groups: dict[str, list[Path]] = {}
     for text in files:
         path = Path(text)

@@ -30,7 +30,17 @@ from mirage_xdsl.runtime.measure import device_us
 
 @dataclass
 class Prepared:
-    """A kernel graph through the pipeline and the CUDA printer (no nvcc yet)."""
+    """A kernel graph through the pipeline and the CUDA printer (no nvcc yet).
+
+    Attributes:
+        func_name: the name of the compiled `func.func` (the kernel graph).
+        module: the transpiled module holding only this function.
+        program: the `CudaProgram` of `emit_cuda` (CUDA source and launch plans).
+        plan: the `LaunchPlan` of this function.
+        arch: the target architecture, normalized (`sm_90`, `sm_90a`, ...).
+        input_names: the SSA name hints of the function's arguments, in order (None where
+            the argument has none); used in input-error messages.
+    """
 
     func_name: str
     module: Any
@@ -74,10 +84,30 @@ def prepare(
     *,
     options: Mapping[str, Any] | None = None,
 ) -> Prepared:
-    """Clone the chosen function into its own module, run `mirage-transpile` if it has not
-    run (with kn-fuse's plan of cost rank `candidate` for plain kernel graphs, and the other
-    `MirageTranspilePass` `options`, e.g. a tuned genome's), and print CUDA for it.  Needs no
-    GPU and no nvcc."""
+    """Run the pipeline and the CUDA printer on one kernel graph of `module` (no GPU, no nvcc).
+
+    Clones the chosen function into its own module, runs `mirage-transpile` on it if it has
+    not run (a module without `kn.customized` ops whose functions carry `kn.workspace_size`
+    has been transpiled already) and prints CUDA with `emit_cuda`.
+
+    Args:
+        module: a `builtin.module` of kernel graphs, or one `func.func`; not modified.
+        func_name: the function to compile; None when the module has exactly one.
+        arch: the nvcc architecture (`sm_90`, `90`, ...); None: the current GPU's, else sm_90.
+        candidate: the kn-fuse plan of this cost rank (0 = cheapest) for plain kernel graphs.
+        options: other `MirageTranspilePass` options (e.g. a tuned genome's
+            `Genome.options()`); they override `candidate`.
+
+    Returns:
+        The transpiled module, its `CudaProgram` and the function's launch plan.
+
+    Raises:
+        ValueError: `func_name` names no function (or is None and the module has several),
+            `arch` is not a CUDA architecture name, or the printer produced no launch plan
+            for the function.
+        DiagnosticException: a pass of the pipeline or the CUDA printer rejects the graph
+            (e.g. `SharedMemoryExceeded`, a `PassFailedException`; the message names the op).
+    """
     from xdsl.dialects.builtin import ModuleOp
 
     from mirage_xdsl.driver.nvcc import normalize_arch
@@ -136,9 +166,13 @@ def compile(  # noqa: A001 - the public name Mirage uses
     cached.  Without a GPU, or when no genome passed, the default pipeline is used.
 
     Raises:
-        ValueError: `func_name` names no function, or is needed and missing.
+        ValueError: `func_name` names no function, or is needed and missing; or `arch` is
+            not a CUDA architecture name (see `prepare`).
+        DiagnosticException: the pipeline or the CUDA printer rejects the graph (e.g.
+            `SharedMemoryExceeded`; see `prepare`).
         NvccNotFoundError, CudaCompileError: nvcc is missing or rejects the generated CUDA.
         LaunchError: the plan cannot run on the present GPU.
+        DeviceBroken: with `tune`, a candidate broke the CUDA context (driver/tune/evaluate.py).
         KeyboardInterrupt: Ctrl-C, passed on unchanged (no partial entry is left behind).
     """
     if tune:  # the evaluator decides whether a GPU is there
@@ -181,9 +215,19 @@ AUTOTUNE_REPS = 10
 
 
 def pick_fastest(candidates: Sequence[Any], time_us: Any) -> tuple[int, list[float | None]]:
-    """Index of the fastest candidate by `time_us(candidate)` (µs; None = could not be
-    timed, e.g. a plan CuPy cannot capture) and every measured time; ties and failures
-    keep the earlier (cheaper-estimated) candidate, and index 0 when nothing was timed."""
+    """Index of the fastest candidate by `time_us(candidate)`, and every measured time.
+
+    Ties and failures keep the earlier (cheaper-estimated) candidate, and index 0 is
+    returned when nothing was timed.  An exception of `time_us` is not caught.
+
+    Args:
+        candidates: the candidates, cheapest plan estimate first.
+        time_us: the device time of one run of a candidate in µs, or None when it could not
+            be timed (e.g. a plan CuPy cannot capture in a CUDA graph).
+
+    Returns:
+        (index of the fastest candidate, the time of each candidate in µs or None).
+    """
     times = [time_us(c) for c in candidates]
     best = 0
     for i, t in enumerate(times):

@@ -62,12 +62,12 @@ __all__ = [
     "nvcc_version",
 ]
 
-"""The `mirage_xdsl` package directory (the repository root)."""
-
 CODEGEN_INCLUDE = DEVICE_LIBRARY_INCLUDE
 """Headers included by the generated CUDA (`#include "..."`)."""
 
 BASE_OPTIONS: tuple[str, ...] = ("-std=c++17", "-O3", "--expt-relaxed-constexpr")
+"""nvcc options of every compile, before `-arch`, the include directories and `extra_flags()`
+(`--expt-relaxed-constexpr` lets device code call `constexpr` host functions; nvcc's manual)."""
 
 NVCC_TIMEOUT_S = 900
 """CuTe-heavy translation units take seconds to a few minutes; a hung nvcc is an error."""
@@ -104,7 +104,13 @@ def find_nvcc() -> str | None:
 
 @functools.cache
 def nvcc_version(nvcc: str) -> str:
-    """The release line of `nvcc --version` (e.g. `Cuda compilation tools, release 13.0, V13.0.88`)."""
+    """The release line of `nvcc --version` (e.g. `Cuda compilation tools, release 13.0, V13.0.88`).
+
+    Cached per `nvcc` path for the life of the process.
+
+    Raises:
+        NvccNotFoundError: `nvcc` cannot be run (not executable, or it took over 60 s).
+    """
     try:
         proc = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as err:
@@ -144,7 +150,11 @@ def include_dirs() -> list[Path]:
 
 
 def normalize_arch(arch: str | int) -> str:
-    """`"sm_90"`, `"sm_90a"`, `"90"`, `90`, `"compute_90"` -> `"sm_90"` / `"sm_90a"`."""
+    """`"sm_90"`, `"sm_90a"`, `"90"`, `90`, `"compute_90"` -> `"sm_90"` / `"sm_90a"`.
+
+    Raises:
+        ValueError: `arch` is not of that form.
+    """
     text = str(arch).strip().lower()
     m = re.fullmatch(r"(?:sm_|compute_|sm)?(\d{2,3})([a-z]?)", text)
     if not m:
@@ -153,11 +163,22 @@ def normalize_arch(arch: str | int) -> str:
 
 
 def extra_flags() -> tuple[str, ...]:
+    """The extra nvcc flags of `MIRAGE_XDSL_NVCC_FLAGS`, split like a shell command line.
+
+    Raises:
+        ValueError: the variable has unbalanced quotes (from `shlex.split`).
+    """
     return tuple(shlex.split(os.environ.get("MIRAGE_XDSL_NVCC_FLAGS", "")))
 
 
 def nvcc_options(arch: str) -> list[str]:
-    """The nvcc options for `arch` (without input/output file names)."""
+    """The nvcc options for `arch` (without input/output file names): `BASE_OPTIONS`, `-arch`,
+    the include directories and `extra_flags()`.
+
+    Raises:
+        ValueError: `arch` is not a CUDA architecture name, or `MIRAGE_XDSL_NVCC_FLAGS` does
+            not split.
+    """
     opts = list(BASE_OPTIONS) + [f"-arch={normalize_arch(arch)}"]
     opts += [f"-I{d}" for d in include_dirs()]
     opts += list(extra_flags())
@@ -178,7 +199,11 @@ def _headers_digest() -> str:
 
 
 def cache_key(source: str, options: Sequence[str], version: str, arch: str) -> str:
-    """sha256 hex of (source, options, nvcc version, arch, our headers)."""
+    """sha256 hex of (source, options, nvcc version, arch, our headers).
+
+    Raises:
+        ValueError: `arch` is not a CUDA architecture name.
+    """
     h = hashlib.sha256()
     for part in (source, "\x1f".join(options), version, normalize_arch(arch), _headers_digest()):
         h.update(part.encode())
@@ -225,9 +250,22 @@ def compile_cuda(
     A second call with the same source, options, nvcc and arch returns the cached file
     without running nvcc.  Works on machines without a GPU.
 
+    Args:
+        source: the CUDA C++ translation unit (e.g. `CudaProgram.source`).
+        arch: the nvcc architecture (`sm_90`, `sm_90a`, `90`, ...).
+        cache_dir: the cubin cache folder (None: see `default_cache_dir`).
+        nvcc: the nvcc executable (None: `find_nvcc()`).
+
+    Returns:
+        `<cache dir>/<key>.cubin`, its sidecar checked or freshly written.
+
     Raises:
-        NvccNotFoundError: no nvcc found.
-        CudaCompileError: nvcc failed (or timed out); the source is kept for inspection.
+        NvccNotFoundError: no nvcc found, or it cannot be run.
+        CudaCompileError: nvcc failed (or timed out after `NVCC_TIMEOUT_S`); the source is
+            kept as `failed-<first 16 hex digits of the key>.cu` in the cache dir.
+        ValueError: `arch` is not a CUDA architecture name, or `MIRAGE_XDSL_NVCC_FLAGS` does
+            not split.
+        OSError: the cache dir cannot be created or written.
     """
     arch = normalize_arch(arch)
     nvcc = nvcc or find_nvcc()

@@ -24,6 +24,11 @@ __all__ = sorted(_LAZY_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    """Import a lazily exported name on first access (module `__getattr__`, PEP 562).
+
+    Raises:
+        AttributeError: `name` is not one of the lazy exports.
+    """
     module = _LAZY_EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'mirage_xdsl.runtime' has no attribute {name!r}")
@@ -33,4 +38,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
+    """The module's names, the lazy exports included (PEP 562)."""
     return sorted(set(globals()) | set(_LAZY_EXPORTS))

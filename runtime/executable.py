@@ -85,7 +85,8 @@ HOPPER_SMEM_OPTIN = SM90.smem_per_block_optin
 
 VECTOR_BYTES = 16
 """Alignment (bytes) of every device input's data pointer: the kernels load tiles with 16-byte
-`cp.async` copies, which fault or read wrong data from an address that is not a multiple."""
+`cp.async` copies, which fault or read wrong data from an address that is not a multiple
+(PTX ISA, `cp.async`: the addresses must be aligned to the copy size)."""
 
 MAX_GRAPH_ENTRIES = 16
 """CUDA graphs kept per CompiledGraph (one per input-pointer set), least recently used dropped."""
@@ -260,9 +261,25 @@ def check_plan(
     kernel_static_smem: dict[str, int] | None = None,
     kernel_max_threads: dict[str, int] | None = None,
 ) -> None:
-    """Raise `LaunchError` if the plan cannot run: a reference out of range or outside the
-    workspace, a launch over the device's shared memory (`max_smem_optin`, dynamic + static
-    where `kernel_static_smem` is known), too many threads per block, or a bad grid."""
+    """Check that the plan can run on a device: references, threads, grid and shared memory.
+
+    The grid limits (x < 2^31, y and z <= 65535) and the default of 1024 threads per block
+    are CUDA's for every compute capability since 3.0 (CUDA C++ Programming Guide, "Compute
+    Capabilities", table "Technical Specifications per Compute Capability").
+
+    Args:
+        plan: the launch plan.
+        max_smem_optin: dynamic + static shared memory one block may use (bytes; the
+            device's opt-in maximum, sm_90: 227 KiB).
+        kernel_static_smem: kernel name -> static shared memory (bytes), where known.
+        kernel_max_threads: kernel name -> the most threads per block the loaded kernel
+            allows (its registers may allow fewer than 1024).
+
+    Raises:
+        LaunchError: a reference out of range or outside the workspace or the counters, a
+            library call whose workspace tensors have no spec, too many threads per block,
+            a grid outside CUDA's limits, or a launch over `max_smem_optin`.
+    """
     static = kernel_static_smem or {}
     max_threads = kernel_max_threads or {}
     for si, step in enumerate(plan.steps):
@@ -472,7 +489,20 @@ class _GraphEntry:
 
 
 class CompiledGraph:
-    """A kernel graph compiled for one GPU architecture; call it on device tensors."""
+    """A kernel graph compiled for one GPU architecture; call it on device tensors.
+
+    See the module docstring for calls, streams and the CUDA-graph mode.
+
+    Args:
+        plan: the launch plan (kernel launches and library calls, in order).
+        cubin_path: the cubin holding the plan's kernels (None: a plan of library calls only).
+        source: the CUDA source the cubin was compiled from (kept for inspection).
+        input_names: a name per input, used in `InputError` messages.
+        cuda_graph: replay the plan as a CUDA graph per set of input pointers.
+        poison_outputs: fill every output with NaN (integers: their maximum) before the steps.
+        programmatic_launch: launch kernels whose step allows it with programmatic
+            dependent launch.
+    """
 
     def __init__(
         self,
@@ -508,10 +538,12 @@ class CompiledGraph:
 
     @property
     def func_name(self) -> str:
+        """The name of the compiled kernel graph (the plan's function)."""
         return self.plan.func_name
 
     @property
     def arch(self) -> str:
+        """The architecture the plan was compiled for (`sm_90`)."""
         return self.plan.arch
 
     @property
@@ -521,6 +553,7 @@ class CompiledGraph:
 
     @property
     def loaded(self) -> bool:
+        """Whether `load` has run (the cubin is loaded on a device)."""
         return self._module is not None
 
     def __repr__(self) -> str:
@@ -533,7 +566,17 @@ class CompiledGraph:
 
     def load(self) -> CompiledGraph:
         """Load the cubin on the current CUDA device and fetch the kernels; check the plan
-        against the device (shared memory, threads per block).  Idempotent."""
+        against the device (shared memory, threads per block).  Idempotent.
+
+        Returns:
+            self.
+
+        Raises:
+            LaunchError: no CuPy or no GPU; the plan does not fit the device (`check_plan`);
+                the plan launches kernels but there is no cubin, the cubin does not load on
+                this GPU (e.g. compiled for another architecture), or a kernel is missing
+                from it.
+        """
         if self._module is not None:
             return self
         cupy = _cupy()
@@ -602,7 +645,12 @@ class CompiledGraph:
     # -- calling ------------------------------------------------------------------------
 
     def check(self, *inputs: Any) -> list[TensorInfo]:
-        """Validate `inputs` (see `check_inputs`); return their descriptions."""
+        """Validate `inputs` (see `check_inputs`); return their descriptions.
+
+        Raises:
+            InputError: an input is not a CuPy array or torch CUDA tensor, does not match
+                the plan, is misaligned, or lies on another device than the loaded graph.
+        """
         infos = [describe(x) for x in inputs]
         check_inputs(self.plan, infos, self.input_names, require_gpu=True)
         if self._device is not None:
@@ -614,7 +662,23 @@ class CompiledGraph:
         return infos
 
     def __call__(self, *inputs: Any, stream: Any = None) -> list[Any]:
-        """Run the graph; return the outputs (CuPy arrays or torch tensors, like the inputs)."""
+        """Run the graph; return the outputs (CuPy arrays or torch tensors, like the inputs).
+
+        Loads the graph on first use.  The call is asynchronous on the chosen stream.
+
+        Args:
+            inputs: one CuPy array or torch CUDA tensor per plan input, with the compiled
+                shapes, dtypes and element strides (bfloat16 as a uint16 CuPy array).
+            stream: a CuPy stream, a torch CUDA stream or a `cudaStream_t` int (None: the
+                current stream of the inputs' framework).
+
+        Raises:
+            InputError: the inputs do not match the plan (see `check`), or `stream` is of
+                an unknown type.
+            LaunchError: the graph cannot be loaded (see `load`).
+            ProgrammaticLaunchError: the driver refused a programmatic dependent launch.
+            LibraryOpError: a library step cannot run (runtime/library_ops.py).
+        """
         if self._module is None:
             self.load()
         cupy = _cupy()
@@ -666,7 +730,12 @@ class CompiledGraph:
     def run_host(self, *inputs: np.ndarray) -> list[np.ndarray]:
         """Run a plan made only of library calls on numpy arrays (a CPU path used to test the
         plan machinery without a GPU: workspace views, references, output strides, poison).
-        Raises `LaunchError` if the plan launches generated kernels."""
+
+        Raises:
+            LaunchError: the plan launches generated kernels.
+            InputError: the inputs do not match the plan (`check_inputs`).
+            LibraryOpError: a library step cannot run.
+        """
         if self.kernel_names:
             raise LaunchError(f"{self.func_name}: the plan launches generated kernels; it needs a GPU")
         infos = [describe(x) for x in inputs]
@@ -809,7 +878,12 @@ class CompiledGraph:
         replaying it: the device time of the plan without per-call host work, for timing.
         `launch.outputs[i]` are the output arrays of set i, which every replay rewrites (the
         launches run back to back, so tests check overlapping kernels with them).
-        Raises `LaunchError` if a step cannot be captured (a cuBLAS library call)."""
+
+        Raises:
+            LaunchError: the graph cannot be loaded (see `load`), or a step cannot be
+                captured (a library matmul: CuPy cannot record cuBLAS into a graph).
+            InputError: an input set does not match the plan (see `check`).
+        """
         self.load()
         cupy = _cupy()
         if any(kind == "eager" for kind, _ in graph_segments(self.plan.steps)):

@@ -49,6 +49,7 @@ class HostEmulationError(RuntimeError):
 
 
 def find_cxx() -> str | None:
+    """Path of the host C++ compiler: `$CXX`, else g++, c++ or clang++ on PATH; None if none."""
     for cand in (os.environ.get("CXX"), "g++", "c++", "clang++"):
         if cand and shutil.which(cand):
             return shutil.which(cand)
@@ -99,7 +100,17 @@ extern "C" int mxh_launch(const char* name, int gx, int gy, int gz, int bx, int 
 
 
 def build_host_library(program: CudaProgram, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Compile the program's kernels as a host shared library (cached by content)."""
+    """Compile the program's kernels as a host shared library (cached by content).
+
+    The library is `<cache dir>/host/<key>.so`, the key a sha256 of the source, our headers,
+    the compiler and its flags; the cache dir is `cache_dir`, else `$MIRAGE_XDSL_CACHE_DIR`,
+    else `~/.cache/mirage_xdsl`.
+
+    Raises:
+        HostEmulationError: no C++ compiler found, or the build failed (its first 4000
+            characters of errors in the message).
+        OSError: the cache dir cannot be created or written.
+    """
     cxx = find_cxx()
     if cxx is None:
         raise HostEmulationError("no C++ compiler found (set CXX)")
@@ -178,7 +189,18 @@ def _library(call: LibraryCall, args: list[np.ndarray]) -> list[np.ndarray]:
 
 
 class HostEmulator:
-    """Runs the launch plans of a CudaProgram on the CPU."""
+    """Runs the launch plans of a CudaProgram on the CPU.
+
+    Builds (or finds in the cache) the host library of `program` and loads it.
+
+    Args:
+        program: the output of `emit_cuda` (source and launch plans).
+        cache_dir: where host libraries are cached (see `build_host_library`).
+
+    Raises:
+        HostEmulationError: no C++ compiler, or the host build failed.
+        OSError: the cache dir cannot be written or the library cannot be loaded.
+    """
 
     def __init__(self, program: CudaProgram, cache_dir: str | os.PathLike[str] | None = None):
         self.program = program
@@ -189,6 +211,21 @@ class HostEmulator:
         self.counters = {name: np.zeros(max(plan.counters, 1), np.uint32) for name, plan in program.plans.items()}
 
     def run(self, func_name: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run the plan of `func_name` on numpy inputs; return its outputs as numpy arrays.
+
+        Inputs are copied into poisoned buffers laid out with the plan's strides (bfloat16
+        inputs rounded to bf16 on the way in); bfloat16 outputs come back as float32 arrays.
+        The grid-sum counters of the plan persist across calls, as on the GPU.
+
+        Library steps run in numpy with the reference executor's operators.
+
+        Raises:
+            KeyError: the program has no plan of that name, or a library step names an op
+                the reference executor does not know.
+            HostEmulationError: the number of inputs is wrong, or a kernel of the plan is
+                missing from the host library.
+            ReferenceExecutionError: a library reduction whose dim does not divide.
+        """
         plan: LaunchPlan = self.program.plans[func_name]
         if len(inputs) != len(plan.inputs):
             raise HostEmulationError(f"{func_name} takes {len(plan.inputs)} inputs, got {len(inputs)}")

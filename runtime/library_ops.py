@@ -167,7 +167,13 @@ def _matmul(a: Any, b: Any, dtype_name: str, xp: Any) -> Any:
 
 
 def strided_sum(v: Any, dim: int, size: int) -> Any:
-    """Sum `dim` down to `size` with strided groups: `out[.., j, ..] = sum_k v[.., j + k*size, ..]`."""
+    """Sum `dim` down to `size` with strided groups: `out[.., j, ..] = sum_k v[.., j + k*size, ..]`.
+
+    The strided-group rule of Mirage's reductions to `size` elements (mirage-notes 1.7).
+
+    Raises:
+        LibraryOpError: `size` < 1 or the dim's extent is not a multiple of `size`.
+    """
     n = v.shape[dim]
     if size < 1 or n % size:
         raise LibraryOpError(f"reduction: dim {dim} of size {n} is not divisible into groups of {size}")
@@ -195,6 +201,11 @@ def run_library_call(
 
     `arg_dtypes` / `result_dtypes` give the plan dtype name of each tensor (needed to tell
     bfloat16-stored-as-uint16 from real uint16); by default they are the arrays' dtypes.
+
+    Raises:
+        LibraryOpError: an unknown op, a missing parameter, the wrong number of arguments or
+            results, or a `reduction` / `chunk` whose dim does not divide.
+        TypeError: a list where a scalar parameter is expected (`int_param`).
     """
     impl = LIBRARY_OPS.get(call.op)
     if impl is None:

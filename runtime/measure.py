@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 L2_BYTES = 60 * 1024 * 1024
-"""H200 L2 (bytes); rotating input sets until 3x this many bytes are touched keeps weights cold."""
+"""H200 L2 (bytes; 60 MiB as read off the device, docs/h200-device-facts.md); rotating input
+sets until 3x this many bytes are touched keeps weights cold."""
 
 SWEEP_LAUNCHES = 16
 """Runs of the program in one timed CUDA graph (the input sets repeated in turn).  The first
@@ -50,7 +51,10 @@ def rotation_sets(input_bytes: int, limit: int = 8) -> int:
 
 def bench_us(run: Callable[[int], Any], n_sets: int, stream: Any, *, warmup: int = 20, reps: int = 60) -> float:
     """Median microseconds of one `run(i)` (i = input-set index), timed with CUDA events on
-    `stream` (a CuPy stream) over `reps` sweeps through all `n_sets` sets, after `warmup` runs."""
+    `stream` (a CuPy stream) over `reps` sweeps through all `n_sets` sets, after `warmup` runs.
+
+    Exceptions of `run` are not caught.
+    """
     import cupy  # type: ignore[import-not-found]
 
     for i in range(warmup):
@@ -86,7 +90,11 @@ def device_us(
     """Device time (µs) of one run of `graph` (a loaded CompiledGraph): one CUDA graph
     running it on the input sets in turn (`sweep_sets(sets, launches)`), replayed and timed;
     None when the plan cannot be captured (a library matmul: CuPy cannot record cuBLAS into a
-    graph).  `reps`: timed replays, the median is returned."""
+    graph).  `reps`: timed replays, the median is returned.
+
+    Raises:
+        InputError: an input set does not match the graph's plan (`CompiledGraph.check`).
+    """
     from mirage_xdsl.runtime.executable import LaunchError
 
     runs = sweep_sets(sets, launches)

@@ -68,12 +68,19 @@ def _error_text(lib: Any, code: int) -> str:
 class ProgrammaticLaunch:
     """One kernel launch configuration with PDL enabled, built once and launched many times.
 
-    `kernel` is a CuPy `RawKernel` of a loaded module (or its `Function`); `grid` and `block`
-    are 3-tuples, `smem_bytes` the dynamic shared memory in bytes, `n_args` the number of
-    kernel parameters -- all 64-bit device pointers (the generated kernels take nothing
-    else).  Calling it launches on `stream_ptr` (a CUstream handle, 0 = legacy default
-    stream); the driver copies the parameters at launch, so the buffers are reused.
-    Raises `ProgrammaticLaunchError` if the driver refuses the launch."""
+    Calling it launches the kernel (`__call__`).
+
+    Args:
+        kernel: a CuPy `RawKernel` of a loaded module (or its `Function`).
+        grid: blocks per grid, a 3-tuple.
+        block: threads per block, a 3-tuple.
+        smem_bytes: dynamic shared memory per block (bytes).
+        n_args: the number of kernel parameters -- all 64-bit device pointers (the generated
+            kernels take nothing else).
+
+    Raises:
+        OSError: the CUDA driver library (`libcuda.so.1`) cannot be loaded.
+    """
 
     def __init__(self, kernel: Any, grid: Sequence[int], block: Sequence[int], smem_bytes: int, n_args: int):
         self._lib = _driver()
@@ -87,6 +94,18 @@ class ProgrammaticLaunch:
         self._params = (ctypes.c_void_p * n_args)(*(base + 8 * i for i in range(n_args)))
 
     def __call__(self, pointer_args: Sequence[int], stream_ptr: int) -> None:
+        """Launch the kernel through `cuLaunchKernelEx` with the PDL attribute set.
+
+        The driver copies the parameters at launch, so the parameter buffers are reused.
+
+        Args:
+            pointer_args: the kernel's `n_args` parameters, 64-bit device addresses.
+            stream_ptr: the CUstream handle to launch on (0: the legacy default stream).
+
+        Raises:
+            ProgrammaticLaunchError: the driver refused the launch (its error name and
+                message are in the text).
+        """
         self._values[:] = pointer_args  # type: ignore[call-overload]  # ctypes takes any sequence of the length; typeshed lists only list
         self._config.hStream = stream_ptr or None
         code = self._lib.cuLaunchKernelEx(ctypes.byref(self._config), self._function, self._params, None)

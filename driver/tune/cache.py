@@ -84,7 +84,15 @@ def graph_fingerprint(text: str) -> str:
 
 @dataclass(frozen=True)
 class TuneKey:
-    """What a tuning result depends on."""
+    """What a tuning result depends on.
+
+    Attributes:
+        graph: `graph_fingerprint` of the printed kn function.
+        device: the GPU's name (e.g. `NVIDIA H200`).
+        arch: its architecture (`sm_90`).
+        toolchain: nvcc's release line and the CuTe headers in use (`toolchain_identity`).
+        compiler: `compiler_digest()` of the package's sources.
+    """
 
     graph: str
     device: str
@@ -93,6 +101,8 @@ class TuneKey:
     compiler: str
 
     def digest(self) -> str:
+        """The key's name in the cache file: the first 32 hex digits of the sha256 of its
+        fields as canonical JSON."""
         text = json.dumps(self.__dict__, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -106,6 +116,7 @@ class TuneEntry:
 
     @property
     def best(self) -> Evaluation | None:
+        """The fastest correct verdict of the entry (`best_of`), None when none passed."""
         return best_of(self.evaluated.values())
 
     def merge(self, evaluations: Iterable[Evaluation]) -> None:
@@ -115,6 +126,7 @@ class TuneEntry:
                 self.evaluated[ev.genome] = ev
 
     def to_json(self) -> dict[str, Any]:
+        """The entry in the file layout of the module docstring (without its key)."""
         best = self.best
         return {
             "best": best.genome.label if best else None,
@@ -125,8 +137,12 @@ class TuneEntry:
 
     @classmethod
     def from_json(cls, data: Any) -> TuneEntry:
-        """Raises:
-        ValueError: not an entry of the version-1 layout."""
+        """The entry of one `entries` value of a version-1 cache file.
+
+        Raises:
+            ValueError: not an entry of the version-1 layout: no `evaluated` object, a bad
+                label, genome (`SpaceError`, a `ValueError`), program or time.
+        """
         if not isinstance(data, dict) or not isinstance(data.get("evaluated"), dict):
             raise ValueError("an entry needs an 'evaluated' object")
         entry = cls(updated=str(data.get("updated", "")))
@@ -161,7 +177,12 @@ def _verdict_from_json(label: str, data: Any) -> Evaluation:
 
 
 class TuneCache:
-    """The entries of one cache file, in memory."""
+    """The entries of one cache file, in memory.
+
+    Args:
+        path: the cache file; None: an in-memory cache that `save` never writes.
+        entries: key digest -> (key, entry), as `load` reads them (default: none).
+    """
 
     def __init__(self, path: Path | None, entries: dict[str, tuple[TuneKey, TuneEntry]] | None = None):
         self.path = path
@@ -175,15 +196,24 @@ class TuneCache:
         return cls(target, _read_entries(target, warn=True))
 
     def get(self, key: TuneKey) -> TuneEntry | None:
+        """The entry of `key`, or None."""
         found = self.entries.get(key.digest())
         return found[1] if found else None
 
     def put(self, key: TuneKey, entry: TuneEntry) -> None:
+        """Set the entry of `key` (in memory; `save` writes it) and stamp its `updated` time
+        (UTC, ISO 8601)."""
         entry.updated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.entries[key.digest()] = (key, entry)
 
     def save(self) -> None:
-        """Merge with the file on disk (our entries win) and write it atomically."""
+        """Merge with the file on disk (our entries win) and write it atomically.
+
+        Does nothing for a cache without a path.
+
+        Raises:
+            OSError: the file cannot be written (the old file is left as it was).
+        """
         if self.path is None:
             return
         merged = _read_entries(self.path, warn=False)

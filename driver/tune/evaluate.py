@@ -78,7 +78,11 @@ def gpu_identity() -> dict[str, str]:
 
 
 def toolchain_identity() -> str:
-    """nvcc's release line and the CuTe headers in use (their path names the wheel version)."""
+    """nvcc's release line and the CuTe headers in use (their path names the wheel version).
+
+    Raises:
+        NvccNotFoundError: an nvcc was found but cannot be run (`nvcc_version`).
+    """
     from mirage_xdsl.driver.nvcc import cutlass_include_dir, find_nvcc, nvcc_version
 
     nvcc = find_nvcc()
@@ -143,7 +147,18 @@ class _Measured:
 
 
 class GpuEvaluator:
-    """Build in a process pool, check and time on this process's GPU (module docstring)."""
+    """Build in a process pool, check and time on this process's GPU (module docstring).
+
+    Args:
+        module: a module holding the kn function to tune (printed once for the workers).
+        func_name: that function's name.
+        arch: the nvcc architecture of the builds (`sm_90`).
+        jobs: worker processes of the build pool (at least 1).
+        runs: timed CUDA-graph replays per genome (the median is its time).
+        seed: seed of the check inputs (`random_inputs`).
+        atol_rel: the largest relative error max|out - ref| / max|ref| that passes.
+        nvcc_cache: the cubin cache folder of the builds (None: nvcc.py's default).
+    """
 
     def __init__(
         self,
@@ -177,6 +192,7 @@ class GpuEvaluator:
 
         Raises:
             NoGpuError: no GPU.
+            NvccNotFoundError: an nvcc was found but cannot be run.
         """
         return {**gpu_identity(), "toolchain": toolchain_identity()}
 
@@ -352,12 +368,15 @@ class SyntheticEvaluator:
         self.measured: list[Genome] = []
 
     def identity(self) -> dict[str, str]:
+        """A fixed device (`synthetic`, `sm_00`, no toolchain) for the cache key."""
         return {"device": "synthetic", "arch": "sm_00", "toolchain": "none"}
 
     def close(self) -> None:
-        pass
+        """Nothing to release."""
 
     def build(self, genomes: Sequence[Genome], stop: Callable[[], bool]) -> Iterator[Build]:
+        """Yield a `Build` per genome in order (a failed one where `fails`), until `stop()`;
+        the program digest is that of the options other than `lone_block_max_stages`."""
         for g in genomes:
             if stop():
                 return
@@ -369,6 +388,11 @@ class SyntheticEvaluator:
             yield Build(g, program=hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest())
 
     def measure(self, build: Build) -> Evaluation:
+        """Sleep `sleep_s`, record the genome (and log its label), return its synthetic time.
+
+        Raises:
+            OSError: the log file cannot be appended to.
+        """
         time.sleep(self.sleep_s)
         self.measured.append(build.genome)
         if self.log is not None:

@@ -39,7 +39,21 @@ from mirage_xdsl.driver.tune.space import Genome, Space
 
 @dataclass(frozen=True)
 class GAConfig:
-    """Parameters of the search (Tensor Comprehensions' defaults)."""
+    """Parameters of the search.
+
+    The defaults of `population`, `generations`, `crossover_rate`, `mutation_rate` and
+    `elites` are Tensor Comprehensions' (facebookresearch/TensorComprehensions,
+    `tc/core/flags.cc`: `tuner_gen_pop_size` 100, `tuner_gen_generations` 25,
+    `tuner_gen_crossover_rate` 80 %, `tuner_gen_mutation_rate` 7 %, `tuner_gen_number_elites` 10).
+
+    Attributes:
+        population: genomes per generation.
+        generations: generations to run (generation 0 included).
+        crossover_rate: probability (0..1) that a child is a crossover, not a copy.
+        mutation_rate: probability (0..1) that each gene of a child mutates.
+        elites: fittest distinct genomes kept unchanged into the next generation.
+        seed: seed of the search's `random.Random`.
+    """
 
     population: int = 100
     generations: int = 25
@@ -101,6 +115,7 @@ class Evaluation:
 
     @property
     def ok(self) -> bool:
+        """Whether the genome passed: no error and a positive time."""
         return self.error is None and self.time_us is not None and self.time_us > 0
 
     @property
@@ -159,7 +174,21 @@ def best_of(evaluations: Iterable[Evaluation]) -> Evaluation | None:
 
 
 class GeneticSearch:
-    """One genetic search over `space` with `evaluator` (see the module docstring)."""
+    """One genetic search over `space` with `evaluator` (see the module docstring).
+
+    Args:
+        space: the genes and validity rules (`SPACE`).
+        evaluator: builds and measures genomes (`Evaluator` protocol).
+        config: the search parameters (checked here).
+        known: verdicts of earlier runs (the tuning cache): not evaluated again, and their
+            programs lend their times to genomes that print the same program.
+        stop: polled between steps; once true, work in flight finishes and nothing new starts.
+        on_evaluation: called with each new verdict.
+        on_generation: called with the report of each finished generation.
+
+    Raises:
+        ValueError: `config` has a bad parameter (`GAConfig.checked`).
+    """
 
     def __init__(
         self,
@@ -188,7 +217,11 @@ class GeneticSearch:
     # -- the loop -----------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        """Run the generations (or until `stop()`); return the best genome and every verdict."""
+        """Run the generations (or until `stop()`); return the best genome and every verdict.
+
+        Exceptions of the evaluator and the callbacks are not caught (e.g. `DeviceBroken`
+        of the GPU evaluator): the verdicts so far stay in `self.memo`.
+        """
         outcome = Outcome(None, self.memo)
         population = self.initial_population()
         for gen in range(self.config.generations):

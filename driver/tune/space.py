@@ -49,7 +49,13 @@ class SpaceError(ValueError):
 
 @dataclass(frozen=True)
 class Gene:
-    """One tunable decision: the pass option it sets and the values it may take."""
+    """One tunable decision: the pass option it sets and the values it may take.
+
+    Attributes:
+        name: the `MirageTranspilePass` option (and `Genome` field) it sets.
+        domain: the values it may take, in order (repair moves to the nearest one).
+        doc: what the gene decides, in one line.
+    """
 
     name: str
     domain: tuple[Any, ...]
@@ -178,6 +184,11 @@ class Space:
     genes: tuple[Gene, ...] = GENES
 
     def gene(self, name: str) -> Gene:
+        """The gene of pass option `name`.
+
+        Raises:
+            StopIteration: the space has no gene of that name.
+        """
         return next(g for g in self.genes if g.name == name)
 
     def violations(self, genome: Genome) -> list[str]:
@@ -228,7 +239,11 @@ class Space:
     def seeds(self, variants: Sequence[str] = SEED_VARIANTS) -> list[Genome]:
         """The seed genomes (from `variants`), repaired and without duplicates, ordered so
         that a small population still gets a mix: by plan rank, then plain before the
-        stage/partials/finisher variants of that rank."""
+        stage/partials/finisher variants of that rank.
+
+        Raises:
+            SpaceError: a variant string does not follow the label syntax.
+        """
         genomes = list(dict.fromkeys(self.repair(genome_from_label(v)) for v in variants))
         return sorted(genomes, key=lambda g: (g.candidate, g.stages != 0, g.reduce_partials, g.late_finisher))
 

@@ -48,19 +48,33 @@ class TuneResult:
 
 
 class StopFlag:
-    """`stop()` for the search: true after a SIGINT (inside `catch_sigint`) or past the deadline."""
+    """`stop()` for the search: true after a SIGINT (inside `catch_sigint`) or past the deadline.
+
+    Args:
+        budget_s: seconds from now until the flag turns true (None or 0: no deadline).
+    """
 
     def __init__(self, budget_s: float | None = None):
         self.deadline = time.monotonic() + budget_s if budget_s else None
         self.interrupted = False
 
     def __call__(self) -> bool:
+        """Whether the search should stop: a SIGINT was caught or the deadline has passed."""
         return self.interrupted or (self.deadline is not None and time.monotonic() > self.deadline)
 
     @contextmanager
     def catch_sigint(self, notice: Callable[[str], None] | None = None) -> Iterator[StopFlag]:
         """While inside: the first SIGINT sets the flag (in-flight work finishes, nothing new
-        starts), a second one raises KeyboardInterrupt as usual."""
+        starts), a second one raises KeyboardInterrupt as usual.
+
+        Args:
+            notice: called with a one-line message at the first SIGINT.
+
+        Raises:
+            KeyboardInterrupt: at the second SIGINT (from the handler, wherever the main
+                thread then is).
+            ValueError: not called from the main thread (`signal.signal`).
+        """
 
         def handler(signum: int, frame: Any) -> None:
             if self.interrupted:
@@ -92,7 +106,11 @@ def single_function(module: Any, func_name: str | None) -> tuple[Any, str]:
 
 def make_evaluator(single: Any, func_name: str, arch: str | None, *, jobs: int = 8, runs: int | None = None,
                    seed: int = 0, nvcc_cache: str | None = None) -> Any:
-    """The GPU evaluator of `func_name` (tests replace this function to plug a fake one)."""
+    """The GPU evaluator of `func_name` (tests replace this function to plug a fake one).
+
+    Raises:
+        ValueError: `arch` is not a CUDA architecture name.
+    """
     from mirage_xdsl.driver.nvcc import normalize_arch
     from mirage_xdsl.driver.tune.evaluate import DEFAULT_RUNS, GpuEvaluator
     from mirage_xdsl.runtime.executable import detect_arch
@@ -123,9 +141,32 @@ def tune(
 ) -> TuneResult:
     """Run the genetic search on function `func_name` of `module` (see the module docstring).
 
+    Args:
+        module: a module of kernel graphs (or one `func.func`); not modified.
+        func_name: the function to tune; None when the module has exactly one.
+        config: the search parameters.
+        evaluator: an `Evaluator` with `identity()` and `close()` (default: `make_evaluator`,
+            the GPU one, with `arch`, `jobs`, `runs` and `config.seed`).
+        arch: the nvcc architecture (None: the current GPU's).
+        jobs: build worker processes of the default evaluator.
+        runs: timed replays per genome of the default evaluator (None: `DEFAULT_RUNS`).
+        cache_path: the tuning cache file (None: `default_cache_path()`).
+        use_cache: False: start from no verdicts and write no file.
+        stop: polled between steps (e.g. a `StopFlag`); once true the search winds down.
+        on_evaluation: called with each new verdict.
+        on_generation: called with each generation's report (after the cache is saved).
+
+    Returns:
+        The best genome (this run or cached), the search's outcome, the cache key and the
+        counts of cached, new and measured verdicts.
+
     Raises:
+        ValueError: no function of that name, or several and no `func_name`; a bad `config`
+            or `arch`.
         NoGpuError: the default evaluator found no GPU.
+        NvccNotFoundError: the default evaluator found an nvcc it cannot run.
         DeviceBroken: a candidate broke the CUDA context (the cache holds what was measured).
+        OSError: the tuning cache cannot be written.
     """
     single, name = single_function(module, func_name)
     evaluator = evaluator or make_evaluator(single, name, arch, jobs=jobs, runs=runs, seed=config.seed)
@@ -161,7 +202,15 @@ def cached_or_tuned(module: Any, func_name: str | None, arch: str | None, tune_a
                     cache_path: str | os.PathLike[str] | None = None) -> Genome | None:
     """The genome `compile(..., tune=...)` uses: the cached best for this graph and device,
     else (a GPU present) the best of a fresh search of `tune_arg` generations (or that
-    `GAConfig`); None without a GPU or when no genome passed (compile then uses the defaults)."""
+    `GAConfig`); None without a GPU or when no genome passed (compile then uses the defaults).
+
+    Raises:
+        ValueError: no function of that name, or several and no `func_name`; a bad `arch`
+            or search configuration (fewer than 1 generation, see `GAConfig.checked`).
+        NvccNotFoundError: an nvcc was found but cannot be run.
+        DeviceBroken: a candidate broke the CUDA context during the search.
+        OSError: the tuning cache cannot be written.
+    """
     from mirage_xdsl.driver.tune.evaluate import NoGpuError
 
     single, name = single_function(module, func_name)
