@@ -57,6 +57,7 @@ WORKLOADS: tuple[Workload, ...] = (
     # beyond Mirage's set: programs that need a max reduction (no saved muGraph)
     Workload("softmax", None, "softmax.mlir"),
     Workload("mha_stable", None, "mha_stable.mlir"),
+    Workload("attention_prefill", None, "attention_prefill.mlir"),
 )
 BY_NAME = {w.name: w for w in WORKLOADS}
 
@@ -176,6 +177,14 @@ def torch_attention(q: Any, k: Any, v: Any) -> Any:
     return torch.softmax(q @ k, dim=-1) @ v
 
 
+def torch_stable_attention(q: Any, k: Any, v: Any) -> Any:
+    """`softmax(q @ k / sqrt(head_dim)) @ v` (k stored transposed: [.., head_dim, keys]); torch's
+    softmax subtracts the row max."""
+    import torch  # type: ignore[import-not-found]
+
+    return torch.softmax((q @ k) * (1.0 / q.shape[-1] ** 0.5), dim=-1) @ v
+
+
 def torch_workload_program(stem: str) -> Callable[..., Any] | None:
     """The torch program of a Mirage benchmark workload, known by its muGraph file stem or
     workload name (`rmsnorm_bs1`, `gqa_bs8`, `single_gqa`, ...); None if unknown.  Needs torch."""
@@ -188,7 +197,8 @@ def torch_workload_program(stem: str) -> Callable[..., Any] | None:
         ("gated_mlp", lambda x, w1, w2: silu(x @ w1) * (x @ w2)),
         ("qknorm_gqa", lambda q, k, v: torch_attention(torch_rms(q), k, torch_rms(v))),
         ("gqa", torch_attention),
-        ("mha_stable", lambda q, k, v: torch.softmax((q @ k) * (1.0 / q.shape[-1] ** 0.5), dim=-1) @ v),
+        ("mha_stable", torch_stable_attention),
+        ("attention_prefill", torch_stable_attention),
         ("mha", torch_attention),
         ("mqa", torch_attention),
         ("lora", lambda x, w, a, b: x @ w + (x @ a) @ b),

@@ -982,11 +982,14 @@ class _KernelPrinter:
             name = f"v{k}"
             if isinstance(op, cute.ReduceOp):
                 out = op.outs[0]
-                self.emit(f"float t{k} = 0.0f;")
+                is_max = op.kind.data == "max"
+                self.emit(f"float t{k} = {'mx::neg_inf()' if is_max else '0.0f'};")
                 self.emit("#pragma unroll")
-                self.emit(f"for (int j = 0; j < {trips}; ++j) t{k} += {regs[op.input]}[j];")
+                step = f"t{k} = fmaxf(t{k}, {regs[op.input]}[j]);" if is_max else f"t{k} += {regs[op.input]}[j];"
+                self.emit(f"for (int j = 0; j < {trips}; ++j) {step}")
                 fn = f"[](float o, float v) {{ return {self.apply_epilogue('v', op.epilogue)}; }}"
-                self.emit(f"const float {name} = {self.rounded(out, f'{fn}(0.0f, mx::block_sum<{nt}>(t{k}, {scratch}, tid))')};")
+                combine = f"mx::block_{'max' if is_max else 'sum'}<{nt}>(t{k}, {scratch}, tid)"
+                self.emit(f"const float {name} = {self.rounded(out, f'{fn}(0.0f, {combine})')};")
                 if out in chain.stored:
                     self.emit(f"if (tid == 0) {self.tile_ptr(out)}[0] = mx::from_f<{c_type(self.elem(out))}>({name});")
                 regs[out] = name
@@ -1044,6 +1047,8 @@ class _KernelPrinter:
         banks.  (The row sums then add in another order than the op-by-op print's.)"""
         values = set(chain.values)
         for op in chain.ops:
+            if isinstance(op, cute.ReduceOp) and op.input not in values and op.input not in self.io.loads:
+                return False
             if not isinstance(op, cute.ElementwiseOp):
                 continue
             for v in op.ins:
@@ -1062,7 +1067,12 @@ class _KernelPrinter:
         """Whole-row inputs that the chain reads from global memory, loaded once into
         register arrays `x<k>` before its first op: every load in flight together."""
         trips = chain.length // self.nt
+        values = set(chain.values)
         for op in chain.ops:
+            if isinstance(op, cute.ReduceOp):
+                if op.input not in values and op.input not in regs:
+                    self.preload_reduced(op.input, regs, index, contiguous, trips)
+                continue
             if not isinstance(op, cute.ElementwiseOp):
                 continue
             out = op.out.type
@@ -1083,6 +1093,31 @@ class _KernelPrinter:
                 self.emit(f"  const int i = {index};")
                 self.emit(f"  {name}[j] = mx::to_f({self.global_element(copy, v, out.get_shape(), order)});")
                 self.emit("}")
+
+    def preload_reduced(self, tile: SSAValue, regs: dict[SSAValue, str], index: str, contiguous: bool, trips: int) -> None:
+        """A row tile a chain reduces without computing it: into register array `x<k>` from
+        global memory (when only chains read it) or from its shared tile; the chain's later
+        elementwise ops read the same registers."""
+        typ = tile.type
+        assert isinstance(typ, cute.SmemTensorType)
+        dims = typ.get_shape()
+        order = list(reversed(range(len(dims))))
+        name = regs[tile] = f"x{len([r for r in regs.values() if r.startswith('x')])}"
+        copy = self.io.loads.get(tile)
+        where = "global" if copy is not None else "shared"
+        self.emit(f"float {name}[{trips}];  // {self.names[tile]}, from {where} memory")
+        if copy is not None and contiguous and self.row_vectors(copy, tile, trips):
+            self.emit(f"mx::load_row<{trips}>({name}, &{self.global_element(copy, tile, dims, order, f'tid * {trips}')});")
+            return
+        if copy is not None:
+            element = self.global_element(copy, tile, dims, order)
+        else:
+            element = f"{self.tile_ptr(tile)}[{self.natural_layout(typ)}::off(i)]"
+        self.emit("#pragma unroll")
+        self.emit(f"for (int j = 0; j < {trips}; ++j) {{")
+        self.emit(f"  const int i = {index};")
+        self.emit(f"  {name}[j] = mx::to_f({element});")
+        self.emit("}")
 
     def global_element(
         self, copy: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue, dims: Sequence[int], order: Sequence[int], index: str = "i"

@@ -27,11 +27,13 @@ order), so the result is bit-identical to the op-by-op print; with consecutive e
 thread the row sums add in another order (the same within fp16 rounding).
 
 Rules (anything else is printed op by op): elementwise ops with mode `store` or `add`, the
-natural order and a shared output that is not register-resident; sums of a chain value over
-its last dim with the whole block (`cute.reduce_threads == NT`, one output); a row length
-that is a multiple of the thread count (at most 16 elements per thread); operands are chain
-values or shared tiles the chain does not write; no tile the chain stores overlaps a tile it
-reads (other than an `add` op's own element); at least two ops.
+natural order and a shared output that is not register-resident; sums (and plain maxima,
+`mx::block_max`: a softmax's row max) over the last dim, with the whole block, of a chain
+value or of a shared row tile the chain does not write (loaded into registers once)
+(`cute.reduce_threads == NT`, one output); a row length that is a multiple of the thread
+count (at most 16 elements per thread); operands are chain values or shared tiles the chain
+does not write; no tile the chain stores overlaps a tile it reads (other than an `add` op's
+own element); at least two ops.
 """
 
 from __future__ import annotations
@@ -101,7 +103,10 @@ class _Builder:
 
     def reduce_fits(self, op: cute.ReduceOp, values: list[SSAValue]) -> int | None:
         src = op.input
-        if op.kind.data != "sum" or op.mode.data != "store" or src not in values:
+        plain = op.kind.data == "sum" or (op.kind.data == "max" and len(op.outs) == 1)  # not a running max
+        # a chain value, or a shared row tile the chain reads (loaded into registers once:
+        # a softmax's row max of its input, then exp(x - max) over the same registers)
+        if not plain or op.mode.data != "store" or (src not in values and src in self.register_resident):
             return None
         shape = _shape(src)
         c = row_length(shape)
@@ -141,6 +146,7 @@ def _hazard_free(chain: RowChain) -> bool:
     element is the same thread's read-modify-write)."""
     values = set(chain.values)
     reads = [v for op in chain.ops if isinstance(op, cute.ElementwiseOp) for v in op.ins if v not in values]
+    reads += [op.input for op in chain.ops if isinstance(op, cute.ReduceOp) and op.input not in values]
     return cute.disjoint_tiles(chain.stored, reads)
 
 
@@ -156,6 +162,13 @@ class GlobalIO:
     """ops no longer printed: those copies and the accumulators' zero fills"""
 
 
+def _reads(op: Operation, tile: SSAValue) -> bool:
+    """Whether chain op `op` reads `tile` as an operand (an elementwise input or the reduced tile)."""
+    if isinstance(op, cute.ElementwiseOp):
+        return tile in op.ins
+    return isinstance(op, cute.ReduceOp) and op.input == tile
+
+
 def global_io(kernel: cute.KernelOp, chains: Sequence[RowChain]) -> GlobalIO:
     """Inputs that only chains read, straight from global memory (their copy is not
     printed), and a chain's accumulator that only its output copy reads, straight to global
@@ -169,7 +182,7 @@ def global_io(kernel: cute.KernelOp, chains: Sequence[RowChain]) -> GlobalIO:
     for op in top:
         if isinstance(op, cute.CopyG2SOp) and op.iter is None and cute.tile_byte_range(op.dst) is not None:
             readers = [u.operation for u in op.dst.uses if u.operation is not op]
-            if readers and all(r in chain_ops and isinstance(r, cute.ElementwiseOp) and op.dst in r.ins for r in readers):
+            if readers and all(r in chain_ops and _reads(r, op.dst) for r in readers):
                 io.loads[op.dst] = op
                 io.skipped.add(op)
     for ch in chains:

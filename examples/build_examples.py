@@ -76,6 +76,12 @@ def mha_stable(batch: int = 32, q_len: int = 16, kv_len: int = 4096, head_dim: i
     return _stable_attention("mha_stable", batch, q_len, kv_len, head_dim, dtype)
 
 
+def attention_prefill(batch: int = 8, seq: int = 1024, head_dim: int = 64, dtype: str = "float16") -> ModuleOp:
+    """Prefill attention (not causal) of `batch` heads over `seq` tokens, numerically stable
+    (`_stable_attention` with as many queries as keys)."""
+    return _stable_attention("attention_prefill", batch, seq, seq, head_dim, dtype)
+
+
 def softmax(rows: int = 64, cols: int = 4096, dtype: str = "float16") -> ModuleOp:
     """softmax over the last dim of X [rows, cols]: `exp(X - max(X)) / sum(exp(X - max(X)))`."""
     g = mx.new_kernel_graph("softmax")
@@ -138,6 +144,7 @@ def ntrans(m: int = 8, n: int = 4096, dtype: str = "float16") -> ModuleOp:
 
 
 EXAMPLES: dict[str, Callable[..., ModuleOp]] = {
+    "attention_prefill": attention_prefill,
     "gated_mlp": gated_mlp,
     "gqa": gqa,
     "gqa_bs8": gqa_bs8,

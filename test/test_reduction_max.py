@@ -33,6 +33,16 @@ def stable_softmax(rows: int, cols: int, dtype: str, scale: float = 60.0) -> obj
     return g.module
 
 
+def plain_softmax(rows: int, cols: int, dtype: str) -> object:
+    """softmax of the input itself: the row max is the first op (a reduction of the loaded
+    tile, not of a computed value)."""
+    g = new_kernel_graph("softmax")
+    X = g.new_input(dims=(rows, cols), dtype=dtype)
+    e = g.exp(g.sub(X, g.reduction_max(X, 1)))
+    g.mark_output(g.div(e, g.reduction(e, 1)))
+    return g.module
+
+
 def column_max(rows: int, cols: int, dtype: str) -> object:
     """max over dim 0 (the rows: a dim kn-fuse may walk with the for-loop), then a use of it."""
     g = new_kernel_graph("colmax")
@@ -126,6 +136,26 @@ def test_stable_softmax_shapes_emulated(shape: tuple[int, int]) -> None:
     _check(stable_softmax(*shape, "float16"), "softmax", "float16")
 
 
+def test_softmax_rows_run_in_registers() -> None:
+    """The whole softmax of a row is one register row chain (codegen/register_rows.py): the
+    input row loaded once from global memory, `mx::block_max`, exp, `mx::block_sum`, div."""
+    from mirage_xdsl.codegen.cuda_target import emit_cuda
+    from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    module = plain_softmax(16, 2048, "float16")
+    MirageTranspilePass().apply(make_context(), module)
+    source = emit_cuda(module).source
+    assert "mx::block_max<" in source and "mx::block_sum<" in source and "from global memory" in source
+    assert "mx::reduce_max<" not in source
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_plain_softmax_in_registers_emulated(dtype: str) -> None:
+    _check(plain_softmax(16, 2048, dtype), "softmax", dtype)
+
+
 @needs_cxx
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_column_max_over_the_loop_dim_emulated(dtype: str) -> None:
@@ -199,6 +229,7 @@ def test_stable_attention_emulated(dtype: str) -> None:
     [
         lambda: (stable_softmax(16, 2048, "float16"), "softmax", "float16"),
         lambda: (stable_softmax(8, 256, "bfloat16"), "softmax", "bfloat16"),
+        lambda: (plain_softmax(16, 2048, "float16"), "softmax", "float16"),
         lambda: (column_max(4096, 64, "float32"), "colmax", "float32"),
         lambda: (row_max(4, 262144, "float16"), "rowmax", "float16"),
         lambda: (stable_attention(16, 1024, 128, "float16"), "attention", "float16"),

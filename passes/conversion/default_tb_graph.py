@@ -604,8 +604,8 @@ def phases_for(group: Group, ax: AxisInfo, loop_axis: int | None, online: bool =
     ph = compute_phases(group, ax, loop_axis)
     if ph is not None or loop_axis is None or not online:
         return ph
-    online = online_softmax(group, ax, loop_axis)
-    return compute_phases(group, ax, loop_axis, online) if online is not None else None
+    running = online_softmax(group, ax, loop_axis)
+    return compute_phases(group, ax, loop_axis, running) if running is not None else None
 
 
 # ---------------------------------------------------------------------------------------

@@ -210,4 +210,18 @@ __device__ __forceinline__ float block_sum(float v, float* scratch, int tid) {
   return total;
 }
 
+// The max of `v` over the block's NT threads, in every thread (block_sum with fmaxf).
+template <int NT>
+__device__ __forceinline__ float block_max(float v, float* scratch, int tid) {
+#pragma unroll
+  for (int s = 16; s > 0; s >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, s));
+  if ((tid & 31) == 0) scratch[tid >> 5] = v;
+  __syncthreads();
+  float total = neg_inf();
+#pragma unroll
+  for (int w = 0; w < NT / 32; ++w) total = fmaxf(total, scratch[w]);
+  __syncthreads();
+  return total;
+}
+
 }  // namespace mx
