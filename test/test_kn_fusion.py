@@ -52,6 +52,7 @@ EXPECTED_KERNELS = {
     # scores, their row max + exp + sum, then exp @ V split over the keys and its combine (one
     # online-softmax kernel with `online_softmax`, off by default: see DeviceModel)
     "mha_stable": 4,
+    "attention_prefill": 2,  # the scores, then row max + exp + sums + exp @ V (one kernel with online softmax)
 }
 SMEM_LIMIT = 232448
 
