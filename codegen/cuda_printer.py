@@ -38,11 +38,11 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from mirage_xdsl.codegen.grid_sum_epilogue import Phase, plan_epilogue
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
-from mirage_xdsl.codegen.register_rows import GlobalIO, RowChain, global_io, plan_row_chain
 from mirage_xdsl.codegen.square_sum_mma import SquareSum, plan_square_sums
 from mirage_xdsl.codegen.weight_prefetch import split_at_dependency_wait, triggers_dependents
 from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.cute import weight_params
+from mirage_xdsl.dialects.cute.row_chains import ROW_CHAINS, GlobalIO, RowChain, read_row_chains
 from mirage_xdsl.dialects.kn import GRID_SUM_SCRATCH_ATTR, element_type_of, ints, shape_of
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
 from mirage_xdsl.target import SM90, SMEM_OPTIN_PER_BLOCK
@@ -456,28 +456,20 @@ class _KernelPrinter:
         return f"{self.nt}, {blocks}" if blocks >= 2 else str(self.nt)
 
     def plan_row_chains(self) -> None:
-        """Every register-resident row chain of the kernel (top level and loop body) and the
-        tiles they read from / write to global memory directly (codegen/register_rows.py)."""
-        blocks = [list(self.kernel.body.block.ops)]
-        blocks += [list(op.body.block.ops) for op in self.kernel.body.block.ops if isinstance(op, cute.ForOp)]
-        for ops in blocks:
-            k = 0
-            while k < len(ops):
-                chain = None
-                if isinstance(ops[k], (cute.ElementwiseOp, cute.ReduceOp)):
-                    chain = plan_row_chain(ops[k:], self.nt, self.reg_acc, reduce_threads)
-                if chain is None:
-                    k += 1
-                    continue
-                self.chains[ops[k]] = chain
-                k += chain.consumed
-        self.io = global_io(self.kernel, list(self.chains.values()))
+        """The register-resident row chains of the kernel and the tiles they read from /
+        write to global memory directly, as cute-row-chains marked them.
+
+        Raises:
+            CudaEmitError: the kernel has no `cute.row_chains` (the pass has not run)."""
+        if not isinstance(self.kernel.attributes.get(ROW_CHAINS), IntegerAttr):
+            _missing(self.kernel, ROW_CHAINS, "cute-row-chains")
+        self.chains, self.io = read_row_chains(self.kernel)
         self.skipped |= self.io.skipped
 
     def print_ops(self, ops: Sequence[Operation]) -> None:
         """The ops of one block, with the multi-op forms: a grid sum and the epilogue it
         fuses (codegen/grid_sum_epilogue.py), register-resident row chains
-        (codegen/register_rows.py)."""
+        (passes/cute/row_chains.py)."""
         i = 0
         while i < len(ops):
             op = ops[i]
@@ -966,7 +958,7 @@ class _KernelPrinter:
         return reg
 
     def row_chain(self, chain: RowChain) -> None:
-        """A register-resident row chain (codegen/register_rows.py): value `v<k>` of op k is
+        """A register-resident row chain (passes/cute/row_chains.py): value `v<k>` of op k is
         this thread's elements `v<k>[j]` (flat index tid + j * NT) or, for a row sum, one
         float every thread holds; stores of what is read later; one barrier at the end."""
         nt = self.nt

@@ -29,6 +29,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "cute-slice-mma": ("cute.slice_mma", "SliceMmaPass"),
     "cute-register-accumulators": ("cute.register_accumulators", "RegisterAccumulatorsPass"),
     "cute-weight-prefetch": ("cute.weight_prefetch", "WeightPrefetchPass"),
+    "cute-row-chains": ("cute.row_chains", "RowChainsPass"),
     "cute-decisions": ("pipeline", "CuteDecisionsPass"),
     "mirage-transpile": ("pipeline", "MirageTranspilePass"),
     "kn-expand-composites": ("kn.expand_composites", "KnExpandCompositesPass"),

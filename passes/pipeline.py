@@ -48,7 +48,7 @@ PIPELINE = (
 )
 TO_CUTE = "convert-tb-to-cute"
 LATE_FINISHER = "cute-late-finisher"
-CUTE_DECISIONS = ("cute-block-reduce", "cute-slice-mma", "cute-register-accumulators", "cute-weight-prefetch")
+CUTE_DECISIONS = ("cute-block-reduce", "cute-slice-mma", "cute-register-accumulators", "cute-weight-prefetch", "cute-row-chains")
 """Run after convert-tb-to-cute and cute-late-finisher, in this order (a later one may read an
 earlier one's attributes); none of them changes what cute-late-finisher reads."""
 

@@ -943,7 +943,7 @@ def test_wide_block_emulated() -> None:
     (step,) = program.plans["ntrans"].steps
     assert isinstance(step, KernelLaunch) and step.block == (512, 1, 1)
     # one row sum per block: the whole block reduces it, warps meet in the appended scratch
-    # (in the register-resident row chain, codegen/register_rows.py)
+    # (in the register-resident row chain, passes/cute/row_chains.py)
     assert program.source.count("mx::block_sum<512>(") == 2
     kernel = next(op for op in lowered.walk() if isinstance(op, cute.KernelOp))
     assert step.smem_bytes == (kernel.smem_bytes + 15) // 16 * 16 + 512 // 32 * 4

@@ -159,7 +159,7 @@ def graph_one_row_two_accumulators(dtype: str = "float32") -> object:
     """A computed one-row tile (`exp` of a [1, 128] tile) feeding two accumulators (fuzz seed
     7 graphs 255, 610, seed 8 graph 240): the printer zeroed the accumulators' register tiles
     (`mx::RegTile`) but planned the two accumulates as a register row chain
-    (codegen/register_rows.py) before it knew which tiles live in registers, so the chain
+    (passes/cute/row_chains.py) before it knew which tiles live in registers, so the chain
     read and wrote the never-cleared shared buffers and every output was NaN."""
     from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
 

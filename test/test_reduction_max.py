@@ -137,7 +137,7 @@ def test_stable_softmax_shapes_emulated(shape: tuple[int, int]) -> None:
 
 
 def test_softmax_rows_run_in_registers() -> None:
-    """The whole softmax of a row is one register row chain (codegen/register_rows.py): the
+    """The whole softmax of a row is one register row chain (passes/cute/row_chains.py): the
     input row loaded once from global memory, `mx::block_max`, exp, `mx::block_sum`, div."""
     from mirage_xdsl.codegen.cuda_target import emit_cuda
     from mirage_xdsl.driver.compile import make_context

@@ -1,4 +1,4 @@
-"""Register-resident row chains (codegen/register_rows.py): which ops the printer keeps in
+"""Register-resident row chains (`cute-row-chains`, passes/cute/row_chains.py): which ops run in
 registers, the rules that keep it from doing so, and -- on the host emulator, no GPU --
 that the chain computes exactly what the op-by-op print did."""
 
@@ -14,9 +14,10 @@ from xdsl.parser import Parser
 from mirage_xdsl.codegen import cuda_printer
 from mirage_xdsl.codegen.cuda_printer import reduce_threads
 from mirage_xdsl.codegen.cuda_target import emit_cuda
-from mirage_xdsl.codegen.register_rows import RowChain, plan_row_chain, row_length
 from mirage_xdsl.dialects import cute
+from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN, ROW_CHAIN_GLOBAL, ROW_CHAIN_STORED, ROW_CHAINS, RowChain, row_length
 from mirage_xdsl.driver.compile import make_context
+from mirage_xdsl.passes.cute.row_chains import plan_row_chain
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -26,6 +27,19 @@ def lowered(stem: str) -> ModuleOp:
     module = Parser(make_context(), (EXAMPLES / f"{stem}.mlir").read_text()).parse_module()
     MirageTranspilePass().apply(make_context(), module)
     return module
+
+
+def without_chains(module: ModuleOp) -> ModuleOp:
+    """`module` with cute-row-chains' decision undone: every op printed one by one."""
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    clone = module.clone()
+    for op in clone.walk():
+        for name in (ROW_CHAIN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL):
+            op.attributes.pop(name, None)
+        if isinstance(op, cute.KernelOp):
+            op.attributes[ROW_CHAINS] = IntegerAttr(0, i64)
+    return clone
 
 
 def ntrans_chain(module: ModuleOp) -> tuple[RowChain | None, list]:
@@ -87,9 +101,7 @@ def test_chain_matches_op_by_op(contiguous: bool, monkeypatch: pytest.MonkeyPatc
         if not contiguous:
             m.setattr(cuda_printer._KernelPrinter, "chain_contiguous", lambda self, chain: False)
         chained = emit_cuda(module)
-    with monkeypatch.context() as m:
-        m.setattr(cuda_printer, "plan_row_chain", lambda *args: None)
-        op_by_op = emit_cuda(module)
+    op_by_op = emit_cuda(without_chains(module))
     assert "block_sum" in chained.source and "block_sum" not in op_by_op.source
     assert ("mx::load_row<8>" in chained.source) == contiguous
     plan = chained.plans["ntrans"]

@@ -8,7 +8,7 @@ it; this pass makes the choices and writes them into the IR (dialects/cute/ops.p
   cp.async load of a kn.weight parameter before it, the shared-memory allocations, the
   accumulator initialisations and those weight loads of the prologue.  A prologue holding a
   `cute.elementwise` or `cute.reduce` is left unsplit: such an op may start a register row
-  chain (codegen/register_rows.py), which the printer emits as one piece after the wait;
+  chain (passes/cute/row_chains.py), which the printer emits as one piece after the wait;
 - a kernel that streams a weight in its loop carries `cute.trigger_dependents` (unit): it
   calls `griddepcontrol.launch_dependents` at its start and, under PDL, is launched one wave
   at a time (`KernelLaunch.one_wave`);

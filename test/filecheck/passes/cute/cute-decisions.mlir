@@ -1,23 +1,23 @@
 // RUN: mirage-opt %s -p cute-decisions | filecheck %s
 // RUN: mirage-opt %s -p 'cute-decisions{without="cute-slice-mma,cute-weight-prefetch"}' | filecheck %s --check-prefix=WITHOUT
 // RUN: mirage-opt %s -p cute-decisions > %t.all
-// RUN: mirage-opt %s -p cute-block-reduce,cute-slice-mma,cute-register-accumulators,cute-weight-prefetch > %t.each
+// RUN: mirage-opt %s -p cute-block-reduce,cute-slice-mma,cute-register-accumulators,cute-weight-prefetch,cute-row-chains > %t.each
 // RUN: diff %t.all %t.each
 
-// cute-decisions runs the four cute decision passes in order (block-reduce, slice-mma,
-// register-accumulators, weight-prefetch); `without` (a quoted comma-separated list) leaves
-// some out. Checked: one attribute of each decision, that the result equals running the four
+// cute-decisions runs the five cute decision passes in order (block-reduce, slice-mma,
+// register-accumulators, weight-prefetch, row-chains); `without` (a quoted comma-separated list) leaves
+// some out. Checked: one attribute of each decision, that the result equals running the five
 // passes by name, and that `without` leaves exactly the named decisions unwritten.
 // Input: test/data/split_k_grid_sum.mlir with W marked kn.weight, after
 // `mirage-transpile{decide=false}` (one reduce, one register accumulator, a weight stream).
 
-// CHECK:       cute.kernel(%X, %W) attributes {{{.*}}cute.kslice_scratch = array<i64: 4480, 0>, cute.reg_accums = 1 : i64, cute.trigger_dependents, cute.pdl_prefetch = 1 : i64, kernel_name = "split_k_rms_k0"
+// CHECK:       cute.kernel(%X, %W) attributes {{{.*}}cute.kslice_scratch = array<i64: 4480, 0>, cute.reg_accums = 1 : i64, cute.trigger_dependents, cute.pdl_prefetch = 1 : i64, cute.row_chains = 0 : i64, kernel_name = "split_k_rms_k0"
 // CHECK:       %s0 = cute.smem_alloc [128, 256] {cute.before_pdl_wait}
 // CHECK:       cute.fill %s3, 0.0 {cute.accum_in_reg, cute.reg_accum = 1 : i64}
 // CHECK:       cute.copy_g2s "async" %i1 -> %s1 {cute.before_pdl_wait, tile
 // CHECK:       cute.reduce "sum" %s3 [] "store" %s4 {cute.reduce_threads = 32 : i64
 
-// WITHOUT:     cute.kernel(%X, %W) attributes {kn.innermost = array<i64: 1>, kn.grid_sum_scratch_offset = 0 : i64, cute.reg_accums = 1 : i64, kernel_name = "split_k_rms_k0"
+// WITHOUT:     cute.kernel(%X, %W) attributes {kn.innermost = array<i64: 1>, kn.grid_sum_scratch_offset = 0 : i64, cute.reg_accums = 1 : i64, cute.row_chains = 0 : i64, kernel_name = "split_k_rms_k0"
 // WITHOUT-NOT: cute.before_pdl_wait
 // WITHOUT:     cute.fill %s3, 0.0 {cute.accum_in_reg, cute.reg_accum = 1 : i64}
 // WITHOUT-NOT: cute.before_pdl_wait

@@ -1,5 +1,5 @@
-"""Register-resident row chains: a run of elementwise ops and whole-row sums over one
-[1, ..., 1, C] tile kept in registers instead of shared memory.
+"""`cute-row-chains`: register-resident row chains -- a run of elementwise ops and whole-row
+reductions over one [1, ..., 1, C] tile kept in registers instead of shared memory.
 
 Normalisation kernels (nTrans: rms_norm(X + alpha * (rms_norm(H) + X)), one 4096-wide row
 per 512-thread block) are chains of elementwise passes and row sums.  Printed op by op, every
@@ -34,47 +34,44 @@ value or of a shared row tile the chain does not write (loaded into registers on
 count (at most 16 elements per thread); operands are chain values or shared tiles the chain
 does not write; no tile the chain stores overlaps a tile it reads (other than an `add` op's
 own element); at least two ops.
+
+Writes the attributes of dialects/cute/row_chains.py (`cute.row_chain` on the chain ops,
+`cute.row_chain_stored`, `cute.row_chain_global` on the copies and fills a chain replaces,
+`cute.row_chains` on the kernel); the CUDA printer prints each chain from them.  Needs
+cute-block-reduce (threads per reduction) and cute-register-accumulators (a register-resident
+accumulator never joins a chain) to have run.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i64
 from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects import cute
+from mirage_xdsl.dialects.cute.row_chains import (
+    ROW_CHAIN,
+    ROW_CHAIN_GLOBAL,
+    ROW_CHAIN_STORED,
+    ROW_CHAINS,
+    GlobalIO,
+    RowChain,
+    row_length,
+)
 
 MAX_TRIPS = 16
 """Elements per thread (registers: every value of the chain may be live at once)."""
-
-
-@dataclass
-class RowChain:
-    length: int
-    """C, the row's elements"""
-    ops: list[Operation] = field(default_factory=list)
-    """`cute.elementwise` and `cute.reduce` ops, in order"""
-    stored: set[SSAValue] = field(default_factory=set)
-    """chain values also written to their shared tile (read outside the chain)"""
-    consumed: int = 0
-    """how many ops from the chain's first one it replaces (barriers included)"""
-
-    @property
-    def values(self) -> list[SSAValue]:
-        return [op.outs[0] if isinstance(op, cute.ReduceOp) else op.out for op in self.ops]  # type: ignore[attr-defined]
 
 
 def _shape(value: SSAValue) -> tuple[int, ...]:
     typ = value.type
     assert isinstance(typ, cute.SmemTensorType)
     return tuple(typ.get_shape())
-
-
-def row_length(shape: Sequence[int]) -> int | None:
-    """C for a [1, ..., 1, C] tile, else None."""
-    return shape[-1] if shape and all(d == 1 for d in shape[:-1]) else None
 
 
 class _Builder:
@@ -150,18 +147,6 @@ def _hazard_free(chain: RowChain) -> bool:
     return cute.disjoint_tiles(chain.stored, reads)
 
 
-@dataclass
-class GlobalIO:
-    """Tiles of a kernel's row chains that skip shared memory altogether."""
-
-    loads: dict[SSAValue, cute.CopyG2SOp] = field(default_factory=dict)
-    """tile -> the copy that fills it: the chain reads the tile's elements from global memory"""
-    stores: dict[SSAValue, cute.CopyS2GOp] = field(default_factory=dict)
-    """accumulator tile -> the copy that writes it out: the chain stores to global memory"""
-    skipped: set[Operation] = field(default_factory=set)
-    """ops no longer printed: those copies and the accumulators' zero fills"""
-
-
 def _reads(op: Operation, tile: SSAValue) -> bool:
     """Whether chain op `op` reads `tile` as an operand (an elementwise input or the reduced tile)."""
     if isinstance(op, cute.ElementwiseOp):
@@ -221,3 +206,60 @@ def plan_row_chain(
     chain.consumed = consumed
     _mark_stored(chain)
     return chain if _hazard_free(chain) else None
+
+
+def _register_resident(kernel: cute.KernelOp) -> set[SSAValue]:
+    """Tiles cute-register-accumulators keeps in registers (`cute.reg_accum` on their fills)."""
+    return {op.dst for op in kernel.body.block.ops if isinstance(op, cute.FillOp) and cute.REG_ACCUM in op.attributes}
+
+
+def _block_threads(op: cute.ReduceOp) -> int:
+    """Threads per output as cute-block-reduce chose them (0 before it ran: no chain)."""
+    attr = op.attributes.get(cute.REDUCE_THREADS)
+    return attr.value.data if isinstance(attr, IntegerAttr) else 0
+
+
+def kernel_row_chains(kernel: cute.KernelOp) -> tuple[list[RowChain], GlobalIO]:
+    """Every register-resident row chain of `kernel` (top level and loop body) and the tiles
+    they read from / write to global memory directly."""
+    resident = _register_resident(kernel)
+    nt = kernel.num_threads
+    chains: list[RowChain] = []
+    blocks = [list(kernel.body.block.ops)]
+    blocks += [list(op.body.block.ops) for op in kernel.body.block.ops if isinstance(op, cute.ForOp)]
+    for ops in blocks:
+        k = 0
+        while k < len(ops):
+            chain = None
+            if isinstance(ops[k], (cute.ElementwiseOp, cute.ReduceOp)):
+                chain = plan_row_chain(ops[k:], nt, resident, _block_threads)
+            if chain is None:
+                k += 1
+                continue
+            chains.append(chain)
+            k += chain.consumed
+    return chains, global_io(kernel, chains)
+
+
+@dataclass(frozen=True)
+class RowChainsPass(ModulePass):
+    """Mark the register-resident row chains of every `cute.kernel` (module docstring)."""
+
+    name = "cute-row-chains"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in op.walk():
+            if not isinstance(kernel, cute.KernelOp):
+                continue
+            for o in kernel.walk():
+                for name in (ROW_CHAIN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL):
+                    o.attributes.pop(name, None)
+            chains, io = kernel_row_chains(kernel)
+            for index, chain in enumerate(chains):
+                for member, value in zip(chain.ops, chain.values):
+                    member.attributes[ROW_CHAIN] = IntegerAttr(index, i64)
+                    if value in chain.stored:
+                        member.attributes[ROW_CHAIN_STORED] = UnitAttr()
+            for skipped in io.skipped:
+                skipped.attributes[ROW_CHAIN_GLOBAL] = UnitAttr()
+            kernel.attributes[ROW_CHAINS] = IntegerAttr(len(chains), i64)

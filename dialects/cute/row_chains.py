@@ -1,0 +1,112 @@
+"""Register-resident row chains as IR: the attributes `cute-row-chains` writes and the CUDA
+printer reads (passes/cute/row_chains.py explains what a chain is and when one is formed).
+
+* `ROW_CHAIN` (`i64`) on every `cute.elementwise` / `cute.reduce` of a chain: the chain's
+  index in its kernel; a chain's ops are consecutive in their block (barriers between them
+  belong to the chain).
+* `ROW_CHAIN_STORED` (unit) on a chain op whose value is also written to its shared tile
+  (an op outside the chain reads it, or it is an accumulator).
+* `ROW_CHAIN_GLOBAL` (unit) on a `cute.copy_g2s` whose tile only chains read (they load it
+  from global memory), a `cute.copy_s2g` of an accumulator a chain stores straight to global
+  memory, and that accumulator's zero `cute.fill`: the printer skips them.
+* `ROW_CHAINS` (`i64`) on the `cute.kernel`: the number of chains (its presence says the
+  decision was made).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.ir import Operation, SSAValue
+
+from mirage_xdsl.dialects.cute import ops as cute
+
+ROW_CHAIN = "cute.row_chain"
+ROW_CHAIN_STORED = "cute.row_chain_stored"
+ROW_CHAIN_GLOBAL = "cute.row_chain_global"
+ROW_CHAINS = "cute.row_chains"
+
+
+@dataclass
+class RowChain:
+    """A run of elementwise ops and whole-row reductions over one [1, ..., 1, C] tile."""
+
+    length: int
+    """C, the row's elements"""
+    ops: list[Operation] = field(default_factory=list)
+    """`cute.elementwise` and `cute.reduce` ops, in order"""
+    stored: set[SSAValue] = field(default_factory=set)
+    """chain values also written to their shared tile (read outside the chain)"""
+    consumed: int = 0
+    """how many ops from the chain's first one it replaces (barriers included)"""
+
+    @property
+    def values(self) -> list[SSAValue]:
+        """The value of each op (a reduction's only result)."""
+        return [op.outs[0] if isinstance(op, cute.ReduceOp) else op.out for op in self.ops]  # type: ignore[attr-defined]
+
+
+@dataclass
+class GlobalIO:
+    """Tiles of a kernel's row chains that skip shared memory altogether."""
+
+    loads: dict[SSAValue, cute.CopyG2SOp] = field(default_factory=dict)
+    """tile -> the copy that fills it: the chain reads the tile's elements from global memory"""
+    stores: dict[SSAValue, cute.CopyS2GOp] = field(default_factory=dict)
+    """accumulator tile -> the copy that writes it out: the chain stores to global memory"""
+    skipped: set[Operation] = field(default_factory=set)
+    """ops no longer printed: those copies and the accumulators' zero fills"""
+
+
+def row_length(shape: Sequence[int]) -> int | None:
+    """C for a [1, ..., 1, C] tile, else None."""
+    return shape[-1] if shape and all(d == 1 for d in shape[:-1]) else None
+
+
+def chain_row_length(op: Operation) -> int:
+    """The row length of a chain op: its result's (an elementwise op) or its input's (a reduction)."""
+    value = op.input if isinstance(op, cute.ReduceOp) else op.out  # type: ignore[attr-defined]
+    typ = value.type
+    assert isinstance(typ, cute.SmemTensorType)
+    c = row_length(typ.get_shape())
+    assert c is not None, f"{op.name}: a row chain op on a tile that is not a row"
+    return c
+
+
+def read_row_chains(kernel: cute.KernelOp) -> tuple[dict[Operation, RowChain], GlobalIO]:
+    """The chains of `kernel` (first op -> chain, in the top level block and in loop bodies)
+    and their global loads and stores, as `cute-row-chains` marked them.  A kernel without
+    `ROW_CHAINS` has none (the caller checks that the pass ran)."""
+    chains: dict[Operation, RowChain] = {}
+    blocks = [list(kernel.body.block.ops)]
+    blocks += [list(op.body.block.ops) for op in kernel.body.block.ops if isinstance(op, cute.ForOp)]
+    for ops in blocks:
+        current: tuple[int, int] | None = None  # (chain index, position of its first op)
+        for pos, op in enumerate(ops):
+            attr = op.attributes.get(ROW_CHAIN)
+            if attr is None:
+                continue
+            index = attr.value.data  # type: ignore[attr-defined]
+            if current is None or current[0] != index:
+                first = op
+                chains[first] = RowChain(chain_row_length(op))
+                current = (index, pos)
+            chain = chains[ops[current[1]]]
+            chain.ops.append(op)
+            if ROW_CHAIN_STORED in op.attributes:
+                chain.stored.add(chain.values[-1])
+            end = pos + 1
+            if end < len(ops) and isinstance(ops[end], cute.BarrierOp):
+                end += 1  # the chain ends with its own barrier
+            chain.consumed = end - current[1]
+    io = GlobalIO()
+    for op in kernel.body.block.ops:
+        if ROW_CHAIN_GLOBAL not in op.attributes:
+            continue
+        io.skipped.add(op)
+        if isinstance(op, cute.CopyG2SOp):
+            io.loads[op.dst] = op
+        elif isinstance(op, cute.CopyS2GOp):
+            io.stores[op.src] = op
+    return chains, io

@@ -1,0 +1,29 @@
+// RUN: mirage-opt %s -p 'mirage-transpile{decide=false}' | mirage-opt -p cute-block-reduce,cute-register-accumulators,cute-row-chains | filecheck %s
+// RUN: mirage-opt %s -p 'mirage-transpile{decide=false}' | mirage-opt -p cute-row-chains | filecheck %s --check-prefix=NOBLOCK
+
+// cute-row-chains marks register-resident row chains: here a whole row softmax (row max of
+// the loaded row, exp, row sum, div into the one-trip output accumulator) is one chain
+// (`cute.row_chain = 0` on each of its ops); the input copy, the output accumulator's fill
+// and its copy out are replaced by global loads / stores (`cute.row_chain_global`).
+// Without cute-block-reduce the reductions are not whole-block ones: no chain.
+
+// CHECK:      cute.kernel(%X) attributes {{{.*}}cute.row_chains = 1 : i64
+// CHECK:      cute.copy_g2s "chunked" %i0 -> %s0 {cute.row_chain_global
+// CHECK:      cute.fill %s4, 0.0 {cute.row_chain_global}
+// CHECK:      cute.reduce "max" %s0 [] "store" %s1 {cute.reduce_threads = 512 : i64, cute.row_chain = 0 : i64
+// CHECK:      cute.elementwise "sub"(%s0, %s1) [#cute.fn<exp>] "store" %s2 {cute.row_chain = 0 : i64, order
+// CHECK:      cute.reduce "sum" %s2 [] "store" %s3 {cute.reduce_threads = 512 : i64, cute.row_chain = 0 : i64
+// CHECK:      cute.elementwise "div"(%s2, %s3) [] "add" %s4 {cute.row_chain = 0 : i64, cute.row_chain_stored
+// CHECK:      cute.copy_s2g "chunked" %s4 -> %o0 {cute.row_chain_global
+
+// NOBLOCK:     cute.row_chains = 0 : i64
+// NOBLOCK-NOT: cute.row_chain =
+
+func.func @softmax(%X: tensor<16x2048xf16> {kn.strides = array<i64: 2048, 1>}) -> tensor<16x2048xf16> {
+  %m = kn.reduction_max %X {dim = 1 : i64} : tensor<16x2048xf16> -> tensor<16x1xf16>
+  %d = kn.sub %X, %m : tensor<16x2048xf16>, tensor<16x1xf16> -> tensor<16x2048xf16>
+  %e = kn.exp %d : tensor<16x2048xf16>
+  %s = kn.reduction %e {dim = 1 : i64, size = 1 : i64} : tensor<16x2048xf16> -> tensor<16x1xf16>
+  %y = kn.div %e, %s : tensor<16x2048xf16>, tensor<16x1xf16> -> tensor<16x2048xf16>
+  func.return %y : tensor<16x2048xf16>
+}
