@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
-from mirage_xdsl.codegen.grid_sum_epilogue import Phase, plan_epilogue
+from mirage_xdsl.dialects.cute.grid_sum_epilogue import EPILOGUE_PHASES, EpiloguePlan, Phase, read_epilogue
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
 from mirage_xdsl.codegen.square_sum_mma import SquareSum, plan_square_sums
 from mirage_xdsl.codegen.weight_prefetch import split_at_dependency_wait, triggers_dependents
@@ -468,7 +468,7 @@ class _KernelPrinter:
 
     def print_ops(self, ops: Sequence[Operation]) -> None:
         """The ops of one block, with the multi-op forms: a grid sum and the epilogue it
-        fuses (codegen/grid_sum_epilogue.py), register-resident row chains
+        fuses (passes/cute/grid_sum_epilogue.py), register-resident row chains
         (passes/cute/row_chains.py)."""
         i = 0
         while i < len(ops):
@@ -748,7 +748,7 @@ class _KernelPrinter:
     def grid_sum(self, op: cute.GridSumOp, following: Sequence[Operation]) -> int:
         """Partials to the scratch slot of this block (group-major, then split index), arrive,
         and -- in the last block of the group only -- the group's sums into `outs`, the
-        elementwise ops after them that codegen/grid_sum_epilogue.py runs in registers, and
+        elementwise ops after them that passes/cute/grid_sum_epilogue.py runs in registers, and
         the discard of the group's dead partials from L2 (mx::grid_discard_partials).
         Returns how many ops of `following` (the ops after the grid sum) were printed.  The
         slot layout matches passes/plan_workspace.grid_sum_scratch_bytes."""
@@ -771,7 +771,7 @@ class _KernelPrinter:
             f"if (!mx::grid_arrive(gs_counters + gs_group, {split}u, reinterpret_cast<unsigned*>(smem + {flag}), tid)) return;"
         )
         self.emit(f"const float* gs_all = gs_scratch + (size_t)gs_group * {split * slot};")
-        plan = plan_epilogue(op, following, self.nt, self.reg_names)
+        plan = self.epilogue_of(op, following)
         phases = plan.phases if plan is not None else []
         # every phase's sums first: all their loads in flight together (one L2 round trip)
         sum_regs = self.phase_sums(phases, bases, split, slot)
@@ -789,6 +789,15 @@ class _KernelPrinter:
         self.indent -= 1
         self.emit("}")
         return 0 if plan is None else plan.consumed
+
+    def epilogue_of(self, op: cute.GridSumOp, following: Sequence[Operation]) -> EpiloguePlan | None:
+        """The register epilogue cute-grid-sum-epilogue marked after `op` (None: op by op).
+
+        Raises:
+            CudaEmitError: `op` has no `cute.epilogue_phases` (the pass has not run)."""
+        if EPILOGUE_PHASES not in op.attributes:
+            _missing(op, EPILOGUE_PHASES, "cute-grid-sum-epilogue")
+        return read_epilogue(op, following)
 
     def group_index(self, op: cute.GridSumOp) -> str:
         """C expression of this block's split group (the grid index without the split axis)."""
@@ -840,7 +849,7 @@ class _KernelPrinter:
     def late_grid_sum(self, op: cute.GridSumOp, following: Sequence[Operation]) -> int:
         """Partners publish their tiles and return; the finisher waits for their words
         (loaded in its last iteration), re-arms them, adds its own tiles in split order and
-        runs the epilogue phases of codegen/grid_sum_epilogue.py on the sums.  Returns how
+        runs the epilogue phases of passes/cute/grid_sum_epilogue.py on the sums.  Returns how
         many ops of `following` were printed."""
         bases = self.partial_bases(op)
         slot = grid_sum_slot(op)
@@ -866,7 +875,7 @@ class _KernelPrinter:
             self.emit(f"float {name}[{-(-n // self.nt)}];  // {self.names[out]}")
             self.emit(f"gw{j}.finish<{self.natural_layout(v.type)}>({name}, {self.tile_ptr(v)}, tid);")  # type: ignore[arg-type]
         self.emit("__syncthreads();  // every own partial read before any sum tile, which may overlap them, is written")
-        plan = plan_epilogue(op, following, self.nt, self.reg_names)
+        plan = self.epilogue_of(op, following)
         unfused = list(op.outs) if plan is None else plan.unfused_sums
         for out in unfused:
             n = math.prod(out.type.get_shape())  # type: ignore[attr-defined]

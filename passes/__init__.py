@@ -30,6 +30,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "cute-register-accumulators": ("cute.register_accumulators", "RegisterAccumulatorsPass"),
     "cute-weight-prefetch": ("cute.weight_prefetch", "WeightPrefetchPass"),
     "cute-row-chains": ("cute.row_chains", "RowChainsPass"),
+    "cute-grid-sum-epilogue": ("cute.grid_sum_epilogue", "GridSumEpiloguePass"),
     "cute-decisions": ("pipeline", "CuteDecisionsPass"),
     "mirage-transpile": ("pipeline", "MirageTranspilePass"),
     "kn-expand-composites": ("kn.expand_composites", "KnExpandCompositesPass"),

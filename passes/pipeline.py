@@ -48,7 +48,14 @@ PIPELINE = (
 )
 TO_CUTE = "convert-tb-to-cute"
 LATE_FINISHER = "cute-late-finisher"
-CUTE_DECISIONS = ("cute-block-reduce", "cute-slice-mma", "cute-register-accumulators", "cute-weight-prefetch", "cute-row-chains")
+CUTE_DECISIONS = (
+    "cute-block-reduce",
+    "cute-slice-mma",
+    "cute-register-accumulators",
+    "cute-weight-prefetch",
+    "cute-row-chains",
+    "cute-grid-sum-epilogue",
+)
 """Run after convert-tb-to-cute and cute-late-finisher, in this order (a later one may read an
 earlier one's attributes); none of them changes what cute-late-finisher reads."""
 

@@ -1,7 +1,7 @@
 // Split-K gated MLP in ONE kernel: silu(X @ W1) * (X @ W2).  Grid x tiles N, grid y splits K
 // four ways (2 iterations of 32 rows each), tb.grid_sum adds up the four blocks' two partial
 // matmul tiles, and the last block of each group applies silu and the product -- in
-// registers (codegen/grid_sum_epilogue.py).  X [8, 256], W1, W2 [256, 64], fp16.
+// registers (passes/cute/grid_sum_epilogue.py).  X [8, 256], W1, W2 [256, 64], fp16.
 func.func @split_k_gated(%X: tensor<8x256xf16> {kn.strides = array<i64: 256, 1>}, %W1: tensor<256x64xf16> {kn.strides = array<i64: 64, 1>}, %W2: tensor<256x64xf16> {kn.strides = array<i64: 64, 1>}) -> (tensor<8x64xf16> {kn.strides = array<i64: 64, 1>}) {
   %O = kn.customized(%X, %W1, %W2) attributes {grid_dim = array<i64: 2, 4, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 2 : i64, reduction_dimx = 64 : i64} : (tensor<8x256xf16>, tensor<256x64xf16>, tensor<256x64xf16>) -> tensor<8x64xf16> {
   ^bb0(%x: tensor<8x256xf16>, %w1: tensor<256x64xf16>, %w2: tensor<256x64xf16>):

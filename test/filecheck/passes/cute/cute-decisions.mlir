@@ -1,12 +1,12 @@
 // RUN: mirage-opt %s -p cute-decisions | filecheck %s
 // RUN: mirage-opt %s -p 'cute-decisions{without="cute-slice-mma,cute-weight-prefetch"}' | filecheck %s --check-prefix=WITHOUT
 // RUN: mirage-opt %s -p cute-decisions > %t.all
-// RUN: mirage-opt %s -p cute-block-reduce,cute-slice-mma,cute-register-accumulators,cute-weight-prefetch,cute-row-chains > %t.each
+// RUN: mirage-opt %s -p cute-block-reduce,cute-slice-mma,cute-register-accumulators,cute-weight-prefetch,cute-row-chains,cute-grid-sum-epilogue > %t.each
 // RUN: diff %t.all %t.each
 
-// cute-decisions runs the five cute decision passes in order (block-reduce, slice-mma,
-// register-accumulators, weight-prefetch, row-chains); `without` (a quoted comma-separated list) leaves
-// some out. Checked: one attribute of each decision, that the result equals running the five
+// cute-decisions runs the six cute decision passes in order (block-reduce, slice-mma,
+// register-accumulators, weight-prefetch, row-chains, grid-sum-epilogue); `without` (a quoted comma-separated list) leaves
+// some out. Checked: one attribute of each decision, that the result equals running the six
 // passes by name, and that `without` leaves exactly the named decisions unwritten.
 // Input: test/data/split_k_grid_sum.mlir with W marked kn.weight, after
 // `mirage-transpile{decide=false}` (one reduce, one register accumulator, a weight stream).

@@ -1,5 +1,5 @@
-"""The grid-sum epilogue in registers: which elementwise ops after a `cute.grid_sum` run
-on the summed values in registers instead of through shared memory.
+"""`cute-grid-sum-epilogue`: which elementwise ops after a `cute.grid_sum` run on the summed
+values in registers instead of through shared memory (the grid-sum epilogue).
 
 After the arrival, the last block of a split group sums the group's partials and runs the
 rest of the kernel.  Printed op by op, each sum is written to a shared tile, then each
@@ -27,52 +27,36 @@ that is a multiple of the block's thread count or smaller than it (at most 16 el
 thread); operands are either values of the phase with the phase's shape, or shared tiles
 that were complete before the phase began; and no tile a phase stores may overlap a shared
 tile that the phase reads (threads no longer wait for each other inside a phase).
+
+Writes the attributes of dialects/cute/grid_sum_epilogue.py (`cute.epilogue_phases` on every
+`cute.grid_sum`, `cute.epilogue_phase` on the phase ops, `cute.epilogue_stored`,
+`cute.epilogue_global`); the CUDA printer prints the phases from them.  Needs
+cute-register-accumulators (a register-resident tile never joins a phase).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Container, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i64
 from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects import cute
+from mirage_xdsl.dialects.cute.grid_sum_epilogue import (
+    EPILOGUE_GLOBAL,
+    EPILOGUE_PHASE,
+    EPILOGUE_PHASES,
+    EPILOGUE_STORED,
+    EpiloguePlan,
+    Phase,
+)
 
 MAX_TRIPS = 16
 """Elements per thread and phase value (registers: every sum of a phase lives at once)."""
-
-
-@dataclass
-class Phase:
-    """Sums of one tile shape and the elementwise ops on it, in registers."""
-
-    shape: tuple[int, ...]
-    sums: list[SSAValue] = field(default_factory=list)
-    """`cute.grid_sum` results computed in this phase (in the op's result order)"""
-    ops: list[cute.ElementwiseOp] = field(default_factory=list)
-    stored: set[SSAValue] = field(default_factory=set)
-    """phase values also written to their shared tile (read outside the phase)"""
-
-    @property
-    def values(self) -> list[SSAValue]:
-        return self.sums + [op.out for op in self.ops]
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-
-@dataclass
-class EpiloguePlan:
-    phases: list[Phase]
-    unfused_sums: list[SSAValue]
-    """sums that no phase computes (printed as before, ahead of the phases)"""
-    consumed: int
-    """how many ops after the grid sum the phases replace (barriers included)"""
-    copies_out: dict[SSAValue, cute.CopyS2GOp] = field(default_factory=dict)
-    """phase value -> the copy that is its tile's only reader: the phase stores the value
-    to global memory itself and the copy is not printed (nor the tile written)"""
 
 
 def _shape(value: SSAValue) -> tuple[int, ...]:
@@ -202,3 +186,39 @@ def _copies_out(phases: Sequence[Phase], later: Sequence[Operation]) -> dict[SSA
             if len(readers) == 1 and isinstance(readers[0], cute.CopyS2GOp) and readers[0] in later:
                 out[v] = readers[0]
     return out
+
+
+@dataclass(frozen=True)
+class GridSumEpiloguePass(ModulePass):
+    """Mark the register epilogue of every `cute.grid_sum` (module docstring)."""
+
+    name = "cute-grid-sum-epilogue"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in op.walk():
+            if isinstance(kernel, cute.KernelOp):
+                _mark_kernel(kernel)
+
+
+def _mark_kernel(kernel: cute.KernelOp) -> None:
+    resident = {o.dst for o in kernel.body.block.ops if isinstance(o, cute.FillOp) and cute.REG_ACCUM in o.attributes}
+    for o in kernel.walk():
+        for name in (EPILOGUE_PHASES, EPILOGUE_PHASE, EPILOGUE_STORED, EPILOGUE_GLOBAL):
+            o.attributes.pop(name, None)
+    ops = list(kernel.body.block.ops)
+    for pos, grid_sum in enumerate(ops):
+        if not isinstance(grid_sum, cute.GridSumOp):
+            continue
+        plan = plan_epilogue(grid_sum, ops[pos + 1 :], kernel.num_threads, resident)
+        phases = plan.phases if plan is not None else []
+        of_sum = {v: k for k, phase in enumerate(phases) for v in phase.sums}
+        stored = set().union(*(phase.stored for phase in phases)) if phases else set()
+        grid_sum.attributes[EPILOGUE_PHASES] = cute.dense([of_sum.get(v, -1) for v in grid_sum.outs])
+        grid_sum.attributes[EPILOGUE_STORED] = cute.dense([int(v in stored) for v in grid_sum.outs])
+        for k, phase in enumerate(phases):
+            for member in phase.ops:
+                member.attributes[EPILOGUE_PHASE] = IntegerAttr(k, i64)
+                if member.out in stored:
+                    member.attributes[EPILOGUE_STORED] = UnitAttr()
+        for copy in ([] if plan is None else plan.copies_out.values()):
+            copy.attributes[EPILOGUE_GLOBAL] = UnitAttr()
