@@ -36,12 +36,12 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
-from mirage_xdsl.dialects.cute.grid_sum_epilogue import EPILOGUE_PHASES, EpiloguePlan, Phase, read_epilogue
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
 from mirage_xdsl.codegen.square_sum_mma import SquareSum, plan_square_sums
 from mirage_xdsl.codegen.weight_prefetch import split_at_dependency_wait, triggers_dependents
 from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.cute import weight_params
+from mirage_xdsl.dialects.cute.grid_sum_epilogue import EPILOGUE_PHASES, EpiloguePlan, Phase, read_epilogue
 from mirage_xdsl.dialects.cute.row_chains import ROW_CHAINS, GlobalIO, RowChain, read_row_chains
 from mirage_xdsl.dialects.kn import GRID_SUM_SCRATCH_ATTR, element_type_of, ints, shape_of
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
