@@ -452,13 +452,8 @@ class TbReductionBase(TbOp):
         check_shape(self, expected, shape_of(result))
 
 
-@irdl_op_definition
-class ReductionOp(TbReductionBase):
-    """Sum over `dim` (size -> 1)."""
-
-    name = "tb.reduction"
-    result = result_def(STensorType)
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+class TbReduceToOneBase(TbReductionBase):
+    """A reduction of `dim` to size 1 with one result (tb.reduction, tb.reduce_max)."""
 
     def __init__(self, input: SSAValue, dim: int):
         typ = input.type
@@ -469,7 +464,16 @@ class ReductionOp(TbReductionBase):
         )
 
     def verify_(self) -> None:
-        self.check_result(self.result)
+        self.check_result(self.results[0])
+
+
+@irdl_op_definition
+class ReductionOp(TbReduceToOneBase):
+    """Sum over `dim` (size -> 1)."""
+
+    name = "tb.reduction"
+    result = result_def(STensorType)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
 
 @irdl_op_definition
@@ -501,7 +505,7 @@ class ReductionToDimxOp(TbReductionBase):
 
 
 @irdl_op_definition
-class ReduceMaxOp(TbReductionBase):
+class ReduceMaxOp(TbReduceToOneBase):
     """Max over `dim` of this tile (size -> 1), with no state across calls -- unlike
     Mirage's running `tb.reduction_max`.  kn-fuse's lowering of `kn.reduction_max`: over a
     dim the for-loop walks, it feeds a `max` for-loop accumulator."""
@@ -509,17 +513,6 @@ class ReduceMaxOp(TbReductionBase):
     name = "tb.reduce_max"
     result = result_def(STensorType)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue, dim: int):
-        typ = input.type
-        assert isinstance(typ, STensorType)
-        shape = tiling.reduction_shape(typ.get_shape(), dim, 1)
-        super().__init__(
-            operands=[input], result_types=[typ.with_shape(shape)], properties={"dim": IntegerAttr(dim, i64)}
-        )
-
-    def verify_(self) -> None:
-        self.check_result(self.result)
 
 
 @irdl_op_definition

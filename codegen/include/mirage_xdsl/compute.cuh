@@ -30,15 +30,25 @@ __device__ __forceinline__ void elementwise(TO* o, const TA* a, const TB* b, con
   });
 }
 
-// Reduce K strided group members per output: v(out) = sum_k in[LI.raw(out) + k*KS] (LI has the
-// output's mode sizes and the input's strides; KS = group * input stride of the reduced
-// dim), then o = f(o, v).  G threads (a power of two) share one output and combine partial
-// sums with warp shuffles; every thread runs the same number of rounds so the shuffles are
-// warp-uniform.  G > 32 (few outputs per block): each warp's shuffled sum goes to
-// `scratch` (NT/32 floats) and the first lane of the group adds them up -- every thread of
-// the block must call it then (barriers).
-template <int NT, int G, int K, int KS, class LO, class LI, bool READ, class TO, class TI, class F>
-__device__ __forceinline__ void reduce_sum(TO* o, const TI* in, float* scratch, int tid, F f) {
+// How reduce_rows / block_reduce combine values: a sum (identity 0) or a max (identity -inf).
+struct SumOp {
+  __device__ __forceinline__ static float identity() { return 0.0f; }
+  __device__ __forceinline__ static float apply(float a, float b) { return a + b; }
+};
+struct MaxOp {
+  __device__ __forceinline__ static float identity() { return neg_inf(); }
+  __device__ __forceinline__ static float apply(float a, float b) { return fmaxf(a, b); }
+};
+
+// Reduce K strided group members per output with C (SumOp, MaxOp): v(out) = C_k in[LI.raw(out)
+// + k*KS] (LI has the output's mode sizes and the input's strides; KS = group * input stride
+// of the reduced dim), then o = f(o, v).  G threads (a power of two) share one output and
+// combine partial values with warp shuffles; every thread runs the same number of rounds so
+// the shuffles are warp-uniform.  G > 32 (few outputs per block): each warp's shuffled value
+// goes to `scratch` (NT/32 floats) and the first lane of the group combines them -- every
+// thread of the block must call it then (barriers).
+template <class C, int NT, int G, int K, int KS, class LO, class LI, bool READ, class TO, class TI, class F>
+__device__ __forceinline__ void reduce_rows(TO* o, const TI* in, float* scratch, int tid, F f) {
   constexpr int PER = NT / G;
   const int lane = tid % G;
   const int slot = tid / G;
@@ -46,27 +56,27 @@ __device__ __forceinline__ void reduce_sum(TO* o, const TI* in, float* scratch, 
   for (int base = 0; base < LO::size; base += PER) {
     const int oi = base + slot;
     const bool valid = oi < LO::size;
-    float acc = 0.0f;
+    float acc = C::identity();
     if (valid) {
       const int b = LI::raw(oi);
 #pragma unroll 4
-      for (int k = lane; k < K; k += G) acc += to_f(in[LI::swz(b + k * KS)]);
+      for (int k = lane; k < K; k += G) acc = C::apply(acc, to_f(in[LI::swz(b + k * KS)]));
     }
     if constexpr (G > 32) {
 #pragma unroll
-      for (int s = 16; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+      for (int s = 16; s > 0; s >>= 1) acc = C::apply(acc, __shfl_xor_sync(0xffffffffu, acc, s));
       if ((tid & 31) == 0) scratch[tid >> 5] = acc;
       __syncthreads();
       if (valid && lane == 0) {
-        acc = 0.0f;
+        acc = C::identity();
 #pragma unroll
-        for (int w = 0; w < G / 32; ++w) acc += scratch[(tid >> 5) + w];
+        for (int w = 0; w < G / 32; ++w) acc = C::apply(acc, scratch[(tid >> 5) + w]);
       }
     } else {
       static_cast<void>(scratch);
       if constexpr (G > 1) {
 #pragma unroll
-        for (int s = G / 2; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+        for (int s = G / 2; s > 0; s >>= 1) acc = C::apply(acc, __shfl_xor_sync(0xffffffffu, acc, s));
       }
     }
     if (valid && lane == 0) {
@@ -79,48 +89,14 @@ __device__ __forceinline__ void reduce_sum(TO* o, const TI* in, float* scratch, 
   }
 }
 
-// Max over K strided group members per output (the plain max of tb.reduce_max, no state
-// across calls): like reduce_sum with fmaxf and -inf for the sum and 0, then o = f(o, v).
+// The sums of reduce_rows (tb.reduction, strided groups) and its plain max (tb.reduce_max).
+template <int NT, int G, int K, int KS, class LO, class LI, bool READ, class TO, class TI, class F>
+__device__ __forceinline__ void reduce_sum(TO* o, const TI* in, float* scratch, int tid, F f) {
+  reduce_rows<SumOp, NT, G, K, KS, LO, LI, READ>(o, in, scratch, tid, f);
+}
 template <int NT, int G, int K, int KS, class LO, class LI, bool READ, class TO, class TI, class F>
 __device__ __forceinline__ void reduce_max(TO* o, const TI* in, float* scratch, int tid, F f) {
-  constexpr int PER = NT / G;
-  const int lane = tid % G;
-  const int slot = tid / G;
-#pragma unroll 1
-  for (int base = 0; base < LO::size; base += PER) {
-    const int oi = base + slot;
-    const bool valid = oi < LO::size;
-    float acc = neg_inf();
-    if (valid) {
-      const int b = LI::raw(oi);
-#pragma unroll 4
-      for (int k = lane; k < K; k += G) acc = fmaxf(acc, to_f(in[LI::swz(b + k * KS)]));
-    }
-    if constexpr (G > 32) {
-#pragma unroll
-      for (int s = 16; s > 0; s >>= 1) acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, s));
-      if ((tid & 31) == 0) scratch[tid >> 5] = acc;
-      __syncthreads();
-      if (valid && lane == 0) {
-        acc = neg_inf();
-#pragma unroll
-        for (int w = 0; w < G / 32; ++w) acc = fmaxf(acc, scratch[(tid >> 5) + w]);
-      }
-    } else {
-      static_cast<void>(scratch);
-      if constexpr (G > 1) {
-#pragma unroll
-        for (int s = G / 2; s > 0; s >>= 1) acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, s));
-      }
-    }
-    if (valid && lane == 0) {
-      const int oo = LO::off(oi);
-      float vo = 0.0f;
-      if constexpr (READ) vo = to_f(o[oo]);
-      o[oo] = from_f<TO>(f(vo, acc));
-    }
-    if constexpr (G > 32) __syncthreads();  // the scratch is reused by the next round
-  }
+  reduce_rows<MaxOp, NT, G, K, KS, LO, LI, READ>(o, in, scratch, tid, f);
 }
 
 // Running max over calls (Mirage reduction_max): m = max_k in, new = max(old, m),
@@ -193,35 +169,30 @@ __device__ __forceinline__ void reg_store(TO* o, const RegTile<PER>& acc, int ti
   }
 }
 
-// Sum of v over the whole block (NT threads, a multiple of 32), returned in every thread:
-// warp shuffles, then the warps' sums in warp order -- the order in which reduce_sum with
-// G = NT adds (codegen/register_rows.py relies on it for bit-identical results).
-// `scratch`: NT / 32 floats of shared memory, free again when it returns.
-template <int NT>
-__device__ __forceinline__ float block_sum(float v, float* scratch, int tid) {
+// C (SumOp, MaxOp) of v over the whole block (NT threads, a multiple of 32), returned in
+// every thread: warp shuffles, then the warps' values in warp order -- the order in which
+// reduce_rows with G = NT combines (passes/cute/row_chains.py relies on it for bit-identical
+// results).  `scratch`: NT / 32 floats of shared memory, free again when it returns.
+template <class C, int NT>
+__device__ __forceinline__ float block_reduce(float v, float* scratch, int tid) {
 #pragma unroll
-  for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
+  for (int s = 16; s > 0; s >>= 1) v = C::apply(v, __shfl_xor_sync(0xffffffffu, v, s));
   if ((tid & 31) == 0) scratch[tid >> 5] = v;
   __syncthreads();
-  float total = 0.0f;
+  float total = C::identity();
 #pragma unroll
-  for (int w = 0; w < NT / 32; ++w) total += scratch[w];
+  for (int w = 0; w < NT / 32; ++w) total = C::apply(total, scratch[w]);
   __syncthreads();
   return total;
 }
-
-// The max of `v` over the block's NT threads, in every thread (block_sum with fmaxf).
+template <int NT>
+__device__ __forceinline__ float block_sum(float v, float* scratch, int tid) {
+  return block_reduce<SumOp, NT>(v, scratch, tid);
+}
+// The max of `v` over the block's NT threads, in every thread.
 template <int NT>
 __device__ __forceinline__ float block_max(float v, float* scratch, int tid) {
-#pragma unroll
-  for (int s = 16; s > 0; s >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, s));
-  if ((tid & 31) == 0) scratch[tid >> 5] = v;
-  __syncthreads();
-  float total = neg_inf();
-#pragma unroll
-  for (int w = 0; w < NT / 32; ++w) total = fmaxf(total, scratch[w]);
-  __syncthreads();
-  return total;
+  return block_reduce<MaxOp, NT>(v, scratch, tid);
 }
 
 }  // namespace mx
