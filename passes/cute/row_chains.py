@@ -107,7 +107,7 @@ class _Builder:
             return None
         shape = _shape(src)
         c = row_length(shape)
-        if c is None or op.dim.value.data != len(shape) - 1 or op.group.value.data != 1:
+        if not self.fits_length(c) or op.dim.value.data != len(shape) - 1 or op.group.value.data != 1:
             return None
         if math.prod(_shape(op.outs[0])) != 1 or self.block_threads(op) != self.nt:
             return None
