@@ -230,7 +230,7 @@ _UNARY_EXPR = {
     "sqrt": "sqrt(v)",
     "silu": "v / (one + exp(-v))",
     "sigmoid": "one / (one + exp(-v))",
-    "gelu": "half * v * (one + erf(v * rsqrt2))",
+    "gelu": "half * v * erfc(-v * rsqrt2)",  # erfc: no cancellation in the negative tail
     "relu": "fmax(v, zero)",
     "log": "log(v)",
     "clamp": "fmin(fmax(v, lo), hi)",

@@ -324,6 +324,14 @@ def test_row_chain_of_a_short_shared_row_is_not_formed() -> None:
 
 
 @needs_cxx
+def test_gelu_keeps_its_negative_tail() -> None:
+    """Fuzz seed 13 graph 7664: fp32 gelu of sums near -7 must be about -2e-11, not -0."""
+    case = _saved_case("fuzz_13_7664", "block")
+    out = check_emulated(FuzzCase(case.name, "block", "float32", case.module), seed=_seed_of(13, 7664))
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
+@needs_cxx
 @pytest.mark.xfail(strict=True, reason="fp16 squares of subnormal products underflow in the decomposed rms_norm")
 def test_rms_norm_of_subnormal_products() -> None:
     out = check_emulated(_saved_case("fuzz_12_893", "kernel"), seed=_seed_of(12, 893))

@@ -85,7 +85,9 @@ __device__ __forceinline__ float f_square(float x) { return x * x; }
 __device__ __forceinline__ float f_sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ float f_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ float f_silu(float x) { return x / (1.0f + expf(-x)); }
-__device__ __forceinline__ float f_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
+// gelu(x) = x/2 (1 + erf(x/sqrt2)) = x/2 erfc(-x/sqrt2): erfc keeps the negative tail exact
+// where 1 + erf cancels to 0 in fp32 (x = -7: -9e-12, not -0; fuzz seed 13 graph 7664)
+__device__ __forceinline__ float f_gelu(float x) { return 0.5f * x * erfcf(x * -0.70710678118654752440f); }
 __device__ __forceinline__ float f_relu(float x) { return fmaxf(x, 0.0f); }
 __device__ __forceinline__ float f_log(float x) { return logf(x); }
 __device__ __forceinline__ float f_clamp(float x, float lo, float hi) { return fminf(fmaxf(x, lo), hi); }
