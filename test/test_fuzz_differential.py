@@ -332,8 +332,10 @@ def test_gelu_keeps_its_negative_tail() -> None:
 
 
 @needs_cxx
-@pytest.mark.xfail(strict=True, reason="fp16 squares of subnormal products underflow in the decomposed rms_norm")
-def test_rms_norm_of_subnormal_products() -> None:
+def test_rms_norm_of_small_products() -> None:
+    """Fuzz seed 12 graph 893 (and seed 13 graph 8340): rms_norm of fp16 values near 1e-3.
+    Decomposed as mean(x^2) = (x^2 / n) summed, the scaled squares underflowed in fp16
+    (relative error 0.1); the sum now comes first and 1/n scales it in fp32."""
     out = check_emulated(_saved_case("fuzz_12_893", "kernel"), seed=_seed_of(12, 893))
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
 

@@ -95,14 +95,18 @@ def accumulator_ops(op: tb.ForloopAccumOp) -> list[Operation]:
 
 
 def rms_norm_ops(op: tb.RmsNormOp) -> list[Operation]:
-    """`tb.rms_norm(x)` -> square, mul_scalar(1/n), reduction(last), sqrt, div(x, .)."""
+    """`tb.rms_norm(x)` -> square, reduction(last), mul_scalar(1/n), sqrt, div(x, .).
+
+    The sum comes before the 1/n: the squares are stored in the tile's type, and scaled by
+    1/n first small ones underflow in fp16 (rms_norm of values near 1e-3 lost 9 %, fuzz seed
+    13 graph 8340); the reduction sums in fp32 and the scale joins its epilogue."""
     x: SSAValue = op.input
     last = len(shape_of(x)) - 1
     square = tb.SquareOp(x)
-    scaled = tb.MulScalarOp(square.result, 1.0 / shape_of(x)[last])
-    red = tb.ReductionOp(scaled.result, last)
-    sqrt = tb.SqrtOp(red.result)
-    return [square, scaled, red, sqrt, tb.DivOp(x, sqrt.result)]
+    red = tb.ReductionOp(square.result, last)
+    scaled = tb.MulScalarOp(red.result, 1.0 / shape_of(x)[last])
+    sqrt = tb.SqrtOp(scaled.result)
+    return [square, red, scaled, sqrt, tb.DivOp(x, sqrt.result)]
 
 
 class DecomposeAccumulator(RewritePattern):

@@ -78,7 +78,8 @@ func.func @all_kinds(%X: tensor<8x512xf32>) -> (tensor<8x1xf32>, tensor<8x1xf32>
 
 // -----
 
-// tb.rms_norm (after the loop here) -> square -> mul_scalar(1/24) -> reduction -> sqrt -> div;
+// tb.rms_norm (after the loop here) -> square -> reduction -> mul_scalar(1/24) -> sqrt -> div
+// (the sum before the 1/n: scaled fp16 squares underflow);
 // every new tile stays after_accum.
 func.func @tb_rms_norm(%X: tensor<2x4096xf16>, %W: tensor<4096x24xf16>) -> tensor<2x24xf16> {
   %O = kn.customized(%X, %W) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 32 : i64, reduction_dimx = 64 : i64} : (tensor<2x4096xf16>, tensor<4096x24xf16>) -> tensor<2x24xf16> {
@@ -96,9 +97,9 @@ func.func @tb_rms_norm(%X: tensor<2x4096xf16>, %W: tensor<4096x24xf16>) -> tenso
 // CHECK-LABEL: func.func @tb_rms_norm
 // CHECK:         %t5 = tb.forloop_accum nored %t4
 // CHECK-NEXT:    %[[SQ:.*]] = tb.square %t5 : !tb.stensor<2x24xf16, after_accum>
-// CHECK-NEXT:    %[[SC:.*]] = tb.mul_scalar %[[SQ]] {scalar = 0.041666666666666664 : f64} : !tb.stensor<2x24xf16, after_accum>
-// CHECK-NEXT:    %[[RED:.*]] = tb.reduction %[[SC]] {dim = 1 : i64} : !tb.stensor<2x24xf16, after_accum> -> !tb.stensor<2x1xf16, after_accum>
-// CHECK-NEXT:    %[[RMS:.*]] = tb.sqrt %[[RED]] : !tb.stensor<2x1xf16, after_accum>
+// CHECK-NEXT:    %[[RED:.*]] = tb.reduction %[[SQ]] {dim = 1 : i64} : !tb.stensor<2x24xf16, after_accum> -> !tb.stensor<2x1xf16, after_accum>
+// CHECK-NEXT:    %[[SC:.*]] = tb.mul_scalar %[[RED]] {scalar = 0.041666666666666664 : f64} : !tb.stensor<2x1xf16, after_accum>
+// CHECK-NEXT:    %[[RMS:.*]] = tb.sqrt %[[SC]] : !tb.stensor<2x1xf16, after_accum>
 // CHECK-NEXT:    %[[N:.*]] = tb.div %t5, %[[RMS]] : !tb.stensor<2x24xf16, after_accum>, !tb.stensor<2x1xf16, after_accum> -> !tb.stensor<2x24xf16, after_accum>
 // CHECK-NEXT:    tb.output %[[N]]
 // CHECK-NOT:     tb.rms_norm
