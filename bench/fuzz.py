@@ -927,38 +927,30 @@ GPU_RUN_TIMEOUT_S = 120.0
 
 
 class _GpuRunner:
-    """Runs each compiled graph in a separate GPU process, so a kernel that faults (an
-    illegal address leaves the CUDA context unusable for every later launch), hangs or
-    kills its process is one crash, not the end of the run: after a crash the process is
-    replaced.  The process only exists once a graph needs it (`--emulate` never starts one)."""
+    """Runs each compiled graph in a separate GPU process (driver/isolated.py), so a kernel
+    that faults, hangs or kills its process is one crash, not the end of the run: after a
+    crash the process is replaced.  It only starts once a graph needs it (`--emulate` never)."""
 
     def __init__(self, ctx: Any):
-        self.ctx = ctx
-        self.pool: Any = None
+        from mirage_xdsl.driver.isolated import IsolatedWorker
+
+        self.worker = IsolatedWorker(ctx)
 
     def run(self, ready: _Ready, out: Outcome) -> Outcome:
-        from concurrent.futures import ProcessPoolExecutor
+        from mirage_xdsl.driver.isolated import WorkerLost
 
-        if self.pool is None:
-            self.pool = ProcessPoolExecutor(max_workers=1, mp_context=self.ctx)
         try:
-            result: Outcome = self.pool.submit(_run_gpu_isolated, ready, out).result(timeout=GPU_RUN_TIMEOUT_S)
-        except Exception as err:  # noqa: BLE001 - a hung or killed GPU process: this graph's crash
-            self.close()
-            out.status, out.reason = "crash", f"GPU process: {type(err).__name__}"
-            out.message = f"the GPU run did not come back within {GPU_RUN_TIMEOUT_S:.0f} s or its process died ({err!r})"
+            result: Outcome = self.worker.call(_run_gpu_isolated, ready, out, timeout=GPU_RUN_TIMEOUT_S)
+        except WorkerLost as err:
+            out.status, out.reason = "crash", "GPU process lost"
+            out.message = f"the GPU run did not come back within {GPU_RUN_TIMEOUT_S:.0f} s or its process died ({err})"
             return out
         if result.status == "crash":
-            self.close()  # the context may be poisoned (sticky CUDA error)
+            self.worker.close()  # the context may be poisoned (sticky CUDA error)
         return result
 
     def close(self) -> None:
-        if self.pool is None:
-            return
-        for proc in list(getattr(self.pool, "_processes", {}).values()):
-            proc.kill()  # a hung kernel never returns: do not wait for it
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        self.pool = None
+        self.worker.close()
 
 
 def _summary(outcomes: Sequence[Outcome], count: int, elapsed: float) -> str:

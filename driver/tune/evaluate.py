@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mirage_xdsl.driver.isolated import IsolatedWorker, WorkerLost
 from mirage_xdsl.driver.tune.genetic import Build, Evaluation, synthetic_time_us
 from mirage_xdsl.driver.tune.space import Genome
 
@@ -174,7 +175,7 @@ class GpuEvaluator:
         isolate: bool = True,
     ):
         self.isolate = isolate
-        self._gpu: ProcessPoolExecutor | None = None
+        self._gpu: IsolatedWorker | None = None
         self.module = module
         self.func_name = func_name
         self.module_text = str(module)
@@ -239,24 +240,19 @@ class GpuEvaluator:
         import multiprocessing
 
         if self._gpu is None:
-            self._gpu = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init)
+            self._gpu = IsolatedWorker(multiprocessing.get_context("spawn"), initializer=_worker_init)
         config = (self.module_text, self.func_name, self.arch, self.runs, self.seed, self.atol_rel)
         try:
-            result: Evaluation = self._gpu.submit(_measure_isolated, config, build).result(timeout=MEASURE_TIMEOUT_S)
-        except Exception as err:  # noqa: BLE001 - the process died or hung: this genome's crash
-            self._end_gpu_process()
-            return Evaluation(build.genome, None, f"crashed the GPU process: {one_line(err)}")
+            result: Evaluation = self._gpu.call(_measure_isolated, config, build, timeout=MEASURE_TIMEOUT_S)
+        except WorkerLost as err:
+            return Evaluation(build.genome, None, f"{CRASHED}: {err}")
         if result.error and result.error.startswith(CRASHED):
             self._end_gpu_process()  # its CUDA context is broken: the next genome gets a fresh one
         return result
 
     def _end_gpu_process(self) -> None:
-        if self._gpu is None:
-            return
-        for proc in list(getattr(self._gpu, "_processes", {}).values()):
-            proc.kill()  # a hung kernel never returns
-        self._gpu.shutdown(wait=False, cancel_futures=True)
-        self._gpu = None
+        if self._gpu is not None:
+            self._gpu.close()
 
     def measure_here(self, build: Build) -> Evaluation:
         """`measure` in this process.

@@ -597,7 +597,7 @@ def compute_phases(
     return ph
 
 
-def phases_for(group: Group, ax: AxisInfo, loop_axis: int | None, online: bool = True) -> dict[int, str] | None:
+def phases_for(group: Group, ax: AxisInfo, loop_axis: int | None, online: bool = False) -> dict[int, str] | None:
     """`compute_phases`, or -- with `online`, where a max over the loop axis is read inside
     the loop (the softmax's `exp(x - max)`) -- the phases with that max running in the loop
     (`online_softmax`); None if neither is legal."""
