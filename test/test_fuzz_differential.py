@@ -344,3 +344,10 @@ def _seed_of(seed: int, index: int) -> int:
     from mirage_xdsl.bench.fuzz import _input_seed
 
     return _input_seed(seed, index)
+
+
+@needs_cxx
+@pytest.mark.xfail(strict=True, reason="fp16 squares of values near 1e-6 underflow in the decomposed rms_norm (0 / 0)")
+def test_rms_norm_of_tiny_values() -> None:
+    out = check_emulated(_saved_case("fuzz_14_337", "kernel"), seed=_seed_of(14, 337))
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
