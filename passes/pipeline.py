@@ -55,6 +55,7 @@ CUTE_DECISIONS = (
     "cute-weight-prefetch",
     "cute-row-chains",
     "cute-grid-sum-epilogue",
+    "cute-fuse-square-sum",
 )
 """Run after convert-tb-to-cute and cute-late-finisher, in this order (a later one may read an
 earlier one's attributes); none of them changes what cute-late-finisher reads."""
