@@ -89,13 +89,18 @@ def fusable_square(reduce: cute.ReduceOp) -> cute.ElementwiseOp | None:
 
 
 def fuse(square: cute.ElementwiseOp, reduce: cute.ReduceOp) -> None:
-    """Make `reduce` a `sum_squares` of `square`'s operand and erase `square` (and the second of
-    the two barriers around it, which then guard nothing)."""
+    """Make `reduce` a `sum_squares` of `square`'s operand and erase `square`, its tile's
+    `cute.smem_alloc` when nothing else uses it, and the second of the two barriers around it,
+    which then guard nothing."""
     reduce.operands = [square.ins[0], *reduce.outs]
     reduce.properties["kind"] = StringAttr("sum_squares")
     before, after = square.prev_op, square.next_op
+    tile = square.out
     square.detach()
     square.erase()
+    if isinstance(tile.owner, cute.SmemAllocOp) and not tile.uses:
+        tile.owner.detach()  # its tile is dead: no unused pointer in the printed kernel
+        tile.owner.erase()
     if isinstance(before, cute.BarrierOp) and isinstance(after, cute.BarrierOp):
         after.detach()
         after.erase()
