@@ -19,7 +19,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
-from mirage_xdsl.codegen.cuda_printer import CudaEmitError, print_module
+from mirage_xdsl.codegen.cuda_printer import print_module
+from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
 from mirage_xdsl.codegen.launch_plan import LaunchPlan
 
 PLAN_BEGIN = "/* mirage-launch-plan @"

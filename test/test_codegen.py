@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, bf16, f16, f
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException
 
-from mirage_xdsl.codegen import cuda_printer
+from mirage_xdsl.codegen import cuda_printer, kernel_resources
 from mirage_xdsl.codegen.cuda_target import CudaProgram, CudaTarget, emit_cuda, parse_plans
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan
 from mirage_xdsl.dialects import cute
@@ -318,7 +318,7 @@ def test_missing_attributes_name_the_pass() -> None:
 def test_emit_cuda_refuses_unlowered_ir() -> None:
     """The printer only prints: planned but unlowered threadblock graphs are an error that
     names the missing conversion, and the module is untouched."""
-    from mirage_xdsl.codegen.cuda_printer import CudaEmitError
+    from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     module = parse(RMSNORM_G0.read_text())
@@ -865,7 +865,7 @@ def test_sliced_k_emulated() -> None:
     lowered = module.clone()
     MirageTranspilePass().apply(make_ctx(), lowered)
     kernel = next(op for op in lowered.walk() if isinstance(op, cute.KernelOp))
-    slicing = cuda_printer.mma_slicing(kernel)
+    slicing = kernel_resources.mma_slicing(kernel)
     assert list(slicing.slices.values()) == [2]
     assert slicing.total == 1 * 2 * 32 * 4 * 4  # one extra slice of two warps, 4 floats per lane
     program = emit_cuda(lowered)
@@ -922,8 +922,8 @@ def test_register_accumulator_shares_the_ring_after_the_loop() -> None:
     with pytest.raises(DiagnosticException, match="planned in registers"):
         register_accumulators(kernel)
     del marked[0].attributes[cute.REG_ACCUM]  # a printer given a marked fill cute-register-accumulators did not keep
-    with pytest.raises(cuda_printer.CudaEmitError, match="planned in registers"):
-        cuda_printer.register_accumulators(kernel)
+    with pytest.raises(kernel_resources.CudaEmitError, match="planned in registers"):
+        kernel_resources.register_accumulators(kernel)
 
 
 def test_wide_block_emulated() -> None:
