@@ -281,7 +281,7 @@ class KNGraph:
     ) -> DTensor:
         """A graph input; `strides` in elements, outermost first (default row-major).
         `weight=True` marks it `kn.weight`: nothing queued on the stream before a launch
-        writes it, so the kernels may prefetch it (dialects/kn/ops.py `WEIGHT_ATTR`)."""
+        writes it, so the kernels may prefetch it (dialects/kn/tensors.py `WEIGHT_ATTR`)."""
         shape = _dims("new_input", dims)
         st = tiling.row_major_strides(shape) if strides is None else _ints("new_input", "strides", strides)
         if len(st) != len(shape) or any(s < 0 for s in st):

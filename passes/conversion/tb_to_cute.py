@@ -7,7 +7,7 @@ Input: the threadblock graph after `tb-plan-smem`, ops in execution order with `
 `tb.accum_in_reg`, `tb.iter_dim` on chain leaders, `tb.smem_size` on the customized op.
 A missing attribute is a located error naming the pass that writes it.
 
-Output (`dialects/cute/ops.py`), one straight-line program per kernel:
+Output (the `cute` dialect, `dialects/cute/`), one straight-line program per kernel:
 
     smem_alloc ...                    every materialised tile at its planned offset(s)
                                       (N stage buffers for a pipelined input)
