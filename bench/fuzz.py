@@ -81,7 +81,7 @@ TOLERANCE = {"float16": 1e-2, "bfloat16": 5e-2, "float32": 1e-4}
 DTYPE_WEIGHTS = (("float16", 6), ("float32", 3), ("bfloat16", 1))
 
 INPUT_SCALE = 0.5
-"""inputs are uniform in [-INPUT_SCALE, INPUT_SCALE) (`runtime.executable.random_inputs`)."""
+"""inputs are uniform in [-INPUT_SCALE, INPUT_SCALE) (`runtime.random_inputs.random_inputs`)."""
 
 EXP_MAX_SCALE = 2.5
 """`exp` (and sigmoid's positivity) only on values of magnitude <= this: exp keeps fp16's
@@ -690,7 +690,7 @@ def _reference(case: FuzzCase, plan: Any, seed: int) -> tuple[list[np.ndarray], 
     """Seeded inputs of `plan` (bf16 as bit patterns), the float64 reference outputs and
     their rounding noise."""
     from mirage_xdsl.reference.executor import run_reference
-    from mirage_xdsl.runtime.executable import numpy_values, random_inputs
+    from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
 
     inputs = random_inputs(plan.inputs, seed, scale=INPUT_SCALE)
     values = [numpy_values(x, s.dtype) for x, s in zip(inputs, plan.inputs)]
@@ -704,8 +704,8 @@ def _reference(case: FuzzCase, plan: Any, seed: int) -> tuple[list[np.ndarray], 
 
 
 def _emulate(program: Any, case: FuzzCase, inputs: Sequence[np.ndarray], cache_dir: str | os.PathLike[str] | None) -> list[np.ndarray]:
-    from mirage_xdsl.runtime.executable import numpy_values
     from mirage_xdsl.runtime.host_emulator import HostEmulator
+    from mirage_xdsl.runtime.random_inputs import numpy_values
 
     plan = program.plans[case.name]
     values = [numpy_values(x, s.dtype) if s.dtype == "bfloat16" else x for x, s in zip(inputs, plan.inputs)]
@@ -736,7 +736,7 @@ def check_gpu(
     failure."""
     from mirage_xdsl.codegen.cuda_target import emit_cuda
     from mirage_xdsl.driver.nvcc import compile_cuda
-    from mirage_xdsl.runtime.executable import detect_arch
+    from mirage_xdsl.runtime.interop import detect_arch
 
     out = Outcome(case.name, "ok", dtype=case.dtype, kind=case.kind)
     arch = detect_arch()
@@ -758,7 +758,7 @@ def _run_emulated(out: Outcome, case: FuzzCase, program: Any, seed: int, cache_d
         outs = _emulate(program, case, inputs, cache_dir)
     except Exception as err:  # noqa: BLE001 - a host build failure of generated code is a crash
         return _failed(out, err, rejected=False)
-    from mirage_xdsl.runtime.executable import numpy_values
+    from mirage_xdsl.runtime.random_inputs import numpy_values
 
     out.compiled = True
     plan = program.plans[case.name]
@@ -905,7 +905,8 @@ def _run_gpu(ready: _Ready, out: Outcome) -> None:
         import cupy  # type: ignore[import-not-found]
 
         from mirage_xdsl.bench.check import to_device
-        from mirage_xdsl.runtime.executable import CompiledGraph, numpy_values
+        from mirage_xdsl.runtime.executable import CompiledGraph
+        from mirage_xdsl.runtime.random_inputs import numpy_values
 
         graph = CompiledGraph(ready.plan, ready.cubin, source=ready.source, poison_outputs=True).load()
         outs = graph(*[to_device(cupy, x) for x in ready.inputs])
@@ -1021,7 +1022,7 @@ def run_fuzz(
     start = time.monotonic()
     indices = list(only) if only else list(range(count))
     if arch is None:
-        from mirage_xdsl.runtime.executable import detect_arch
+        from mirage_xdsl.runtime.interop import detect_arch
 
         arch = "sm_90" if emulate else detect_arch()
     jobs = jobs or max(1, (os.cpu_count() or 2) - (0 if emulate else 1))
@@ -1095,7 +1096,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.count < 0 or args.batch < 1:
         p.error("--count must be >= 0 and --batch >= 1")
     if not args.emulate:
-        from mirage_xdsl.runtime.executable import gpu_available
+        from mirage_xdsl.runtime.interop import gpu_available
 
         if not gpu_available():
             print("mirage_xdsl.bench.fuzz: error: no CUDA GPU found (use --emulate to run on the CPU)", file=sys.stderr)

@@ -120,7 +120,7 @@ class FileResult:
 def transpile_file(path: Path) -> FileResult:
     """Import a file and lower every candidate on its own (one failing candidate must not
     hide the others), then print all lowered candidates as ONE translation unit."""
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     res = FileResult(path)
@@ -488,7 +488,7 @@ softmax sums in fp16, which overflows for large logits (as in Mirage)."""
 def emulation_cases() -> list[tuple[str, str, float]]:
     if os.environ.get("MIRAGE_XDSL_EMULATE_ALL") != "1":
         return EMULATED
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
     cases = []
     for p in MUGRAPH_FILES:
@@ -505,7 +505,7 @@ def have_cxx() -> bool:
 
 
 def reference_outputs(stem: str, func_name: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
     from mirage_xdsl.reference.executor import run_reference
 
     module = load_mugraph_file(MUGRAPHS / f"{stem}.json")

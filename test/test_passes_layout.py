@@ -219,7 +219,7 @@ def test_rmsnorm_graph_0_optimum_by_brute_force() -> None:
 
 @pytest.mark.parametrize("name", ["rmsnorm_bs1", "rmsnorm_bs8", "gated_mlp", "lora"])
 def test_first_candidate_optimum_by_brute_force(mugraph_dir: Path, name: str) -> None:
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
     module = load_mugraph_file(mugraph_dir / f"{name}.json")
     first = next(op for op in module.walk() if isinstance(op, FuncOp))
@@ -355,7 +355,7 @@ def test_rms_norm_decomposition_keeps_fp16_range() -> None:
 
 @pytest.mark.parametrize("path", MUGRAPH_FILES, ids=lambda p: p.stem)
 def test_layout_pipeline_on_every_candidate(path: Path) -> None:
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
     module = load_mugraph_file(path)
     funcs = [op for op in module.walk() if isinstance(op, FuncOp)]

@@ -409,7 +409,7 @@ def test_all_candidates_fast(mugraph_dir) -> None:
 
     from xdsl.dialects import func
 
-    from mirage_xdsl.frontends.mugraph import import_mugraph
+    from mirage_xdsl.frontends.mugraph_import import import_mugraph
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     rejected, count, worst = [], 0, 0.0
