@@ -38,13 +38,9 @@ from mirage_xdsl.codegen.cuda_target import CudaProgram, CudaTarget, emit_cuda, 
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.driver.compile import make_context
-from mirage_xdsl.passes.conversion.tb_to_cute import (
-    ConvertTbToCutePass,
-    choose_thr_layout,
-    choose_tiled_mma,
-    parse_swizzle,
-    reduce_threads,
-)
+from mirage_xdsl.passes.conversion.tb_to_cute import ConvertTbToCutePass
+from mirage_xdsl.passes.conversion.tb_to_cute_base import parse_swizzle, reduce_threads
+from mirage_xdsl.passes.conversion.tiled_mma import choose_thr_layout, choose_tiled_mma
 from mirage_xdsl.passes.cute.register_accumulators import register_accumulators
 from mirage_xdsl.passes.pipeline import CuteDecisionsPass
 from mirage_xdsl.target.errors import SharedMemoryExceeded
@@ -566,7 +562,8 @@ def test_host_emulation_fma_fallback() -> None:
 def graph_misc_ops() -> ModuleOp:
     """sub/clamp/gelu/mul_scalar chain into nored, concat + sum_todimx, max of sigmoid, rms of
     relu, post-loop add, tb.rms_norm and pow."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("misc")
     X = g.new_input(dims=(64, 256), dtype="float16")
@@ -588,7 +585,8 @@ def graph_misc_ops() -> ModuleOp:
 
 def graph_online_softmax() -> ModuleOp:
     """Flash-attention style: running reduction_max, exp(s - m), rescale accumulators."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("osm")
     Q = g.new_input(dims=(2, 64, 64), dtype="float16")
@@ -613,7 +611,8 @@ def graph_online_softmax() -> ModuleOp:
 def graph_fp32_fma() -> ModuleOp:
     """fp32 operands (UniversalFMA), an exp epilogue on the matmul, and kernel-level silu +
     strided reduction library steps over the workspace."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("f32mm")
     X = g.new_input(dims=(24, 96), dtype="float32")
@@ -629,7 +628,8 @@ def graph_fp32_fma() -> ModuleOp:
 
 def graph_odd_matmul() -> ModuleOp:
     """M = 20, N = 12, K = 40 per block: nothing divides the 16x8x16 atom."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("odd")
     X = g.new_input(dims=(20, 120), dtype="float16")
@@ -678,7 +678,8 @@ def test_synthetic_graph_emulated(name: str) -> None:
 
 def looped_matmul_graph(name: str, n: int, forloop_range: int) -> ModuleOp:
     """X [16, 256] @ W [256, n]: two blocks over W's columns, a for-loop over K."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph(name)
     X = g.new_input(dims=(16, 256), dtype="float16")
@@ -754,7 +755,8 @@ def test_synthetic_graphs_compile() -> None:
 def graph_bf16_kernel_and_library() -> ModuleOp:
     """bf16 (how a data_type-941 muGraph file imports by default): a kernel-level matmul and
     exp next to a customized op (mha_bs1-style), so both kernels and kernel-level steps run."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("bf")
     X = g.new_input(dims=(2, 16, 64), dtype="bfloat16")
