@@ -8,7 +8,7 @@ from typing import Any
 # Public names re-exported lazily (`import mirage_xdsl` stays cheap: no xDSL/numpy import).
 _LAZY_EXPORTS: dict[str, str] = {
     "run_reference": "mirage_xdsl.reference.executor",
-    "ReferenceExecutionError": "mirage_xdsl.reference.executor",
+    "ReferenceExecutionError": "mirage_xdsl.reference.numpy_ops",
     "compile": "mirage_xdsl.driver.compile",
     "CompiledGraph": "mirage_xdsl.runtime.executable",
     "new_kernel_graph": "mirage_xdsl.frontends.builder",

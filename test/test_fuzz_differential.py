@@ -274,7 +274,7 @@ def test_compare_allows_rounding_noise_but_not_more() -> None:
 def test_storage_rounding_of_the_reference() -> None:
     from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, TensorType
 
-    from mirage_xdsl.reference.executor import round_to_storage
+    from mirage_xdsl.reference.numpy_ops import round_to_storage
 
     class _V:
         def __init__(self, elem: object) -> None:

@@ -24,7 +24,7 @@ from conftest import MUGRAPH_FILES
 from programs import PROGRAMS, match_output, relative_error
 
 import mirage_xdsl as mx
-from mirage_xdsl.reference.executor import ReferenceExecutionError, strided_sum
+from mirage_xdsl.reference.numpy_ops import ReferenceExecutionError, strided_sum
 
 TOL = 1e-6
 
