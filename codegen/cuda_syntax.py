@@ -24,6 +24,7 @@ class CudaEmitError(DiagnosticException):
 
 
 def printer_error(op: Operation, msg: str) -> CudaEmitError:
+    """The `CudaEmitError` (not raised) for `op`: `cuda target: <op name>: <msg>`."""
     return CudaEmitError(f"cuda target: {op.name}: {msg}")
 
 
@@ -38,6 +39,11 @@ def missing_decision(op: Operation, attr: str, pass_name: str) -> NoReturn:
 
 
 def c_type(elem: Attribute) -> str:
+    """The C++ type of a kernel element type (`mx::f16`, `mx::bf16`, `float`, `double`).
+
+    Raises:
+        ValueError: another element type.
+    """
     if isinstance(elem, Float16Type):
         return "mx::f16"
     if isinstance(elem, BFloat16Type):
@@ -78,6 +84,7 @@ def c_float(value: float) -> str:
 
 
 def c_ident(name: str) -> str:
+    """`name` as a C identifier: other characters become `_`, a leading digit gets `k_`."""
     ident = re.sub(r"[^A-Za-z0-9_]", "_", name)
     return ident if ident and not ident[0].isdigit() else f"k_{ident}"
 
@@ -95,6 +102,8 @@ def layout_t(dims: Sequence[int], strides: Sequence[int], swizzle: cute.SwizzleA
 
 
 def matrix_t(sr: int, sc: int, swizzle: cute.SwizzleAttr | None = None) -> str:
+    """`mx::M2<sr, sc[, B, M, S]>`: a 2-D shared matrix with row stride `sr` and column stride
+    `sc` (elements), swizzled when `swizzle` is an xor swizzle."""
     args = [str(sr), str(sc)]
     if swizzle is not None and swizzle.is_xor:
         args += [str(v) for v in swizzle.bms]
@@ -111,6 +120,9 @@ def copy_order(dims: Sequence[int], gstrides: Sequence[int]) -> list[int]:
 
 
 def smem_vec_ok(typ: cute.SmemTensorType, dim: int, vec: int) -> bool:
+    """Whether `vec`-element vectors along `dim` of a shared tile are contiguous and aligned:
+    unit stride along `dim`, every other stride a multiple of `vec`, and an xor swizzle that
+    leaves runs of at least `vec` elements."""
     strides = typ.strides
     if strides[dim] != 1:
         return False

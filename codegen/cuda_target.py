@@ -37,6 +37,7 @@ class CudaProgram:
 
     @property
     def kernel_names(self) -> list[str]:
+        """The `extern "C"` kernel names of `source`, in order."""
         return re.findall(r'extern "C" __global__ void __launch_bounds__\(\d+(?:, \d+)?\) (\w+)\(', self.source)
 
     def text(self) -> str:
@@ -87,4 +88,5 @@ class CudaTarget(Target):
     arch: str = "sm_90"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        """Write the CUDA source of `module` (launch plans in its trailing comment) to `output`."""
         output.write(emit_cuda(module, self.arch).text())

@@ -120,6 +120,7 @@ class GridSumPrinter(KernelPrinterBase):
             self.emit(f"mx::PartnerWords<{self.nt}, {partners}, {slot}, {n}> gw{j};  // the partners' {self.names[v]}")
 
     def load_partner_words(self) -> None:
+        """Load the partners' partial words of the grid sum from the grid-sum workspace (`gs_words`)."""
         op = self.grid_sum_op
         assert op is not None
         for j, base in enumerate(self.partial_bases(op).values()):

@@ -19,6 +19,7 @@ class MmaPrinter(KernelPrinterBase):
 
     @staticmethod
     def frag_info(frag: cute.FragmentType) -> tuple[int, int, str, int, int, int, bool]:
+        """(M, N, atom name, warp rows tg_m, warp cols tg_n, atom K, bf16?) of an MMA fragment."""
         m, n = frag.get_shape()
         mma = frag.mma
         atom = mma.atom_name
@@ -27,6 +28,8 @@ class MmaPrinter(KernelPrinterBase):
         return m, n, atom, tgm, tgn, ak, "BF16" in atom
 
     def mma_init(self, op: cute.MmaInitOp) -> None:
+        """Declare the register accumulator of `op` (`mx::MmaAcc`, sliced K when cute-slice-mma
+        sliced it, or `mx::FmaAcc` for UniversalFMA) and zero it."""
         frag = op.result.type
         assert isinstance(frag, cute.FragmentType)
         m, n, atom, tgm, tgn, ak, _ = self.frag_info(frag)
@@ -43,6 +46,7 @@ class MmaPrinter(KernelPrinterBase):
         self.emit(f"{name}.zero();")
 
     def mma(self, op: cute.MmaOp) -> None:
+        """One tiled MMA step `acc += A @ B` over the shared tiles (`mx::mma_run` / `mx::fma_run`)."""
         frag = op.acc.type
         assert isinstance(frag, cute.FragmentType)
         m, n, atom, tgm, tgn, ak, bf = self.frag_info(frag)
@@ -69,6 +73,8 @@ class MmaPrinter(KernelPrinterBase):
         )
 
     def mma_chain(self, op: cute.MmaChainOp) -> None:
+        """`P = epilogue(A @ B)` kept in registers, then `acc += P @ C` and `sum += P`
+        (`mx::mma_chain_run`)."""
         acc, total = op.acc.type, op.sum.type
         assert isinstance(acc, cute.FragmentType) and isinstance(total, cute.FragmentType)
         m, n1, atom, tgm, warps, _, bf = self.frag_info(total)
@@ -94,6 +100,8 @@ class MmaPrinter(KernelPrinterBase):
         self.emit(f"    [](float v) {{ return {value}; }});  // {atom}: P = epilogue(A @ B) stays in registers")
 
     def frag_store(self, op: cute.FragStoreOp) -> None:
+        """Store (or add / max into) a shared tile the accumulator after its epilogue
+        (`mx::mma_store` / `mx::fma_store`)."""
         frag = op.acc.type
         out = op.out.type
         assert isinstance(frag, cute.FragmentType) and isinstance(out, cute.SmemTensorType)
@@ -115,6 +123,8 @@ class MmaPrinter(KernelPrinterBase):
         self.emit(f"    [](float o, float v) {{ return {body}; }});")
 
     def square_sum_decl(self, square: SquareSum, reg: str) -> None:
+        """Declare and zero the tensor-core sum of squares that rides on register tile `reg`
+        (square_sum_mma.py)."""
         frag, ta = square.mma.acc.type, square.mma.a.type
         assert isinstance(frag, cute.FragmentType) and isinstance(ta, cute.SmemTensorType)
         bf16 = str("BF16" in frag.mma.atom_name).lower()

@@ -57,9 +57,11 @@ class KernelPrinterBase:
         self.skipped: set[Operation] = set()  # ops that a multi-op form above them replaced
 
     def emit(self, line: str) -> None:
+        """Append one line of C++ at the current indentation."""
         self.lines.append("  " * self.indent + line)
 
     def elem(self, value: SSAValue) -> Attribute:
+        """The element type of a shared tile or a kernel tensor."""
         typ = value.type
         if isinstance(typ, cute.SmemTensorType):
             return typ.element_type
@@ -86,6 +88,9 @@ class KernelPrinterBase:
         return self.names[value]
 
     def gmem_ptr(self, op: cute.CopyG2SOp | cute.CopyS2GOp, arg: SSAValue) -> str:
+        """C expression of the global address a copy of `arg` starts at: its block offsets, the
+        iteration's offset in the loop (or a prologue's fixed one), the late finisher's first split
+        iteration `gs_k0` on the split axis."""
         terms = []
         split_axis = self.grid_sum_op.grid_axis if self.late is not None and self.grid_sum_op is not None else -1
         for axis, off in enumerate(cute.dense_ints(op.block_offset)):
@@ -104,12 +109,14 @@ class KernelPrinterBase:
         return base if not terms else f"{base} + {' + '.join(terms)}"
 
     def natural_layout(self, typ: cute.SmemTensorType, order: Sequence[int] | None = None) -> str:
+        """`mx::L<...>` of a shared tile with modes in `order` (default: innermost first)."""
         rank = len(typ.get_shape())
         order = list(order) if order is not None else list(reversed(range(rank)))
         return layout_t([typ.get_shape()[d] for d in order], [typ.strides[d] for d in order], typ.swizzle)
 
     @staticmethod
     def apply_epilogue(expr: str, epilogue: ArrayAttr) -> str:
+        """`expr` with the unary epilogue functions applied in order (C expression)."""
         for fn in epilogue.data:
             assert isinstance(fn, cute.UnaryFnAttr)
             name, vals = fn.fn_name, fn.values
@@ -123,6 +130,8 @@ class KernelPrinterBase:
 
     @staticmethod
     def store_expr(mode: str, value: str, scale: str | None = None) -> tuple[str, bool]:
+        """(C expression of the new value from the old `o`, whether it reads `o`) for a store mode
+        (`store`, `add`, `max`, `rescale` by `scale`)."""
         if mode == "store":
             return value, False
         if mode == "add":
@@ -133,6 +142,7 @@ class KernelPrinterBase:
         return f"o * {scale} + ({value})", True
 
     def operand_layout(self, value: SSAValue, out_dims: Sequence[int], order: Sequence[int]) -> str:
+        """`mx::L<...>` reading `value`'s tile over `out_dims` in `order`: broadcast dims get stride 0."""
         typ = value.type
         assert isinstance(typ, cute.SmemTensorType)
         dims = typ.get_shape()
