@@ -37,7 +37,7 @@ class TunedRow:
         graph: the function of its plain kernel graph.
         best: the label of the best genome (None: no genome passed).
         best_us: its device time (µs, median of the timed replays).
-        default_us: the time of the pipeline's default genome `c0xr`, when the search
+        default_us: the time of the pipeline's default genome (`Genome()`), when the search
             evaluated it and it passed.
         evaluated: genomes with a verdict (cached ones included).
         failed: of those, how many failed.
@@ -142,7 +142,7 @@ def _f(value: float | None) -> str:
 def report_lines(rows: list[TunedRow], identity: str) -> list[str]:
     """The markdown table of `rows` (µs: device time of one run, median of the timed replays)."""
     out = [f"# mirage-bench --tune ({identity})", "",
-           "| workload | graph | best genome | best µs | default (c0xr) µs | speedup | evaluated | failed | s | note |",
+           "| workload | graph | best genome | best µs | default (c0xrf1) µs | speedup | evaluated | failed | s | note |",
            "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         speedup = f"{r.default_us / r.best_us:.2f}x" if r.default_us and r.best_us else "-"

@@ -335,7 +335,7 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
             if g > 32
             else "static_cast<float*>(nullptr)"
         )
-        fn = "reduce_max" if op.kind.data == "max" else "reduce_sum"
+        fn = {"sum": "reduce_sum", "sum_squares": "reduce_sum_squares", "max": "reduce_max"}[op.kind.data]
         self.emit(
             f"mx::{fn}<{self.nt}, {g}, {k}, {ks}, {lo}, {li}, {str(read).lower()}>("
             f"{self.tile_ptr(outs[0])}, {self.tile_ptr(op.input)}, {scratch}, tid,"

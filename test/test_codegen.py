@@ -200,8 +200,8 @@ def test_every_candidate_lowers(shared_results: dict[str, FileResult], stem: str
     kernels = [op for op in res.module.walk() if isinstance(op, cute.KernelOp)]
     assert len(res.program.kernel_names) == len(kernels)
     assert not any(op.name == "kn.customized" for op in res.module.walk())
-    for name in res.program.kernel_names:
-        assert f'extern "C" __global__ void __launch_bounds__(128) {name}(' in res.program.source
+    for name in res.program.kernel_names:  # saved graphs use 128 threads; generated ones (loose ops) may differ
+        assert re.search(rf'extern "C" __global__ void __launch_bounds__\(\d+(?:, \d+)?\) {name}\(', res.program.source), name
     # every launch refers to a printed kernel, with its own grid/block/smem
     printed = set(res.program.kernel_names)
     for plan in res.program.plans.values():
@@ -990,7 +990,9 @@ def test_grid_sum_emulated(reduce_partials: bool) -> None:
     text = (Path(__file__).parent / "data" / "split_k_grid_sum.mlir").read_text()
     module = Parser(make_ctx(), text).parse_module()
     lowered = module.clone()
-    MirageTranspilePass(reduce_partials=reduce_partials).apply(make_ctx(), lowered)
+    # equal splits (late_finisher=0): the last block to arrive sums (the late finisher's
+    # protocol has its own tests)
+    MirageTranspilePass(reduce_partials=reduce_partials, late_finisher=0).apply(make_ctx(), lowered)
     (grid_sum,) = [op for op in lowered.walk() if isinstance(op, cute.GridSumOp)]
     assert len(grid_sum.ins) == 2 and grid_sum.grid_axis == 1
     partial_shapes = sorted(tuple(v.type.get_shape()) for v in grid_sum.ins)

@@ -419,7 +419,7 @@ def test_all_candidates_fast(mugraph_dir) -> None:
                 rejected.append(f"{path.stem}/{fn.sym_name.data}")
             worst = max(worst, time.perf_counter() - start)
             count += 1
-    assert count == 112
+    assert count >= 112  # the six workloads' 112 graphs, plus mha/mqa/ntrans/single_* when present
     assert worst < 3.0
     # fp32 accumulators of whole-K tiles (forloop_range 1) exceed 227 KiB
     assert rejected == []  # graph 14 fits: forloop_range 1 keeps its accumulators in fp16

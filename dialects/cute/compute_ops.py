@@ -245,7 +245,8 @@ bytes of shared memory appended to the kernel's plan)."""
 class ReduceOp(CuteOp):
     """Reduce dim `dim` of `input` to `group` elements over STRIDED groups:
     `v[..., j, ...] = sum_k in[..., j + k*group, ...]` (kind `sum`), then epilogue and store.
-    Kind `max` (group 1) with one result is the plain max (`tb.reduce_max`), then epilogue
+    Kind `sum_squares` sums `in^2`, each square taken in fp32 (cute-fuse-square-sum: an fp16
+    tile of squares underflows below |x| ~ 2.4e-4).  Kind `max` (group 1) with one result is the plain max (`tb.reduce_max`), then epilogue
     and store; with two it is Mirage's running reduction_max: `outs = (max, diff)`,
     `new = max(max, max_k in)`, `diff = old - new`.  `threads` threads cooperate on each
     output element (a power of two <= 32, shuffle-reduced).  `{cute.reduce_threads = G}`:
@@ -290,8 +291,8 @@ class ReduceOp(CuteOp):
 
     def verify_(self) -> None:
         kind = self.kind.data
-        if kind not in ("sum", "max"):
-            raise rule_error(self, f"kind '{kind}' must be sum or max")
+        if kind not in ("sum", "sum_squares", "max"):
+            raise rule_error(self, f"kind '{kind}' must be sum, sum_squares or max")
         check_mode(self, self.mode)
         check_epilogue(self, self.epilogue)
         shape = smem_type(self.input).get_shape()

@@ -77,14 +77,14 @@ GENES: tuple[Gene, ...] = (
 @dataclass(frozen=True, order=True)
 class Genome:
     """One point of the space: a value for every gene (field names = pass option names).
-    `Genome()` is the pipeline's default (`c0xr`)."""
+    `Genome()` is the pipeline's default, `c0xrf1` (a label's absent letters mean off)."""
 
     candidate: int = 0
     stages: int = 0
     always_split: bool = True
     grid_sum: bool = True
     reduce_partials: bool = True
-    late_finisher: int = 0
+    late_finisher: int = 1
     lone_block_max_stages: int = DEFAULT_LONE_BLOCK_MAX_STAGES
     online_softmax: bool = False
 
@@ -170,7 +170,7 @@ SEED_VARIANTS: tuple[str, ...] = (
     tuple(f"c{rank}x" for rank in range(16))
     + ("c0s3x", "c0s4x")
     + tuple(f"c{rank}xr" for rank in range(8))
-    + ("c0s7xrf1", "c0xo")
+    + ("c0xrf1", "c0s7xrf1", "c0xo")
 )
 """The hand-picked variants `mirage-bench` has swept (its `DEFAULT_VARIANTS`, see
 bench/prepare.py for the measurements behind them): the tuner starts from them."""
@@ -238,14 +238,15 @@ class Space:
 
     def seeds(self, variants: Sequence[str] = SEED_VARIANTS) -> list[Genome]:
         """The seed genomes (from `variants`), repaired and without duplicates, ordered so
-        that a small population still gets a mix: by plan rank, then plain before the
-        stage/partials/finisher variants of that rank.
+        that a small population still gets a mix: the pipeline's default (`Genome()`, when a
+        variant names it) first, so every search measures it; then by plan rank, plain before
+        the stage/partials/finisher variants of that rank.
 
         Raises:
             SpaceError: a variant string does not follow the label syntax.
         """
         genomes = list(dict.fromkeys(self.repair(genome_from_label(v)) for v in variants))
-        return sorted(genomes, key=lambda g: (g.candidate, g.stages != 0, g.reduce_partials, g.late_finisher))
+        return sorted(genomes, key=lambda g: (g != Genome(), g.candidate, g.stages != 0, g.reduce_partials, g.late_finisher))
 
 
 SPACE = Space()

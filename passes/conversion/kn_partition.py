@@ -16,8 +16,11 @@ group into `kn.customized` op(s) whose threadblock graphs come from the planner 
    the sum of the tile sizes) and `kn.cost_estimate_us`.  Plans estimated above 40% of the
    shared-memory limit are checked with `tb-plan-smem` itself (passes 1-9 of
    mirage-transpile on a scratch copy); the cheapest plan that it fits is taken.  A group
-   that is a lone `kn.matmul` stays a library GEMM, as in Mirage; an unplannable op stays as
-   it is.  Ops of the function are then re-ordered topologically (stable).
+   that is an unplannable op stays as it is.  A group that is a lone `kn.matmul` (Mirage leaves every one to cuBLAS) is
+   generated too unless a library GEMM is estimated cheaper (`library_gemm_us`: compute-bound
+   shapes, where cuBLAS's wgmma kernels outrun our mma.sync ones); decode-shaped matmuls of a
+   few rows stream their weights and belong in a generated kernel.  Ops of the function are
+   then re-ordered topologically (stable).
 
 Options: `smem-limit` (bytes per block), `num-sms`, `allow-split`, `k-tiles` (for-loop tile
 candidates along the contracted dim), `candidate` (take the plan of this rank in estimated
@@ -32,10 +35,11 @@ counts; pass both passes the same value).
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, fields, replace
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import AnyFloat, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -280,15 +284,31 @@ def partition_function(func: FuncOp, planner: Planner, allow_split: bool = True,
         groups += [g for g in local if g]
     applied = []
     for members in groups:
-        if len(members) == 1 and isinstance(members[0], kn.MatmulOp):
-            continue
         plan = _plan(planner, members, allow_split, cache, rank)
         if plan is None:
             continue
+        if len(members) == 1 and isinstance(members[0], kn.MatmulOp):
+            best = _plan(planner, members, allow_split, cache)
+            if best is not None and library_gemm_us(members[0], planner.device) < best.cost_us:
+                continue
         apply_plan(members, plan)
         applied.append(plan)
     reorder_block(block)
     return applied
+
+
+def library_gemm_us(op: kn.MatmulOp, device: DeviceModel) -> float:
+    """Estimated time of `op` as a library GEMM (µs): one library call plus the slower of its
+    flops at cuBLAS's rate and its bytes (both operands and the result, each once) at HBM
+    bandwidth (`DeviceModel.library_gemm_flops_per_us`, `library_call_us`)."""
+    a, b = kn.shape_of(op.lhs), kn.shape_of(op.rhs)
+    out = kn.shape_of(op.result)
+    batch = math.prod(out[:-2])
+    flops = 2.0 * batch * out[-2] * out[-1] * a[-1]
+    elem = kn.element_type_of(op.result)
+    itemsize = elem.bitwidth // 8 if isinstance(elem, AnyFloat) else 2
+    nbytes = itemsize * (math.prod(a) + math.prod(b) + math.prod(out))
+    return device.library_call_us + max(flops / device.library_gemm_flops_per_us, nbytes / device.hbm_bytes_per_us)
 
 
 def apply_plan(members: list[Operation], plan: FusionPlan) -> list[kn.CustomizedOp]:

@@ -85,6 +85,12 @@ class DeviceModel:
     hbm_bytes_per_us: float = 4.0e6  # ~4 TB/s achievable
     l2_bytes_per_us: float = 1.0e7
     flops_per_us: float = 2.0e8  # fp16 mma.sync rate our kernels reach (a guess well below the ~660 TFLOP/s peak)
+    library_gemm_flops_per_us: float = 6.0e8
+    """fp16 rate of a library GEMM (cuBLAS through CuPy) on large shapes: torch.bmm reached 740
+    TFLOP/s on 4 x 4096^3 on an H100 (2026-11-25), about 600 at smaller sizes."""
+    library_call_us: float = 5.0
+    """Fixed cost of one library call in a compiled graph: an eager launch from the host that a
+    CUDA graph of the generated kernels cannot capture (runtime/library_ops.py)."""
     blocks_for_full_mma_rate: int = 4  # resident 128-thread blocks per SM that hide MMA latency
     register_chain_blocks_for_full_mma_rate: int = 2
     """The same for attention plans lowered to `cute.mma_chain` (P in registers,

@@ -45,7 +45,7 @@ def block_reduce_threads(op: cute.ReduceOp, nt: int) -> int:
     assert isinstance(out, cute.SmemTensorType)
     n_out = math.prod(out.get_shape())
     g = op.threads.value.data
-    plain = op.kind.data == "sum" or (op.kind.data == "max" and len(op.outs) == 1)  # not a running max
+    plain = op.kind.data in ("sum", "sum_squares") or (op.kind.data == "max" and len(op.outs) == 1)  # not a running max
     if not plain or n_out * 32 * 4 > nt:
         return g  # the warps of one output per warp already keep a quarter of the block busy
     wide = 1 << ((nt // n_out).bit_length() - 1)

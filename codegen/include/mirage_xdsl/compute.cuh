@@ -30,13 +30,22 @@ __device__ __forceinline__ void elementwise(TO* o, const TA* a, const TB* b, con
   });
 }
 
-// How reduce_rows / block_reduce combine values: a sum (identity 0) or a max (identity -inf).
+// How reduce_rows / block_reduce combine values: a sum (identity 0), a sum of squares (each
+// element squared in fp32 as it is read) or a max (identity -inf).  `in` maps an element read
+// from the tile; `apply` combines values, partial results included.
 struct SumOp {
   __device__ __forceinline__ static float identity() { return 0.0f; }
+  __device__ __forceinline__ static float in(float x) { return x; }
+  __device__ __forceinline__ static float apply(float a, float b) { return a + b; }
+};
+struct SumSquaresOp {
+  __device__ __forceinline__ static float identity() { return 0.0f; }
+  __device__ __forceinline__ static float in(float x) { return x * x; }
   __device__ __forceinline__ static float apply(float a, float b) { return a + b; }
 };
 struct MaxOp {
   __device__ __forceinline__ static float identity() { return neg_inf(); }
+  __device__ __forceinline__ static float in(float x) { return x; }
   __device__ __forceinline__ static float apply(float a, float b) { return fmaxf(a, b); }
 };
 
@@ -60,7 +69,7 @@ __device__ __forceinline__ void reduce_rows(TO* o, const TI* in, float* scratch,
     if (valid) {
       const int b = LI::raw(oi);
 #pragma unroll 4
-      for (int k = lane; k < K; k += G) acc = C::apply(acc, to_f(in[LI::swz(b + k * KS)]));
+      for (int k = lane; k < K; k += G) acc = C::apply(acc, C::in(to_f(in[LI::swz(b + k * KS)])));
     }
     if constexpr (G > 32) {
 #pragma unroll
@@ -93,6 +102,10 @@ __device__ __forceinline__ void reduce_rows(TO* o, const TI* in, float* scratch,
 template <int NT, int G, int K, int KS, class LO, class LI, bool READ, class TO, class TI, class F>
 __device__ __forceinline__ void reduce_sum(TO* o, const TI* in, float* scratch, int tid, F f) {
   reduce_rows<SumOp, NT, G, K, KS, LO, LI, READ>(o, in, scratch, tid, f);
+}
+template <int NT, int G, int K, int KS, class LO, class LI, bool READ, class TO, class TI, class F>
+__device__ __forceinline__ void reduce_sum_squares(TO* o, const TI* in, float* scratch, int tid, F f) {
+  reduce_rows<SumSquaresOp, NT, G, K, KS, LO, LI, READ>(o, in, scratch, tid, f);
 }
 template <int NT, int G, int K, int KS, class LO, class LI, bool READ, class TO, class TI, class F>
 __device__ __forceinline__ void reduce_max(TO* o, const TI* in, float* scratch, int tid, F f) {

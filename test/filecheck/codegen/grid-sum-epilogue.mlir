@@ -1,6 +1,6 @@
-// RUN: mirage-opt %s -p mirage-transpile -t cuda | filecheck %s
+// RUN: mirage-opt %s -p "mirage-transpile{late-finisher=0}" -t cuda | filecheck %s
 
-// The grid-sum epilogue in registers (passes/cute/grid_sum_epilogue.py): after the arrival the
+// The grid-sum epilogue in registers, with equal splits (late-finisher=0) (passes/cute/grid_sum_epilogue.py): after the arrival the
 // last block of each group loads the group's partial sums of both matmul tiles into
 // registers, applies silu and the product there, and writes the result straight to global
 // memory -- no shared tile for the sums, no elementwise pass, no output copy.
