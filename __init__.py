@@ -8,16 +8,16 @@ from typing import Any
 # Public names re-exported lazily (`import mirage_xdsl` stays cheap: no xDSL/numpy import).
 _LAZY_EXPORTS: dict[str, str] = {
     "run_reference": "mirage_xdsl.reference.executor",
-    "ReferenceExecutionError": "mirage_xdsl.reference.executor",
+    "ReferenceExecutionError": "mirage_xdsl.reference.numpy_ops",
     "compile": "mirage_xdsl.driver.compile",
     "CompiledGraph": "mirage_xdsl.runtime.executable",
     "new_kernel_graph": "mirage_xdsl.frontends.builder",
-    "new_threadblock_graph": "mirage_xdsl.frontends.builder",
+    "new_threadblock_graph": "mirage_xdsl.frontends.tb_builder",
     "KNGraph": "mirage_xdsl.frontends.builder",
-    "TBGraph": "mirage_xdsl.frontends.builder",
-    "DTensor": "mirage_xdsl.frontends.builder",
-    "STensor": "mirage_xdsl.frontends.builder",
-    "GraphBuildError": "mirage_xdsl.frontends.builder",
+    "TBGraph": "mirage_xdsl.frontends.tb_builder",
+    "DTensor": "mirage_xdsl.frontends.builder_common",
+    "STensor": "mirage_xdsl.frontends.builder_common",
+    "GraphBuildError": "mirage_xdsl.frontends.builder_common",
     "tc": "mirage_xdsl.frontends.tc",
     "TcError": "mirage_xdsl.frontends.tc",
 }

@@ -186,7 +186,8 @@ def run_workload(
     from mirage_xdsl.bench.check import device_sets, plan_bytes, relative_error, to_device
     from mirage_xdsl.bench.timing import bench_us, device_us, rotation_sets
     from mirage_xdsl.codegen.launch_plan import LaunchPlan
-    from mirage_xdsl.runtime.executable import CompiledGraph, numpy_values, random_inputs
+    from mirage_xdsl.runtime.executable import CompiledGraph
+    from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
 
     results: list[Result] = []
     by_graph: dict[tuple[str, str], Result] = {}

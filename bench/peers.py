@@ -86,13 +86,13 @@ def time_peers(
         import torch  # type: ignore[import-not-found]
     except ImportError as err:
         return fail(PEERS, f"torch is not installed ({err})")
-    from mirage_xdsl.runtime.executable import _to_torch, external_stream
+    from mirage_xdsl.runtime.interop import external_stream, to_torch
 
     fn = torch_workload_program(program_name)
     if fn is None:
         return fail(PEERS, f"no torch program known for '{program_name}'")
-    tsets = [[_to_torch(cupy, x, s.dtype) for x, s in zip(xs, specs)] for xs in sets]
-    tcheck = [_to_torch(cupy, x, s.dtype) for x, s in zip(check_inputs, specs)] if check_inputs is not None else None
+    tsets = [[to_torch(cupy, x, s.dtype) for x, s in zip(xs, specs)] for xs in sets]
+    tcheck = [to_torch(cupy, x, s.dtype) for x, s in zip(check_inputs, specs)] if check_inputs is not None else None
     tstream = external_stream(cupy, torch.cuda.current_stream().cuda_stream)
     n_sets = len(tsets)
     runs = sweep_sets(tsets)  # the sets in turn, as the graph of `ours dev` runs them

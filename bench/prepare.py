@@ -213,7 +213,7 @@ _MODULES: dict[str, Any] = {}
 def _module(path: str) -> Any:
     if path not in _MODULES:
         from mirage_xdsl.driver.load import load_module
-        from mirage_xdsl.frontends.mugraph import load_mugraph_file
+        from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
         _MODULES[path] = load_mugraph_file(path) if path.endswith(".json") else load_module(Path(path))
     return _MODULES[path]
@@ -284,7 +284,7 @@ def _reference_one(path: str, index: int, seed: int, specs_json: str) -> tuple[l
     """float64 reference outputs of graph `index` of `path` on the seeded inputs (in a worker)."""
     from mirage_xdsl.codegen.launch_plan import TensorSpec
     from mirage_xdsl.reference.executor import run_reference
-    from mirage_xdsl.runtime.executable import numpy_values, random_inputs
+    from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
 
     try:
         specs = [TensorSpec(**s) for s in json.loads(specs_json)]

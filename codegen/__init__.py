@@ -1,0 +1,1 @@
+"""Code generation: the CUDA printer of cute kernels, launch plans and the device header library."""

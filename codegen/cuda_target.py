@@ -19,7 +19,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
-from mirage_xdsl.codegen.cuda_printer import CudaEmitError, print_module
+from mirage_xdsl.codegen.cuda_printer import print_module
+from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
 from mirage_xdsl.codegen.launch_plan import LaunchPlan
 
 PLAN_BEGIN = "/* mirage-launch-plan @"
@@ -36,6 +37,7 @@ class CudaProgram:
 
     @property
     def kernel_names(self) -> list[str]:
+        """The `extern "C"` kernel names of `source`, in order."""
         return re.findall(r'extern "C" __global__ void __launch_bounds__\(\d+(?:, \d+)?\) (\w+)\(', self.source)
 
     def text(self) -> str:
@@ -86,4 +88,5 @@ class CudaTarget(Target):
     arch: str = "sm_90"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        """Write the CUDA source of `module` (launch plans in its trailing comment) to `output`."""
         output.write(emit_cuda(module, self.arch).text())

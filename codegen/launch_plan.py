@@ -86,10 +86,12 @@ class LaunchPlan:
     use, so launches of one compiled graph must not run concurrently on several streams."""
 
     def to_json(self) -> str:
+        """The plan as JSON (`from_json` reads it back)."""
         return json.dumps(asdict(self), indent=1)
 
     @staticmethod
     def from_json(text: str) -> LaunchPlan:
+        """The plan of `to_json`'s text."""
         raw = json.loads(text)
 
         def spec(d: dict | None) -> TensorSpec | None:

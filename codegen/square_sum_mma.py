@@ -2,7 +2,7 @@
 
 rms_norm(X) @ W accumulates, in its for-loop, both X @ W (cute.mma, X the A operand) and
 sum_k X[r, k]^2 (an elementwise `o + square(a) [* c]` into a register-resident accumulator,
-codegen/cuda_printer.register_accumulators).  The second equals the diagonal of X X^T, and
+codegen/kernel_resources.register_accumulators).  The second equals the diagonal of X X^T, and
 the B fragment of X^T is X's A fragment register for register, so the printer can replace
 the elementwise pass over the tile (one shared load and one FMA per element and thread) by
 one ldmatrix and two mma.sync per warp and k-step (`mx::SquareSumMma`, mma.cuh).  Measured

@@ -2,7 +2,7 @@
 
 A generated kernel calls `mx::wait_for_prior_grids()` (`griddepcontrol.wait`) before it touches
 global memory, because the previous kernel of the stream may still run.  Inputs marked
-`kn.weight` (dialects/kn/ops.py `WEIGHT_ATTR`) are promised not to be written by anything
+`kn.weight` (dialects/kn/tensors.py `WEIGHT_ATTR`) are promised not to be written by anything
 queued before the launch, so a kernel may issue the cp.async loads of its ring prologue for
 them *before* the wait: while the previous grid finishes its epilogue (a grid-sum combine, the
 output stores), this grid's first stages of W are already streaming.

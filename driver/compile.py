@@ -18,14 +18,10 @@ from typing import Any
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan
 from mirage_xdsl.driver.load import functions, select_function
 from mirage_xdsl.driver.tune.genetic import GAConfig
-from mirage_xdsl.runtime.executable import (
-    CompiledGraph,
-    _cupy,
-    detect_arch,
-    gpu_available,
-    random_inputs,
-)
+from mirage_xdsl.runtime.executable import CompiledGraph
+from mirage_xdsl.runtime.interop import detect_arch, gpu_available, import_cupy
 from mirage_xdsl.runtime.measure import device_us
+from mirage_xdsl.runtime.random_inputs import random_inputs
 
 
 @dataclass
@@ -257,7 +253,7 @@ def _autotuned(
             seen.add(prepared.program.source)
             variants.append(prepared)
     graphs = [_compiled(p, cache_dir, cuda_graph, poison_outputs) for p in variants]
-    cupy = _cupy()
+    cupy = import_cupy()
     sets = [[cupy.asarray(x) for x in random_inputs(first.plan.inputs, seed)] for seed in range(AUTOTUNE_SETS)]
     stream = cupy.cuda.get_current_stream()
 

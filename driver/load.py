@@ -16,7 +16,7 @@ def load_module(path: Path, era: str | None = None) -> Any:
 
     Args:
         path: the file.
-        era: for muGraph files, which Mirage JSON layout to read (see `frontends/mugraph.py`).
+        era: for muGraph files, which Mirage JSON layout to read (see `frontends/mugraph_schema.py`).
 
     Raises:
         ModuleLoadError: no such file, or the IR's top-level op is not a `builtin.module`.
@@ -28,7 +28,7 @@ def load_module(path: Path, era: str | None = None) -> Any:
     if not path.is_file():
         raise ModuleLoadError(f"{path}: no such file")
     if path.suffix.lower() == ".json":
-        from mirage_xdsl.frontends.mugraph import load_mugraph_file
+        from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
         return load_mugraph_file(path, era=era)
     from xdsl.dialects.builtin import ModuleOp

@@ -16,7 +16,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
-from mirage_xdsl.frontends.mugraph import export_mugraph
+from mirage_xdsl.frontends.mugraph_export import export_mugraph
 
 
 @dataclass(frozen=True)

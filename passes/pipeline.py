@@ -91,7 +91,7 @@ class MirageTranspilePass(ModulePass):
     whose estimates count that ring, so the plan chosen and the kernel built agree."""
     online_softmax: bool = False
     """Forwarded to `kn-fuse`: a max over the loop axis read inside the loop becomes a running
-    max with rescaled accumulators (one kernel; see `DeviceModel.online_softmax`)."""
+    max with rescaled accumulators (one kernel; see `plan_cost.DeviceModel.online_softmax`)."""
     late_finisher: int = 1
     """Forwarded to `cute-late-finisher` as `shift` (iterations each split-K partner hands to
     its group's finisher); 0 = equal splits combined by the last block to arrive.  On by
@@ -183,7 +183,7 @@ def fuse_plain_graphs(ctx: Context, module: ModuleOp, **fuse_options: object) ->
     reads a `kn.customized` result as an input). Keeps the order of the module's top-level ops."""
     from xdsl.dialects.func import FuncOp
 
-    from mirage_xdsl.passes.conversion.default_tb_graph import fusible_op
+    from mirage_xdsl.passes.conversion.plan_group import fusible_op
 
     def is_plain(top: object) -> bool:
         if not isinstance(top, FuncOp) or any(o.name == "cute.kernel" for o in top.walk()):

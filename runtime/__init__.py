@@ -14,9 +14,9 @@ from typing import Any
 
 _LAZY_EXPORTS: dict[str, str] = {
     "CompiledGraph": "mirage_xdsl.runtime.executable",
-    "InputError": "mirage_xdsl.runtime.executable",
-    "LaunchError": "mirage_xdsl.runtime.executable",
-    "gpu_available": "mirage_xdsl.runtime.executable",
+    "InputError": "mirage_xdsl.runtime.validate",
+    "LaunchError": "mirage_xdsl.runtime.validate",
+    "gpu_available": "mirage_xdsl.runtime.interop",
     "run_library_call": "mirage_xdsl.runtime.library_ops",
 }
 

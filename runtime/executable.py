@@ -43,6 +43,9 @@ and no aliasing check is needed.
 
 This module imports neither xDSL nor CuPy at import time: CuPy is imported on first load,
 xDSL only by `compile` (so a device machine can run saved plans + cubins without xDSL).
+
+Its helpers, one module each: `validate.py` (input and plan checks, `InputError`,
+`LaunchError`), `interop.py` (CuPy/torch, streams), `random_inputs.py` (seeded inputs).
 """
 
 from __future__ import annotations
@@ -58,383 +61,29 @@ from typing import Any
 import numpy as np
 
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
+from mirage_xdsl.runtime.interop import as_stream, from_torch, gpu_available, import_cupy, poison_value, strided_view, to_torch
 from mirage_xdsl.runtime.library_ops import run_library_call, storage_dtype
 from mirage_xdsl.runtime.programmatic_launch import ProgrammaticLaunch, one_wave_smem_bytes
-from mirage_xdsl.target import DEFAULT_SMEM_PER_BLOCK, SM90
+from mirage_xdsl.runtime.validate import (
+    DEFAULT_SMEM_LIMIT,
+    HOPPER_SMEM_OPTIN,
+    VECTOR_BYTES,
+    InputError,
+    LaunchError,
+    TensorInfo,
+    alloc_elements,
+    check_inputs,
+    check_plan,
+    contiguous_strides,
+    describe,
+    ref_spec,
+)
 
-__all__ = [
-    "CompiledGraph",
-    "InputError",
-    "LaunchError",
-    "VECTOR_BYTES",
-    "TensorInfo",
-    "alloc_elements",
-    "check_inputs",
-    "check_plan",
-    "contiguous_strides",
-    "describe",
-    "detect_arch",
-    "external_stream",
-    "gpu_available",
-    "graph_segments",
-    "random_inputs",
-]
+__all__ = ["CAPTURE_UNSAFE_OPS", "MAX_GRAPH_ENTRIES", "CompiledGraph", "graph_segments"]
 
-DEFAULT_SMEM_LIMIT = DEFAULT_SMEM_PER_BLOCK
-HOPPER_SMEM_OPTIN = SM90.smem_per_block_optin
-
-VECTOR_BYTES = 16
-"""Alignment (bytes) of every device input's data pointer: the kernels load tiles with 16-byte
-`cp.async` copies, which fault or read wrong data from an address that is not a multiple
-(PTX ISA, `cp.async`: the addresses must be aligned to the copy size)."""
 
 MAX_GRAPH_ENTRIES = 16
 """CUDA graphs kept per CompiledGraph (one per input-pointer set), least recently used dropped."""
-
-
-class InputError(ValueError):
-    """The inputs of a call do not match the compiled graph (number, shape, dtype, strides, device)."""
-
-
-class LaunchError(RuntimeError):
-    """The plan cannot run on this device (shared memory, threads, missing kernel or GPU)."""
-
-
-# ---------------------------------------------------------------------------------------
-# Pure helpers (no GPU needed)
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """What a call needs to know of an input: shape, element strides, dtype name, framework."""
-
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    dtype: str
-    framework: str  # "cupy" | "torch" | "numpy" | other module name
-    device: int | None = None
-    misalignment: int = 0
-    """bytes the data pointer lies past a `VECTOR_BYTES` boundary (0: aligned or unknown)"""
-
-
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """Row-major element strides of `shape`."""
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= max(int(d), 1)
-    return tuple(reversed(strides))
-
-
-def alloc_elements(shape: Sequence[int], strides: Sequence[int]) -> int:
-    """Elements a buffer needs to hold a tensor of `shape` with element `strides`."""
-    if any(d == 0 for d in shape):
-        return 0
-    return 1 + sum((d - 1) * s for d, s in zip(shape, strides))
-
-
-def _torch_dtype_name(dtype: Any) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def _data_pointer(x: Any, module: str) -> int | None:
-    """Address of the first element of a torch tensor, CuPy or numpy array (None: unknown)."""
-    try:
-        if module == "torch":
-            return int(x.data_ptr())
-        if module == "cupy":
-            return int(x.data.ptr)
-        return int(x.__array_interface__["data"][0])
-    except (AttributeError, TypeError, KeyError, ValueError):
-        return None
-
-
-def describe(x: Any) -> TensorInfo:
-    """Shape, element strides, dtype, framework, device and pointer alignment (`misalignment`,
-    bytes past a `VECTOR_BYTES` boundary) of a CuPy/numpy array or torch tensor.
-
-    Raises:
-        InputError: `x` is none of those.
-    """
-    module = type(x).__module__.split(".")[0]
-    pointer = _data_pointer(x, module)
-    misalignment = pointer % VECTOR_BYTES if pointer is not None else 0
-    if module == "torch":
-        device = x.device.index if x.is_cuda else None
-        framework = "torch" if x.is_cuda else "torch-cpu"
-        return TensorInfo(tuple(x.shape), tuple(x.stride()), _torch_dtype_name(x.dtype), framework, device, misalignment)
-    if hasattr(x, "strides") and hasattr(x, "dtype") and hasattr(x, "shape"):
-        dtype = np.dtype(x.dtype)
-        item = dtype.itemsize
-        strides = tuple(int(s) // item if int(s) % item == 0 else -1 for s in x.strides)
-        device = None
-        if module == "cupy":
-            device = int(x.device.id)
-        return TensorInfo(tuple(int(d) for d in x.shape), strides, dtype.name, module, device, misalignment)
-    raise InputError(f"unsupported input type {type(x).__module__}.{type(x).__name__}; pass CuPy arrays or torch CUDA tensors")
-
-
-def _strides_match(shape: Sequence[int], got: Sequence[int], want: Sequence[int]) -> bool:
-    if any(d == 0 for d in shape):
-        return True
-    return all(d == 1 or g == w for d, g, w in zip(shape, got, want))
-
-
-def _dtype_matches(info: TensorInfo, dtype: str) -> bool:
-    """numpy and CuPy have no bfloat16: their bf16 tensors are uint16 arrays of the bits
-    (the convention of runtime/library_ops.py); torch tensors must carry the dtype itself."""
-    if info.dtype == dtype:
-        return True
-    return dtype == "bfloat16" and info.dtype == "uint16" and info.framework in ("numpy", "cupy")
-
-
-def check_inputs(
-    plan: LaunchPlan,
-    infos: Sequence[TensorInfo],
-    names: Sequence[str | None] | None = None,
-    *,
-    require_gpu: bool = False,
-) -> None:
-    """Check `infos` against the plan's inputs: number, shape, dtype, element strides
-    (strides of size-1 dims are ignored: they never address memory) and, for device tensors
-    (CuPy, torch CUDA), a data pointer aligned to `VECTOR_BYTES` (16 bytes).  Strides need no
-    check of their own: they must equal the compiled ones, whose rows the plan aligned.
-
-    Raises:
-        InputError: a mismatch, naming the input and the fix (for a misaligned view: its
-            pointer offset in bytes, and to pass a copy in a fresh buffer).
-    """
-    names = list(names or [])
-
-    def label(i: int) -> str:
-        name = names[i] if i < len(names) else None
-        return f"input {i} ({name})" if name else f"input {i}"
-
-    if len(infos) != len(plan.inputs):
-        raise InputError(f"{plan.func_name} takes {len(plan.inputs)} inputs, got {len(infos)}")
-    for i, (info, spec) in enumerate(zip(infos, plan.inputs)):
-        if require_gpu and info.framework not in ("cupy", "torch"):
-            hint = " (a CPU tensor: move it with .cuda())" if info.framework == "torch-cpu" else ""
-            raise InputError(f"{label(i)}: a {info.framework} array{hint}; pass a CuPy array or a torch CUDA tensor")
-        if tuple(info.shape) != tuple(spec.shape):
-            raise InputError(f"{label(i)}: shape {tuple(info.shape)} but the graph was compiled for {tuple(spec.shape)}")
-        if not _dtype_matches(info, spec.dtype):
-            raise InputError(f"{label(i)}: dtype {info.dtype} but the graph was compiled for {spec.dtype}")
-        if not _strides_match(spec.shape, info.strides, spec.strides):
-            if tuple(spec.strides) == contiguous_strides(spec.shape):
-                fix = "pass a contiguous tensor"
-            else:
-                fix = f"pass a tensor with strides {tuple(spec.strides)} (e.g. through as_strided)"
-            raise InputError(
-                f"{label(i)}: strides {tuple(info.strides)} but the graph was compiled for {tuple(spec.strides)}; {fix}"
-            )
-        if info.misalignment and info.framework in ("cupy", "torch") and all(d > 0 for d in spec.shape):
-            raise InputError(_misaligned_message(label(i), info))
-    devices = {info.device for info in infos if info.device is not None}
-    if len(devices) > 1:
-        raise InputError(f"inputs are on several devices {sorted(devices)}; put them on one GPU")
-
-
-def _misaligned_message(label: str, info: TensorInfo) -> str:
-    """Why a misaligned view is refused, and how to pass it (`.contiguous()` and
-    `cupy.ascontiguousarray` keep a view that is already contiguous where it is)."""
-    copy = "x.clone()" if info.framework == "torch" else "x.copy()"
-    return (
-        f"{label}: data pointer is {info.misalignment} bytes past a {VECTOR_BYTES}-byte boundary "
-        f"(a view at an offset into its buffer); the kernels load inputs with {VECTOR_BYTES}-byte cp.async, "
-        f"so pass a copy in a fresh buffer ({copy}; .contiguous() / cupy.ascontiguousarray keep a contiguous view where it is)"
-    )
-
-
-def _ref_spec(plan: LaunchPlan, ref: TensorRef) -> TensorSpec | None:
-    if ref.kind == "input":
-        return plan.inputs[ref.index]
-    if ref.kind == "output":
-        return plan.outputs[ref.index]
-    return ref.spec
-
-
-def check_plan(
-    plan: LaunchPlan,
-    *,
-    max_smem_optin: int = HOPPER_SMEM_OPTIN,
-    kernel_static_smem: dict[str, int] | None = None,
-    kernel_max_threads: dict[str, int] | None = None,
-) -> None:
-    """Check that the plan can run on a device: references, threads, grid and shared memory.
-
-    The grid limits (x < 2^31, y and z <= 65535) and the default of 1024 threads per block
-    are CUDA's for every compute capability since 3.0 (CUDA C++ Programming Guide, "Compute
-    Capabilities", table "Technical Specifications per Compute Capability").
-
-    Args:
-        plan: the launch plan.
-        max_smem_optin: dynamic + static shared memory one block may use (bytes; the
-            device's opt-in maximum, sm_90: 227 KiB).
-        kernel_static_smem: kernel name -> static shared memory (bytes), where known.
-        kernel_max_threads: kernel name -> the most threads per block the loaded kernel
-            allows (its registers may allow fewer than 1024).
-
-    Raises:
-        LaunchError: a reference out of range or outside the workspace or the counters, a
-            library call whose workspace tensors have no spec, too many threads per block,
-            a grid outside CUDA's limits, or a launch over `max_smem_optin`.
-    """
-    static = kernel_static_smem or {}
-    max_threads = kernel_max_threads or {}
-    for si, step in enumerate(plan.steps):
-        refs = step.args + (step.results if isinstance(step, LibraryCall) else ())
-        where = f"{plan.func_name}: step {si} ({step.kernel if isinstance(step, KernelLaunch) else step.op})"
-        for ref in refs:
-            if ref.kind == "input" and not 0 <= ref.index < len(plan.inputs):
-                raise LaunchError(f"{where}: input {ref.index} does not exist ({len(plan.inputs)} inputs)")
-            if ref.kind == "output" and not 0 <= ref.index < len(plan.outputs):
-                raise LaunchError(f"{where}: output {ref.index} does not exist ({len(plan.outputs)} outputs)")
-            if ref.kind == "workspace":
-                size = 0
-                if ref.spec is not None:
-                    size = alloc_elements(ref.spec.shape, ref.spec.strides) * storage_dtype(ref.spec.dtype).itemsize
-                if ref.offset < 0 or ref.offset + size > plan.workspace_bytes:
-                    raise LaunchError(
-                        f"{where}: workspace slice [{ref.offset}, {ref.offset + size}) lies outside the "
-                        f"{plan.workspace_bytes}-byte workspace"
-                    )
-            if ref.kind == "counters" and not (0 <= ref.offset and ref.offset + 4 <= 4 * plan.counters):
-                raise LaunchError(f"{where}: counter at byte {ref.offset} lies outside the plan's {plan.counters} counters")
-            if ref.kind == "counters" and not isinstance(step, KernelLaunch):
-                raise LaunchError(f"{where}: only generated kernels take the grid-sum counters")
-            if ref.kind not in ("input", "output", "workspace", "counters"):
-                raise LaunchError(f"{where}: unknown tensor reference kind '{ref.kind}'")
-        if isinstance(step, LibraryCall) and any(
-            r.kind == "workspace" and r.spec is None for r in step.args + step.results
-        ):
-            raise LaunchError(f"{where}: a library call needs the spec (shape/strides/dtype) of its workspace tensors")
-        if isinstance(step, KernelLaunch):
-            threads = math.prod(step.block)
-            limit = max_threads.get(step.kernel, 1024)
-            if threads > limit or threads < 1:
-                raise LaunchError(
-                    f"{where}: block {tuple(step.block)} has {threads} threads; the kernel allows at most {limit} per block"
-                )
-            gx, gy, gz = step.grid
-            if not (1 <= gx < 2**31 and 1 <= gy <= 65535 and 1 <= gz <= 65535):
-                raise LaunchError(f"{where}: grid {tuple(step.grid)} is outside CUDA's limits (x < 2^31, y, z <= 65535)")
-            need = step.smem_bytes + static.get(step.kernel, 0)
-            if need > max_smem_optin:
-                extra = f" (+ {static[step.kernel]} static)" if static.get(step.kernel) else ""
-                raise LaunchError(
-                    f"{where}: needs {step.smem_bytes} bytes of dynamic shared memory{extra} per block but the "
-                    f"device allows {max_smem_optin}; choose a smaller tile (grid/forloop) for this graph"
-                )
-
-
-def random_inputs(specs: Sequence[TensorSpec], seed: int, scale: float = 0.5) -> list[np.ndarray]:
-    """Seeded random inputs (uniform in [-scale, scale)) with the specs' shapes, dtypes and
-    strides, as numpy arrays (bfloat16 as its uint16 bit pattern, see `numpy_values`)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for spec in specs:
-        n = alloc_elements(spec.shape, spec.strides)
-        if spec.dtype in ("int8", "uint16"):
-            lo, hi = (-8, 8) if spec.dtype == "int8" else (0, 16)
-            flat = rng.integers(lo, hi, size=n).astype(spec.dtype)
-        else:
-            values = rng.uniform(-scale, scale, size=n)
-            if spec.dtype == "bfloat16":
-                f = values.astype(np.float32)
-                flat = (f.view(np.uint32) >> 16).astype(np.uint16)  # truncation keeps |x| <= scale
-            else:
-                flat = values.astype(spec.dtype)
-        item = flat.dtype.itemsize
-        out.append(np.lib.stride_tricks.as_strided(flat, spec.shape, tuple(s * item for s in spec.strides)))
-    return out
-
-
-def numpy_values(x: np.ndarray, dtype_name: str) -> np.ndarray:
-    """float64 values of a numpy array holding a tensor of plan dtype `dtype_name`."""
-    if dtype_name == "bfloat16":
-        return (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    return x.astype(np.float64)
-
-
-# ---------------------------------------------------------------------------------------
-# GPU helpers
-
-
-def _cupy() -> Any:
-    try:
-        import cupy  # type: ignore[import-not-found]
-    except ImportError as err:
-        raise LaunchError(f"CuPy is needed to run compiled graphs ({err}); install cupy-cuda13x") from None
-    return cupy
-
-
-def gpu_available() -> bool:
-    """True when CuPy is importable and reports at least one CUDA device."""
-    try:
-        import cupy  # type: ignore[import-not-found]
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - no CuPy, no driver, no device
-        return False
-
-
-def detect_arch(default: str = "sm_90") -> str:
-    """`sm_XY` of the current CUDA device, or `default` without a GPU."""
-    if not gpu_available():
-        return default
-    cupy = _cupy()
-    cc = str(cupy.cuda.Device().compute_capability)
-    return f"sm_{cc}"
-
-
-def _poison_value(dtype_name: str) -> Any:
-    if dtype_name == "bfloat16":
-        return 0x7FC0  # bf16 quiet NaN bit pattern in the uint16 storage
-    if dtype_name in ("float16", "float32", "float64"):
-        return float("nan")
-    return np.iinfo(np.dtype(dtype_name)).max
-
-
-def _strided_view(cupy: Any, flat: Any, spec: TensorSpec) -> Any:
-    item = flat.dtype.itemsize
-    return cupy.lib.stride_tricks.as_strided(flat, tuple(spec.shape), tuple(s * item for s in spec.strides))
-
-
-def _to_torch(cupy: Any, arr: Any, dtype_name: str) -> Any:
-    import torch  # type: ignore[import-not-found]
-
-    if dtype_name == "bfloat16":
-        return torch.from_dlpack(arr.view(cupy.int16)).view(torch.bfloat16)
-    if dtype_name == "uint16":
-        return torch.from_dlpack(arr.view(cupy.int16)).view(torch.uint16)
-    return torch.from_dlpack(arr)
-
-
-def _from_torch(cupy: Any, t: Any, dtype_name: str) -> Any:
-    import torch  # type: ignore[import-not-found]
-
-    t = t.detach()
-    if dtype_name in ("bfloat16", "uint16"):
-        return cupy.from_dlpack(t.view(torch.int16)).view(cupy.uint16)
-    return cupy.from_dlpack(t)
-
-
-def _as_stream(cupy: Any, stream: Any, framework: str) -> Any:
-    """The CuPy stream object for `stream` (None: the caller's current stream)."""
-    if stream is None:
-        if framework == "torch":
-            import torch  # type: ignore[import-not-found]
-
-            return external_stream(cupy, torch.cuda.current_stream().cuda_stream)
-        return cupy.cuda.get_current_stream()
-    if isinstance(stream, (cupy.cuda.Stream, cupy.cuda.ExternalStream)):
-        return stream
-    if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
-        return external_stream(cupy, stream.cuda_stream)
-    if isinstance(stream, int):
-        return external_stream(cupy, stream)
-    raise InputError(f"stream must be a CuPy stream, a torch CUDA stream or a cudaStream_t int, got {type(stream).__name__}")
 
 
 CAPTURE_UNSAFE_OPS = frozenset({"matmul"})
@@ -455,24 +104,6 @@ def graph_segments(steps: Sequence[KernelLaunch | LibraryCall]) -> list[tuple[st
     return segments
 
 
-def external_stream(cupy: Any, ptr: int) -> Any:
-    """`cupy.cuda.ExternalStream(ptr)` without CuPy 14's deprecation warning (cached per
-    pointer and device)."""
-    key = (int(ptr), cupy.cuda.runtime.getDevice())
-    cached = _EXTERNAL_STREAMS.get(key)
-    if cached is None:
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            cached = cupy.cuda.ExternalStream(int(ptr), key[1])
-        _EXTERNAL_STREAMS[key] = cached
-    return cached
-
-
-_EXTERNAL_STREAMS: dict[tuple[int, int], Any] = {}
-
-
 @dataclass
 class _GraphEntry:
     segments: list[tuple[str, list[Any], Any]]
@@ -482,10 +113,6 @@ class _GraphEntry:
     flats: list[Any]
     workspace: Any
     pool: Any
-
-
-# ---------------------------------------------------------------------------------------
-# The compiled graph
 
 
 class CompiledGraph:
@@ -579,7 +206,7 @@ class CompiledGraph:
         """
         if self._module is not None:
             return self
-        cupy = _cupy()
+        cupy = import_cupy()
         if not gpu_available():
             raise LaunchError("no CUDA GPU found: the graph is compiled but cannot run here")
         device = cupy.cuda.Device()
@@ -681,7 +308,7 @@ class CompiledGraph:
         """
         if self._module is None:
             self.load()
-        cupy = _cupy()
+        cupy = import_cupy()
         ins = self._fast_inputs(cupy, inputs)
         if ins is not None and stream is None and cupy.cuda.runtime.getDevice() == self._device:
             # the common case (CuPy arrays laid out as compiled, current device and stream)
@@ -689,10 +316,10 @@ class CompiledGraph:
         infos = self.check(*inputs)
         framework = infos[0].framework if infos else "cupy"
         with cupy.cuda.Device(self._device):
-            cstream = _as_stream(cupy, stream, framework)
+            cstream = as_stream(cupy, stream, framework)
             with cstream:
                 ins = [
-                    _from_torch(cupy, x, spec.dtype) if info.framework == "torch" else self._cupy_input(cupy, x, spec)
+                    from_torch(cupy, x, spec.dtype) if info.framework == "torch" else self._cupy_input(cupy, x, spec)
                     for x, info, spec in zip(inputs, infos, self.plan.inputs)
                 ]
                 return self._run(cupy, cstream, ins, framework)
@@ -763,7 +390,7 @@ class CompiledGraph:
                 continue
             flat = cupy.empty(alloc_elements(spec.shape, spec.strides), dtype=dt)
             flats.append(flat)
-            outs.append(_strided_view(cupy, flat, spec))
+            outs.append(strided_view(cupy, flat, spec))
         return outs, flats
 
     def _alloc_workspace(self, cupy: Any) -> Any:
@@ -771,11 +398,11 @@ class CompiledGraph:
 
     def _poison(self, flats: Sequence[Any]) -> None:
         for flat, spec in zip(flats, self.plan.outputs):
-            flat.fill(_poison_value(spec.dtype))
+            flat.fill(poison_value(spec.dtype))
 
     def _export(self, cupy: Any, outs: list[Any], framework: str) -> list[Any]:
         if framework == "torch":
-            return [_to_torch(cupy, o, spec.dtype) for o, spec in zip(outs, self.plan.outputs)]
+            return [to_torch(cupy, o, spec.dtype) for o, spec in zip(outs, self.plan.outputs)]
         return outs
 
     def _resolve(self, cupy: Any, ref: TensorRef, ins: Sequence[Any], outs: Sequence[Any], ws: Any) -> Any:
@@ -789,7 +416,7 @@ class CompiledGraph:
         dt = storage_dtype(spec.dtype)
         n = alloc_elements(spec.shape, spec.strides)
         flat = ws[ref.offset : ref.offset + n * dt.itemsize].view(dt)
-        return _strided_view(cupy, flat, spec)
+        return strided_view(cupy, flat, spec)
 
     def _run_steps(
         self, cupy: Any, ins: Sequence[Any], outs: Sequence[Any], ws: Any, steps: Sequence[Any] | None = None
@@ -819,8 +446,8 @@ class CompiledGraph:
                     args,
                     results,
                     cupy,
-                    [_ref_spec(plan, r).dtype for r in step.args],  # type: ignore[union-attr]
-                    [_ref_spec(plan, r).dtype for r in step.results],  # type: ignore[union-attr]
+                    [ref_spec(plan, r).dtype for r in step.args],  # type: ignore[union-attr]
+                    [ref_spec(plan, r).dtype for r in step.results],  # type: ignore[union-attr]
                 )
 
     def _programmatic(self, step: KernelLaunch) -> ProgrammaticLaunch:
@@ -885,7 +512,7 @@ class CompiledGraph:
             InputError: an input set does not match the plan (see `check`).
         """
         self.load()
-        cupy = _cupy()
+        cupy = import_cupy()
         if any(kind == "eager" for kind, _ in graph_segments(self.plan.steps)):
             raise LaunchError(f"{self.func_name}: the plan has library matmuls, which CuPy cannot capture")
         bound = []

@@ -156,7 +156,7 @@ def _span_bytes(spec: TensorSpec) -> int:
 
 
 def _unary(op: str, x: np.ndarray, params: dict) -> np.ndarray:
-    from mirage_xdsl.reference.executor import UNARY
+    from mirage_xdsl.reference.numpy_ops import UNARY
 
     if op == "clamp":
         return np.clip(x, params["min"], params["max"])
@@ -166,7 +166,7 @@ def _unary(op: str, x: np.ndarray, params: dict) -> np.ndarray:
 
 
 def _library(call: LibraryCall, args: list[np.ndarray]) -> list[np.ndarray]:
-    from mirage_xdsl.reference.executor import BINARY, rms_normalize, strided_sum
+    from mirage_xdsl.reference.numpy_ops import BINARY, rms_normalize, strided_sum
 
     xs = [a.astype(np.float64) for a in args]
     op, p = call.op, call.params

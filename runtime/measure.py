@@ -95,7 +95,7 @@ def device_us(
     Raises:
         InputError: an input set does not match the graph's plan (`CompiledGraph.check`).
     """
-    from mirage_xdsl.runtime.executable import LaunchError
+    from mirage_xdsl.runtime.validate import LaunchError
 
     runs = sweep_sets(sets, launches)
     try:
@@ -124,7 +124,7 @@ def relative_error(outs: Sequence[np.ndarray], refs: Sequence[np.ndarray]) -> fl
 
 def to_device(cupy: Any, x: np.ndarray) -> Any:
     """Copy a numpy array to the GPU with the same element strides (padding left zero)."""
-    from mirage_xdsl.runtime.executable import alloc_elements
+    from mirage_xdsl.runtime.validate import alloc_elements
 
     item = x.itemsize
     strides = tuple(s // item for s in x.strides)
@@ -136,8 +136,8 @@ def to_device(cupy: Any, x: np.ndarray) -> Any:
 
 def plan_bytes(specs: Sequence[Any]) -> int:
     """Bytes of the allocations of `specs` (plan TensorSpecs, strides included)."""
-    from mirage_xdsl.runtime.executable import alloc_elements
     from mirage_xdsl.runtime.library_ops import storage_dtype
+    from mirage_xdsl.runtime.validate import alloc_elements
 
     return sum(alloc_elements(s.shape, s.strides) * storage_dtype(s.dtype).itemsize for s in specs)
 
@@ -145,8 +145,8 @@ def plan_bytes(specs: Sequence[Any]) -> int:
 def device_sets(cupy: Any, specs: Sequence[Any], n: int) -> list[list[Any]]:
     """`n` input sets for timing, drawn on the GPU (uniform(-0.5, 0.5) floats, small ints),
     laid out with the specs' strides: the values only need to be realistic."""
-    from mirage_xdsl.runtime.executable import alloc_elements
     from mirage_xdsl.runtime.library_ops import storage_dtype
+    from mirage_xdsl.runtime.validate import alloc_elements
 
     sets = []
     for _ in range(n):

@@ -1,9 +1,10 @@
 """The target model: what the compiler assumes about the GPU.
 
-One place for the device limits that the planner (`passes/conversion/default_tb_graph.py`),
+One place for the device limits that the planner (`passes/conversion/plan_cost.py`),
 the verifiers (`dialects/cute`), the printer (`codegen/`), the host emulator and the runtime
 all read (`device.py`, importable without xDSL), and the errors raised when a kernel
-exceeds them (`errors.py`). The cost model's constants (`DeviceModel` in the planner) build on these.
+exceeds them (`errors.py`). The cost model's constants (`DeviceModel` in
+`passes/conversion/plan_cost.py`) build on these.
 """
 
 from mirage_xdsl.target.device import (  # noqa: F401

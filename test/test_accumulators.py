@@ -28,7 +28,8 @@ def _graph(kind: str, dtype: str) -> ModuleOp:
     ITERS iterations, its result the output. The rescale kinds take `exp(diff)` of a running
     max as in online softmax, with the max itself unused in the loop (the case whose storage
     was reused)."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("acc")
     X = g.new_input(dims=(GRID * ROWS, ITERS * COLS), dtype=dtype)

@@ -10,7 +10,7 @@ import pytest
 from programs import relative_error, rmsnorm_linear
 
 import mirage_xdsl as mx
-from mirage_xdsl.frontends.builder import GraphBuildError
+from mirage_xdsl.frontends.builder_common import GraphBuildError
 
 
 def build_rmsnorm_g0():

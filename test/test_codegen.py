@@ -33,18 +33,14 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, bf16, f16, f
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException
 
-from mirage_xdsl.codegen import cuda_printer
+from mirage_xdsl.codegen import cuda_printer, kernel_resources
 from mirage_xdsl.codegen.cuda_target import CudaProgram, CudaTarget, emit_cuda, parse_plans
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.driver.compile import make_context
-from mirage_xdsl.passes.conversion.tb_to_cute import (
-    ConvertTbToCutePass,
-    choose_thr_layout,
-    choose_tiled_mma,
-    parse_swizzle,
-    reduce_threads,
-)
+from mirage_xdsl.passes.conversion.tb_to_cute import ConvertTbToCutePass
+from mirage_xdsl.passes.conversion.tb_to_cute_base import parse_swizzle, reduce_threads
+from mirage_xdsl.passes.conversion.tiled_mma import choose_thr_layout, choose_tiled_mma
 from mirage_xdsl.passes.cute.register_accumulators import register_accumulators
 from mirage_xdsl.passes.pipeline import CuteDecisionsPass
 from mirage_xdsl.target.errors import SharedMemoryExceeded
@@ -120,7 +116,7 @@ class FileResult:
 def transpile_file(path: Path) -> FileResult:
     """Import a file and lower every candidate on its own (one failing candidate must not
     hide the others), then print all lowered candidates as ONE translation unit."""
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     res = FileResult(path)
@@ -318,7 +314,7 @@ def test_missing_attributes_name_the_pass() -> None:
 def test_emit_cuda_refuses_unlowered_ir() -> None:
     """The printer only prints: planned but unlowered threadblock graphs are an error that
     names the missing conversion, and the module is untouched."""
-    from mirage_xdsl.codegen.cuda_printer import CudaEmitError
+    from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     module = parse(RMSNORM_G0.read_text())
@@ -488,7 +484,7 @@ softmax sums in fp16, which overflows for large logits (as in Mirage)."""
 def emulation_cases() -> list[tuple[str, str, float]]:
     if os.environ.get("MIRAGE_XDSL_EMULATE_ALL") != "1":
         return EMULATED
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
     cases = []
     for p in MUGRAPH_FILES:
@@ -505,7 +501,7 @@ def have_cxx() -> bool:
 
 
 def reference_outputs(stem: str, func_name: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
     from mirage_xdsl.reference.executor import run_reference
 
     module = load_mugraph_file(MUGRAPHS / f"{stem}.json")
@@ -566,7 +562,8 @@ def test_host_emulation_fma_fallback() -> None:
 def graph_misc_ops() -> ModuleOp:
     """sub/clamp/gelu/mul_scalar chain into nored, concat + sum_todimx, max of sigmoid, rms of
     relu, post-loop add, tb.rms_norm and pow."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("misc")
     X = g.new_input(dims=(64, 256), dtype="float16")
@@ -588,7 +585,8 @@ def graph_misc_ops() -> ModuleOp:
 
 def graph_online_softmax() -> ModuleOp:
     """Flash-attention style: running reduction_max, exp(s - m), rescale accumulators."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("osm")
     Q = g.new_input(dims=(2, 64, 64), dtype="float16")
@@ -613,7 +611,8 @@ def graph_online_softmax() -> ModuleOp:
 def graph_fp32_fma() -> ModuleOp:
     """fp32 operands (UniversalFMA), an exp epilogue on the matmul, and kernel-level silu +
     strided reduction library steps over the workspace."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("f32mm")
     X = g.new_input(dims=(24, 96), dtype="float32")
@@ -629,7 +628,8 @@ def graph_fp32_fma() -> ModuleOp:
 
 def graph_odd_matmul() -> ModuleOp:
     """M = 20, N = 12, K = 40 per block: nothing divides the 16x8x16 atom."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("odd")
     X = g.new_input(dims=(20, 120), dtype="float16")
@@ -678,7 +678,8 @@ def test_synthetic_graph_emulated(name: str) -> None:
 
 def looped_matmul_graph(name: str, n: int, forloop_range: int) -> ModuleOp:
     """X [16, 256] @ W [256, n]: two blocks over W's columns, a for-loop over K."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph(name)
     X = g.new_input(dims=(16, 256), dtype="float16")
@@ -754,7 +755,8 @@ def test_synthetic_graphs_compile() -> None:
 def graph_bf16_kernel_and_library() -> ModuleOp:
     """bf16 (how a data_type-941 muGraph file imports by default): a kernel-level matmul and
     exp next to a customized op (mha_bs1-style), so both kernels and kernel-level steps run."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("bf")
     X = g.new_input(dims=(2, 16, 64), dtype="bfloat16")
@@ -865,7 +867,7 @@ def test_sliced_k_emulated() -> None:
     lowered = module.clone()
     MirageTranspilePass().apply(make_ctx(), lowered)
     kernel = next(op for op in lowered.walk() if isinstance(op, cute.KernelOp))
-    slicing = cuda_printer.mma_slicing(kernel)
+    slicing = kernel_resources.mma_slicing(kernel)
     assert list(slicing.slices.values()) == [2]
     assert slicing.total == 1 * 2 * 32 * 4 * 4  # one extra slice of two warps, 4 floats per lane
     program = emit_cuda(lowered)
@@ -922,8 +924,8 @@ def test_register_accumulator_shares_the_ring_after_the_loop() -> None:
     with pytest.raises(DiagnosticException, match="planned in registers"):
         register_accumulators(kernel)
     del marked[0].attributes[cute.REG_ACCUM]  # a printer given a marked fill cute-register-accumulators did not keep
-    with pytest.raises(cuda_printer.CudaEmitError, match="planned in registers"):
-        cuda_printer.register_accumulators(kernel)
+    with pytest.raises(kernel_resources.CudaEmitError, match="planned in registers"):
+        kernel_resources.register_accumulators(kernel)
 
 
 def test_wide_block_emulated() -> None:

@@ -18,7 +18,8 @@ from conftest import run_tool
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from mirage_xdsl.bench.fuzz import FuzzCase, check_emulated, compare, graphs, random_graph, reason_of
+from mirage_xdsl.bench.fuzz_check import check_emulated, compare, reason_of
+from mirage_xdsl.bench.fuzz_graphs import FuzzCase, graphs, random_graph
 from mirage_xdsl.runtime.host_emulator import find_cxx
 
 needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="no host C++ compiler")
@@ -121,7 +122,8 @@ def graph_dead_accumulator(dtype: str = "float16") -> object:
     """A forloop accumulator nothing reads (`dead`) next to used ones: tb-plan-smem gave it a
     lifetime of one level, so it shared storage with the loop's `x * x`, which every
     iteration's max-accumulate then overwrote (relative error ~1e3; fuzz seed 7 graph 43)."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("dead_acc")
     X = g.new_input(dims=(32, 64), dtype=dtype)
@@ -141,7 +143,8 @@ def graph_unused_invariant_input(dtype: str = "float32") -> object:
     """A loop-invariant input (forloop_dim -1) nothing reads: its load and the clear of the
     accumulator run in the same phase before the loop's first barrier, but tb-plan-smem let
     them share storage (a race: the accumulator started from C's values; seed 7 graph 623)."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("unused_c")
     X = g.new_input(dims=(8, 128), dtype=dtype)
@@ -161,7 +164,8 @@ def graph_one_row_two_accumulators(dtype: str = "float32") -> object:
     (`mx::RegTile`) but planned the two accumulates as a register row chain
     (passes/cute/row_chains.py) before it knew which tiles live in registers, so the chain
     read and wrote the never-cleared shared buffers and every output was NaN."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("row_two_acc")
     X = g.new_input(dims=(1, 384), dtype=dtype)
@@ -178,7 +182,8 @@ def graph_dead_register_accumulator(dtype: str = "float16") -> object:
     cute-register-accumulators: tb-plan-smem let the dead one's buffer end with the loop, so
     its write-back after the loop landed on a live accumulator's tile (NaN and wrong rows;
     fuzz seed 10 graphs 169 and 9604)."""
-    from mirage_xdsl.frontends.builder import new_kernel_graph, new_threadblock_graph
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
 
     g = new_kernel_graph("dead_reg_acc")
     X = g.new_input(dims=(32, 256), dtype=dtype)
@@ -205,7 +210,7 @@ def test_ill_conditioned_rows_are_not_judged() -> None:
     """An rms_norm of the difference of two nearly equal tiles (fuzz seed 10 graphs 4122,
     9946): rounding alone moves a row by more than its size, a kernel's 0 / 0 there is no
     bug; the other rows are still held to the tolerance."""
-    from mirage_xdsl.bench.fuzz import compare
+    from mirage_xdsl.bench.fuzz_check import compare
 
     ref = np.array([[1.0, -1.0], [1.0, 2.0]])
     rounded = np.array([[0.0, -1.7], [1.0, 2.0]])
@@ -249,15 +254,15 @@ def test_cancellation_is_judged_against_rounding_noise() -> None:
     64 and the max near 0.7: fp16's spacing at 64 leaves a relative error of 0.05 in any
     kernel that stores the sum, the storage-rounded reference shows the same, so the graph
     is accepted (it was reported as a mismatch before the noise was taken into account)."""
-    from mirage_xdsl.bench import fuzz
+    from mirage_xdsl.bench import fuzz, fuzz_check, fuzz_graphs
 
-    out = fuzz.check_emulated(fuzz.case_of(1, 223), seed=fuzz._input_seed(1, 223))
+    out = fuzz_check.check_emulated(fuzz.case_of(1, 223), seed=fuzz._input_seed(1, 223))
     assert out.status == "ok", out.message
-    assert out.error > fuzz.TOLERANCE["float16"]
+    assert out.error > fuzz_graphs.TOLERANCE["float16"]
 
 
 def test_compare_allows_rounding_noise_but_not_more() -> None:
-    from mirage_xdsl.bench.fuzz import compare
+    from mirage_xdsl.bench.fuzz_check import compare
 
     ref = np.array([1.0, 2.0, 4.0])
     out = ref + np.array([0.0, 0.3, 0.0])
@@ -269,7 +274,7 @@ def test_compare_allows_rounding_noise_but_not_more() -> None:
 def test_storage_rounding_of_the_reference() -> None:
     from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, TensorType
 
-    from mirage_xdsl.reference.executor import round_to_storage
+    from mirage_xdsl.reference.numpy_ops import round_to_storage
 
     class _V:
         def __init__(self, elem: object) -> None:
@@ -282,7 +287,7 @@ def test_storage_rounding_of_the_reference() -> None:
 
 
 def test_compare_with_an_all_zero_reference_uses_the_absolute_error() -> None:
-    from mirage_xdsl.bench.fuzz import compare
+    from mirage_xdsl.bench.fuzz_check import compare
 
     ref = np.zeros(4)
     assert compare([ref + 2e-4], [ref], "float16")[0]

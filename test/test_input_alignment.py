@@ -17,7 +17,8 @@ import pytest
 
 from mirage_xdsl.codegen.launch_plan import LaunchPlan, LibraryCall, TensorRef, TensorSpec
 from mirage_xdsl.runtime import executable
-from mirage_xdsl.runtime.executable import VECTOR_BYTES, CompiledGraph, InputError, check_inputs, describe
+from mirage_xdsl.runtime.executable import CompiledGraph
+from mirage_xdsl.runtime.validate import VECTOR_BYTES, InputError, check_inputs, describe
 
 SHAPE = (4, 8)
 
@@ -104,7 +105,7 @@ def test_call_refuses_misaligned_input_before_any_launch(monkeypatch: pytest.Mon
     through: it falls back to the full check, which names it."""
     graph = CompiledGraph(exp_plan(), None, input_names=["X"])
     graph._module, graph._device = True, 0  # as if loaded on device 0
-    monkeypatch.setattr(executable, "_cupy", _fake_cupy)
+    monkeypatch.setattr(executable, "import_cupy", _fake_cupy)
     launched: list[Any] = []
     monkeypatch.setattr(graph, "_run", lambda *args: launched.append(args) or [])
     assert graph._fast_inputs(_fake_cupy(), [FakeCupyArray(0x7F0000000100)]) is not None

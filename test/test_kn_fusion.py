@@ -28,16 +28,12 @@ from xdsl.parser import Parser
 from mirage_xdsl.dialects import kn, tb
 from mirage_xdsl.dialects.kn import Kernel
 from mirage_xdsl.dialects.tb import Threadblock
-from mirage_xdsl.passes.conversion.default_tb_graph import (
-    DeviceModel,
-    Planner,
-    analyse_axes,
-    compute_phases,
-    fusible_op,
-    group_from_ops,
-)
+from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.kn_fuse import KnFusePass
 from mirage_xdsl.passes.conversion.kn_partition import KnPartitionPass
+from mirage_xdsl.passes.conversion.plan_analysis import analyse_axes, compute_phases
+from mirage_xdsl.passes.conversion.plan_cost import DeviceModel
+from mirage_xdsl.passes.conversion.plan_group import fusible_op, group_from_ops
 from mirage_xdsl.passes.kn.expand_composites import KnExpandCompositesPass, KnRecognizeCompositesPass
 from mirage_xdsl.passes.kn.simplify import KnSimplifyPass
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
@@ -561,7 +557,7 @@ def test_register_chain_plans_are_costed_with_fewer_blocks() -> None:
     attention are never register chains."""
     planner = Planner(DeviceModel())
     plans = planner.candidates(_planned_group("gqa"))
-    chains = [fp for fp in plans if planner.keeps_p_in_registers(fp.kernels[0])]
+    chains = [fp for fp in plans if planner.cost.keeps_p_in_registers(fp.kernels[0])]
     assert chains and plans[0] in chains
     for fp in chains:
         k = fp.kernels[0]
@@ -576,4 +572,4 @@ def test_register_chain_plans_are_costed_with_fewer_blocks() -> None:
     same = next(fp for fp in four if fp.kernels[0].grid == best.grid and fp.kernels[0].tiles == best.tiles)
     assert plans[0].cost_us < same.cost_us
     rms = Planner(DeviceModel())
-    assert not any(rms.keeps_p_in_registers(fp.kernels[0]) for fp in rms.candidates(_planned_group("rmsnorm_linear")))
+    assert not any(rms.cost.keeps_p_in_registers(fp.kernels[0]) for fp in rms.candidates(_planned_group("rmsnorm_linear")))

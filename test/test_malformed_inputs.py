@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mirage_xdsl as mx
-from mirage_xdsl.frontends.builder import GraphBuildError
+from mirage_xdsl.frontends.builder_common import GraphBuildError
 from mirage_xdsl.tools.mirage_opt import main as mirage_opt_main
 
 ROOT = Path(__file__).resolve().parents[1]

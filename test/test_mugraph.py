@@ -1,4 +1,4 @@
-"""Saved-muGraph JSON frontend (`frontends/mugraph.py`) and `-t mugraph` target."""
+"""Saved-muGraph JSON frontend (`frontends/mugraph_import.py`, `mugraph_export.py`) and `-t mugraph` target."""
 
 from __future__ import annotations
 
@@ -21,14 +21,9 @@ from xdsl.parser import Parser
 from mirage_xdsl.dialects import kn, tb
 from mirage_xdsl.dialects.kn import Kernel
 from mirage_xdsl.dialects.tb import STensorType, Threadblock
-from mirage_xdsl.frontends.mugraph import (
-    MugraphExportError,
-    MugraphImportError,
-    detect_era,
-    export_mugraph,
-    import_mugraph,
-    load_mugraph_file,
-)
+from mirage_xdsl.frontends.mugraph_export import export_mugraph
+from mirage_xdsl.frontends.mugraph_import import import_mugraph, load_mugraph_file
+from mirage_xdsl.frontends.mugraph_schema import MugraphExportError, MugraphImportError, detect_era
 
 GRAPH_COUNTS = {
     "gated_mlp.json": 32,

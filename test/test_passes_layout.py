@@ -30,6 +30,7 @@ from mirage_xdsl.dialects.kn import Kernel
 from mirage_xdsl.dialects.tb import Threadblock
 from mirage_xdsl.passes import get_all_passes
 from mirage_xdsl.passes.kn.plan_workspace import Buffer, overlaps, plan
+from mirage_xdsl.passes.tb import layout_problem as lp
 from mirage_xdsl.passes.tb import resolve_layout as rl
 from mirage_xdsl.passes.tb.fusion_chains import chain_members, compute_chains
 from mirage_xdsl.passes.tb.layout_math import calc_tensor_strides, innermost_of_strides, physical_num_elems
@@ -123,7 +124,7 @@ def test_innermost_of_strides() -> None:
 # tb-resolve-layout: Z3 versus brute force
 
 
-def random_graph(rng: random.Random) -> rl.LayoutGraph:
+def random_graph(rng: random.Random) -> lp.LayoutGraph:
     """A small random layout graph whose search space can be enumerated."""
     sizes = (1, 2, 3, 8, 24)
     rank = rng.choice((1, 2, 2, 3))
@@ -131,79 +132,79 @@ def random_graph(rng: random.Random) -> rl.LayoutGraph:
     for _ in range(rng.randint(2, 5)):
         on_chip = rng.random() < 0.6
         shape = tuple(rng.choice(sizes) for _ in range(rank))
-        tensors.append(rl.TensorDesc(shape, on_chip, rng.choice((2, 4))))
+        tensors.append(lp.TensorDesc(shape, on_chip, rng.choice((2, 4))))
     dts = [i for i, t in enumerate(tensors) if not t.on_chip]
     sts = [i for i, t in enumerate(tensors) if t.on_chip]
-    ops: list[rl.OpDesc] = []
+    ops: list[lp.OpDesc] = []
     for _ in range(rng.randint(1, 6)):
         kind = rng.choice(("fix", "kn_matmul", "kn_same", "kn_reduction", "tb_input", "tb_output", "tb_matmul", "tb_iter"))
         if kind == "fix" and dts:
-            ops.append(rl.OpDesc("fix", (rng.choice(dts),), rng.randrange(rank)))
+            ops.append(lp.OpDesc("fix", (rng.choice(dts),), rng.randrange(rank)))
         elif kind in ("kn_matmul", "kn_same") and len(dts) >= 2:
-            ops.append(rl.OpDesc(kind, tuple(rng.sample(dts, rng.randint(2, min(3, len(dts)))))))
+            ops.append(lp.OpDesc(kind, tuple(rng.sample(dts, rng.randint(2, min(3, len(dts)))))))
         elif kind == "kn_reduction" and dts:
-            ops.append(rl.OpDesc(kind, (rng.choice(dts),), rng.randrange(rank)))
+            ops.append(lp.OpDesc(kind, (rng.choice(dts),), rng.randrange(rank)))
         elif kind == "tb_input" and dts and sts:
-            ops.append(rl.OpDesc(kind, (rng.choice(dts), rng.choice(sts))))
+            ops.append(lp.OpDesc(kind, (rng.choice(dts), rng.choice(sts))))
         elif kind == "tb_output" and dts and sts:
-            ops.append(rl.OpDesc(kind, (rng.choice(sts), rng.choice(dts))))
+            ops.append(lp.OpDesc(kind, (rng.choice(sts), rng.choice(dts))))
         elif kind == "tb_matmul" and sts:
-            ops.append(rl.OpDesc(kind, tuple(rng.choice(sts) for _ in range(3))))
+            ops.append(lp.OpDesc(kind, tuple(rng.choice(sts) for _ in range(3))))
         elif kind == "tb_iter" and sts:
             dim = rng.choice((-1, rng.randrange(rank)))
-            ops.append(rl.OpDesc(kind, tuple(rng.sample(sts, rng.randint(1, min(3, len(sts))))), dim))
-    return rl.LayoutGraph(tuple(tensors), tuple(ops))
+            ops.append(lp.OpDesc(kind, tuple(rng.sample(sts, rng.randint(1, min(3, len(sts))))), dim))
+    return lp.LayoutGraph(tuple(tensors), tuple(ops))
 
 
-def search_space(prob: rl.LayoutProblem) -> int:
+def search_space(prob: lp.LayoutProblem) -> int:
     return math.prod(len(c.domain) for c in prob.choices)
 
 
-def small_random_problems(count: int, limit: int) -> list[rl.LayoutProblem]:
+def small_random_problems(count: int, limit: int) -> list[lp.LayoutProblem]:
     rng = random.Random(2024)
-    problems: list[rl.LayoutProblem] = []
+    problems: list[lp.LayoutProblem] = []
     while len(problems) < count:
-        prob = rl.build_problem(random_graph(rng))
+        prob = lp.build_problem(random_graph(rng))
         if 100 <= search_space(prob) <= limit:
             problems.append(prob)
     return problems
 
 
 @pytest.mark.parametrize("prob", small_random_problems(60, 5000))
-def test_z3_optimum_equals_exhaustive_enumeration(prob: rl.LayoutProblem) -> None:
-    exhaustive = rl.brute_force(prob, prune=False)
-    pruned = rl.brute_force(prob, prune=True)
+def test_z3_optimum_equals_exhaustive_enumeration(prob: lp.LayoutProblem) -> None:
+    exhaustive = lp.brute_force(prob, prune=False)
+    pruned = lp.brute_force(prob, prune=True)
     assert (pruned is None) == (exhaustive is None)
     if exhaustive is None:
-        with pytest.raises(rl.LayoutUnsat) as err:
-            rl.solve_z3(prob)
+        with pytest.raises(lp.LayoutUnsat) as err:
+            lp.solve_z3(prob)
         assert err.value.origins, "an unsat core names the rules in conflict"
         return
     assert pruned is not None and pruned[1] == exhaustive[1]
-    sol = rl.solve_z3(prob, timeout_ms=20000)
+    sol = lp.solve_z3(prob, timeout_ms=20000)
     assert sol.status == "optimal"
     assert sol.cost == exhaustive[1]
-    assert rl.evaluate(prob, sol.values) == sol.cost
+    assert lp.evaluate(prob, sol.values) == sol.cost
 
 
 def test_random_problems_cover_unsat_and_sat() -> None:
-    outcomes = {rl.brute_force(p) is None for p in small_random_problems(60, 5000)}
+    outcomes = {lp.brute_force(p) is None for p in small_random_problems(60, 5000)}
     assert outcomes == {True, False}
 
 
 def test_z3_is_deterministic() -> None:
-    prob = rl.build_problem(random_graph(random.Random(11)))
-    while rl.brute_force(prob) is None or search_space(prob) > 3000:
-        prob = rl.build_problem(random_graph(random.Random(search_space(prob))))
-    first = rl.solve_z3(prob)
-    assert all(rl.solve_z3(prob) == first for _ in range(3))
+    prob = lp.build_problem(random_graph(random.Random(11)))
+    while lp.brute_force(prob) is None or search_space(prob) > 3000:
+        prob = lp.build_problem(random_graph(random.Random(search_space(prob))))
+    first = lp.solve_z3(prob)
+    assert all(lp.solve_z3(prob) == first for _ in range(3))
 
 
-def ir_problem(module: ModuleOp) -> rl.LayoutProblem:
+def ir_problem(module: ModuleOp) -> lp.LayoutProblem:
     run_passes(module, ("tb-decompose-accumulators", "tb-fusion-chains"))
     func = next(op for op in module.walk() if isinstance(op, FuncOp))
     builder, _ = rl.build_graph(func)
-    return rl.build_problem(builder.graph())
+    return lp.build_problem(builder.graph())
 
 
 def test_rmsnorm_graph_0_optimum_by_brute_force() -> None:
@@ -211,22 +212,22 @@ def test_rmsnorm_graph_0_optimum_by_brute_force() -> None:
     (branch and bound over 1.5e6 assignments)."""
     prob = ir_problem(parse(RMSNORM_GRAPH_0))
     assert search_space(prob) == 1492992
-    best = rl.brute_force(prob)
+    best = lp.brute_force(prob)
     assert best is not None and best[1] == 11984
-    sol = rl.solve_z3(prob)
+    sol = lp.solve_z3(prob)
     assert (sol.cost, sol.status) == (11984, "optimal")
 
 
 @pytest.mark.parametrize("name", ["rmsnorm_bs1", "rmsnorm_bs8", "gated_mlp", "lora"])
 def test_first_candidate_optimum_by_brute_force(mugraph_dir: Path, name: str) -> None:
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
     module = load_mugraph_file(mugraph_dir / f"{name}.json")
     first = next(op for op in module.walk() if isinstance(op, FuncOp))
     first.detach()
     prob = ir_problem(ModuleOp([first]))
-    best = rl.brute_force(prob)
-    sol = rl.solve_z3(prob)
+    best = lp.brute_force(prob)
+    sol = lp.solve_z3(prob)
     assert best is not None and sol.status == "optimal" and sol.cost == best[1]
 
 
@@ -355,7 +356,7 @@ def test_rms_norm_decomposition_keeps_fp16_range() -> None:
 
 @pytest.mark.parametrize("path", MUGRAPH_FILES, ids=lambda p: p.stem)
 def test_layout_pipeline_on_every_candidate(path: Path) -> None:
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
     module = load_mugraph_file(path)
     funcs = [op for op in module.walk() if isinstance(op, FuncOp)]
@@ -373,17 +374,17 @@ def test_layout_pipeline_on_every_candidate(path: Path) -> None:
 
 
 def test_unsat_core_names_the_conflicting_rules() -> None:
-    graph = rl.LayoutGraph(
-        (rl.TensorDesc((8, 16)), rl.TensorDesc((8, 16)), rl.TensorDesc((8, 16)), rl.TensorDesc((4, 4), True)),
+    graph = lp.LayoutGraph(
+        (lp.TensorDesc((8, 16)), lp.TensorDesc((8, 16)), lp.TensorDesc((8, 16)), lp.TensorDesc((4, 4), True)),
         (
-            rl.OpDesc("fix", (0,), 1),
-            rl.OpDesc("fix", (1,), 0),
-            rl.OpDesc("kn_same", (0, 1, 2)),
-            rl.OpDesc("tb_iter", (3,)),  # satisfiable on its own: not in the core
+            lp.OpDesc("fix", (0,), 1),
+            lp.OpDesc("fix", (1,), 0),
+            lp.OpDesc("kn_same", (0, 1, 2)),
+            lp.OpDesc("tb_iter", (3,)),  # satisfiable on its own: not in the core
         ),
     )
-    prob = rl.build_problem(graph)
-    assert rl.brute_force(prob, prune=False) is None
-    with pytest.raises(rl.LayoutUnsat) as err:
-        rl.solve_z3(prob)
+    prob = lp.build_problem(graph)
+    assert lp.brute_force(prob, prune=False) is None
+    with pytest.raises(lp.LayoutUnsat) as err:
+        lp.solve_z3(prob)
     assert sorted(set(err.value.origins)) == [0, 1, 2]

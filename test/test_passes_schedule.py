@@ -26,14 +26,8 @@ from mirage_xdsl.dialects.tb import Threadblock
 from mirage_xdsl.passes.tb import dsa
 from mirage_xdsl.passes.tb import swizzle_math as sm
 from mirage_xdsl.passes.tb.plan_swizzle import plan_tile
-from mirage_xdsl.passes.tb.schedule import (
-    SchedOp,
-    asap_levels,
-    can_chunk_copy,
-    register_accumulators,
-    schedule_ops,
-    tensor_lifetimes,
-)
+from mirage_xdsl.passes.tb.schedule import can_chunk_copy, register_accumulators
+from mirage_xdsl.passes.tb.schedule_order import SchedOp, asap_levels, schedule_ops, tensor_lifetimes
 
 RMSNORM_G0 = (Path(__file__).resolve().parent / "data" / "rmsnorm_bs1_graph0.mlir").read_text()
 
@@ -409,7 +403,7 @@ def test_all_candidates_fast(mugraph_dir) -> None:
 
     from xdsl.dialects import func
 
-    from mirage_xdsl.frontends.mugraph import import_mugraph
+    from mirage_xdsl.frontends.mugraph_import import import_mugraph
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     rejected, count, worst = [], 0, 0.0

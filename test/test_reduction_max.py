@@ -3,7 +3,7 @@ reference executor, kn-fuse (`tb.reduce_max`, a `max` for-loop accumulator when 
 the reduced dim, no split-K of that dim), tb-to-cute (`cute.reduce "max"` with one result),
 the printer (`mx::reduce_max`) and the library fallback.
 
-Numerics: the host emulator in CI (`bench.fuzz.check_emulated`: seeded inputs, NaN-poisoned
+Numerics: the host emulator in CI (`bench.fuzz_check.check_emulated`: seeded inputs, NaN-poisoned
 outputs, float64 reference), the same graphs on the GPU with `@pytest.mark.gpu`.  Scores are
 scaled to +-30 (real attention logits), where `exp` without the max subtraction overflows
 fp16 -- the stable programs must stay finite and exact.
@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mirage_xdsl.bench.fuzz import FuzzCase, check_emulated
+from mirage_xdsl.bench.fuzz_check import check_emulated
+from mirage_xdsl.bench.fuzz_graphs import FuzzCase
 from mirage_xdsl.frontends.builder import new_kernel_graph
 from mirage_xdsl.runtime.host_emulator import find_cxx
 
@@ -239,7 +240,7 @@ def test_stable_attention_emulated(dtype: str) -> None:
 )
 @pytest.mark.parametrize("online", [False, True])
 def test_gpu_reduction_max_programs(build: object, online: bool) -> None:
-    from mirage_xdsl.bench.fuzz import check_gpu
+    from mirage_xdsl.bench.fuzz_check import check_gpu
 
     module, name, dtype = build()  # type: ignore[operator]
     out = check_gpu(FuzzCase(name, "kernel", dtype, module), seed=5, options={"online_softmax": online})

@@ -24,7 +24,7 @@ from conftest import MUGRAPH_FILES
 from programs import PROGRAMS, match_output, relative_error
 
 import mirage_xdsl as mx
-from mirage_xdsl.reference.executor import ReferenceExecutionError, strided_sum
+from mirage_xdsl.reference.numpy_ops import ReferenceExecutionError, strided_sum
 
 TOL = 1e-6
 
@@ -65,7 +65,7 @@ FILE_IDS = [p.stem for p in MUGRAPH_FILES] or ["rmsnorm_bs1", "rmsnorm_bs8", "ga
 
 @pytest.mark.parametrize("stem", FILE_IDS)
 def test_saved_mugraphs_match_program(stem: str, mugraph_dir: Path) -> None:
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
     path = mugraph_dir / f"{stem}.json"
     if not path.exists():
@@ -491,7 +491,7 @@ DECOMPOSE = "kn-decompose-rms-norm,tb-decompose-accumulators"
 
 @pytest.mark.parametrize("stem", ["rmsnorm_bs1", "gqa_bs1", "lora", "gated_mlp"])
 def test_decomposed_ir_gives_the_same_results(stem: str, mugraph_dir: Path) -> None:
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
     path = mugraph_dir / f"{stem}.json"
     if not path.exists():
@@ -583,7 +583,7 @@ PIPELINE_UP_TO_SMEM = (
 def test_transpiler_pipeline_ir_gives_the_same_results(stem: str, mugraph_dir: Path) -> None:
     """After the passes up to tb-plan-smem (ops reordered by tb-schedule, many discardable
     attributes) the executor still computes the program."""
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
     path = mugraph_dir / f"{stem}.json"
     if not path.exists():

@@ -12,8 +12,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 from mirage_xdsl.codegen import cuda_printer
-from mirage_xdsl.codegen.cuda_printer import reduce_threads
 from mirage_xdsl.codegen.cuda_target import emit_cuda
+from mirage_xdsl.codegen.kernel_resources import reduce_threads
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN, ROW_CHAIN_GLOBAL, ROW_CHAIN_STORED, ROW_CHAINS, RowChain, row_length
 from mirage_xdsl.driver.compile import make_context

@@ -32,8 +32,10 @@ from mirage_xdsl.driver.nvcc import (
     find_nvcc,
     normalize_arch,
 )
-from mirage_xdsl.runtime.executable import (
-    CompiledGraph,
+from mirage_xdsl.runtime.executable import CompiledGraph, graph_segments
+from mirage_xdsl.runtime.library_ops import LibraryOpError, run_library_call
+from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
+from mirage_xdsl.runtime.validate import (
     InputError,
     LaunchError,
     TensorInfo,
@@ -42,11 +44,7 @@ from mirage_xdsl.runtime.executable import (
     check_plan,
     contiguous_strides,
     describe,
-    graph_segments,
-    numpy_values,
-    random_inputs,
 )
-from mirage_xdsl.runtime.library_ops import LibraryOpError, run_library_call
 
 TINY_KERNEL = r"""
 extern "C" __global__ void scale2(float* out, const float* in) {
@@ -559,7 +557,7 @@ def test_compile_on_cpu_only_machine(mugraph_dir: Path, tmp_path: Path, monkeypa
     pytest.importorskip("mirage_xdsl.passes.pipeline", reason="the mirage-transpile pipeline is not there yet")
     pytest.importorskip("mirage_xdsl.codegen.cuda_target", reason="emit_cuda is not there yet")
     import mirage_xdsl
-    from mirage_xdsl.frontends.mugraph import load_mugraph_file
+    from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
     module = load_mugraph_file(mugraph_dir / "lora.json")
     before = str(module)
@@ -608,7 +606,7 @@ def shared_modules() -> dict[str, object]:
 
 def _module_for(cache: dict[str, object], mugraph_dir: Path, name: str) -> object:
     if name not in cache:
-        from mirage_xdsl.frontends.mugraph import load_mugraph_file
+        from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
         cache[name] = load_mugraph_file(mugraph_dir / name)
     return cache[name]
@@ -658,7 +656,7 @@ def test_gpu_every_candidate_matches_reference(
 def _tiny_graph(tmp_path: Path, plan: LaunchPlan, source: str = TINY_KERNEL, **kw: object) -> CompiledGraph:
     if find_nvcc() is None:
         pytest.skip("nvcc not installed")
-    from mirage_xdsl.runtime.executable import detect_arch
+    from mirage_xdsl.runtime.interop import detect_arch
 
     cubin = compile_cuda(source, detect_arch(), cache_dir=tmp_path)
     return CompiledGraph(plan, cubin, source=source, **kw).load()  # type: ignore[arg-type]

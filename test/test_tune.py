@@ -386,8 +386,8 @@ def test_tune_lora_on_the_gpu(tmp_path: Path) -> None:
     from mirage_xdsl.driver.load import load_module
     from mirage_xdsl.driver.tune.tuner import tune
     from mirage_xdsl.reference.executor import run_reference
-    from mirage_xdsl.runtime.executable import numpy_values, random_inputs
     from mirage_xdsl.runtime.measure import relative_error, to_device
+    from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
 
     module = load_module(LORA)
     result = tune(module, config=GAConfig(population=6, generations=2, elites=1, seed=0), jobs=4, runs=10,
@@ -444,7 +444,7 @@ def test_gpu_a_crashing_candidate_is_one_failed_genome() -> None:
     from mirage_xdsl.driver.compile import prepare
     from mirage_xdsl.driver.nvcc import compile_cuda
     from mirage_xdsl.driver.tune.evaluate import CRASHED, GpuEvaluator, build_program
-    from mirage_xdsl.runtime.executable import detect_arch
+    from mirage_xdsl.runtime.interop import detect_arch
 
     g = mx.new_kernel_graph("tiny")
     X = g.new_input((8, 256), dtype="float16", name="X")

@@ -83,7 +83,7 @@ class MirageOptMain(xDSLOptMain):
         super().register_all_frontends()
 
         def parse_mugraph(stream: IO[bytes]) -> ModuleOp:
-            from mirage_xdsl.frontends.mugraph import import_mugraph
+            from mirage_xdsl.frontends.mugraph_import import import_mugraph
 
             return import_mugraph(stream.read().decode(), era=self.args.mugraph_era, name=self.get_input_name())
 

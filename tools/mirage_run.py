@@ -233,7 +233,8 @@ def run_graph(
     `compile(..., autotune=autotune)` (the fastest of that many plan ranks)."""
     from mirage_xdsl.driver.compile import compile, prepare
     from mirage_xdsl.driver.nvcc import compile_cuda
-    from mirage_xdsl.runtime.executable import CompiledGraph, numpy_values, random_inputs
+    from mirage_xdsl.runtime.executable import CompiledGraph
+    from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
 
     name = func.sym_name.data
     row = Row(name)
@@ -296,8 +297,11 @@ def run_graph(
 def _bench(row: Row, graph: Any, plan: Any, func: Any, stem: str, seed: int) -> None:
     import cupy  # type: ignore[import-not-found]
 
-    from mirage_xdsl.runtime.executable import CompiledGraph, alloc_elements, external_stream, random_inputs
+    from mirage_xdsl.runtime.executable import CompiledGraph
+    from mirage_xdsl.runtime.interop import external_stream
     from mirage_xdsl.runtime.library_ops import storage_dtype
+    from mirage_xdsl.runtime.random_inputs import random_inputs
+    from mirage_xdsl.runtime.validate import alloc_elements
 
     in_bytes = sum(alloc_elements(s.shape, s.strides) * storage_dtype(s.dtype).itemsize for s in plan.inputs)
     n_sets = rotation_sets(in_bytes)
@@ -314,9 +318,9 @@ def _bench(row: Row, graph: Any, plan: Any, func: Any, stem: str, seed: int) -> 
         return
     import torch  # type: ignore[import-not-found]
 
-    from mirage_xdsl.runtime.executable import _to_torch
+    from mirage_xdsl.runtime.interop import to_torch
 
-    tsets = [[_to_torch(cupy, x, s.dtype) for x, s in zip(xs, plan.inputs)] for xs in sets]
+    tsets = [[to_torch(cupy, x, s.dtype) for x, s in zip(xs, plan.inputs)] for xs in sets]
     tstream = external_stream(cupy, torch.cuda.current_stream().cuda_stream)
     with torch.no_grad():
         row.torch_us = bench_us(lambda i: fn(*tsets[i]), n_sets, tstream)
@@ -430,7 +434,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _main(args: argparse.Namespace) -> int:
     from mirage_xdsl.driver.nvcc import find_nvcc, normalize_arch
-    from mirage_xdsl.runtime.executable import detect_arch, gpu_available
+    from mirage_xdsl.runtime.interop import detect_arch, gpu_available
 
     if args.atol_rel <= 0:
         raise RunError("--atol-rel must be positive")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import DenseArrayBase
 from xdsl.ir import Operation, SSAValue
 
-from mirage_xdsl.dialects.cute import ops as cute
+from mirage_xdsl.dialects import cute
 
 EPILOGUE_PHASES = "cute.epilogue_phases"
 EPILOGUE_PHASE = "cute.epilogue_phase"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation, SSAValue
 
-from mirage_xdsl.dialects.cute import ops as cute
+from mirage_xdsl.dialects import cute
 
 ROW_CHAIN = "cute.row_chain"
 ROW_CHAIN_STORED = "cute.row_chain_stored"

@@ -66,7 +66,7 @@ def gpu_identity() -> dict[str, str]:
     Raises:
         NoGpuError: no CuPy or no CUDA device.
     """
-    from mirage_xdsl.runtime.executable import gpu_available
+    from mirage_xdsl.runtime.interop import gpu_available
 
     if not gpu_available():
         raise NoGpuError("no CUDA device found (CuPy missing, no driver or no GPU)")
@@ -263,8 +263,9 @@ class GpuEvaluator:
         import cupy  # type: ignore[import-not-found]
 
         from mirage_xdsl.codegen.launch_plan import LaunchPlan
-        from mirage_xdsl.runtime.executable import CompiledGraph, numpy_values
+        from mirage_xdsl.runtime.executable import CompiledGraph
         from mirage_xdsl.runtime.measure import device_us, relative_error
+        from mirage_xdsl.runtime.random_inputs import numpy_values
 
         payload = build.payload or {}
         try:
@@ -294,8 +295,8 @@ class GpuEvaluator:
         import cupy  # type: ignore[import-not-found]
 
         from mirage_xdsl.reference.executor import run_reference
-        from mirage_xdsl.runtime.executable import numpy_values, random_inputs
         from mirage_xdsl.runtime.measure import device_sets, plan_bytes, rotation_sets, to_device
+        from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
 
         key = json.dumps([[s.shape, s.strides, s.dtype] for s in plan.inputs])
         if self._data is None or self._data.plan_key != key:

@@ -113,7 +113,7 @@ def make_evaluator(single: Any, func_name: str, arch: str | None, *, jobs: int =
     """
     from mirage_xdsl.driver.nvcc import normalize_arch
     from mirage_xdsl.driver.tune.evaluate import DEFAULT_RUNS, GpuEvaluator
-    from mirage_xdsl.runtime.executable import detect_arch
+    from mirage_xdsl.runtime.interop import detect_arch
 
     return GpuEvaluator(single, func_name, normalize_arch(arch or detect_arch()), jobs=jobs,
                         runs=runs or DEFAULT_RUNS, seed=seed, nvcc_cache=nvcc_cache)

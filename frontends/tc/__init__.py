@@ -19,7 +19,8 @@ from collections.abc import Mapping
 
 from xdsl.dialects.builtin import ModuleOp
 
-from mirage_xdsl.frontends.tc.checks import CheckedDef, check
+from mirage_xdsl.frontends.tc.checked_def import CheckedDef
+from mirage_xdsl.frontends.tc.checks import check
 from mirage_xdsl.frontends.tc.errors import TcError
 from mirage_xdsl.frontends.tc.interpret import interpret
 from mirage_xdsl.frontends.tc.lower import lower

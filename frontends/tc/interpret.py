@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from mirage_xdsl.frontends.tc.ast_nodes import Access, Call, Expr, Name, Number, Statement, Unary
-from mirage_xdsl.frontends.tc.checks import BoundDef, CheckedDef, bind_sizes
+from mirage_xdsl.frontends.tc.checked_def import BoundDef, CheckedDef
+from mirage_xdsl.frontends.tc.checks import bind_sizes
 
 __all__ = ["interpret"]
 

@@ -36,7 +36,8 @@ from xdsl.dialects.builtin import ModuleOp
 
 from mirage_xdsl.frontends.builder import DTensor, GraphBuildError, KNGraph, new_kernel_graph
 from mirage_xdsl.frontends.tc.ast_nodes import Access, Binary, Call, Expr, IndexExpr, Loc, Name, Number, Statement, Unary
-from mirage_xdsl.frontends.tc.checks import BoundDef, CheckedDef, StatementInfo, accesses, bind_sizes
+from mirage_xdsl.frontends.tc.checked_def import BoundDef, CheckedDef, StatementInfo
+from mirage_xdsl.frontends.tc.checks import accesses, bind_sizes
 from mirage_xdsl.frontends.tc.errors import TcError
 
 __all__ = ["lower"]

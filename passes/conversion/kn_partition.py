@@ -2,10 +2,10 @@
 
 Steps 2 and 4 of graph-kernel fusion (seed 001): aggregate basic kn ops into the largest
 groups that one fused kernel can compute, then split what cannot be fused, and turn every
-group into `kn.customized` op(s) whose threadblock graphs come from `default_tb_graph`.
+group into `kn.customized` op(s) whose threadblock graphs come from the planner (`default_tb_graph`).
 
 1. *Aggregation.*  The fusible kn ops (elementwise, matmul, reduction, last-dim rms_norm;
-   see `default_tb_graph.fusible_op`) of a function are split into connected components.  A
+   see `plan_group.fusible_op`) of a function are split into connected components.  A
    component that `Planner.plan` can lower as a whole (legal phases, fits 227 KiB of shared
    memory and the register budget) becomes one group.
 2. *Partition.*  Otherwise the component is grown greedily in program order: each op joins
@@ -47,14 +47,11 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import DiagnosticException
 
 from mirage_xdsl.dialects import kn
-from mirage_xdsl.passes.conversion.default_tb_graph import (
-    DeviceModel,
-    FusionPlan,
-    Planner,
-    emit_kernel,
-    fusible_op,
-    group_from_ops,
-)
+from mirage_xdsl.passes.conversion.build_tb_graph import emit_kernel
+from mirage_xdsl.passes.conversion.default_tb_graph import Planner
+from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan
+from mirage_xdsl.passes.conversion.plan_cost import DeviceModel
+from mirage_xdsl.passes.conversion.plan_group import fusible_op, group_from_ops
 from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
 from mirage_xdsl.target import SM90
 from mirage_xdsl.target.errors import SharedMemoryExceeded

@@ -5,7 +5,7 @@ shuffle-reduced).  A sum whose outputs would occupy at most a quarter of the blo
 (nTrans: one row sum per 512-thread block) leaves most of the block idle; this pass lets the
 whole block reduce each output instead, its warps combining their shuffled sums through one
 float per warp of shared memory that the printer appends to the kernel's plan.  The choice is
-written on every `cute.reduce` as `cute.reduce_threads = G : i64` (dialects/cute/ops.py
+written on every `cute.reduce` as `cute.reduce_threads = G : i64` (dialects/cute/compute_ops.py
 `REDUCE_THREADS`); the CUDA printer reads it and refuses a reduce without it.
 """
 

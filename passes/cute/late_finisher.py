@@ -7,7 +7,7 @@ counter; the last to arrive sums the slots.  All blocks then end together, and t
 iterations of each of the first `split - 1` blocks (the partners) to the last one (the
 finisher): the partners end their loops earlier, publish their partials and leave, and the
 finisher, whose loop is still running, has its partners' words in flight before it ends
-(`cute.grid_sum` `partner_trips`, printed by codegen/cuda_printer.py with the device side in
+(`cute.grid_sum` `partner_trips`, printed by codegen/grid_sum_printer.py with the device side in
 codegen/include/mirage_xdsl/grid.cuh).  With option `evict-first`, the kn.weight streams of
 such a kernel load with an L2 evict_first policy (`cute.l2_evict_first`), so the partner
 words, kept evict_last, stay in L2 under them; it is off by default because ptxas (CUDA

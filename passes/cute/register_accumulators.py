@@ -7,7 +7,7 @@ else in the loop reads or writes it), read only after it, at most
 (header: RegTile) and is written to its shared tile once, after the loop.  This removes a
 shared-memory read-modify-write per element and iteration (rms_norm's sum of squares).
 
-Writes (dialects/cute/ops.py): on the `cute.fill` of each such tile `cute.reg_accum = i64`
+Writes (dialects/cute/compute_ops.py): on the `cute.fill` of each such tile `cute.reg_accum = i64`
 (registers per thread), and on every `cute.kernel` `cute.reg_accums = i64` (how many of its
 tiles stay in registers; 0 = none).  A fill marked `cute.accum_in_reg` (planned in registers
 by tb-schedule / tb-plan-smem, so its shared tile may overlap the loop's buffers) that does

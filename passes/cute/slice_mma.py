@@ -7,7 +7,7 @@ region appended to the kernel's dynamic shared memory (header: mma.cuh).  The `a
 their scratch fits `KSLICE_SCRATCH_LIMIT` and the block's shared memory stays within
 `cute.MAX_SMEM_BYTES`.
 
-Writes (dialects/cute/ops.py): on every `cute.kernel` `cute.kslice_scratch =
+Writes (dialects/cute/kernel.py, mma_ops.py): on every `cute.kernel` `cute.kslice_scratch =
 array<i64: base, bytes>` (the scratch region, 16-byte aligned after the plan; bytes = 0 when
 nothing is sliced), and on each sliced `cute.mma_init` `cute.kslices = i64` (the warp groups)
 and `cute.kslice_offset = i64` (byte offset of its scratch from the shared-memory base).

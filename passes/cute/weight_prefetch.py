@@ -1,7 +1,7 @@
 """`cute-weight-prefetch`: kn.weight loads issued before the PDL wait, and the early trigger.
 
 The design (and its measurements) is described in codegen/weight_prefetch.py, which prints
-it; this pass makes the choices and writes them into the IR (dialects/cute/ops.py):
+it; this pass makes the choices and writes them into the IR (dialects/cute/kernel.py):
 
 - the ops of a kernel printed before `mx::wait_for_prior_grids()` carry
   `cute.before_pdl_wait` (unit): in a body with a main loop (`cute.for`) and at least one

@@ -97,7 +97,7 @@ GRID_SUM_SCRATCH_ATTR = kn.GRID_SUM_SCRATCH_ATTR
 def grid_sum_scratch_bytes(op: Operation) -> int:
     """Bytes of fp32 partials a `kn.customized` with `tb.grid_sum` ops writes: one slot per
     block holding every grid-summed tile (0 without grid sums).  The CUDA printer lays the
-    slots out the same way (codegen/cuda_printer.py, `grid_sum`)."""
+    slots out the same way (codegen/grid_sum_printer.py, `grid_sum`)."""
     if not isinstance(op, kn.CustomizedOp) or op.grid_sum_axis is None:
         return 0
     per_block = sum(math.prod(kn.shape_of(g.results[0])) for g in op.body.block.ops if g.name == "tb.grid_sum")

@@ -109,7 +109,7 @@ def compute_function_strides(func: FuncOp) -> None:
             positions = returned.get(res, [])
             given = [attr for i in positions if (attr := _given_strides(res_dicts[i])) is not None]
             if given:
-                assert isinstance(given[0], DenseArrayBase), "kn.strides is an array<i64> (dialects/kn/ops.py)"
+                assert isinstance(given[0], DenseArrayBase), "kn.strides is an array<i64> (dialects/kn/tensors.py)"
                 chosen = kn.ints(given[0])
             else:
                 chosen = strides

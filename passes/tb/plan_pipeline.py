@@ -125,7 +125,7 @@ release in a per-block `%globaltimer` timeline of back-to-back launches on an H2
 
 def weight_streams(graph: CustomizedOp, pipelined: list[Operation]) -> list[Operation]:
     """The pipelined `tb.input`s of `graph` that read an argument of the enclosing function
-    marked `kn.weight` (dialects/kn/ops.py `is_weight`)."""
+    marked `kn.weight` (dialects/kn/tensors.py `is_weight`)."""
     return [
         op
         for op in pipelined

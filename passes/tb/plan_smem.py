@@ -1,6 +1,6 @@
 """`tb-plan-smem`: shared-memory offsets of every materialised tile (mirage-notes 3.7).
 
-Lifetimes come from the schedule (`tb.stage`/`tb.level`, see `schedule.tensor_lifetimes`):
+Lifetimes come from the schedule (`tb.stage`/`tb.level`, see `schedule_order.tensor_lifetimes`):
 a buffer is freed at the first barrier after its last use, and by category
 
 | category | live |
@@ -49,7 +49,8 @@ from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects.kn import CustomizedOp, int_array
 from mirage_xdsl.passes.tb import dsa
-from mirage_xdsl.passes.tb.schedule import SchedOp, schedule_of, tensor_lifetimes
+from mirage_xdsl.passes.tb.schedule import schedule_of
+from mirage_xdsl.passes.tb.schedule_order import SchedOp, tensor_lifetimes
 from mirage_xdsl.passes.tb.swizzle_math import parse_swizzle
 from mirage_xdsl.target import SM90
 from mirage_xdsl.target.errors import SharedMemoryExceeded

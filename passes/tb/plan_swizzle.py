@@ -37,14 +37,8 @@ from mirage_xdsl.dialects import tb
 from mirage_xdsl.dialects.kn import CustomizedOp, int_array, shape_of
 from mirage_xdsl.passes.tb import swizzle_math as sm
 from mirage_xdsl.passes.tb.layout_math import alignment_elems
-from mirage_xdsl.passes.tb.schedule import (
-    chain_tails,
-    graph_records,
-    innermost_of,
-    result_elem_bytes,
-    stensor_layout,
-    swizzled_of,
-)
+from mirage_xdsl.passes.tb.schedule import graph_records, innermost_of, result_elem_bytes, stensor_layout, swizzled_of
+from mirage_xdsl.passes.tb.schedule_order import chain_tails
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,467 @@
+"""The fuzzer's generator: one VALID random kernel or threadblock graph from a
+`random.Random` (`random_graph`), and the hypothesis strategy over it (`graphs`).
+
+Shapes are drawn so that every map divides; values are tracked (magnitude, sign) so that no
+op leaves its numerically safe domain (`log`/`sqrt`/`pow`/`div` only see operands bounded
+away from 0, `exp` only small ones), hence the float64 reference is finite and the generated
+code is held to a tight relative error (`TOLERANCE`).  See `fuzz.py` for what the generator
+avoids and why.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+TOLERANCE = {"float16": 1e-2, "bfloat16": 5e-2, "float32": 1e-4}
+"""max |out - ref| / max |ref| allowed per dtype (bf16 keeps 8 mantissa bits against fp16's 11)."""
+
+
+DTYPE_WEIGHTS = (("float16", 6), ("float32", 3), ("bfloat16", 1))
+
+
+INPUT_SCALE = 0.5
+"""inputs are uniform in [-INPUT_SCALE, INPUT_SCALE) (`runtime.random_inputs.random_inputs`)."""
+
+
+EXP_MAX_SCALE = 2.5
+"""`exp` (and sigmoid's positivity) only on values of magnitude <= this: exp keeps fp16's
+relative error near the operand's and never overflows."""
+
+
+MUL_MAX_SCALE = 1000.0
+"""`mul` and `square` only where the product's magnitude stays far inside fp16's range
+(65504): the float64 reference does not overflow, the generated code would."""
+
+
+class FuzzGenerationError(RuntimeError):
+    """The generator could not build a valid graph from this random state (a generator bug)."""
+
+
+@dataclass
+class _Val:
+    """A builder tensor and what the generator knows of its values: `scale` bounds the
+    typical magnitude, `pos` means positive and bounded away from 0 (>= ~0.05)."""
+
+    t: Any
+    scale: float
+    pos: bool = False
+    parent: Any = None
+    """the value a unary op was applied to (sub(a, silu(a)) cancels: not generated)"""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.t.dims)
+
+
+def _choice(rng: random.Random, weighted: Sequence[tuple[Any, int]]) -> Any:
+    items = [w[0] for w in weighted]
+    return rng.choices(items, weights=[w[1] for w in weighted])[0]
+
+
+def _broadcastable(a: Sequence[int], b: Sequence[int]) -> bool:
+    return len(a) == len(b) and all(x == y or x == 1 or y == 1 for x, y in zip(a, b))
+
+
+def _unary(rng: random.Random, g: Any, v: _Val) -> _Val:
+    """One random elementwise unary op of graph `g` (KNGraph or TBGraph) on `v`, within the
+    op's safe domain."""
+    out = _unary_op(rng, g, v)
+    out.parent = v
+    return out
+
+
+def _unary_op(rng: random.Random, g: Any, v: _Val) -> _Val:
+    ops = ["silu", "gelu", "relu", "clamp", "mul_scalar"]
+    if v.scale <= MUL_MAX_SCALE**0.5:
+        ops.append("square")
+    if v.scale <= EXP_MAX_SCALE:
+        ops += ["exp", "sigmoid"]
+    if v.pos:
+        ops += ["sqrt", "log"]
+    op = rng.choice(ops)
+    if op == "exp":
+        return _Val(g.exp(v.t), math.exp(v.scale), True)
+    if op == "sigmoid":
+        return _Val(g.sigmoid(v.t), 1.0, True)
+    if op == "square":
+        return _Val(g.square(v.t), v.scale * v.scale, False)
+    if op == "sqrt":
+        return _Val(g.sqrt(v.t), math.sqrt(v.scale), True)
+    if op == "log":
+        return _Val(g.log(v.t), max(3.0, math.log(max(v.scale, 1.0))), False)
+    if op == "silu":
+        return _Val(g.silu(v.t), v.scale, False)
+    if op == "gelu":
+        return _Val(g.gelu(v.t), v.scale, False)
+    if op == "relu":
+        return _Val(g.relu(v.t), v.scale, False)
+    if op == "clamp":
+        # bounds relative to the operand's magnitude: clamping to far below it would leave
+        # outputs whose max is smaller than the rounding error of what fed the clamp
+        lo = rng.choice([-1.0, -0.5, -0.25, 0.0]) * max(v.scale, 1.0)
+        hi = rng.choice([0.25, 0.5, 1.0]) * max(v.scale, 1.0)
+        return _Val(g.clamp(v.t, lo, hi), min(v.scale, max(abs(lo), hi)), False)
+    c = rng.choice([-2.0, -0.5, 0.125, 0.5, 2.0])
+    return _Val(g.mul_scalar(v.t, c), v.scale * abs(c), v.pos and c > 0)
+
+
+def _binary(rng: random.Random, g: Any, a: _Val, b: _Val) -> _Val:
+    """One random elementwise binary op on broadcastable `a`, `b` within its safe domain."""
+    related = a is b or a.parent is b or b.parent is a or (a.parent is not None and a.parent is b.parent)
+    # a +- f(a) can cancel to far below the operands' rounding error (a - silu(a) for large a)
+    ops = [] if related else ["add", "sub"]
+    if a.scale * b.scale <= MUL_MAX_SCALE:
+        ops.append("mul")
+    if b.pos:
+        ops.append("div")
+    if a.pos and b.scale <= 2.0 and not related:
+        ops.append("pow")
+    if not ops:
+        return _unary(rng, g, a)
+    op = rng.choice(ops)
+    if op == "add":
+        return _Val(g.add(a.t, b.t), a.scale + b.scale, a.pos and b.pos)
+    if op == "sub":
+        return _Val(g.sub(a.t, b.t), a.scale + b.scale, False)
+    if op == "mul":
+        return _Val(g.mul(a.t, b.t), a.scale * b.scale, a.pos and b.pos)
+    if op == "div":
+        return _Val(g.div(a.t, b.t), a.scale * 10.0, a.pos and b.pos)
+    return _Val(g.pow(a.t, b.t), max(a.scale, 1.0) ** b.scale + 1.0, True)
+
+
+def _matmul_scale(a: _Val, b: _Val, k: int) -> float:
+    # sum of k products of magnitude a.scale * b.scale with random signs
+    return a.scale * b.scale * math.sqrt(k) * 1.2
+
+
+def _kernel_graph(rng: random.Random, name: str, dtype: str) -> Any:
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+
+    g = new_kernel_graph(name)
+    batch = rng.choice([None, None, None, 2, 3])
+    lead = () if batch is None else (batch,)
+    m = rng.choice([1, 2, 4, 8, 16, 32])
+    k = rng.choice([64, 128, 256])
+    x = _Val(g.new_input(dims=(*lead, m, k), dtype=dtype, name="X"), INPUT_SCALE)
+    pool = [x]
+    cur = x
+    for _ in range(rng.randint(1, 4)):
+        step = _choice(
+            rng,
+            [("matmul", 4), ("rms_norm", 2), ("unary", 3), ("binary_input", 2), ("binary_pool", 1), ("reduction", 1)],
+        )
+        shape = cur.shape
+        if step == "matmul":
+            n = rng.choice([16, 64, 128, 256])
+            w = _Val(g.new_input(dims=(*shape[:-2], shape[-1], n), dtype=dtype, weight=rng.random() < 0.5), INPUT_SCALE)
+            cur = _Val(g.matmul(cur.t, w.t), _matmul_scale(cur, w, shape[-1]))
+        elif step == "rms_norm" and shape[-1] >= 8:
+            # not over a few elements: x / sqrt(mean(x^2)) of one tiny value (gelu of a large
+            # negative sum) underflows x^2 in fp32 to 0 / 0, where float64 does not
+            cur = _Val(g.rms_norm(cur.t, (shape[-1],)), 2.0)
+        elif step == "rms_norm":
+            cur = _unary(rng, g, cur)
+        elif step == "unary":
+            cur = _unary(rng, g, cur)
+        elif step == "binary_input":
+            bshape = list(shape)
+            for d in range(len(bshape)):
+                if rng.random() < 0.35:
+                    bshape[d] = 1
+            other = g.new_input(dims=tuple(bshape), dtype=dtype)
+            b = _Val(other, INPUT_SCALE)
+            if rng.random() < 0.3:
+                b = _unary(rng, g, b)
+            a, b = (cur, b) if rng.random() < 0.7 else (b, cur)
+            cur = _binary(rng, g, a, b)
+        elif step == "binary_pool":
+            others = [p for p in pool if p is not cur and _broadcastable(p.shape, shape)]
+            if not others:
+                cur = _unary(rng, g, cur)
+            else:
+                cur = _binary(rng, g, cur, rng.choice(others))
+        else:
+            last = shape[-1]
+            size = rng.choice([s for s in (1, 1, 16, 32) if last % s == 0 and s < last] or [1])
+            cur = _Val(g.reduction(cur.t, len(shape) - 1, size), cur.scale * math.sqrt(last // size) * 1.2)
+        pool.append(cur)
+    g.mark_output(cur.t)
+    if len(pool) > 2 and rng.random() < 0.2:
+        extra = rng.choice(pool[1:-1])
+        g.mark_output(extra.t)
+    return g.module
+
+
+@dataclass
+class _Block:
+    """A threadblock graph under construction with its tracked values."""
+
+    g: Any
+    tb: Any
+    dtype: str
+    inputs: list[Any] = field(default_factory=list)
+    loop: list[_Val] = field(default_factory=list)
+    after: list[_Val] = field(default_factory=list)
+
+    def new_input(self, dims: tuple[int, ...], imap: tuple[int, int, int], fdim: int, name: str, weight: bool = False) -> _Val:
+        d = self.g.new_input(dims=dims, dtype=self.dtype, name=name, weight=weight)
+        self.inputs.append(d)
+        v = _Val(self.tb.new_input(d, input_map=imap, forloop_dim=fdim), INPUT_SCALE)
+        self.loop.append(v)
+        return v
+
+
+def _accumulate(rng: random.Random, blk: _Block, v: _Val, rescale: _Val | None) -> _Val:
+    """A forloop accumulator of a random kind valid for `v` (rescale kinds when `rescale`)."""
+    tb = blk.tb
+    iters = tb.forloop_range
+    last = v.shape[-1]
+    if rescale is not None and _broadcastable(rescale.shape, v.shape) and rng.random() < 0.7:
+        kind = rng.choice([None, "sum"])
+        acc = tb.forloop_accum_rescale(v.t, rescale.t, kind)
+        return _Val(acc, v.scale * iters * (last if kind else 1), False)
+    kinds = [None, None, "sum", "mean", "rms", "max"]
+    if last % tb.reduction_dimx == 0:
+        kinds.append("sum_todimx")
+    kind = rng.choice(kinds)
+    if kind is None:
+        return _Val(tb.forloop_accum(v.t), v.scale * math.sqrt(iters) * 1.5, v.pos)
+    if kind == "max":
+        return _Val(tb.forloop_accum_max(v.t), v.scale, v.pos)
+    acc = tb.forloop_accum(v.t, kind)
+    if kind == "sum":
+        return _Val(acc, v.scale * math.sqrt(iters * last) * 1.5, v.pos)
+    if kind == "mean":
+        return _Val(acc, v.scale, v.pos)
+    if kind == "rms":
+        # rms of a tile row of >= 8 elements drawn from a nonzero distribution: away from 0
+        return _Val(acc, v.scale, True)
+    return _Val(acc, v.scale * math.sqrt(iters * last / tb.reduction_dimx) * 1.5, v.pos)
+
+
+def _loop_ops(rng: random.Random, blk: _Block, steps: int) -> None:
+    """Random elementwise ops, reductions, rms_norm and concat inside the for-loop."""
+    tb = blk.tb
+    for _ in range(steps):
+        op = _choice(rng, [("unary", 4), ("binary", 4), ("reduction", 1), ("rms_norm", 1), ("concat", 1)])
+        a = rng.choice(blk.loop)
+        if op == "unary":
+            blk.loop.append(_unary(rng, tb, a))
+        elif op == "binary":
+            others = [b for b in blk.loop if _broadcastable(a.shape, b.shape)]
+            blk.loop.append(_binary(rng, tb, a, rng.choice(others)))
+        elif op == "reduction":
+            dims = [d for d, n in enumerate(a.shape) if n > 1]
+            if dims:
+                d = rng.choice(dims)
+                blk.loop.append(_Val(tb.reduction(a.t, d), a.scale * math.sqrt(a.shape[d]) * 1.5, a.pos))
+        elif op == "rms_norm":
+            if a.shape[-1] >= 8:
+                blk.loop.append(_Val(tb.rms_norm(a.t), 2.0))
+        else:
+            dim = len(a.shape) - 1 if rng.random() < 0.7 else 0
+            others = [
+                b
+                for b in blk.loop
+                if len(b.shape) == len(a.shape) and all(x == y for i, (x, y) in enumerate(zip(a.shape, b.shape)) if i != dim)
+            ]
+            b = rng.choice(others)
+            blk.loop.append(_Val(tb.concat(a.t, b.t, dim), max(a.scale, b.scale), a.pos and b.pos))
+
+
+def _after_ops(rng: random.Random, blk: _Block, steps: int) -> None:
+    """Random elementwise ops (and rms_norm) on accumulator results after the loop."""
+    tb = blk.tb
+    for _ in range(steps):
+        a = rng.choice(blk.after)
+        others = [b for b in blk.after if b is not a and _broadcastable(a.shape, b.shape)]
+        r = rng.random()
+        if others and r < 0.55:
+            blk.after.append(_binary(rng, tb, a, rng.choice(others)))
+        elif r < 0.9 or a.shape[-1] < 8:
+            blk.after.append(_unary(rng, tb, a))
+        else:
+            blk.after.append(_Val(tb.rms_norm(a.t), 2.0))
+
+
+def _outputs(rng: random.Random, blk: _Block, omap: tuple[int, int, int]) -> None:
+    """Store the last after-loop value and maybe another one; `omap` maps the grid axes."""
+    tb = blk.tb
+    chosen = [blk.after[-1]]
+    rest = [v for v in blk.after[:-1]]
+    if rest and rng.random() < 0.3:
+        chosen.append(rng.choice(rest))
+    for v in chosen:
+        rank = len(v.shape)
+        tb.new_output(v.t, output_map=tuple(d if d < rank else -1 for d in omap))
+
+
+def _block_stream(rng: random.Random, blk: _Block) -> tuple[int, int, int]:
+    """Row-wise streams: X [gx*m, gy*R*l] tiled [m, l] per block and iteration, plus maybe a
+    second such input, a broadcast row [1, gy*R*l] and a loop-invariant [gx*m, l] input;
+    random loop ops, 1-3 accumulators (rescale kinds behind a reduction_max), after-loop ops."""
+    tb = blk.tb
+    gx, gy, _ = tb.grid_dim
+    iters = tb.forloop_range
+    m = rng.choice([1, 8, 16, 32, 64]) if gx == 1 else rng.choice([8, 16, 32])
+    l = rng.choice([16, 32, 64, 128])
+    ymap = 1 if gy > 1 else -1
+    blk.new_input((gx * m, gy * iters * l), (0, ymap, -1), 1, "X")
+    if rng.random() < 0.5:
+        blk.new_input((gx * m, gy * iters * l), (0, ymap, -1), 1, "Y")
+    if rng.random() < 0.3:
+        blk.new_input((1, gy * iters * l), (-1, ymap, -1), 1, "R", weight=True)
+    if rng.random() < 0.25:
+        blk.new_input((gx * m, l), (0, -1, -1), -1, "C")
+    _loop_ops(rng, blk, rng.randint(0, 4))
+    rescale = None
+    if rng.random() < 0.3:
+        src = rng.choice([v for v in blk.loop if v.shape[-1] > 1] or blk.loop)
+        mx, diff = tb.reduction_max(src.t, len(src.shape) - 1)
+        rescale = _Val(tb.exp(diff), 1.0, False)
+        if rng.random() < 0.5:
+            # online softmax: the values shifted by the running max stay <= 0 before exp
+            blk.loop.append(_Val(tb.exp(tb.sub(src.t, mx)), 1.0, False))
+    for _ in range(rng.randint(1, 3)):
+        v = blk.loop[-1] if not blk.after else rng.choice(blk.loop)
+        blk.after.append(_accumulate(rng, blk, v, rescale))
+    _after_ops(rng, blk, rng.randint(0, 3))
+    return (0, 1, -1)
+
+
+def _block_matmul(rng: random.Random, blk: _Block) -> tuple[int, int, int]:
+    """X [gy*m, R*k] @ W [R*k, gx*n]: grid x over W's columns, y over X's rows, the loop over
+    K; maybe an elementwise prologue on X (a broadcast scale row), an epilogue in the loop,
+    an rms accumulator of X (rmsnorm-linear), other accumulator kinds, after-loop ops."""
+    tb = blk.tb
+    gx, gy, _ = tb.grid_dim
+    iters = tb.forloop_range
+    m = rng.choice([1, 2, 8, 16, 32, 64])
+    k = rng.choice([16, 32, 64, 128])
+    n = rng.choice([8, 16, 32, 64, 128])
+    x = blk.new_input((gy * m, iters * k), (-1, 0 if gy > 1 else -1, -1), 1, "X")
+    w = blk.new_input((iters * k, gx * n), (1, -1, -1), 0, "W", weight=rng.random() < 0.5)
+    a = x
+    if rng.random() < 0.3:
+        s = blk.new_input((1, iters * k), (-1, -1, -1), 1, "S", weight=True)
+        a = _binary(rng, tb, a, s)
+    if rng.random() < 0.3:
+        a = _unary(rng, tb, a)
+    p = _Val(tb.matmul(a.t, w.t), _matmul_scale(a, w, k))
+    blk.loop.append(p)
+    if rng.random() < 0.3:
+        p = _unary(rng, tb, p)
+        blk.loop.append(p)
+    acc = _accumulate(rng, blk, p, None) if rng.random() < 0.3 else _Val(tb.forloop_accum(p.t), p.scale * math.sqrt(iters) * 1.5)
+    blk.after.append(acc)
+    if rng.random() < 0.4:
+        r = _Val(tb.forloop_accum(x.t, "rms"), INPUT_SCALE, True)
+        blk.after.append(r)
+        if acc.shape[-1] > 1 or rng.random() < 0.5:
+            blk.after.append(_Val(tb.div(acc.t, r.t), acc.scale * 10.0))
+    _after_ops(rng, blk, rng.randint(0, 2))
+    return (1, 0, -1)
+
+
+def _block_attention(rng: random.Random, blk: _Block) -> tuple[int, int, int]:
+    """Flash-attention style: Q [B, gy*mq, d] (loaded once), K [B, d, R*lk], V [B, R*lk, dv];
+    grid x over the batch, y over Q's rows, the loop over keys; S = Q @ K (maybe scaled),
+    running max, exp(S - m), rescale accumulators of the row sums and of P @ V."""
+    tb = blk.tb
+    gx, gy, _ = tb.grid_dim
+    iters = tb.forloop_range
+    mq = rng.choice([8, 16, 32, 64])
+    d = rng.choice([16, 32, 64])
+    lk = rng.choice([16, 32, 64])
+    dv = rng.choice([16, 32, 64])
+    q = blk.new_input((gx, gy * mq, d), (0, 1 if gy > 1 else -1, -1), -1, "Q")
+    k = blk.new_input((gx, d, iters * lk), (0, -1, -1), 2, "K")
+    v = blk.new_input((gx, iters * lk, dv), (0, -1, -1), 1, "V")
+    s = _Val(tb.matmul(q.t, k.t), _matmul_scale(q, k, d))
+    if rng.random() < 0.5:
+        s = _Val(tb.mul_scalar(s.t, 1.0 / math.sqrt(d)), s.scale / math.sqrt(d))
+    mx, diff = tb.reduction_max(s.t, 2)
+    e = _Val(tb.exp(tb.sub(s.t, mx)), 1.0, False)
+    r = _Val(tb.exp(diff), 1.0, False)
+    blk.loop += [s, e, r]
+    form = rng.choice(["softmax_v", "softmax_v", "sum_only", "v_only", "max"])
+    o = _Val(tb.forloop_accum_rescale(tb.matmul(e.t, v.t), r.t), lk * iters * INPUT_SCALE)
+    if form == "softmax_v":
+        total = _Val(tb.forloop_accum_rescale(e.t, r.t, "sum"), lk * iters, True)
+        blk.after += [o, total, _Val(tb.div(o.t, total.t), INPUT_SCALE)]
+    elif form == "sum_only":
+        blk.after.append(_Val(tb.forloop_accum_rescale(e.t, r.t, "sum"), lk * iters, True))
+    elif form == "v_only":
+        blk.after.append(o)
+    else:
+        blk.after.append(_Val(tb.forloop_accum_max(s.t), s.scale))
+    _after_ops(rng, blk, rng.randint(0, 1))
+    return (0, 1, -1)
+
+
+def _block_graph(rng: random.Random, name: str, dtype: str) -> Any:
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.frontends.tb_builder import new_threadblock_graph
+
+    g = new_kernel_graph(name)
+    template = _choice(rng, [(_block_stream, 5), (_block_matmul, 3), (_block_attention, 2)])
+    gx = rng.choice([1, 2, 4])
+    gy = rng.choice([1, 1, 2])
+    iters = rng.choice([1, 2, 3, 4, 8])
+    rdx = rng.choice([16, 32, 64])
+    tb = new_threadblock_graph(grid_dim=(gx, gy, 1), block_dim=(128, 1, 1), forloop_range=iters, reduction_dimx=rdx)
+    blk = _Block(g, tb, dtype)
+    omap = template(rng, blk)
+    _outputs(rng, blk, omap)
+    for out in g.customized(blk.inputs, tb):
+        g.mark_output(out)
+    return g.module
+
+
+@dataclass
+class FuzzCase:
+    """One generated graph: the module holds one function `name`."""
+
+    name: str
+    kind: str
+    """'kernel' (plain kn ops, fused by kn-fuse) or 'block' (a kn.customized threadblock graph)"""
+    dtype: str
+    module: Any
+
+    def __repr__(self) -> str:  # the module is printed where it matters (failure messages, .mlir files)
+        return f"FuzzCase({self.name!r}, {self.kind!r}, {self.dtype!r})"
+
+
+def random_graph(rng: random.Random, name: str = "fuzz", kind: str | None = None, dtype: str | None = None) -> FuzzCase:
+    """A valid random kernel graph drawn from `rng` (the same draws give the same graph).
+
+    `kind` 'kernel' or 'block' and `dtype` fix those choices instead of drawing them.
+
+    Raises:
+        FuzzGenerationError: ten attempts in a row broke a builder rule (a generator bug).
+    """
+    from mirage_xdsl.frontends.builder_common import GraphBuildError
+
+    kind = kind or ("block" if rng.random() < 0.6 else "kernel")
+    dtype = dtype or _choice(rng, DTYPE_WEIGHTS)
+    last: Exception | None = None
+    for _ in range(10):
+        try:
+            module = (_block_graph if kind == "block" else _kernel_graph)(rng, name, dtype)
+            return FuzzCase(name, kind, dtype, module)
+        except GraphBuildError as err:  # a draw the templates do not exclude: draw again
+            last = err
+    raise FuzzGenerationError(f"{kind} graph: no valid graph in 10 attempts; last: {last}")
+
+
+def graphs(name: str = "fuzz") -> Any:
+    """A hypothesis strategy of `FuzzCase`s: `random_graph` on a hypothesis-controlled
+    `random.Random` (draws are recorded and shrunk by hypothesis).  Needs hypothesis."""
+    from hypothesis import strategies as st
+
+    return st.randoms(use_true_random=False, note_method_calls=False).map(lambda r: random_graph(r, name))

@@ -1,0 +1,189 @@
+"""Printing register-resident row chains (cute-row-chains).
+
+A row chain is a run of elementwise ops and whole-block row sums / maxima over one
+[1, ..., 1, C] tile that the cute-row-chains pass marked: each thread keeps its elements in
+registers across the chain, inputs only the chain reads come straight from global memory,
+and only values marked `cute.row_chain_stored` are written back to their tiles.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.ir import SSAValue
+
+from mirage_xdsl.codegen.cuda_syntax import c_type, layout_t
+from mirage_xdsl.codegen.printer_base import KernelPrinterBase
+from mirage_xdsl.dialects import cute
+from mirage_xdsl.dialects.cute.row_chains import RowChain
+from mirage_xdsl.dialects.kn import element_type_of
+
+
+def _broadcast(value: SSAValue) -> bool:
+    """A tile read with a size-1 dim repeated (not a whole row)."""
+    typ = value.type
+    return isinstance(typ, cute.SmemTensorType) and typ.get_shape()[-1] == 1
+
+
+def _uniform(value: SSAValue) -> bool:
+    """A tile of one element (a row sum): one register every thread holds."""
+    typ = value.type
+    return isinstance(typ, cute.SmemTensorType) and math.prod(typ.get_shape()) == 1
+
+
+class RowChainPrinter(KernelPrinterBase):
+    """The row-chain part of the kernel printer (a mixin of `cuda_printer._KernelPrinter`)."""
+
+    def row_chain(self, chain: RowChain) -> None:
+        """A register-resident row chain (passes/cute/row_chains.py): value `v<k>` of op k is
+        this thread's elements `v<k>[j]` (flat index tid + j * NT) or, for a row sum, one
+        float every thread holds; stores of what is read later; one barrier at the end."""
+        nt = self.nt
+        trips = chain.length // nt
+        scratch = f"reinterpret_cast<float*>(smem + {self.slicing.base + self.slicing.total})"
+        contiguous = self.chain_contiguous(chain)
+        index = f"tid * {trips} + j" if contiguous else f"tid + j * {nt}"
+        self.emit(f"{{  // in registers: {', '.join(self.names[v] for v in chain.values)}")
+        self.indent += 1
+        regs: dict[SSAValue, str] = {}
+        self.preload_inputs(chain, regs, index, contiguous)
+        for k, op in enumerate(chain.ops):
+            name = f"v{k}"
+            if isinstance(op, cute.ReduceOp):
+                out = op.outs[0]
+                is_max = op.kind.data == "max"
+                self.emit(f"float t{k} = {'mx::neg_inf()' if is_max else '0.0f'};")
+                self.emit("#pragma unroll")
+                step = f"t{k} = fmaxf(t{k}, {regs[op.input]}[j]);" if is_max else f"t{k} += {regs[op.input]}[j];"
+                self.emit(f"for (int j = 0; j < {trips}; ++j) {step}")
+                fn = f"[](float o, float v) {{ return {self.apply_epilogue('v', op.epilogue)}; }}"
+                combine = f"mx::block_{'max' if is_max else 'sum'}<{nt}>(t{k}, {scratch}, tid)"
+                self.emit(f"const float {name} = {self.rounded(out, f'{fn}(0.0f, {combine})')};")
+                if out in chain.stored:
+                    self.emit(f"if (tid == 0) {self.tile_ptr(out)}[0] = mx::from_f<{c_type(self.elem(out))}>({name});")
+                regs[out] = name
+                continue
+            assert isinstance(op, cute.ElementwiseOp)
+            out_t = op.out.type
+            assert isinstance(out_t, cute.SmemTensorType)
+            order = cute.dense_ints(op.order)
+            dims = out_t.get_shape()
+            lo = layout_t([dims[d] for d in order], [out_t.strides[d] for d in order], out_t.swizzle)
+            args = []
+            for v in op.ins:
+                if v in regs:
+                    args.append(regs[v] if _uniform(v) else f"{regs[v]}[j]")
+                elif v in self.io.loads:
+                    args.append(f"mx::to_f({self.global_element(self.io.loads[v], v, dims, order)})")
+                else:
+                    args.append(f"mx::to_f({self.tile_ptr(v)}[{self.operand_layout(v, dims, order)}::off(i)])")
+            args += ["0.0f"] * (3 - len(op.ins))
+            body, read = self.store_expr(op.mode.data, self.elementwise_value(op))
+            out_copy = self.io.stores.get(op.out)
+            # an accumulator written straight out held the fill value 0 before this one trip
+            o = f"mx::to_f({self.tile_ptr(op.out)}[{lo}::off(i)])" if read and out_copy is None else "0.0f"
+            fn = f"[](float o, float a, float b, float c) {{ return {body}; }}"
+            vector_out = out_copy is not None and contiguous and self.row_vectors(out_copy, op.out, trips)
+            call = f"{fn}({o}, {', '.join(args)})"
+            body_lines = [f"{name}[j] = {self.rounded(op.out, call)};"]
+            if out_copy is not None and not vector_out:
+                gt = c_type(element_type_of(out_copy.dst))
+                body_lines.append(f"{self.global_element(out_copy, op.out, dims, order)} = mx::from_f<{gt}>({name}[j]);")
+            elif out_copy is None and op.out in chain.stored:
+                body_lines.append(f"{self.tile_ptr(op.out)}[{lo}::off(i)] = mx::from_f<{c_type(out_t.element_type)}>({name}[j]);")
+            self.emit(f"float {name}[{trips}];")
+            self.emit("#pragma unroll")
+            self.emit(f"for (int j = 0; j < {trips}; ++j) {{")
+            self.indent += 1
+            if any("(i)" in line for line in body_lines):
+                self.emit(f"const int i = {index};")
+            for line in body_lines:
+                self.emit(line)
+            self.indent -= 1
+            self.emit("}")
+            if vector_out:
+                assert out_copy is not None
+                self.emit(f"mx::store_row<{trips}>(&{self.global_element(out_copy, op.out, dims, order, f'tid * {trips}')}, {name});")
+            regs[op.out] = name
+        self.indent -= 1
+        self.emit("}")
+        self.emit("__syncthreads();")
+
+    def chain_contiguous(self, chain: RowChain) -> bool:
+        """Whether the chain's threads may own consecutive elements (flat index tid * T + j,
+        16-byte global vectors) instead of every NT-th (tid + j * NT): only when it touches
+        no whole-row shared tile, where consecutive elements per thread would conflict on
+        banks.  (The row sums then add in another order than the op-by-op print's.)"""
+        values = set(chain.values)
+        for op in chain.ops:
+            if isinstance(op, cute.ReduceOp) and op.input not in values and op.input not in self.io.loads:
+                return False
+            if not isinstance(op, cute.ElementwiseOp):
+                continue
+            for v in op.ins:
+                if v not in values and v not in self.io.loads and not _broadcast(v):
+                    return False
+        return all(v in self.io.stores or _uniform(v) for v in chain.stored)
+
+    def row_vectors(self, copy: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue, trips: int) -> bool:
+        """Whether a thread's `trips` consecutive elements of `tile` move as 16-byte global
+        vectors: unit stride along the row, and the planner already allows 16-byte vectors
+        for this tensor (the copy's `vec`), so the row start is 16-byte aligned."""
+        eb = cute.elem_bytes(self.elem(tile))
+        return copy.tile.strides[-1] == 1 and copy.vec.value.data * eb == 16 and (trips * eb) % 16 == 0
+
+    def preload_inputs(self, chain: RowChain, regs: dict[SSAValue, str], index: str, contiguous: bool) -> None:
+        """Whole-row inputs that the chain reads from global memory, loaded once into
+        register arrays `x<k>` before its first op: every load in flight together."""
+        trips = chain.length // self.nt
+        values = set(chain.values)
+        for op in chain.ops:
+            if isinstance(op, cute.ReduceOp):
+                if op.input not in values and op.input not in regs:
+                    self.preload_reduced(op.input, regs, index, contiguous, trips)
+                continue
+            if not isinstance(op, cute.ElementwiseOp):
+                continue
+            out = op.out.type
+            assert isinstance(out, cute.SmemTensorType)
+            order = cute.dense_ints(op.order)
+            for v in op.ins:
+                if v in regs or v not in self.io.loads or v.type.get_shape() != out.get_shape():  # type: ignore[attr-defined]
+                    continue
+                name = regs[v] = f"x{len([r for r in regs.values() if r.startswith('x')])}"
+                copy = self.io.loads[v]
+                self.emit(f"float {name}[{trips}];  // {self.names[v]}, from global memory")
+                if contiguous and self.row_vectors(copy, v, trips):
+                    start = self.global_element(copy, v, out.get_shape(), order, f"tid * {trips}")
+                    self.emit(f"mx::load_row<{trips}>({name}, &{start});")
+                    continue
+                self.emit("#pragma unroll")
+                self.emit(f"for (int j = 0; j < {trips}; ++j) {{")
+                self.emit(f"  const int i = {index};")
+                self.emit(f"  {name}[j] = mx::to_f({self.global_element(copy, v, out.get_shape(), order)});")
+                self.emit("}")
+
+    def preload_reduced(self, tile: SSAValue, regs: dict[SSAValue, str], index: str, contiguous: bool, trips: int) -> None:
+        """A row tile a chain reduces without computing it: into register array `x<k>` from
+        global memory (when only chains read it) or from its shared tile; the chain's later
+        elementwise ops read the same registers."""
+        typ = tile.type
+        assert isinstance(typ, cute.SmemTensorType)
+        dims = typ.get_shape()
+        order = list(reversed(range(len(dims))))
+        name = regs[tile] = f"x{len([r for r in regs.values() if r.startswith('x')])}"
+        copy = self.io.loads.get(tile)
+        where = "global" if copy is not None else "shared"
+        self.emit(f"float {name}[{trips}];  // {self.names[tile]}, from {where} memory")
+        if copy is not None and contiguous and self.row_vectors(copy, tile, trips):
+            self.emit(f"mx::load_row<{trips}>({name}, &{self.global_element(copy, tile, dims, order, f'tid * {trips}')});")
+            return
+        if copy is not None:
+            element = self.global_element(copy, tile, dims, order)
+        else:
+            element = f"{self.tile_ptr(tile)}[{self.natural_layout(typ)}::off(i)]"
+        self.emit("#pragma unroll")
+        self.emit(f"for (int j = 0; j < {trips}; ++j) {{")
+        self.emit(f"  const int i = {index};")
+        self.emit(f"  {name}[j] = mx::to_f({element});")
+        self.emit("}")

@@ -1,0 +1,176 @@
+"""`kn.customized`: a fused kernel whose region is a threadblock graph (`tb` ops), with its
+grid, block, for-loop range and reduction dimx (mirage-notes 1.4-1.7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, i64
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    prop_def,
+    region_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import IsolatedFromAbove, NoTerminator
+
+from mirage_xdsl.dialects import tiling
+from mirage_xdsl.dialects.kn.tensors import TB_OUTPUT_OP, check_shape, check_tensor_types, element_type_of, fail, int_array, ints, shape_of
+from mirage_xdsl.target.device import MAX_FORLOOP_RANGE
+
+
+@irdl_op_definition
+class CustomizedOp(IRDLOperation):
+    """A graph-defined kernel: its region is a threadblock graph (`tb` ops).
+
+    The region's block arguments are the kernel's view of `inputs` (positionally); the
+    i-th `tb.output` op in the region produces result i.  Graph attributes: `grid_dim` and
+    `block_dim` (x, y, z), `forloop_range` (iterations, >= 1), `reduction_dimx` (target
+    size of `*_to_dimx` reductions, Mirage default 64).
+    """
+
+    name = "kn.customized"
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    grid_dim = prop_def(DenseArrayBase)
+    block_dim = prop_def(DenseArrayBase)
+    forloop_range = prop_def(IntegerAttr)
+    reduction_dimx = prop_def(IntegerAttr)
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), NoTerminator())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "`(` $inputs `)` attr-dict-with-keyword `:` functional-type($inputs, $outputs) $body"
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        output_types: Sequence[Attribute],
+        body: Region | Block,
+        *,
+        grid_dim: Sequence[int],
+        block_dim: Sequence[int] = (128, 1, 1),
+        forloop_range: int = 1,
+        reduction_dimx: int = 64,
+    ):
+        if isinstance(body, Block):
+            body = Region(body)
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[list(output_types)],
+            regions=[body],
+            properties={
+                "grid_dim": int_array(grid_dim),
+                "block_dim": int_array(block_dim),
+                "forloop_range": IntegerAttr(forloop_range, i64),
+                "reduction_dimx": IntegerAttr(reduction_dimx, i64),
+            },
+        )
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return ints(self.grid_dim)  # type: ignore[return-value]
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return ints(self.block_dim)  # type: ignore[return-value]
+
+    @property
+    def grid_sum_axis(self) -> int | None:
+        """The grid axis that the graph's `tb.grid_sum` ops reduce (None without them)."""
+        if len(self.body.blocks) != 1:
+            return None
+        for op in self.body.block.ops:
+            if op.name == "tb.grid_sum":
+                return op.properties["dim"].value.data  # type: ignore[union-attr]
+        return None
+
+    @property
+    def store_grid(self) -> tuple[int, int, int]:
+        """The grid as `tb.output` sees it: the `tb.grid_sum` axis counts 1 block (one block
+        of each split group stores), the other axes as in `grid_dim`."""
+        grid = list(self.grid)
+        axis = self.grid_sum_axis
+        if axis is not None:
+            grid[axis] = 1
+        return tuple(grid)  # type: ignore[return-value]
+
+    @property
+    def num_iterations(self) -> int:
+        return self.forloop_range.value.data
+
+    @property
+    def dimx(self) -> int:
+        return self.reduction_dimx.value.data
+
+    def graph_error(self) -> str | None:
+        """Why the graph attributes (grid_dim, block_dim, forloop_range, reduction_dimx) or the
+        region's shape are unusable, or None when they are well formed.
+
+        The `tb` verifiers consult this first: xDSL verifies the nested ops before their
+        parent, so they must not compute tiles from a malformed graph.
+        """
+        props = self.properties
+        for key in ("grid_dim", "block_dim"):
+            if not isinstance(props.get(key), DenseArrayBase):
+                return f"{key} must be an array of 3 sizes (x, y, z), e.g. array<i64: 1, 1, 1>"
+        for key in ("forloop_range", "reduction_dimx"):
+            if not isinstance(props.get(key), IntegerAttr):
+                return f"{key} must be an integer attribute, e.g. 1 : i64"
+        if (err := tiling.launch_geometry_error(ints(self.grid_dim), ints(self.block_dim))) is not None:
+            return err
+        if self.num_iterations < 1:
+            return f"forloop_range must be >= 1, got {self.num_iterations}"
+        if self.num_iterations > MAX_FORLOOP_RANGE:
+            return (
+                f"forloop_range = {self.num_iterations} exceeds {MAX_FORLOOP_RANGE} (the most iterations "
+                "the reference executor checks in seconds, target/device.py); take longer tiles per iteration "
+                "or split the reduction across the grid"
+            )
+        if self.dimx < 1:
+            return f"reduction_dimx must be >= 1, got {self.dimx}"
+        if len(self.body.blocks) != 1:
+            return f"the region must hold exactly one block, got {len(self.body.blocks)}"
+        return None
+
+    def verify_(self) -> None:
+        if (err := self.graph_error()) is not None:
+            raise fail(self, err)
+        check_tensor_types(self)
+        args = self.body.block.args
+        if len(args) != len(self.inputs) or any(a.type != v.type for a, v in zip(args, self.inputs)):
+            raise fail(
+                self,
+                f"the region's block arguments ({', '.join(str(a.type) for a in args) or 'none'}) must match "
+                f"the inputs ({', '.join(str(v.type) for v in self.inputs) or 'none'}) in number and type",
+            )
+        for op in self.body.block.ops:
+            if op.dialect_name() == "kn":
+                raise fail(self, f"kernel op {op.name} cannot appear inside a threadblock graph; use the tb op")
+        # by name: the tb dialect builds on this one, so this one does not import it
+        outputs = [op for op in self.body.block.ops if op.name == TB_OUTPUT_OP]
+        if len(outputs) != len(self.outputs):
+            raise fail(
+                self, f"{len(outputs)} tb.output ops for {len(self.outputs)} results; each result needs one tb.output"
+            )
+        axes = {op.properties["dim"] for op in self.body.block.ops if op.name == "tb.grid_sum"}
+        if len(axes) > 1:
+            raise fail(self, "all tb.grid_sum ops of a graph must reduce the same grid axis (one synchronisation)")
+        store_grid = self.store_grid
+        for i, (out_op, res) in enumerate(zip(outputs, self.outputs)):
+            try:
+                expected = tiling.output_dtensor_shape(shape_of(out_op.input), store_grid, ints(out_op.output_map))
+            except tiling.ShapeError as err:
+                raise fail(self, f"tb.output #{i}: {err}") from None
+            check_shape(self, expected, shape_of(res), what=f"result #{i}")
+            if element_type_of(res) != element_type_of(out_op.input):
+                raise fail(
+                    self,
+                    f"result #{i} element type {element_type_of(res)} differs from its tb.output tile's "
+                    f"{element_type_of(out_op.input)}",
+                )

@@ -1,0 +1,55 @@
+"""The `kn` dialect object: its ops, for xDSL's context."""
+
+from __future__ import annotations
+
+from xdsl.ir import Dialect
+
+from mirage_xdsl.dialects.kn.compute_ops import AllReduceOp, ChunkOp, ConcatOp, MatmulOp, ReductionMaxOp, ReductionOp, RmsNormOp
+from mirage_xdsl.dialects.kn.customized import CustomizedOp
+from mirage_xdsl.dialects.kn.elementwise_ops import (
+    AddOp,
+    ClampOp,
+    DivOp,
+    ExpOp,
+    GeluOp,
+    LogOp,
+    MulOp,
+    MulScalarOp,
+    PowOp,
+    ReluOp,
+    SigmoidOp,
+    SiluOp,
+    SqrtOp,
+    SquareOp,
+    SubOp,
+)
+
+Kernel = Dialect(
+    "kn",
+    [
+        ExpOp,
+        SquareOp,
+        SqrtOp,
+        SiluOp,
+        SigmoidOp,
+        GeluOp,
+        ReluOp,
+        LogOp,
+        ClampOp,
+        MulScalarOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        PowOp,
+        MatmulOp,
+        ReductionOp,
+        ReductionMaxOp,
+        RmsNormOp,
+        ConcatOp,
+        ChunkOp,
+        AllReduceOp,
+        CustomizedOp,
+    ],
+    [],
+)

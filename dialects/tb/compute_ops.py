@@ -1,0 +1,334 @@
+"""`tb` compute ops on tiles: elementwise unary and binary ops, `tb.matmul`, the reductions
+(`tb.reduction`, `tb.reduction_to_dimx`, `tb.reduce_max`, the online softmax's running
+`tb.reduction_max`), `tb.rms_norm` and `tb.concat`; `UNARY_BY_KIND` / `BINARY_BY_KIND` map
+kn op names to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f64, i64
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import VarConstraint, base, irdl_op_definition, operand_def, prop_def, result_def
+
+from mirage_xdsl.dialects import tiling
+from mirage_xdsl.dialects.kn.tensors import check_shape, element_type_of, fail, shape_of
+from mirage_xdsl.dialects.tb.stensor import STensorType, TbOp, after_accum, check_same_element_type, checked_graph_of
+
+
+class TbUnaryOp(TbOp):
+    T: ClassVar = VarConstraint("T", base(STensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue, **props: Attribute):
+        super().__init__(operands=[input], result_types=[input.type], properties=props)
+
+
+@irdl_op_definition
+class ExpOp(TbUnaryOp):
+    name = "tb.exp"
+
+
+@irdl_op_definition
+class SquareOp(TbUnaryOp):
+    name = "tb.square"
+
+
+@irdl_op_definition
+class SqrtOp(TbUnaryOp):
+    name = "tb.sqrt"
+
+
+@irdl_op_definition
+class SiluOp(TbUnaryOp):
+    name = "tb.silu"
+
+
+@irdl_op_definition
+class SigmoidOp(TbUnaryOp):
+    name = "tb.sigmoid"
+
+
+@irdl_op_definition
+class GeluOp(TbUnaryOp):
+    name = "tb.gelu"
+
+
+@irdl_op_definition
+class ReluOp(TbUnaryOp):
+    name = "tb.relu"
+
+
+@irdl_op_definition
+class LogOp(TbUnaryOp):
+    name = "tb.log"
+
+
+@irdl_op_definition
+class ClampOp(TbUnaryOp):
+    """`min(max(x, min_value), max_value)`."""
+
+    name = "tb.clamp"
+    min_value = prop_def(FloatAttr)
+    max_value = prop_def(FloatAttr)
+
+    def __init__(self, input: SSAValue, min_value: float, max_value: float):
+        super().__init__(input, min_value=FloatAttr(min_value, f64), max_value=FloatAttr(max_value, f64))
+
+    def verify_(self) -> None:
+        lo, hi = self.min_value.value.data, self.max_value.value.data
+        if not lo <= hi:
+            raise fail(self, f"min_value ({lo}) must not exceed max_value ({hi})")
+
+
+@irdl_op_definition
+class MulScalarOp(TbUnaryOp):
+    """`x * scalar`."""
+
+    name = "tb.mul_scalar"
+    scalar = prop_def(FloatAttr)
+
+    def __init__(self, input: SSAValue, scalar: float):
+        super().__init__(input, scalar=FloatAttr(scalar, f64))
+
+
+class TbBinaryOp(TbOp):
+    """Elementwise binary op with numpy broadcasting; operands agree on after_accum."""
+
+    lhs = operand_def(STensorType)
+    rhs = operand_def(STensorType)
+    result = result_def(STensorType)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    @staticmethod
+    def infer_shape(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
+        return tiling.broadcast_shape(lhs, rhs)
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        shape = self.infer_shape(shape_of(lhs), shape_of(rhs))
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[STensorType(shape, element_type_of(lhs), after_accum(lhs))],
+        )
+
+    def verify_(self) -> None:
+        if after_accum(self.lhs) != after_accum(self.rhs):
+            raise fail(self, "operands must agree on after_accum (both before or both after the for-loop)")
+        if after_accum(self.result) != after_accum(self.lhs):
+            raise fail(self, "the result's after_accum must equal the operands'")
+        check_same_element_type(self, self.lhs, self.rhs, self.result)
+        try:
+            expected = self.infer_shape(shape_of(self.lhs), shape_of(self.rhs))
+        except tiling.ShapeError as err:
+            raise fail(self, str(err)) from None
+        check_shape(self, expected, shape_of(self.result))
+
+
+@irdl_op_definition
+class AddOp(TbBinaryOp):
+    name = "tb.add"
+
+
+@irdl_op_definition
+class SubOp(TbBinaryOp):
+    name = "tb.sub"
+
+
+@irdl_op_definition
+class MulOp(TbBinaryOp):
+    name = "tb.mul"
+
+
+@irdl_op_definition
+class DivOp(TbBinaryOp):
+    name = "tb.div"
+
+
+@irdl_op_definition
+class PowOp(TbBinaryOp):
+    name = "tb.pow"
+
+
+@irdl_op_definition
+class MatmulOp(TbBinaryOp):
+    """2-D GEMM of two tiles (all leading dims must be 1)."""
+
+    name = "tb.matmul"
+
+    @staticmethod
+    def infer_shape(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
+        return tiling.matmul_shape(lhs, rhs, threadblock=True)
+
+
+class TbReductionBase(TbOp):
+    input = operand_def(STensorType)
+    dim = prop_def(IntegerAttr)
+
+    @property
+    def reduce_dim(self) -> int:
+        return self.dim.value.data
+
+    def reduced_size(self) -> int:
+        return 1
+
+    def check_result(self, result: SSAValue) -> None:
+        if after_accum(result) != after_accum(self.input):
+            raise fail(self, "the result's after_accum must equal the operand's")
+        check_same_element_type(self, self.input, result)
+        try:
+            expected = tiling.reduction_shape(shape_of(self.input), self.reduce_dim, self.reduced_size())
+        except tiling.ShapeError as err:
+            raise fail(self, str(err)) from None
+        check_shape(self, expected, shape_of(result))
+
+
+class TbReduceToOneBase(TbReductionBase):
+    """A reduction of `dim` to size 1 with one result (tb.reduction, tb.reduce_max)."""
+
+    def __init__(self, input: SSAValue, dim: int):
+        typ = input.type
+        assert isinstance(typ, STensorType)
+        shape = tiling.reduction_shape(typ.get_shape(), dim, 1)
+        super().__init__(
+            operands=[input], result_types=[typ.with_shape(shape)], properties={"dim": IntegerAttr(dim, i64)}
+        )
+
+    def verify_(self) -> None:
+        self.check_result(self.results[0])
+
+
+@irdl_op_definition
+class ReductionOp(TbReduceToOneBase):
+    """Sum over `dim` (size -> 1)."""
+
+    name = "tb.reduction"
+    result = result_def(STensorType)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+
+@irdl_op_definition
+class ReductionToDimxOp(TbReductionBase):
+    """Sum STRIDED groups of `dim` down to the graph's `reduction_dimx`:
+    `out[..., j] = sum_k in[..., j + k*dimx]` (mirage-notes 1.7)."""
+
+    name = "tb.reduction_to_dimx"
+    result = result_def(STensorType)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, dim: int, reduction_dimx: int):
+        typ = input.type
+        assert isinstance(typ, STensorType)
+        shape = tiling.reduction_shape(typ.get_shape(), dim, reduction_dimx)
+        super().__init__(
+            operands=[input], result_types=[typ.with_shape(shape)], properties={"dim": IntegerAttr(dim, i64)}
+        )
+
+    def reduced_size(self) -> int:
+        graph = checked_graph_of(self)
+        if graph is not None:
+            return graph.dimx
+        shape = shape_of(self.result)  # detached or malformed graph: trust the result type
+        return shape[self.reduce_dim] if 0 <= self.reduce_dim < len(shape) else 1
+
+    def verify_(self) -> None:
+        self.check_result(self.result)
+
+
+@irdl_op_definition
+class ReduceMaxOp(TbReduceToOneBase):
+    """Max over `dim` of this tile (size -> 1), with no state across calls -- unlike
+    Mirage's running `tb.reduction_max`.  kn-fuse's lowering of `kn.reduction_max`: over a
+    dim the for-loop walks, it feeds a `max` for-loop accumulator."""
+
+    name = "tb.reduce_max"
+    result = result_def(STensorType)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+
+@irdl_op_definition
+class ReductionMaxOp(TbReductionBase):
+    """Running max over calls along `dim`: `max = max(old, max_i x_i)`, `diff = old - max` (<= 0).
+    Used by the online-softmax rewrite (mirage-notes 1.7)."""
+
+    name = "tb.reduction_max"
+    LOOP_CARRIED_RESULTS: ClassVar[tuple[int, ...]] = (0,)
+    """Results whose value one iteration reads back in the next (the running max): inside
+    the for-loop they must keep their storage from before the loop until it ends."""
+    max = result_def(STensorType)
+    diff = result_def(STensorType)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($max) `,` type($diff)"
+
+    def __init__(self, input: SSAValue, dim: int):
+        typ = input.type
+        assert isinstance(typ, STensorType)
+        out = typ.with_shape(tiling.reduction_shape(typ.get_shape(), dim, 1))
+        super().__init__(operands=[input], result_types=[out, out], properties={"dim": IntegerAttr(dim, i64)})
+
+    def verify_(self) -> None:
+        self.check_result(self.max)
+        self.check_result(self.diff)
+
+
+@irdl_op_definition
+class RmsNormOp(TbOp):
+    """`x / sqrt(mean(x^2, last dim))`, no epsilon."""
+
+    name = "tb.rms_norm"
+    T: ClassVar = VarConstraint("T", base(STensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue):
+        super().__init__(operands=[input], result_types=[input.type])
+
+
+@irdl_op_definition
+class ConcatOp(TbOp):
+    """Concatenate two tiles along `dim`."""
+
+    name = "tb.concat"
+    lhs = operand_def(STensorType)
+    rhs = operand_def(STensorType)
+    result = result_def(STensorType)
+    dim = prop_def(IntegerAttr)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, dim: int):
+        typ = lhs.type
+        assert isinstance(typ, STensorType)
+        shape = tiling.concat_shape(shape_of(lhs), shape_of(rhs), dim)
+        super().__init__(
+            operands=[lhs, rhs], result_types=[typ.with_shape(shape)], properties={"dim": IntegerAttr(dim, i64)}
+        )
+
+    def verify_(self) -> None:
+        if after_accum(self.lhs) != after_accum(self.rhs) or after_accum(self.result) != after_accum(self.lhs):
+            raise fail(self, "operands and result must agree on after_accum (both before or both after the for-loop)")
+        check_same_element_type(self, self.lhs, self.rhs, self.result)
+        try:
+            expected = tiling.concat_shape(shape_of(self.lhs), shape_of(self.rhs), self.dim.value.data)
+        except tiling.ShapeError as err:
+            raise fail(self, str(err)) from None
+        check_shape(self, expected, shape_of(self.result))
+
+
+UNARY_BY_KIND: dict[str, type[TbUnaryOp]] = {
+    "exp": ExpOp,
+    "square": SquareOp,
+    "sqrt": SqrtOp,
+    "silu": SiluOp,
+    "sigmoid": SigmoidOp,
+    "gelu": GeluOp,
+    "relu": ReluOp,
+    "log": LogOp,
+}
+"""The parameterless unary tb ops by kind name (the kn op name without `kn.`)."""
+
+
+BINARY_BY_KIND: dict[str, type[TbBinaryOp]] = {"add": AddOp, "sub": SubOp, "mul": MulOp, "div": DivOp, "pow": PowOp}
+"""The elementwise binary tb ops by kind name (tb.matmul is binary too but not elementwise)."""

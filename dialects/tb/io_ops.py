@@ -1,0 +1,126 @@
+"""`tb.input` and `tb.output`: the tiles a block loads from its kernel's inputs (imap, forloop
+dim) and stores to its outputs (omap), mirage-notes 1.4-1.5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, i64
+from xdsl.ir import BlockArgument, SSAValue
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
+from xdsl.traits import HasParent, MemoryWriteEffect
+
+from mirage_xdsl.dialects import tiling
+from mirage_xdsl.dialects.kn.customized import CustomizedOp
+from mirage_xdsl.dialects.kn.tensors import check_shape, check_tensor_types, element_type_of, fail, int_array, ints, shape_of
+from mirage_xdsl.dialects.tb.accum_ops import depends_on_grid_sum
+from mirage_xdsl.dialects.tb.stensor import STensorType, TbOp, after_accum, checked_graph_of
+
+
+@irdl_op_definition
+class InputOp(TbOp):
+    """Load one tile of a kernel input per block (and per iteration if `forloop_dim >= 0`).
+
+    `input_map` (x, y, z): tensor dim partitioned by each grid axis, -1 = replicated.
+    The tile shape is derived by `tiling.input_tile_shape` and checked by the verifier.
+    """
+
+    name = "tb.input"
+    dtensor = operand_def(TensorType)
+    result = result_def(STensorType)
+    input_map = prop_def(DenseArrayBase)
+    forloop_dim = prop_def(IntegerAttr)
+    assembly_format = "$dtensor attr-dict `:` type($dtensor) `->` type($result)"
+
+    def __init__(self, dtensor: SSAValue, input_map: Sequence[int], forloop_dim: int, tile_shape: Sequence[int]):
+        super().__init__(
+            operands=[dtensor],
+            result_types=[STensorType(tile_shape, element_type_of(dtensor))],
+            properties={"input_map": int_array(input_map), "forloop_dim": IntegerAttr(forloop_dim, i64)},
+        )
+
+    @property
+    def imap(self) -> tuple[int, ...]:
+        return ints(self.input_map)
+
+    @property
+    def fdim(self) -> int:
+        return self.forloop_dim.value.data
+
+    def verify_(self) -> None:
+        check_tensor_types(self)
+        if after_accum(self.result):
+            raise fail(self, "a loaded tile is used inside the for-loop: its type must not be after_accum")
+        if element_type_of(self.result) != element_type_of(self.dtensor):
+            raise fail(
+                self,
+                f"tile element type {element_type_of(self.result)} differs from the dtensor's "
+                f"{element_type_of(self.dtensor)}",
+            )
+        graph = checked_graph_of(self)
+        if graph is None:
+            return
+        if not isinstance(self.dtensor, BlockArgument) or self.dtensor.owner is not graph.body.block:
+            raise fail(self, "the operand must be a block argument of the enclosing kn.customized")
+        try:
+            expected = tiling.input_tile_shape(
+                shape_of(self.dtensor), graph.grid, self.imap, self.fdim, graph.num_iterations
+            )
+        except tiling.ShapeError as err:
+            raise fail(self, str(err)) from None
+        check_shape(self, expected, shape_of(self.result), what="tile")
+
+
+@irdl_op_definition
+class OutputOp(TbOp):
+    """Store each block's tile into the kernel output; only after the for-loop.
+
+    `output_map` (x, y, z): the output dim each grid axis concatenates along; every grid
+    axis > 1 needs an entry (blocks must write disjoint regions), except the axis of the
+    graph's `tb.grid_sum` ops, which must be -1 (one block per group stores).
+    """
+
+    name = "tb.output"
+    # it stores into the kernel's output DTensor: not Pure, or a dead-code elimination (any
+    # xDSL rewrite walker, `-p dce`) would erase it and then the whole threadblock graph
+    traits = traits_def(HasParent(CustomizedOp), MemoryWriteEffect())
+    input = operand_def(STensorType)
+    output_map = prop_def(DenseArrayBase)
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue, output_map: Sequence[int]):
+        super().__init__(operands=[input], properties={"output_map": int_array(output_map)})
+
+    @property
+    def omap(self) -> tuple[int, ...]:
+        return ints(self.output_map)
+
+    def verify_(self) -> None:
+        if not after_accum(self.input):
+            raise fail(
+                self,
+                "outputs are stored after the for-loop: the stored tile must be after_accum "
+                "(produce it with tb.forloop_accum)",
+            )
+        graph = checked_graph_of(self)
+        if graph is None:
+            return
+        axis = graph.grid_sum_axis
+        if axis is not None:
+            if self.omap[axis] >= 0:
+                raise fail(
+                    self,
+                    f"the graph's tb.grid_sum ops reduce grid axis {'xyz'[axis]}, so one block per group "
+                    f"stores: output_map.{'xyz'[axis]} must be -1, got {self.omap[axis]}",
+                )
+            if not depends_on_grid_sum(self.input):
+                raise fail(
+                    self,
+                    "the stored tile does not depend on a tb.grid_sum: only the last block of each "
+                    "split group runs after the grid sums, so store a tile computed from them",
+                )
+        try:
+            tiling.output_dtensor_shape(shape_of(self.input), graph.store_grid, self.omap)
+        except tiling.ShapeError as err:
+            raise fail(self, str(err)) from None
