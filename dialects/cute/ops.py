@@ -70,6 +70,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.dialects.tiling import launch_geometry_error
 from mirage_xdsl.target import SM90
 
@@ -1544,6 +1545,7 @@ Cute = Dialect(
         FragStoreOp,
         ForOp,
         YieldOp,
+        HopperGemmOp,
     ],
     [LayoutAttr, SwizzleAttr, SmemTensorType, TiledMmaAttr, FragmentType, UnaryFnAttr],
 )

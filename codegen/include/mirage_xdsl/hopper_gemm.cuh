@@ -1,0 +1,482 @@
+// mirage_xdsl device library: the sm_90a (Hopper) GEMM mainloop, warp-specialised.
+//
+//   C[c][m][n] = sum_k A[c][m][k] * B[c][k][n]     (fp16 or bf16 in, fp32 accumulate, T out)
+//
+// One block of 128 * (1 + NC) threads: warpgroup 0 is the producer (one thread issues TMA
+// loads `cp.async.bulk.tensor` into a STAGES-deep ring of shared-memory buffers, each
+// completing on its `full` mbarrier with a transaction count), warpgroups 1..NC are the
+// consumers (each owns a 64 x BN slab of the BM = 64*NC x BN output tile, runs `wgmma`
+// m64nBNk16 with both operands in shared memory and fp32 accumulators in registers, and
+// frees a buffer by arriving on its `empty` mbarrier).  The grid is persistent: block b
+// computes tiles b, b + gridDim.x, ... of the batch x m-block x n-block space, visited in
+// grouped (L2) order: groups of `group_m` m-blocks sweep the n-blocks column by column, so
+// the A rows of a group and the B columns of a few n-blocks stay in L2 (Triton's matmul
+// tutorial calls this "grouped ordering"); group_m <= 1 is the plain row-major order.
+//
+// Operand layouts in shared memory (PTX ISA 8.x, "Asynchronous Warpgroup Level Matrix
+// Shared Memory Layout", canonical layouts with the 128-byte swizzle):
+//   A: K-major, BM rows of 64 elements (128 B), TMA box {64, BM} with CU_TENSOR_MAP_SWIZZLE_128B;
+//      descriptor SBO = 1024 B (8 rows), k-step = +32 B on the start address.
+//   B, TRANS_B = 0 (K-major, B given as N rows of K): like A, BN rows.
+//   B, TRANS_B = 1 (MN-major, B given as K rows of N, e.g. a row-major [K, N] matrix):
+//      BN/64 boxes of {64 (n), 64 (k)}, each 64 rows of 128 B; descriptor LBO = one box
+//      (the stride between 64-wide n chunks), SBO = 1024 B (8 k rows), k-step = +2048 B.
+// Tensor maps are 4-D: {inner, rows, batch_inner, batch_outer}; batch index
+// c = c_outer * batch_inner + c_inner, so a batch made of two non-fusable dims (e.g. b and h
+// of `bkhd`) needs no copy.  Out-of-range rows/columns/k are zero-filled by TMA and not
+// stored.
+//
+// Host side: runtime/tensor_map.py encodes the maps (cuTensorMapEncodeTiled) per call.
+// Requires sm_90a (wgmma, setmaxnreg); the host emulator does not model it.
+#pragma once
+#ifndef MX_HOST
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace mx {
+namespace hopper {
+
+struct GemmShape {
+  int m, n, k;             // per-batch problem size (elements)
+  int batch;               // number of batches (c)
+  int batch_inner;         // c = c_outer * batch_inner + c_inner
+  long long ldc;           // C row stride (elements)
+  long long c_inner_stride, c_outer_stride;  // C batch strides (elements)
+  int group_m;             // L2 group height in m-blocks; <= 1: plain row-major block order
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+// Wait until the phase of parity `parity` of the barrier has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// TMA: a 4-D box of `map` at coordinates (c0 innermost .. c3) into shared memory `dst`.
+__device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2,
+                                            int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// Shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address,
+// leading- and stride-dimension byte offsets (all >> 4), swizzle mode 1 = 128 B.
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo & 0x3FFFF) >> 4) << 16) |
+         ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+template <int R>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R));
+}
+template <int R>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R));
+}
+
+// wgmma.mma_async m64nNk16, fp32 accumulators d, A and B from shared memory (descriptors),
+// A K-major, B K-major (TransB = 0) or MN-major (TransB = 1); accumulate = 0 overwrites d.
+template <int TransB>
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t da, uint64_t db, int accumulate, half) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1, 0, %35;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(accumulate), "n"(TransB));
+}
+template <int TransB>
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t da, uint64_t db, int accumulate, __nv_bfloat16) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1, 0, %35;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(accumulate), "n"(TransB));
+}
+template <int TransB>
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t da, uint64_t db, int accumulate, half) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, %67;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(accumulate), "n"(TransB));
+}
+template <int TransB>
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t da, uint64_t db, int accumulate, __nv_bfloat16) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, %67;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(accumulate), "n"(TransB));
+}
+template <int TransB>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db, int accumulate, half) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(accumulate), "n"(TransB));
+}
+template <int TransB>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db, int accumulate, __nv_bfloat16) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(accumulate), "n"(TransB));
+}
+
+
+template <int BN>
+struct Wgmma;
+template <>
+struct Wgmma<64> {
+  template <int TB, class T>
+  __device__ __forceinline__ static void run(float (&d)[32], uint64_t a, uint64_t b, int acc) {
+    wgmma_m64n64k16<TB>(d, a, b, acc, T());
+  }
+};
+template <>
+struct Wgmma<128> {
+  template <int TB, class T>
+  __device__ __forceinline__ static void run(float (&d)[64], uint64_t a, uint64_t b, int acc) {
+    wgmma_m64n128k16<TB>(d, a, b, acc, T());
+  }
+};
+template <>
+struct Wgmma<256> {
+  template <int TB, class T>
+  __device__ __forceinline__ static void run(float (&d)[128], uint64_t a, uint64_t b, int acc) {
+    wgmma_m64n256k16<TB>(d, a, b, acc, T());
+  }
+};
+
+// Tile t of the persistent sweep -> (batch, m-block, n-block), grouped (L2) or plain order.
+__device__ __forceinline__ void tile_coords(int t, int mblocks, int nblocks, int group_m, int& c, int& mb, int& nb) {
+  const int per_batch = mblocks * nblocks;
+  c = t / per_batch;
+  const int r = t - c * per_batch;
+  if (group_m <= 1) {
+    mb = r / nblocks;
+    nb = r - mb * nblocks;
+    return;
+  }
+  const int per_group = group_m * nblocks;
+  const int g = r / per_group;
+  const int first = g * group_m;
+  const int height = min(mblocks - first, group_m);
+  const int q = r - g * per_group;
+  mb = first + q % height;
+  nb = q / height;
+}
+
+template <class T>
+__device__ __forceinline__ void store_pair(T* p, float a, float b);
+template <>
+__device__ __forceinline__ void store_pair<half>(half* p, float a, float b) {
+  *reinterpret_cast<half2*>(p) = __floats2half2_rn(a, b);
+}
+template <>
+__device__ __forceinline__ void store_pair<__nv_bfloat16>(__nv_bfloat16* p, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float a, float b);
+template <>
+__device__ __forceinline__ uint32_t pack2<half>(float a, float b) {
+  half2 h = __floats2half2_rn(a, b);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float a, float b) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+
+// Bytes of dynamic shared memory `gemm_ws` needs (ring + barriers + 1 KiB for alignment).
+template <class T, int BN, int STAGES, int NC>
+constexpr int gemm_ws_smem_bytes() {
+  return STAGES * (64 * NC + BN) * 64 * (int)sizeof(T) + 2 * STAGES * 8 + 1024;
+}
+
+// The kernel body; call from a `__global__ __launch_bounds__(128 * (NC + 1), 1)` kernel with
+// `gemm_ws_smem_bytes<...>()` bytes of dynamic shared memory and tensor maps passed as
+// `const __grid_constant__ CUtensorMap` parameters.  WIDE: 16-byte stores of C (needs n, ldc and the
+// batch strides to be multiples of 8 elements); else 4-byte stores.  Each consumer keeps one
+// wgmma group in flight (wait_group 1) and frees the buffer of the previous k-tile.
+template <class T, int BN, int STAGES, int NC, int TRANS_B, bool WIDE>
+__device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, T* __restrict__ c,
+                                        const GemmShape s) {
+  constexpr int BK = 64;  // 64 fp16/bf16 = one 128-byte swizzle row
+  constexpr int BM = 64 * NC;
+  constexpr int A_BYTES = BM * BK * (int)sizeof(T);
+  constexpr int B_BYTES = BN * BK * (int)sizeof(T);
+  static_assert(BN == 64 || BN == 128 || BN == 256, "BN must be 64, 128 or 256");
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem =
+      smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // the 128-B swizzle needs 1024-B alignment
+  unsigned char* sa = smem;
+  unsigned char* sb = smem + STAGES * A_BYTES;
+  uint64_t* full = reinterpret_cast<uint64_t*>(sb + STAGES * B_BYTES);
+  uint64_t* empty = full + STAGES;
+  const int wg = threadIdx.x / 128;
+  const int tid = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < STAGES; ++i) {
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], NC * 4);  // lane 0 of every consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    prefetch_tensor_map(tma);
+    prefetch_tensor_map(tmb);
+  }
+  __syncthreads();
+  const int mblocks = (s.m + BM - 1) / BM;
+  const int nblocks = (s.n + BN - 1) / BN;
+  const int tiles = mblocks * nblocks * s.batch;
+  const int ktiles = (s.k + BK - 1) / BK;
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      int stage = 0;
+      unsigned phase = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int cb, mb, nb;
+        tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
+        const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
+        for (int kt = 0; kt < ktiles; ++kt) {
+          mbar_wait(&empty[stage], phase ^ 1);
+          mbar_expect_tx(&full[stage], A_BYTES + B_BYTES);
+          tma_load_4d(sa + stage * A_BYTES, tma, &full[stage], kt * BK, mb * BM, ci, co);
+          unsigned char* b = sb + stage * B_BYTES;
+          if (TRANS_B) {
+#pragma unroll
+            for (int j = 0; j < BN / 64; ++j)
+              tma_load_4d(b + j * 64 * BK * (int)sizeof(T), tmb, &full[stage], nb * BN + 64 * j, kt * BK, ci, co);
+          } else {
+            tma_load_4d(b, tmb, &full[stage], kt * BK, nb * BN, ci, co);
+          }
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    const int cw = wg - 1;
+    const int warp = tid / 32, lane = tid % 32;
+    float d[BN / 2];
+    int stage = 0;
+    unsigned phase = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int cb, mb, nb;
+      tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
+      int prev = -1;  // the stage whose wgmma group may still be reading it
+      for (int kt = 0; kt < ktiles; ++kt) {
+        mbar_wait(&full[stage], phase);
+        const uint32_t a0 = smem_addr(sa + stage * A_BYTES) + cw * 64 * BK * (int)sizeof(T);
+        const uint32_t b0 = smem_addr(sb + stage * B_BYTES);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+          const uint64_t da = smem_desc(a0 + kk * 32, 16, 1024);
+          const uint64_t db = TRANS_B ? smem_desc(b0 + kk * 16 * 128, BK * 128, 1024) : smem_desc(b0 + kk * 32, 16, 1024);
+          Wgmma<BN>::template run<TRANS_B, T>(d, da, db, (kt > 0 || kk > 0) ? 1 : 0);
+        }
+        wgmma_commit();
+        // keep this k-tile's group in flight; the previous one is done, so free its buffer
+        wgmma_wait<1>();
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        prev = stage;
+        if (++stage == STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      wgmma_wait<0>();
+      if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+      // Epilogue: accumulator fragment (PTX ISA, wgmma m64nNk16 D layout): register 4j+r holds
+      // row 16*warp + lane/4 + 8*(r/2), column 8j + 2*(lane%4) + r%2.
+      const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
+      T* cbase = c + ci * s.c_inner_stride + co * s.c_outer_stride;
+      const int row0 = mb * BM + cw * 64 + warp * 16 + lane / 4;
+      if constexpr (WIDE) {
+      // 16-byte stores: the 4 lanes of a quad hold 8 consecutive columns of 4 n8 blocks;
+      // a 4 x 4 transpose by shuffles gives lane q all 8 columns of block 4*jg + q.
+      const int q = lane & 3;
+#pragma unroll
+      for (int jg = 0; jg < BN / 32; ++jg) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint32_t in[4], out[4];
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj) in[jj] = pack2<T>(d[4 * (4 * jg + jj) + 2 * h], d[4 * (4 * jg + jj) + 2 * h + 1]);
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const int si = (q - r) & 3;
+            const uint32_t send = si == 0 ? in[0] : si == 1 ? in[1] : si == 2 ? in[2] : in[3];
+            const uint32_t got = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((q + r) & 3));
+            // got = lane ((q + r) & 3)'s columns of block q: slot (q + r) & 3
+            const int slot = (q + r) & 3;
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+              if (u == slot) out[u] = got;
+          }
+          const int row = row0 + 8 * h;
+          const int col = nb * BN + 32 * jg + 8 * q;
+          if (row < s.m && col < s.n)
+            *reinterpret_cast<uint4*>(cbase + (long long)row * s.ldc + col) = make_uint4(out[0], out[1], out[2], out[3]);
+        }
+      }
+      } else {
+        const int col0 = nb * BN + 2 * (lane % 4);
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int col = col0 + 8 * j;
+        if (col < s.n) {
+          if (row0 < s.m) store_pair<T>(cbase + (long long)row0 * s.ldc + col, d[4 * j], d[4 * j + 1]);
+          if (row0 + 8 < s.m) store_pair<T>(cbase + (long long)(row0 + 8) * s.ldc + col, d[4 * j + 2], d[4 * j + 3]);
+        }
+      }
+      }
+    }
+  }
+}
+
+}  // namespace hopper
+}  // namespace mx
+#endif  // MX_HOST
