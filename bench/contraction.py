@@ -5,8 +5,8 @@ dtype), our kernel compiled twice through `driver.einsum.compile_einsum` -- the 
 grouped (L2) block order (`ours L2`) and the plain row-major order (`ours plain`,
 group_m = 1) -- each checked against `torch.einsum` in fp32 (TF32 off) on a NaN-poisoned
 output (max|out - ref| / max|ref| <= `atol_rel`), then timed as device time of CUDA-graph
-replays (runtime/measure.py `device_us`; the torch peers with `timing.torch_sweep_graph`, the
-same way), on two rotated input sets.  The report is one markdown table in TFLOP/s
+replays (runtime/measure.py `sweep_us`; the torch peers with `timing.torch_sweep_graph`, the
+same way), on two rotated input sets, a replay holding up to 16 runs (about 20 ms of work).  The report is one markdown table in TFLOP/s
 (2 m n k batch / time) with ours / torch.einsum and ours / torch.matmul.
 """
 
@@ -60,9 +60,24 @@ def _flops(w: ContractionWorkload) -> int:
     return total
 
 
-def run_workload(w: ContractionWorkload, *, compile_peer: bool, atol_rel: float, log: Any = print) -> ContractionResult:
+VARIANTS: dict[str, dict[str, Any]] = {"ours L2": {}, "ours plain": {"group_m": 1}}
+"""Our variants: label -> `compile_einsum` options (the pass's decisions; plain block order)."""
+
+
+def run_workload(
+    w: ContractionWorkload,
+    *,
+    compile_peer: bool,
+    atol_rel: float,
+    log: Any = print,
+    variants: dict[str, dict[str, Any]] | None = None,
+) -> ContractionResult:
     """Check and time one workload (needs a GPU, torch and CuPy).  Never raises for a
-    variant or peer that fails: the reason goes to `notes`."""
+    variant or peer that fails: the reason goes to `notes`.
+
+    Args:
+        variants: label -> `compile_einsum` options (default `VARIANTS`).
+    """
     import cupy
     import torch
 
@@ -70,7 +85,7 @@ def run_workload(w: ContractionWorkload, *, compile_peer: bool, atol_rel: float,
     from mirage_xdsl.bench.prepare import one_line
     from mirage_xdsl.bench.timing import sweep_us, torch_sweep_graph
     from mirage_xdsl.driver.einsum import compile_einsum
-    from mirage_xdsl.runtime.measure import device_us
+    from mirage_xdsl.runtime.measure import sweep_sets
 
     torch.backends.cuda.matmul.allow_tf32 = False
     res = ContractionResult(w.name, w.equation)
@@ -81,19 +96,26 @@ def run_workload(w: ContractionWorkload, *, compile_peer: bool, atol_rel: float,
     ref = torch.einsum(w.equation, a.float(), b.float())
     scale = ref.abs().max().item()
     flops = _flops(w)
+    # about 20 ms of device time per timed replay and 10 replays, at most 16 runs x 20 replays
+    est_us = flops / 600e6
+    launches = max(SETS, min(16, round(20000 / est_us)))
+    runs = len(sweep_sets(sets, launches))
+    reps = max(5, min(20, round(200000 / (est_us * runs))))
     timers: dict[str, Any] = {}
     stream = cupy.cuda.get_current_stream()
     cupy_sets = [[_cupy_view(cupy, torch, t) for t in s] for s in sets]
-    for label, group_m in (("ours L2", -1), ("ours plain", 1)):
+    variants = VARIANTS if variants is None else variants
+    for label, options in variants.items():
         try:
-            graph = compile_einsum(w.equation, w.shapes, w.dtype, group_m=group_m, poison_outputs=True)
+            graph = compile_einsum(w.equation, w.shapes, w.dtype, poison_outputs=True, **options)
             (out,) = graph(a, b)
             err = ((out.float() - ref).abs().max().item()) / scale
             res.errors[label] = err
             if not err <= atol_rel:
                 res.notes.append(f"{label}: wrong result (error {err:.2e})")
                 continue
-            timers[label] = lambda g=graph: device_us(g, cupy_sets, stream, reps=20)
+            launch = graph.capture_sweep(sweep_sets(cupy_sets, launches))
+            timers[label] = lambda f=launch: sweep_us(lambda: f(stream), runs, stream, warmup=2, reps=reps)
         except Exception as err:  # noqa: BLE001 - a failed variant is a note
             res.notes.append(f"{label}: {one_line(err)}")
     try:
@@ -106,8 +128,8 @@ def run_workload(w: ContractionWorkload, *, compile_peer: bool, atol_rel: float,
             out = fn(a, b)
             err = ((out.float() - ref).abs().max().item()) / scale
             res.errors[name] = err
-            replay = torch_sweep_graph(fn, sets * 5)
-            timers[name] = lambda r=replay: sweep_us(r, SETS * 5, stream, reps=20)
+            replay = torch_sweep_graph(fn, sweep_sets(sets, launches))
+            timers[name] = lambda r=replay: sweep_us(r, runs, stream, warmup=2, reps=reps)
         except Exception as err:  # noqa: BLE001
             res.notes.append(f"{name}: {one_line(err)}")
     times: dict[str, list[float]] = {}
@@ -116,7 +138,7 @@ def run_workload(w: ContractionWorkload, *, compile_peer: bool, atol_rel: float,
             us = timer()
             if us:
                 times.setdefault(name, []).append(us)
-    for name in [*("ours L2", "ours plain"), *peers]:
+    for name in [*variants, *peers]:
         res.tflops[name] = flops / statistics.median(times[name]) / 1e6 if name in times else None
     log(f"{w.name}: " + ", ".join(f"{k} {v:.1f}" for k, v in res.tflops.items() if v))
     return res

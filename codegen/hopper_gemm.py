@@ -5,14 +5,15 @@ The op's attributes are printed as they are (convert-contraction-to-hopper decid
     #include "mirage_xdsl/hopper_gemm.cuh"
     extern "C" __global__ void __launch_bounds__(384, 1)
     graph_hopper_gemm_0(const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b,
-                        half* __restrict__ c) {
-      mx::hopper::gemm_ws<half, 256, 4, 2, 1, true>(&a, &b, c, mx::hopper::GemmShape{...});
+                        const __grid_constant__ CUtensorMap cm, half* __restrict__ c) {
+      mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2>(&a, &b, &cm, c, mx::hopper::GemmShape{...});
     }
 
 The launch (`KernelLaunch`) carries two `TensorMapSpec`s, A as {k, m, c_inner, c_outer}
 with box {64, BM, 1, 1} and B as {n, k, ...} with box {64, 64, 1, 1} (N-contiguous B) or
-{k, n, ...} with box {64, BN, 1, 1} (K-contiguous B), all with the 128-byte swizzle the
-header's shared-memory descriptors assume; the runtime encodes them per call.
+{k, n, ...} with box {64, BN, 1, 1} (K-contiguous B), and for the `tma_store` epilogue C as
+{n, m, ...} with box {64, 64, 1, 1}, all with the 128-byte swizzle the header's
+shared-memory layouts assume; the runtime encodes them per call.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorMapSpec, TensorRef
-from mirage_xdsl.dialects.cute.hopper_gemm import BK, HopperGemmOp
+from mirage_xdsl.dialects.cute.hopper_gemm import BK, EPILOGUES, HopperGemmOp
 
 HEADER = "mirage_xdsl/hopper_gemm.cuh"
 _CTYPES = {Float16Type: ("half", "float16"), BFloat16Type: ("__nv_bfloat16", "bfloat16")}
@@ -40,10 +41,12 @@ def _types(op: HopperGemmOp) -> tuple[str, str]:
 
 
 def smem_bytes(op: HopperGemmOp) -> int:
-    """Dynamic shared memory of the kernel: the ring, the mbarriers and the alignment slack."""
+    """Dynamic shared memory of the kernel: the ring, the staging tiles of a TMA-store
+    epilogue, the mbarriers and the alignment slack (hopper_gemm.cuh: gemm_ws_smem_bytes)."""
     bm, bn, bk = op.ints("tile")
     stages = op.stages.value.data
-    return stages * (bm + bn) * bk * 2 + 2 * stages * 8 + _BARRIER_SLACK
+    staging = bm * bn * 2 if op.epilogue.data == "tma_store" else 0
+    return stages * (bm + bn) * bk * 2 + staging + 2 * stages * 8 + _BARRIER_SLACK
 
 
 def threads(op: HopperGemmOp) -> int:
@@ -62,17 +65,21 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     _, bn, _ = op.ints("tile")
     ldc, c_in, c_out = op.ints("out_strides")
     shape = f"{m}, {n}, {k}, {b_in * b_out}, {b_in}, {ldc}LL, {c_in}LL, {c_out}LL, {op.group_m.value.data}"
+    epilogue = op.epilogue.data
     template = (
         f"{ctype}, {bn}, {op.stages.value.data}, {op.consumers.value.data}, "
-        f"{1 if op.trans_b.value.data else 0}, {'true' if op.wide_store.value.data else 'false'}"
+        f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}"
     )
     name = op.kernel_name.data
+    maps = "const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b"
+    maps += ", const __grid_constant__ CUtensorMap cm" if epilogue == "tma_store" else ""
+    cmap = "&cm" if epilogue == "tma_store" else "nullptr"
     return "\n".join(
         [
             f'#include "{HEADER}"',
             f'extern "C" __global__ void __launch_bounds__({threads(op)}, 1)',
-            f"{name}(const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b, {ctype}* __restrict__ c) {{",
-            f"  mx::hopper::gemm_ws<{template}>(&a, &b, c, mx::hopper::GemmShape{{{shape}}});",
+            f"{name}({maps}, {ctype}* __restrict__ c) {{",
+            f"  mx::hopper::gemm_ws<{template}>(&a, &b, {cmap}, c, mx::hopper::GemmShape{{{shape}}});",
             "}",
             "",
         ]
@@ -116,6 +123,11 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
         map_b = TensorMapSpec(ref(op.rhs, op), dtype, (n, k, b_in, b_out), (b_k * elem, *b_batch), (64, BK, 1, 1))  # type: ignore[arg-type]
     else:
         map_b = TensorMapSpec(ref(op.rhs, op), dtype, (k, n, b_in, b_out), (b_n * elem, *b_batch), (BK, bn, 1, 1))  # type: ignore[arg-type]
+    maps = (map_a, map_b)
+    if op.epilogue.data == "tma_store":
+        ldc, c_in, c_out = op.ints("out_strides")
+        c_batch = _batch_strides([c_in, c_out], _span(op.result, elem), elem)
+        maps += (TensorMapSpec(ref(op.result, op), dtype, (n, m, b_in, b_out), (ldc * elem, *c_batch), (64, 64, 1, 1)),)  # type: ignore[arg-type]
     return KernelLaunch(
         op.kernel_name.data,
         (op.grid.value.data, 1, 1),
@@ -123,5 +135,5 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
         smem_bytes(op),
         (ref(op.result, op),),
         pdl=False,
-        tensor_maps=(map_a, map_b),
+        tensor_maps=maps,
     )

@@ -50,12 +50,15 @@ def test_gemm_view_rejects_unfusable_m_dims() -> None:
 def test_pass_decides_the_schedule() -> None:
     op = lowered(*BMM)
     assert op.ints("tile") == [128, 256, 64]
-    assert op.stages.value.data == 4  # 4 x 48 KiB stages fit 227 KiB, 5 do not
+    assert op.epilogue.data == "tma_store"
+    assert op.stages.value.data == 3  # 3 x 48 KiB stages + 64 KiB of staging fit 227 KiB, 4 do not
     assert op.grid.value.data == 132
     assert op.group_m.value.data == 16  # 16 A panels + 9 B panels: the fewest bytes per wave
-    assert op.wide_store.value.data
-    op = lowered(*BMM, group_m=1, stages=3, tile_n=128)
+    op = lowered(*BMM, group_m=1, stages=3, tile_n=128, epilogue="store16")
     assert (op.group_m.value.data, op.stages.value.data, op.ints("tile")) == (1, 3, [128, 128, 64])
+    assert lowered(*BMM, epilogue="store16").stages.value.data == 4
+    assert lowered("abcd,cde->abe", [(8, 256, 64, 64), (64, 64, 1024)]).ints("tile") == [128, 128, 64]  # fills 128 SMs
+    assert lowered("mk,nk->mn", [(64, 96), (36, 96)]).epilogue.data == "store4"  # n not a multiple of 8
     small = lowered("mk,kn->mn", [(64, 96), (96, 72)])
     assert small.ints("tile") == [64, 64, 64] and small.consumers.value.data == 1
 
@@ -63,8 +66,12 @@ def test_pass_decides_the_schedule() -> None:
 def test_pass_errors_name_the_op_and_the_rule() -> None:
     with pytest.raises(PassFailedException, match="convert-contraction-to-hopper: contraction.contract: sm_90 GEMM"):
         lowered("aebf,dfce->abcd", [(64,) * 4, (64,) * 4])
-    with pytest.raises(PassFailedException, match="stages=9 must be in 2..4"):
+    with pytest.raises(PassFailedException, match="stages=9 must be in 2..3"):
         lowered(*BMM, stages=9)
+    with pytest.raises(PassFailedException, match="store16/tma_store need n"):
+        lowered("mk,nk->mn", [(64, 96), (36, 96)], epilogue="tma_store")
+    with pytest.raises(PassFailedException, match="not multiples of 16 bytes"):
+        lowered("mk,kn->mn", [(64, 96), (96, 36)])
 
 
 def test_printer_and_plan() -> None:
@@ -72,13 +79,14 @@ def test_printer_and_plan() -> None:
     ConvertContractionToHopperPass().apply(make_context(), module)
     prepared = prepare(module, arch="sm_90a")
     src = prepared.program.source
-    assert "mx::hopper::gemm_ws<half, 256, 4, 2, 1, true>" in src
+    assert "mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2>(&a, &b, &cm, c," in src
     assert "GemmShape{4096, 4096, 4096, 4, 4, 4096LL, 16777216LL, 0LL, 16}" in src
     (step,) = prepared.plan.steps
     assert step.grid == (132, 1, 1) and step.block == (384, 1, 1)
-    ta, tb = step.tensor_maps
+    ta, tb, tc = step.tensor_maps
     assert ta.dims == (4096, 4096, 4, 1) and ta.box == (64, 128, 1, 1)
     assert tb.dims == (4096, 4096, 4, 1) and tb.box == (64, 64, 1, 1)
+    assert tc.dims == (4096, 4096, 4, 1) and tc.box == (64, 64, 1, 1) and tc.ref.kind == "output"
     assert LaunchPlan.from_json(prepared.plan.to_json()) == prepared.plan
 
 
@@ -111,6 +119,7 @@ def test_reference_runs_contractions() -> None:
 
 GPU_CASES = [
     ("cmk,ckn->cmn", [(2, 200, 104), (2, 104, 136)], "float16"),  # tails in m, n and k
+    ("mk,nk->mn", [(136, 72), (100, 72)], "float16"),  # n = 100: store4 only
     ("cmk,ckn->cmn", [(3, 256, 512), (3, 512, 512)], "bfloat16"),
     ("mk,nk->mn", [(192, 320), (136, 320)], "float16"),  # K-major B
     ("bhqd,bkhd->bhqk", [(2, 4, 192, 64), (2, 320, 4, 64)], "float16"),  # two batch dims
@@ -120,8 +129,9 @@ GPU_CASES = [
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("epilogue", ["", "store16", "store4"])
 @pytest.mark.parametrize(("equation", "shapes", "dtype"), GPU_CASES)
-def test_einsum_matches_reference(equation: str, shapes: list[tuple[int, ...]], dtype: str) -> None:
+def test_einsum_matches_reference(equation: str, shapes: list[tuple[int, ...]], dtype: str, epilogue: str) -> None:
     import torch
 
     from mirage_xdsl.driver.einsum import compile_einsum
@@ -129,7 +139,12 @@ def test_einsum_matches_reference(equation: str, shapes: list[tuple[int, ...]], 
     torch_dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
     gen = torch.Generator(device="cuda").manual_seed(7)
     a, b = (torch.randn(s, device="cuda", dtype=torch_dtype, generator=gen) for s in shapes)
-    graph = compile_einsum(equation, tuple(tuple(s) for s in shapes), dtype, poison_outputs=True)
+    lhs, rest = equation.split(",")
+    rhs, out_ix = rest.split("->")
+    n = dict(zip(lhs + rhs, (*shapes[0], *shapes[1])))[out_ix[-1]]
+    if epilogue and n % 8:
+        pytest.skip("16-byte epilogues need n % 8 == 0")
+    graph = compile_einsum(equation, tuple(tuple(s) for s in shapes), dtype, epilogue=epilogue, poison_outputs=True)
     (out,) = graph(a, b)
     (ref,) = run_function(einsum_module(equation, shapes, dtype).body.block.first_op, [a.float().cpu().numpy(), b.float().cpu().numpy()])
     got = out.float().cpu().numpy()

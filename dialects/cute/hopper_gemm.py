@@ -6,7 +6,7 @@
         b_strides = array<i64: 4096, 1, 16777216, 0>,         // k, n, c_inner, c_outer
         out_strides = array<i64: 4096, 16777216, 0>,          // m, c_inner, c_outer (n stride 1)
         tile = array<i64: 128, 256, 64>, stages = 4 : i64, consumers = 2 : i64,
-        group_m = 8 : i64, grid = 132 : i64, trans_b = true, wide_store = true}
+        group_m = 8 : i64, grid = 132 : i64, trans_b = true, epilogue = "tma_store"}
         : (tensor<4x4096x4096xf16>, tensor<4x4096x4096xf16>) -> tensor<4x4096x4096xf16>
 
 The operands are the graph's tensors (any shape: the strides above say how the GEMM walks
@@ -29,6 +29,9 @@ BK = 64
 """K extent of one pipeline stage: 64 fp16/bf16 elements = one 128-byte swizzle row."""
 TILE_N = (64, 128, 256)
 """wgmma N extents the header instantiates."""
+EPILOGUES = {"store4": 0, "store16": 1, "tma_store": 2}
+"""`epilogue` -> the header's `Epilogue` value: 4-byte stores, 16-byte stores (n, ldc and the
+batch strides multiples of 8), or a swizzled staging tile stored by TMA (same rule)."""
 
 
 def _ints(values: Sequence[int]) -> DenseArrayBase:
@@ -58,7 +61,7 @@ class HopperGemmOp(IRDLOperation):
     group_m = prop_def(IntegerAttr)
     grid = prop_def(IntegerAttr)
     trans_b = prop_def(BoolAttr)
-    wide_store = prop_def(BoolAttr)
+    epilogue = prop_def(StringAttr)
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "`(` $lhs `,` $rhs `)` attr-dict `:` functional-type(operands, results)"
@@ -80,7 +83,7 @@ class HopperGemmOp(IRDLOperation):
         group_m: int,
         grid: int,
         trans_b: bool,
-        wide_store: bool,
+        epilogue: str,
     ):
         super().__init__(
             operands=[lhs, rhs],
@@ -97,7 +100,7 @@ class HopperGemmOp(IRDLOperation):
                 "group_m": _int(group_m),
                 "grid": _int(grid),
                 "trans_b": BoolAttr.from_bool(trans_b),
-                "wide_store": BoolAttr.from_bool(wide_store),
+                "epilogue": StringAttr(epilogue),
             },
         )
 
@@ -119,6 +122,8 @@ class HopperGemmOp(IRDLOperation):
             )
         if consumers not in (1, 2) or self.stages.value.data < 2 or self.grid.value.data < 1:
             raise VerifyException("cute.hopper_gemm: consumers must be 1 or 2, stages >= 2, grid >= 1")
+        if self.epilogue.data not in EPILOGUES:
+            raise VerifyException(f"cute.hopper_gemm: epilogue {self.epilogue.data!r} is not one of {sorted(EPILOGUES)}")
         for v in (self.lhs, self.rhs, self.result):
             assert isinstance(v.type, TensorType)
             if v.type.element_type not in (self.result.type.element_type,):  # type: ignore[union-attr]

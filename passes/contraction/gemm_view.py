@@ -11,8 +11,8 @@ one K dimension and at most two C (batch) dimensions.  The TMA tensor maps of
 - A must be K-contiguous (K stride 1 in A);
 - B must be K- or N-contiguous (K-major: `trans_b = False`; N-major: `trans_b = True`);
 - the output must be N-contiguous;
-- every other stride must be a multiple of 16 bytes (TMA's global-stride rule, CUDA Driver
-  API `cuTensorMapEncodeTiled`).
+- every other stride of A and B must be a multiple of 16 bytes (TMA's global-stride rule,
+  CUDA Driver API `cuTensorMapEncodeTiled`); the output's only for the 16-byte epilogues.
 
 The view works on the unscheduled dimensions (dim types, sizes, strides): the sm_90 kernel
 schedules the grid itself (a persistent grid over batch x m-tiles x n-tiles).
@@ -136,7 +136,7 @@ def gemm_view(config: Config, elem_bytes: int = 2) -> GemmView:
         out_strides=(s[OUT][m], st(OUT, inner), st(OUT, outer)),
         trans_b=trans_b,
     )
-    strides = [*view.a_strides, *view.b_strides, *view.out_strides]
+    strides = [*view.a_strides, *view.b_strides]  # TMA-loaded; the output may be stored without TMA
     bad = [x for x in strides if x != 1 and (x * elem_bytes) % 16]
     if bad:
         raise ValueError(f"sm_90 GEMM: strides {bad} (elements) are not multiples of 16 bytes, as TMA requires; pad the tensors")

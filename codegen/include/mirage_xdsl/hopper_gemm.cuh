@@ -325,31 +325,80 @@ __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float a, float b) {
   return *reinterpret_cast<uint32_t*>(&h);
 }
 
-// Bytes of dynamic shared memory `gemm_ws` needs (ring + barriers + 1 KiB for alignment).
-template <class T, int BN, int STAGES, int NC>
+// C epilogues of `gemm_ws`.
+enum Epilogue : int {
+  kStore4 = 0,    // 4-byte stores straight from the accumulator fragment
+  kStore16 = 1,   // 16-byte stores after a 4 x 4 transpose within each quad (shuffles)
+  kTmaStore = 2,  // 16-byte writes into a 128-B-swizzled staging tile, then TMA stores (async:
+                  // the next tile's mainloop overlaps them); needs the C tensor map
+};
+
+// Bytes of dynamic shared memory `gemm_ws` needs: the ring, for kTmaStore one 64 x BN staging
+// tile per consumer, the mbarriers and 1 KiB for the 1024-B alignment of the swizzled tiles.
+template <class T, int BN, int STAGES, int NC, int EPI>
 constexpr int gemm_ws_smem_bytes() {
-  return STAGES * (64 * NC + BN) * 64 * (int)sizeof(T) + 2 * STAGES * 8 + 1024;
+  return STAGES * (64 * NC + BN) * 64 * (int)sizeof(T) + (EPI == kTmaStore ? NC * 64 * BN * (int)sizeof(T) : 0) +
+         2 * STAGES * 8 + 1024;
+}
+
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, const void* src, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The 16 bytes of row `h` (0: lane/4, 1: lane/4 + 8) of n8 block 4*jg + (lane & 3): a 4 x 4
+// transpose within the quad, whose 4 lanes hold 2 columns each of blocks 4*jg .. 4*jg+3.
+template <class T, int N>
+__device__ __forceinline__ uint4 quad_row16(const float (&d)[N], int jg, int h, int lane) {
+  const int q = lane & 3;
+  uint32_t in[4], out[4];
+#pragma unroll
+  for (int jj = 0; jj < 4; ++jj) in[jj] = pack2<T>(d[4 * (4 * jg + jj) + 2 * h], d[4 * (4 * jg + jj) + 2 * h + 1]);
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int si = (q - r) & 3;  // lane q sends its columns of block (q - r) & 3 ...
+    const uint32_t send = si == 0 ? in[0] : si == 1 ? in[1] : si == 2 ? in[2] : in[3];
+    const uint32_t got = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((q + r) & 3));
+    const int slot = (q + r) & 3;  // ... and receives lane (q + r)'s columns of block q
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (u == slot) out[u] = got;
+  }
+  return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
 // The kernel body; call from a `__global__ __launch_bounds__(128 * (NC + 1), 1)` kernel with
-// `gemm_ws_smem_bytes<...>()` bytes of dynamic shared memory and tensor maps passed as
-// `const __grid_constant__ CUtensorMap` parameters.  WIDE: 16-byte stores of C (needs n, ldc and the
-// batch strides to be multiples of 8 elements); else 4-byte stores.  Each consumer keeps one
+// `gemm_ws_smem_bytes<...>()` bytes of dynamic shared memory and the tensor maps passed as
+// `const __grid_constant__ CUtensorMap` parameters (`tmc`: C as {n, m, c_inner, c_outer},
+// box {64, 64, 1, 1}, 128-B swizzle; used by kTmaStore only, else may be null).  kStore16
+// needs n, ldc and the batch strides to be multiples of 8 elements.  Each consumer keeps one
 // wgmma group in flight (wait_group 1) and frees the buffer of the previous k-tile.
-template <class T, int BN, int STAGES, int NC, int TRANS_B, bool WIDE>
-__device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, T* __restrict__ c,
-                                        const GemmShape s) {
+template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI>
+__device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, const CUtensorMap* tmc,
+                                        T* __restrict__ c, const GemmShape s) {
   constexpr int BK = 64;  // 64 fp16/bf16 = one 128-byte swizzle row
   constexpr int BM = 64 * NC;
   constexpr int A_BYTES = BM * BK * (int)sizeof(T);
   constexpr int B_BYTES = BN * BK * (int)sizeof(T);
+  constexpr int C_BYTES = 64 * BN * (int)sizeof(T);  // one consumer's staging tile (kTmaStore)
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN must be 64, 128 or 256");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem =
       smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // the 128-B swizzle needs 1024-B alignment
   unsigned char* sa = smem;
   unsigned char* sb = smem + STAGES * A_BYTES;
-  uint64_t* full = reinterpret_cast<uint64_t*>(sb + STAGES * B_BYTES);
+  unsigned char* sc = sb + STAGES * B_BYTES;
+  uint64_t* full = reinterpret_cast<uint64_t*>(sc + (EPI == kTmaStore ? NC * C_BYTES : 0));
   uint64_t* empty = full + STAGES;
   const int wg = threadIdx.x / 128;
   const int tid = threadIdx.x % 128;
@@ -361,6 +410,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     prefetch_tensor_map(tma);
     prefetch_tensor_map(tmb);
+    if (EPI == kTmaStore) prefetch_tensor_map(tmc);
   }
   __syncthreads();
   const int mblocks = (s.m + BM - 1) / BM;
@@ -399,6 +449,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
     setmaxnreg_inc<232>();
     const int cw = wg - 1;
     const int warp = tid / 32, lane = tid % 32;
+    unsigned char* stile = sc + cw * C_BYTES;
     float d[BN / 2];
     int stage = 0;
     unsigned phase = 0;
@@ -432,48 +483,63 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
       // Epilogue: accumulator fragment (PTX ISA, wgmma m64nNk16 D layout): register 4j+r holds
       // row 16*warp + lane/4 + 8*(r/2), column 8j + 2*(lane%4) + r%2.
       const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
-      T* cbase = c + ci * s.c_inner_stride + co * s.c_outer_stride;
-      const int row0 = mb * BM + cw * 64 + warp * 16 + lane / 4;
-      if constexpr (WIDE) {
-      // 16-byte stores: the 4 lanes of a quad hold 8 consecutive columns of 4 n8 blocks;
-      // a 4 x 4 transpose by shuffles gives lane q all 8 columns of block 4*jg + q.
-      const int q = lane & 3;
+      if constexpr (EPI == kTmaStore) {
+        // the staging tile is free once the previous tile's TMA stores have read it
+        if (tid == 0) bulk_wait_read0();
+        named_barrier(1 + cw, 128);
 #pragma unroll
-      for (int jg = 0; jg < BN / 32; ++jg) {
+        for (int jg = 0; jg < BN / 32; ++jg) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          uint32_t in[4], out[4];
-#pragma unroll
-          for (int jj = 0; jj < 4; ++jj) in[jj] = pack2<T>(d[4 * (4 * jg + jj) + 2 * h], d[4 * (4 * jg + jj) + 2 * h + 1]);
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const int si = (q - r) & 3;
-            const uint32_t send = si == 0 ? in[0] : si == 1 ? in[1] : si == 2 ? in[2] : in[3];
-            const uint32_t got = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((q + r) & 3));
-            // got = lane ((q + r) & 3)'s columns of block q: slot (q + r) & 3
-            const int slot = (q + r) & 3;
-#pragma unroll
-            for (int u = 0; u < 4; ++u)
-              if (u == slot) out[u] = got;
+          for (int h = 0; h < 2; ++h) {
+            const uint4 v = quad_row16<T>(d, jg, h, lane);
+            const int j = 4 * jg + (lane & 3);  // n8 block: box j / 8, 16-byte chunk j % 8
+            const int r = warp * 16 + lane / 4 + 8 * h;
+            *reinterpret_cast<uint4*>(stile + (j / 8) * 64 * 128 + r * 128 + (((j % 8) ^ (r & 7)) * 16)) = v;
           }
-          const int row = row0 + 8 * h;
-          const int col = nb * BN + 32 * jg + 8 * q;
-          if (row < s.m && col < s.n)
-            *reinterpret_cast<uint4*>(cbase + (long long)row * s.ldc + col) = make_uint4(out[0], out[1], out[2], out[3]);
         }
-      }
-      } else {
-        const int col0 = nb * BN + 2 * (lane % 4);
+        fence_async_smem();
+        named_barrier(1 + cw, 128);
+        if (tid == 0) {
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int col = col0 + 8 * j;
-        if (col < s.n) {
-          if (row0 < s.m) store_pair<T>(cbase + (long long)row0 * s.ldc + col, d[4 * j], d[4 * j + 1]);
-          if (row0 + 8 < s.m) store_pair<T>(cbase + (long long)(row0 + 8) * s.ldc + col, d[4 * j + 2], d[4 * j + 3]);
+          for (int j = 0; j < BN / 64; ++j) tma_store_4d(tmc, stile + j * 64 * 128, nb * BN + 64 * j, mb * BM + cw * 64, ci, co);
+          bulk_commit();
         }
-      }
+      } else {
+        T* cbase = c + ci * s.c_inner_stride + co * s.c_outer_stride;
+        const int row0 = mb * BM + cw * 64 + warp * 16 + lane / 4;
+        if constexpr (EPI == kStore16) {
+#pragma unroll
+          for (int jg = 0; jg < BN / 32; ++jg) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const uint4 v = quad_row16<T>(d, jg, h, lane);
+              const int row = row0 + 8 * h;
+              const int col = nb * BN + 32 * jg + 8 * (lane & 3);
+              if (row < s.m && col < s.n) {
+#ifdef MX_HOPPER_STORE_CS
+                asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(cbase + (long long)row * s.ldc + col),
+                             "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                             : "memory");
+#else
+                *reinterpret_cast<uint4*>(cbase + (long long)row * s.ldc + col) = v;
+#endif
+              }
+            }
+          }
+        } else {
+          const int col0 = nb * BN + 2 * (lane % 4);
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int col = col0 + 8 * j;
+            if (col < s.n) {
+              if (row0 < s.m) store_pair<T>(cbase + (long long)row0 * s.ldc + col, d[4 * j], d[4 * j + 1]);
+              if (row0 + 8 < s.m) store_pair<T>(cbase + (long long)(row0 + 8) * s.ldc + col, d[4 * j + 2], d[4 * j + 3]);
+            }
+          }
+        }
       }
     }
+    if (EPI == kTmaStore && tid == 0) bulk_wait0();
   }
 }
 
