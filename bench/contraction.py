@@ -125,9 +125,8 @@ def run_workload(
         res.notes.append(f"peers: {one_line(err)}")
     for name, fn in peers.items():
         try:
-            out = fn(a, b)
-            err = ((out.float() - ref).abs().max().item()) / scale
-            res.errors[name] = err
+            peer_out = fn(a, b)
+            res.errors[name] = ((peer_out.float() - ref).abs().max().item()) / scale
             replay = torch_sweep_graph(fn, sweep_sets(sets, launches))
             timers[name] = lambda r=replay: sweep_us(r, runs, stream, warmup=2, reps=reps)
         except Exception as err:  # noqa: BLE001

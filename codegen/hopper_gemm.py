@@ -6,7 +6,7 @@ The op's attributes are printed as they are (convert-contraction-to-hopper decid
     extern "C" __global__ void __launch_bounds__(384, 1)
     graph_hopper_gemm_0(const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b,
                         const __grid_constant__ CUtensorMap cm, half* __restrict__ c) {
-      mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2>(&a, &b, &cm, c, mx::hopper::GemmShape{...});
+      mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2, 1>(&a, &b, &cm, c, mx::hopper::GemmShape{...});
     }
 
 The launch (`KernelLaunch`) carries two `TensorMapSpec`s, A as {k, m, c_inner, c_outer}
@@ -68,8 +68,10 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     epilogue = op.epilogue.data
     template = (
         f"{ctype}, {bn}, {op.stages.value.data}, {op.consumers.value.data}, "
-        f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}"
+        f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}, {op.cluster.value.data}"
     )
+    cluster = op.cluster.value.data
+    dims = f"__cluster_dims__({cluster}, 1, 1) " if cluster > 1 else ""
     name = op.kernel_name.data
     maps = "const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b"
     maps += ", const __grid_constant__ CUtensorMap cm" if epilogue == "tma_store" else ""
@@ -77,7 +79,7 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     return "\n".join(
         [
             f'#include "{HEADER}"',
-            f'extern "C" __global__ void __launch_bounds__({threads(op)}, 1)',
+            f'extern "C" __global__ void {dims}__launch_bounds__({threads(op)}, 1)',
             f"{name}({maps}, {ctype}* __restrict__ c) {{",
             f"  mx::hopper::gemm_ws<{template}>(&a, &b, {cmap}, c, mx::hopper::GemmShape{{{shape}}});",
             "}",
@@ -122,8 +124,9 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
     if op.trans_b.value.data:
         map_b = TensorMapSpec(ref(op.rhs, op), dtype, (n, k, b_in, b_out), (b_k * elem, *b_batch), (64, BK, 1, 1))  # type: ignore[arg-type]
     else:
-        map_b = TensorMapSpec(ref(op.rhs, op), dtype, (k, n, b_in, b_out), (b_n * elem, *b_batch), (BK, bn, 1, 1))  # type: ignore[arg-type]
-    maps = (map_a, map_b)
+        rows = bn // op.cluster.value.data  # a cluster's CTAs load one share of the rows each
+        map_b = TensorMapSpec(ref(op.rhs, op), dtype, (k, n, b_in, b_out), (b_n * elem, *b_batch), (BK, rows, 1, 1))  # type: ignore[arg-type]
+    maps: tuple[TensorMapSpec, ...] = (map_a, map_b)
     if op.epilogue.data == "tma_store":
         ldc, c_in, c_out = op.ints("out_strides")
         c_batch = _batch_strides([c_in, c_out], _span(op.result, elem), elem)

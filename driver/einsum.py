@@ -32,13 +32,15 @@ def compile_einsum(
     stages: int = 0,
     tile_n: int = 0,
     epilogue: str = "",
+    cluster: int = 1,
     poison_outputs: bool = False,
 ) -> CompiledGraph:
     """The compiled graph of one einsum (cached per arguments in this process).
 
     Args:
         equation, shapes, dtype: see `frontends.einsum.einsum_module`.
-        group_m, stages, tile_n, epilogue: `convert-contraction-to-hopper` options (-1/0/0/"": decide).
+        group_m, stages, tile_n, epilogue, cluster: `convert-contraction-to-hopper` options
+            (-1/0/0/"": decide; cluster 1: none).
         poison_outputs: fill outputs with NaN before each run (tests).
 
     Raises:
@@ -46,14 +48,16 @@ def compile_einsum(
         PassFailedException: the contraction has no sm_90 GEMM view (message says why).
         CudaCompileError, LaunchError: see `driver.compile.compile`.
     """
-    key = (equation, shapes, dtype, group_m, stages, tile_n, epilogue, poison_outputs)
+    key = (equation, shapes, dtype, group_m, stages, tile_n, epilogue, cluster, poison_outputs)
     graph = _CACHE.get(key)
     if graph is None:
         from mirage_xdsl.frontends.einsum import einsum_module
         from mirage_xdsl.passes.contraction.to_hopper import ConvertContractionToHopperPass
 
         module = einsum_module(equation, shapes, dtype)
-        ConvertContractionToHopperPass(group_m=group_m, stages=stages, tile_n=tile_n, epilogue=epilogue).apply(make_context(), module)
+        ConvertContractionToHopperPass(
+            group_m=group_m, stages=stages, tile_n=tile_n, epilogue=epilogue, cluster=cluster
+        ).apply(make_context(), module)
         graph = _compiled(prepare(module, arch=ARCH), None, False, poison_outputs)
         _CACHE[key] = graph
     return graph

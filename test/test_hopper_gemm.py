@@ -63,6 +63,19 @@ def test_pass_decides_the_schedule() -> None:
     assert small.ints("tile") == [64, 64, 64] and small.consumers.value.data == 1
 
 
+def test_cluster_pairs_share_b() -> None:
+    op = lowered(*BMM, cluster=2)
+    assert op.cluster.value.data == 2 and op.grid.value.data == 132 and op.group_m.value.data % 2 == 0
+    module = einsum_module("mk,nk->mn", [(256, 128), (512, 128)])
+    ConvertContractionToHopperPass(cluster=2, tile_n=256).apply(make_context(), module)
+    prepared = prepare(module, arch="sm_90a")
+    assert "__cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)" in prepared.program.source
+    (step,) = prepared.plan.steps
+    assert step.tensor_maps[1].box == (64, 128, 1, 1)  # K-major B: each CTA loads half of BN = 256 rows
+    with pytest.raises(PassFailedException, match="cluster=2 needs an even m-tile count"):
+        lowered("mk,kn->mn", [(384, 64), (64, 256)], cluster=2)
+
+
 def test_pass_errors_name_the_op_and_the_rule() -> None:
     with pytest.raises(PassFailedException, match="convert-contraction-to-hopper: contraction.contract: sm_90 GEMM"):
         lowered("aebf,dfce->abcd", [(64,) * 4, (64,) * 4])
@@ -79,7 +92,7 @@ def test_printer_and_plan() -> None:
     ConvertContractionToHopperPass().apply(make_context(), module)
     prepared = prepare(module, arch="sm_90a")
     src = prepared.program.source
-    assert "mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2>(&a, &b, &cm, c," in src
+    assert "mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2, 1>(&a, &b, &cm, c," in src
     assert "GemmShape{4096, 4096, 4096, 4, 4, 4096LL, 16777216LL, 0LL, 16}" in src
     (step,) = prepared.plan.steps
     assert step.grid == (132, 1, 1) and step.block == (384, 1, 1)
@@ -128,10 +141,24 @@ GPU_CASES = [
 ]
 
 
+CLUSTER_CASES = [
+    ("cmk,ckn->cmn", [(3, 200, 104), (3, 104, 264)], "float16"),  # tails in m, n, k; 3 batches
+    ("mk,nk->mn", [(256, 192), (512, 192)], "bfloat16"),  # K-major B split between the pair
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("equation", "shapes", "dtype"), CLUSTER_CASES)
+def test_einsum_cluster_matches_reference(equation: str, shapes: list[tuple[int, ...]], dtype: str) -> None:
+    test_einsum_matches_reference(equation, shapes, dtype, "", cluster=2)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("epilogue", ["", "store16", "store4"])
 @pytest.mark.parametrize(("equation", "shapes", "dtype"), GPU_CASES)
-def test_einsum_matches_reference(equation: str, shapes: list[tuple[int, ...]], dtype: str, epilogue: str) -> None:
+def test_einsum_matches_reference(
+    equation: str, shapes: list[tuple[int, ...]], dtype: str, epilogue: str, cluster: int = 1
+) -> None:
     import torch
 
     from mirage_xdsl.driver.einsum import compile_einsum
@@ -144,7 +171,9 @@ def test_einsum_matches_reference(equation: str, shapes: list[tuple[int, ...]], 
     n = dict(zip(lhs + rhs, (*shapes[0], *shapes[1])))[out_ix[-1]]
     if epilogue and n % 8:
         pytest.skip("16-byte epilogues need n % 8 == 0")
-    graph = compile_einsum(equation, tuple(tuple(s) for s in shapes), dtype, epilogue=epilogue, poison_outputs=True)
+    graph = compile_einsum(
+        equation, tuple(tuple(s) for s in shapes), dtype, epilogue=epilogue, cluster=cluster, poison_outputs=True
+    )
     (out,) = graph(a, b)
     (ref,) = run_function(einsum_module(equation, shapes, dtype).body.block.first_op, [a.float().cpu().numpy(), b.float().cpu().numpy()])
     got = out.float().cpu().numpy()

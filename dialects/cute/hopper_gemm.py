@@ -6,7 +6,8 @@
         b_strides = array<i64: 4096, 1, 16777216, 0>,         // k, n, c_inner, c_outer
         out_strides = array<i64: 4096, 16777216, 0>,          // m, c_inner, c_outer (n stride 1)
         tile = array<i64: 128, 256, 64>, stages = 4 : i64, consumers = 2 : i64,
-        group_m = 8 : i64, grid = 132 : i64, trans_b = true, epilogue = "tma_store"}
+        group_m = 8 : i64, grid = 132 : i64, trans_b = true, epilogue = "tma_store",
+        cluster = 1 : i64}                                    // 2: B multicast to CTA pairs
         : (tensor<4x4096x4096xf16>, tensor<4x4096x4096xf16>) -> tensor<4x4096x4096xf16>
 
 The operands are the graph's tensors (any shape: the strides above say how the GEMM walks
@@ -62,6 +63,7 @@ class HopperGemmOp(IRDLOperation):
     grid = prop_def(IntegerAttr)
     trans_b = prop_def(BoolAttr)
     epilogue = prop_def(StringAttr)
+    cluster = prop_def(IntegerAttr)
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "`(` $lhs `,` $rhs `)` attr-dict `:` functional-type(operands, results)"
@@ -84,6 +86,7 @@ class HopperGemmOp(IRDLOperation):
         grid: int,
         trans_b: bool,
         epilogue: str,
+        cluster: int = 1,
     ):
         super().__init__(
             operands=[lhs, rhs],
@@ -101,6 +104,7 @@ class HopperGemmOp(IRDLOperation):
                 "grid": _int(grid),
                 "trans_b": BoolAttr.from_bool(trans_b),
                 "epilogue": StringAttr(epilogue),
+                "cluster": _int(cluster),
             },
         )
 
@@ -122,6 +126,8 @@ class HopperGemmOp(IRDLOperation):
             )
         if consumers not in (1, 2) or self.stages.value.data < 2 or self.grid.value.data < 1:
             raise VerifyException("cute.hopper_gemm: consumers must be 1 or 2, stages >= 2, grid >= 1")
+        if self.cluster.value.data not in (1, 2) or self.grid.value.data % self.cluster.value.data:
+            raise VerifyException("cute.hopper_gemm: cluster must be 1 or 2 and divide the grid")
         if self.epilogue.data not in EPILOGUES:
             raise VerifyException(f"cute.hopper_gemm: epilogue {self.epilogue.data!r} is not one of {sorted(EPILOGUES)}")
         for v in (self.lhs, self.rhs, self.result):

@@ -26,7 +26,8 @@ which the CUDA printer only prints:
   `epilogue=store16` picks the 16-byte direct stores.
 
 Options override the decisions: `group-m` (>= 1), `stages` (>= 2), `tile-n` (64/128/256),
-`epilogue` (store4 / store16 / tma_store).
+`epilogue` (store4 / store16 / tma_store); `cluster=2` (off by default, not yet measured as a
+win) runs CTA pairs that share the B tile through TMA multicast, halving B's L2 reads.
 After the pass each touched function carries `kn.workspace_size = 0` (it needs no
 workspace), which also tells the driver that the transpiler pipeline has run.
 """
@@ -64,6 +65,7 @@ class HopperSchedule:
     group_m: int
     grid: int
     epilogue: str
+    cluster: int = 1
 
 
 def _panel_bytes(g: int, grid: int, a_panel: int, b_panel: int) -> int:
@@ -98,13 +100,22 @@ def choose_tile_n(view: GemmView, bm: int, num_sms: int = SM90.num_sms) -> int:
 
 
 def plan_schedule(
-    view: GemmView, elem_bytes: int = 2, *, group_m: int = -1, stages: int = 0, tile_n: int = 0, epilogue: str = ""
+    view: GemmView,
+    elem_bytes: int = 2,
+    *,
+    group_m: int = -1,
+    stages: int = 0,
+    tile_n: int = 0,
+    epilogue: str = "",
+    cluster: int = 1,
 ) -> HopperSchedule:
     """Choose tile, stages, grid, L2 group and epilogue for `view` (module docstring).
 
     Args:
         view: the GEMM; elem_bytes: bytes per element (2).
         group_m, stages, tile_n, epilogue: overrides (-1 / 0 / 0 / "": decide).
+        cluster: 2 runs CTA pairs sharing B by TMA multicast (needs an even m-block count and an
+            even group_m, so that both tiles of a pair have one n-block); 1: no clusters.
 
     Raises:
         ValueError: an override out of range (message names it).
@@ -131,11 +142,20 @@ def plan_schedule(
     grid = min(mtiles * ntiles * view.batch, SM90.num_sms)
     if group_m == -1:
         a_panel, b_panel = bm * view.k * elem_bytes, bn * view.k * elem_bytes
-        choices = [1 << i for i in range(mtiles.bit_length()) if (1 << i) <= mtiles]
+        choices = [1 << i for i in range(mtiles.bit_length()) if (1 << i) <= mtiles and (cluster == 1 or i > 0)] or [2]
         group_m = min(choices, key=lambda g: (_panel_bytes(g, grid, a_panel, b_panel), g))
     elif group_m < 1:
         raise ValueError(f"group-m={group_m} must be >= 1 (or -1: decide)")
-    return HopperSchedule((bm, bn, BK), stages, consumers, group_m, grid, epilogue)
+    if cluster not in (1, 2):
+        raise ValueError(f"cluster={cluster} must be 1 or 2")
+    if cluster == 2:
+        if mtiles % 2 or group_m % 2:
+            raise ValueError(
+                f"cluster=2 needs an even m-tile count and an even group-m (got {mtiles} and {group_m}): the two CTAs of "
+                "a cluster share one n-block"
+            )
+        grid = 2 * min(math.ceil(mtiles * ntiles * view.batch / 2), SM90.num_sms // 2)
+    return HopperSchedule((bm, bn, BK), stages, consumers, group_m, grid, epilogue, cluster)
 
 
 @dataclass(frozen=True)
@@ -153,6 +173,7 @@ class ConvertContractionToHopperPass(ModulePass):
     stages: int = 0
     tile_n: int = 0
     epilogue: str = ""
+    cluster: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         count = 0
@@ -170,7 +191,12 @@ class ConvertContractionToHopperPass(ModulePass):
             try:
                 view = gemm_view(config)
                 sched = plan_schedule(
-                    view, group_m=self.group_m, stages=self.stages, tile_n=self.tile_n, epilogue=self.epilogue
+                    view,
+                    group_m=self.group_m,
+                    stages=self.stages,
+                    tile_n=self.tile_n,
+                    epilogue=self.epilogue,
+                    cluster=self.cluster,
                 )
             except ValueError as err:
                 raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err
@@ -192,6 +218,7 @@ class ConvertContractionToHopperPass(ModulePass):
                 grid=sched.grid,
                 trans_b=view.trans_b,
                 epilogue=sched.epilogue,
+                cluster=sched.cluster,
             )
             parent = contract.parent_block()
             assert parent is not None

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Block
+from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -95,8 +95,8 @@ def tb_schedule(config: Config) -> TbSchedule:
     return TbSchedule(batch, view.m, view.n, view.k, prim(DimType.M), prim(DimType.N), prim(DimType.K))
 
 
-def _shape(value: object) -> list[int]:
-    typ = getattr(value, "type")
+def _shape(value: SSAValue) -> list[int]:
+    typ = value.type
     assert isinstance(typ, TensorType)
     return list(typ.get_shape())
 

@@ -84,6 +84,33 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, u
       "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
+// The same load multicast to the CTAs of `mask` in the cluster: the data lands at `dst`'s offset
+// and completes bytes on `bar`'s offset in each of them.
+__device__ __forceinline__ void tma_load_4d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,
+                                                      int c2, int c3, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2], %7;" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(mask)
+      : "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Arrive on the mbarrier at `bar`'s offset in CTA `cta` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
+      "r"(cta)
+      : "memory");
+}
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
@@ -377,13 +404,27 @@ __device__ __forceinline__ uint4 quad_row16(const float (&d)[N], int jg, int h, 
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
+// Free a ring buffer: arrive on its `empty` barrier in this CTA and, in a cluster, in the peer
+// (which multicasts into this CTA's buffer too).
+template <int CLUSTER>
+__device__ __forceinline__ void release(uint64_t* bar, int rank) {
+  mbar_arrive(bar);
+  if constexpr (CLUSTER > 1) mbar_arrive_cluster(bar, (uint32_t)(rank ^ 1));
+}
+
 // The kernel body; call from a `__global__ __launch_bounds__(128 * (NC + 1), 1)` kernel with
 // `gemm_ws_smem_bytes<...>()` bytes of dynamic shared memory and the tensor maps passed as
 // `const __grid_constant__ CUtensorMap` parameters (`tmc`: C as {n, m, c_inner, c_outer},
 // box {64, 64, 1, 1}, 128-B swizzle; used by kTmaStore only, else may be null).  kStore16
 // needs n, ldc and the batch strides to be multiples of 8 elements.  Each consumer keeps one
 // wgmma group in flight (wait_group 1) and frees the buffer of the previous k-tile.
-template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI>
+// CLUSTER = 2 (the kernel declared `__cluster_dims__(2, 1, 1)`, an even grid): the two CTAs of
+// a cluster take tiles 2p and 2p + 1 of the grouped order, which share their n-block when the
+// group height is even (group_m and the m-block count even, the planner's rule); each loads
+// half of the B boxes and multicasts them to both, so a ring buffer is refilled only when the
+// consumers of both CTAs have freed it (remote mbarrier arrivals).  A CTA without a tile of its
+// own in the last pair computes its peer's tile and stores nothing.
+template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI, int CLUSTER = 1>
 __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, const CUtensorMap* tmc,
                                         T* __restrict__ c, const GemmShape s) {
   constexpr int BK = 64;  // 64 fp16/bf16 = one 128-byte swizzle row
@@ -405,24 +446,32 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
   if (threadIdx.x == 0) {
     for (int i = 0; i < STAGES; ++i) {
       mbar_init(&full[i], 1);
-      mbar_init(&empty[i], NC * 4);  // lane 0 of every consumer warp
+      mbar_init(&empty[i], CLUSTER * NC * 4);  // lane 0 of every consumer warp of the cluster
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     prefetch_tensor_map(tma);
     prefetch_tensor_map(tmb);
     if (EPI == kTmaStore) prefetch_tensor_map(tmc);
   }
-  __syncthreads();
+  if constexpr (CLUSTER > 1) {
+    cluster_sync();  // the peer's barriers are initialised before any multicast or remote arrival
+  } else {
+    __syncthreads();
+  }
   const int mblocks = (s.m + BM - 1) / BM;
   const int nblocks = (s.n + BN - 1) / BN;
   const int tiles = mblocks * nblocks * s.batch;
   const int ktiles = (s.k + BK - 1) / BK;
+  const int rank = CLUSTER > 1 ? (int)cluster_rank() : 0;
+  const int groups = (tiles + CLUSTER - 1) / CLUSTER;  // tile groups of one cluster
+  const int first_group = blockIdx.x / CLUSTER, group_step = gridDim.x / CLUSTER;
   if (wg == 0) {
     setmaxnreg_dec<40>();
     if (tid == 0) {
       int stage = 0;
       unsigned phase = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      for (int g = first_group; g < groups; g += group_step) {
+        const int t = g * CLUSTER + rank < tiles ? g * CLUSTER + rank : g * CLUSTER;
         int cb, mb, nb;
         tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
         const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
@@ -431,7 +480,20 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
           mbar_expect_tx(&full[stage], A_BYTES + B_BYTES);
           tma_load_4d(sa + stage * A_BYTES, tma, &full[stage], kt * BK, mb * BM, ci, co);
           unsigned char* b = sb + stage * B_BYTES;
-          if (TRANS_B) {
+          if (CLUSTER > 1) {  // this CTA's share of the B boxes, to both CTAs
+            constexpr int NBOX = TRANS_B ? BN / 64 : 1;
+            constexpr int ROWS = TRANS_B ? 64 : BN / CLUSTER;  // K-major B: split the BN rows
+            const uint16_t mask = (uint16_t)((1u << CLUSTER) - 1);
+            if (TRANS_B) {
+#pragma unroll
+              for (int j = rank * NBOX / CLUSTER; j < (rank + 1) * NBOX / CLUSTER; ++j)
+                tma_load_4d_multicast(b + j * 64 * BK * (int)sizeof(T), tmb, &full[stage], nb * BN + 64 * j, kt * BK, ci, co,
+                                      mask);
+            } else {
+              tma_load_4d_multicast(b + rank * ROWS * BK * (int)sizeof(T), tmb, &full[stage], kt * BK, nb * BN + rank * ROWS,
+                                    ci, co, mask);
+            }
+          } else if (TRANS_B) {
 #pragma unroll
             for (int j = 0; j < BN / 64; ++j)
               tma_load_4d(b + j * 64 * BK * (int)sizeof(T), tmb, &full[stage], nb * BN + 64 * j, kt * BK, ci, co);
@@ -453,7 +515,9 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
     float d[BN / 2];
     int stage = 0;
     unsigned phase = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    for (int g = first_group; g < groups; g += group_step) {
+      const bool own = g * CLUSTER + rank < tiles;  // else: the peer's tile, not stored
+      const int t = own ? g * CLUSTER + rank : g * CLUSTER;
       int cb, mb, nb;
       tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
       int prev = -1;  // the stage whose wgmma group may still be reading it
@@ -471,7 +535,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
         wgmma_commit();
         // keep this k-tile's group in flight; the previous one is done, so free its buffer
         wgmma_wait<1>();
-        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        if (prev >= 0 && lane == 0) release<CLUSTER>(&empty[prev], rank);
         prev = stage;
         if (++stage == STAGES) {
           stage = 0;
@@ -479,7 +543,8 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
         }
       }
       wgmma_wait<0>();
-      if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+      if (prev >= 0 && lane == 0) release<CLUSTER>(&empty[prev], rank);
+      if (!own) continue;
       // Epilogue: accumulator fragment (PTX ISA, wgmma m64nNk16 D layout): register 4j+r holds
       // row 16*warp + lane/4 + 8*(r/2), column 8j + 2*(lane%4) + r%2.
       const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
@@ -541,6 +606,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
     }
     if (EPI == kTmaStore && tid == 0) bulk_wait0();
   }
+  if constexpr (CLUSTER > 1) cluster_sync();  // no CTA leaves while its peer may still signal it
 }
 
 }  // namespace hopper

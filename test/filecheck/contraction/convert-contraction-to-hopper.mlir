@@ -15,7 +15,7 @@ func.func @bmm(%a: tensor<4x4096x4096xf16>, %b: tensor<4x4096x4096xf16>) -> tens
 // CHECK: cute.hopper_gemm(%{{.*}}, %{{.*}}) {kernel_name = "bmm_hopper_gemm_0", gemm = array<i64: 4096, 4096, 4096, 4, 1>
 // CHECK-SAME: a_strides = array<i64: 4096, 16777216, 0>, b_strides = array<i64: 4096, 1, 16777216, 0>
 // CHECK-SAME: tile = array<i64: 128, 256, 64>, stages = 3 : i64, consumers = 2 : i64, group_m = 16 : i64, grid = 132 : i64
-// CHECK-SAME: trans_b = true, epilogue = "tma_store"
+// CHECK-SAME: trans_b = true, epilogue = "tma_store", cluster = 1 : i64
 // CHECK-NOT: contraction.contract
 
 // OPT: tile = array<i64: 128, 128, 64>, stages = 6 : i64, consumers = 2 : i64, group_m = 1 : i64
@@ -24,6 +24,6 @@ func.func @bmm(%a: tensor<4x4096x4096xf16>, %b: tensor<4x4096x4096xf16>) -> tens
 // CUDA: #include "mirage_xdsl/hopper_gemm.cuh"
 // CUDA: extern "C" __global__ void __launch_bounds__(384, 1)
 // CUDA-NEXT: bmm_hopper_gemm_0(const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b, const __grid_constant__ CUtensorMap cm, half* __restrict__ c) {
-// CUDA-NEXT: mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2>(&a, &b, &cm, c, mx::hopper::GemmShape{4096, 4096, 4096, 4, 4, 4096LL, 16777216LL, 0LL, 16});
+// CUDA-NEXT: mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2, 1>(&a, &b, &cm, c, mx::hopper::GemmShape{4096, 4096, 4096, 4, 4, 4096LL, 16777216LL, 0LL, 16});
 
 // ERR: convert-contraction-to-hopper: contraction.contract: stages=9 must be in 2..3 for a 128x256x64 tile
