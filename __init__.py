@@ -10,6 +10,7 @@ _LAZY_EXPORTS: dict[str, str] = {
     "run_reference": "mirage_xdsl.reference.executor",
     "ReferenceExecutionError": "mirage_xdsl.reference.numpy_ops",
     "compile": "mirage_xdsl.driver.compile",
+    "einsum": "mirage_xdsl.driver.einsum",
     "CompiledGraph": "mirage_xdsl.runtime.executable",
     "new_kernel_graph": "mirage_xdsl.frontends.builder",
     "new_threadblock_graph": "mirage_xdsl.frontends.tb_builder",

@@ -138,3 +138,26 @@ def time_peers(
         except Exception as err:  # noqa: BLE001
             out.notes["torch.compile"] = _one_line(err)
     return out
+
+
+def contraction_peers(equation: str, compile_peer: bool) -> dict[str, Any]:
+    """The torch peers of a binary einsum: `torch.einsum`, `torch.matmul` when the einsum is
+    a plain (batched) matmul of row-major operands (`cmk,ckn->cmn`, `mk,kn->mn`: cuBLAS with
+    no permutes), and, with `compile_peer`, `torch.compile` of the einsum in
+    `COMPILE_MODE` (max-autotune: Triton GEMM templates tuned against cuBLAS).
+
+    Raises:
+        ImportError: no torch.
+    """
+    import torch  # type: ignore[import-not-found]
+
+    peers: dict[str, Any] = {"torch.einsum": lambda a, b: torch.einsum(equation, a, b)}
+    lhs, rest = equation.split(",")
+    rhs, out = rest.split("->")
+    if len(lhs) == len(rhs) == len(out) >= 2 and lhs[:-2] == rhs[:-2] == out[:-2]:
+        m, k, n = lhs[-2], lhs[-1], rhs[-1]
+        if rhs[-2] == k and out[-2:] == m + n:
+            peers["torch.matmul"] = torch.matmul
+    if compile_peer:
+        peers["torch.compile"] = torch.compile(lambda a, b: torch.einsum(equation, a, b), mode=COMPILE_MODE)
+    return peers

@@ -209,3 +209,31 @@ def torch_workload_program(stem: str) -> Callable[..., Any] | None:
         if stem.startswith(prefix):
             return fn
     return None
+
+
+@dataclass(frozen=True)
+class ContractionWorkload:
+    """A binary einsum timed by `mirage-bench --contractions` (bench/contraction.py): our
+    sm_90a kernel (`mx.einsum`) against torch on random inputs of `shapes`."""
+
+    name: str
+    equation: str
+    shapes: tuple[tuple[int, ...], ...]
+    dtype: str = "float16"
+
+
+CONTRACTION_WORKLOADS: tuple[ContractionWorkload, ...] = (
+    # issue #31 "Done when": sizes as the issue gives them
+    ContractionWorkload("bmm_4x4096", "cmk,ckn->cmn", ((4, 4096, 4096), (4, 4096, 4096))),
+    ContractionWorkload("abcd_cde", "abcd,cde->abe", ((8, 256, 64, 64), (64, 64, 1024))),
+    ContractionWorkload("bshd_hdn", "bshd,hdn->bsn", ((4, 4096, 32, 128), (32, 128, 4096))),
+    ContractionWorkload("bhqd_bkhd", "bhqd,bkhd->bhqk", ((8, 32, 1024, 128), (8, 1024, 32, 128))),
+    ContractionWorkload("aebf_dfce", "aebf,dfce->abcd", ((64, 64, 64, 64), (64, 64, 64, 64))),
+    # the square GEMM sweep, fp16 and bf16
+    *(
+        ContractionWorkload(f"gemm_{n}_{'bf16' if dt == 'bfloat16' else 'fp16'}", "mk,kn->mn", ((n, n), (n, n)), dt)
+        for dt in ("float16", "bfloat16")
+        for n in (1024, 2048, 4096, 8192, 16384)
+    ),
+)
+CONTRACTIONS_BY_NAME = {w.name: w for w in CONTRACTION_WORKLOADS}

@@ -39,6 +39,22 @@ class TensorRef:
 
 
 @dataclass(frozen=True)
+class TensorMapSpec:
+    """A TMA tensor map (`CUtensorMap`) the runtime encodes per call over tensor `ref` and
+    passes by value before the kernel's pointer arguments (runtime/tensor_map.py).
+
+    `dims` are the global sizes innermost first (elements), `strides` the byte strides of
+    dims[1:], `box` the box sizes (elements), `swizzle` the swizzle width in bytes."""
+
+    ref: TensorRef
+    dtype: DTypeName
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: tuple[int, ...]
+    swizzle: int = 128
+
+
+@dataclass(frozen=True)
 class KernelLaunch:
     """Launch `kernel` (an `extern "C" __global__` function of the source) on `args` in order."""
 
@@ -56,6 +72,8 @@ class KernelLaunch:
     """launch with the dynamic shared memory raised (on the actual device) so that no SM holds
     more than ceil(blocks / SMs) blocks: set for kernels that trigger their dependent grid early
     (codegen/weight_prefetch.py), whose successor's blocks must spread evenly over the SMs"""
+    tensor_maps: tuple[TensorMapSpec, ...] = ()
+    """TMA tensor maps passed before `args` (sm_90 GEMM kernels, codegen/hopper_gemm.py)"""
 
 
 @dataclass(frozen=True)
@@ -114,6 +132,12 @@ class LaunchPlan:
                         tuple(map(ref, s["args"])),
                         s.get("pdl", False),
                         one_wave=s.get("one_wave", False),
+                        tensor_maps=tuple(
+                            TensorMapSpec(
+                                ref(t["ref"]), t["dtype"], tuple(t["dims"]), tuple(t["strides"]), tuple(t["box"]), t["swizzle"]
+                            )
+                            for t in s.get("tensor_maps", ())
+                        ),
                     )
                 )
             else:

@@ -179,7 +179,12 @@ def nvcc_options(arch: str) -> list[str]:
         ValueError: `arch` is not a CUDA architecture name, or `MIRAGE_XDSL_NVCC_FLAGS` does
             not split.
     """
-    opts = list(BASE_OPTIONS) + [f"-arch={normalize_arch(arch)}"]
+    arch = normalize_arch(arch)
+    if arch.endswith("a"):  # architecture-specific features (wgmma, setmaxnreg): name the one target
+        # explicitly with -gencode (nvcc manual, "--generate-code"), no extra plain-sm_90 pass
+        opts = list(BASE_OPTIONS) + [f"-gencode=arch=compute_{arch[3:]},code={arch}"]
+    else:
+        opts = list(BASE_OPTIONS) + [f"-arch={arch}"]
     opts += [f"-I{d}" for d in include_dirs()]
     opts += list(extra_flags())
     return opts

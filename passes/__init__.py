@@ -43,6 +43,8 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "contraction-fuse-dims": ("contraction.passes", "FuseDimsPass"),
     "contraction-permute-dims": ("contraction.passes", "PermuteDimsPass"),
     "contraction-make-executable": ("contraction.passes", "MakeExecutablePass"),
+    "convert-contraction-to-hopper": ("contraction.to_hopper", "ConvertContractionToHopperPass"),
+    "convert-contraction-to-tb": ("contraction.to_tb", "ConvertContractionToTbPass"),
 }
 
 

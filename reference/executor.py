@@ -184,6 +184,10 @@ def _to_numpy(value: Any) -> np.ndarray:
 
 def _run_kn_op(op: Any, xs: list[np.ndarray], storage_rounding: bool = False) -> list[np.ndarray]:
     name = op.name
+    if name == "contraction.contract":
+        from mirage_xdsl.reference.contraction import run_contraction
+
+        return [run_contraction(op.config(), xs[0], xs[1], value_shape(op.result))]
     if not name.startswith("kn."):
         raise ReferenceExecutionError(f"unsupported operation '{name}' in a kernel graph")
     kind = name[3:]

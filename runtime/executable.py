@@ -64,6 +64,7 @@ from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCal
 from mirage_xdsl.runtime.interop import as_stream, from_torch, gpu_available, import_cupy, poison_value, strided_view, to_torch
 from mirage_xdsl.runtime.library_ops import run_library_call, storage_dtype
 from mirage_xdsl.runtime.programmatic_launch import ProgrammaticLaunch, one_wave_smem_bytes
+from mirage_xdsl.runtime.tensor_map import launch_with_tensor_maps
 from mirage_xdsl.runtime.validate import (
     DEFAULT_SMEM_LIMIT,
     HOPPER_SMEM_OPTIN,
@@ -434,7 +435,9 @@ class CompiledGraph:
                     }
                 # kernels take raw device pointers (CuPy passes a Python int as 8 bytes)
                 kargs = tuple(ptrs[r.kind][r.index if r.kind in ("input", "output") else 0] + r.offset for r in step.args)
-                if step.pdl and self.programmatic_launch:
+                if step.tensor_maps:
+                    launch_with_tensor_maps(self._kernels[step.kernel], step, ptrs, kargs, self._smem[id(step)], cupy)
+                elif step.pdl and self.programmatic_launch:
                     self._programmatic(step)(kargs, cupy.cuda.get_current_stream().ptr)
                 else:
                     self._kernels[step.kernel](step.grid, step.block, kargs, shared_mem=self._smem[id(step)])

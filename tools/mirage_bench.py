@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--prepare-only", type=Path, metavar="DIR", help="CPU phase only: save plans, cubins and references in DIR")
     mode.add_argument("--from", dest="from_dir", type=Path, metavar="DIR", help="GPU phase only, from a --prepare-only DIR")
     p.add_argument("--no-bench", action="store_true", help="check only: no timing, no peers")
+    p.add_argument("--contractions", action="store_true",
+                   help="the contraction workloads instead (our sm_90a einsum kernels vs torch.einsum/matmul; "
+                        "--workloads picks among them, e.g. bmm_4x4096,gemm_8192_fp16)")
     p.add_argument("--no-compile-peer", action="store_true", help="leave out the torch.compile peer (it compiles for minutes)")
     p.add_argument("--atol-rel", type=float, default=1e-2, help="max|out - ref| / max|ref| that passes (default 1e-2)")
     p.add_argument("--seed", type=int, help="base seed (default: fresh); workload k of the table uses seed + k")
@@ -178,6 +181,14 @@ def _main(args: argparse.Namespace) -> int:
         return gpu_phase.child_main(args.from_dir, indices, args.child_peers, bench=not args.no_bench,
                                     atol_rel=args.atol_rel, compile_peer=not args.no_compile_peer,
                                     peer_source=args.child_peer_source)
+    if args.contractions:
+        from mirage_xdsl.bench.contraction import run as run_contractions
+
+        text = run_contractions(args.workloads, compile_peer=not args.no_compile_peer, atol_rel=args.atol_rel, log=_log)
+        if args.report is not None:
+            args.report.write_text(text)
+        print(text)
+        return 0
     if args.tune:
         from mirage_xdsl.bench.tune import run_tune_mode
 

@@ -6,6 +6,7 @@ from xdsl.ir import Dialect
 
 from mirage_xdsl.dialects.cute.attrs import FragmentType, LayoutAttr, SmemTensorType, SwizzleAttr, TiledMmaAttr, UnaryFnAttr
 from mirage_xdsl.dialects.cute.compute_ops import ConcatOp, ElementwiseOp, FillOp, GridSumOp, ReduceOp
+from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.dialects.cute.kernel import ForOp, KernelOp, YieldOp
 from mirage_xdsl.dialects.cute.memory_ops import BarrierOp, CopyG2SOp, CopyS2GOp, CpAsyncCommitOp, CpAsyncWaitOp, SmemAllocOp
 from mirage_xdsl.dialects.cute.mma_ops import FragStoreOp, MmaChainOp, MmaInitOp, MmaOp
@@ -31,6 +32,7 @@ Cute = Dialect(
         FragStoreOp,
         ForOp,
         YieldOp,
+        HopperGemmOp,
     ],
     [LayoutAttr, SwizzleAttr, SmemTensorType, TiledMmaAttr, FragmentType, UnaryFnAttr],
 )

@@ -1,0 +1,142 @@
+"""CUDA for `cute.hopper_gemm`: the kernel (a call of `mx::hopper::gemm_ws`) and its launch.
+
+The op's attributes are printed as they are (convert-contraction-to-hopper decided them):
+
+    #include "mirage_xdsl/hopper_gemm.cuh"
+    extern "C" __global__ void __launch_bounds__(384, 1)
+    graph_hopper_gemm_0(const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b,
+                        const __grid_constant__ CUtensorMap cm, half* __restrict__ c) {
+      mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2, 1>(&a, &b, &cm, c, mx::hopper::GemmShape{...});
+    }
+
+The launch (`KernelLaunch`) carries two `TensorMapSpec`s, A as {k, m, c_inner, c_outer}
+with box {64, BM, 1, 1} and B as {n, k, ...} with box {64, 64, 1, 1} (N-contiguous B) or
+{k, n, ...} with box {64, BN, 1, 1} (K-contiguous B), and for the `tma_store` epilogue C as
+{n, m, ...} with box {64, 64, 1, 1}, all with the 128-byte swizzle the header's
+shared-memory layouts assume; the runtime encodes them per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorMapSpec, TensorRef
+from mirage_xdsl.dialects.cute.hopper_gemm import BK, EPILOGUES, HopperGemmOp
+
+HEADER = "mirage_xdsl/hopper_gemm.cuh"
+_CTYPES = {Float16Type: ("half", "float16"), BFloat16Type: ("__nv_bfloat16", "bfloat16")}
+_BARRIER_SLACK = 1024  # alignment of the ring to 1024 B (hopper_gemm.cuh: gemm_ws_smem_bytes)
+
+
+def _types(op: HopperGemmOp) -> tuple[str, str]:
+    tensor = op.result.type
+    assert isinstance(tensor, TensorType)
+    for cls, names in _CTYPES.items():
+        if isinstance(tensor.element_type, cls):
+            return names
+    raise ValueError(f"{op.name}: element type {tensor.element_type} is not f16 or bf16")
+
+
+def smem_bytes(op: HopperGemmOp) -> int:
+    """Dynamic shared memory of the kernel: the ring, the staging tiles of a TMA-store
+    epilogue, the mbarriers and the alignment slack (hopper_gemm.cuh: gemm_ws_smem_bytes)."""
+    bm, bn, bk = op.ints("tile")
+    stages = op.stages.value.data
+    staging = bm * bn * 2 if op.epilogue.data == "tma_store" else 0
+    return stages * (bm + bn) * bk * 2 + staging + 2 * stages * 8 + _BARRIER_SLACK
+
+
+def threads(op: HopperGemmOp) -> int:
+    """Threads per block: one producer warpgroup and `consumers` consumer warpgroups."""
+    return 128 * (1 + op.consumers.value.data)
+
+
+def print_hopper_gemm(op: HopperGemmOp) -> str:
+    """The kernel's CUDA source (includes the header; several kernels may share one TU).
+
+    Raises:
+        ValueError: the element type is not f16/bf16 (the verifier rejects that earlier).
+    """
+    ctype, _ = _types(op)
+    m, n, k, b_in, b_out = op.ints("gemm")
+    _, bn, _ = op.ints("tile")
+    ldc, c_in, c_out = op.ints("out_strides")
+    shape = f"{m}, {n}, {k}, {b_in * b_out}, {b_in}, {ldc}LL, {c_in}LL, {c_out}LL, {op.group_m.value.data}"
+    epilogue = op.epilogue.data
+    template = (
+        f"{ctype}, {bn}, {op.stages.value.data}, {op.consumers.value.data}, "
+        f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}, {op.cluster.value.data}"
+    )
+    cluster = op.cluster.value.data
+    dims = f"__cluster_dims__({cluster}, 1, 1) " if cluster > 1 else ""
+    name = op.kernel_name.data
+    maps = "const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b"
+    maps += ", const __grid_constant__ CUtensorMap cm" if epilogue == "tma_store" else ""
+    cmap = "&cm" if epilogue == "tma_store" else "nullptr"
+    return "\n".join(
+        [
+            f'#include "{HEADER}"',
+            f'extern "C" __global__ void {dims}__launch_bounds__({threads(op)}, 1)',
+            f"{name}({maps}, {ctype}* __restrict__ c) {{",
+            f"  mx::hopper::gemm_ws<{template}>(&a, &b, {cmap}, c, mx::hopper::GemmShape{{{shape}}});",
+            "}",
+            "",
+        ]
+    )
+
+
+def _batch_strides(strides: list[int], span_bytes: int, elem: int) -> list[int]:
+    """Byte strides of the batch dims; an absent dim (stride 0, size 1) gets the tensor's span."""
+    return [s * elem if s else span_bytes for s in strides]
+
+
+def _span(value: SSAValue, elem: int) -> int:
+    tensor = value.type
+    assert isinstance(tensor, TensorType)
+    total = 1
+    for d in tensor.get_shape():
+        total *= d
+    return -(-total * elem // 16) * 16
+
+
+def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorRef]) -> KernelLaunch:
+    """The `KernelLaunch` of `op`: grid, block, shared memory, tensor maps and C's pointer.
+
+    Args:
+        op: the kernel.
+        ref: where a value lives (graph input/output/workspace), as the CUDA printer resolves it.
+
+    Raises:
+        ValueError: the element type is not f16/bf16.
+    """
+    _, dtype = _types(op)
+    elem = 2
+    m, n, k, b_in, b_out = op.ints("gemm")
+    bm, bn, _ = op.ints("tile")
+    a_m, a_cin, a_cout = op.ints("a_strides")
+    b_k, b_n, b_cin, b_cout = op.ints("b_strides")
+    a_batch = _batch_strides([a_cin, a_cout], _span(op.lhs, elem), elem)
+    b_batch = _batch_strides([b_cin, b_cout], _span(op.rhs, elem), elem)
+    map_a = TensorMapSpec(ref(op.lhs, op), dtype, (k, m, b_in, b_out), (a_m * elem, *a_batch), (BK, bm, 1, 1))  # type: ignore[arg-type]
+    if op.trans_b.value.data:
+        map_b = TensorMapSpec(ref(op.rhs, op), dtype, (n, k, b_in, b_out), (b_k * elem, *b_batch), (64, BK, 1, 1))  # type: ignore[arg-type]
+    else:
+        rows = bn // op.cluster.value.data  # a cluster's CTAs load one share of the rows each
+        map_b = TensorMapSpec(ref(op.rhs, op), dtype, (k, n, b_in, b_out), (b_n * elem, *b_batch), (BK, rows, 1, 1))  # type: ignore[arg-type]
+    maps: tuple[TensorMapSpec, ...] = (map_a, map_b)
+    if op.epilogue.data == "tma_store":
+        ldc, c_in, c_out = op.ints("out_strides")
+        c_batch = _batch_strides([c_in, c_out], _span(op.result, elem), elem)
+        maps += (TensorMapSpec(ref(op.result, op), dtype, (n, m, b_in, b_out), (ldc * elem, *c_batch), (64, 64, 1, 1)),)  # type: ignore[arg-type]
+    return KernelLaunch(
+        op.kernel_name.data,
+        (op.grid.value.data, 1, 1),
+        (threads(op), 1, 1),
+        smem_bytes(op),
+        (ref(op.result, op),),
+        pdl=False,
+        tensor_maps=maps,
+    )

@@ -1,0 +1,425 @@
+// mirage_xdsl device library: the sm_90a (Hopper) GEMM mainloop, warp-specialised.
+//
+//   C[c][m][n] = sum_k A[c][m][k] * B[c][k][n]     (fp16 or bf16 in, fp32 accumulate, T out)
+//
+// One block of 128 * (1 + NC) threads: warpgroup 0 is the producer (one thread issues TMA
+// loads `cp.async.bulk.tensor` into a STAGES-deep ring of shared-memory buffers, each
+// completing on its `full` mbarrier with a transaction count), warpgroups 1..NC are the
+// consumers (each owns a 64 x BN slab of the BM = 64*NC x BN output tile, runs `wgmma`
+// m64nBNk16 with both operands in shared memory and fp32 accumulators in registers, and
+// frees a buffer by arriving on its `empty` mbarrier).  The grid is persistent: block b
+// computes tiles b, b + gridDim.x, ... of the batch x m-block x n-block space, visited in
+// grouped (L2) order: groups of `group_m` m-blocks sweep the n-blocks column by column, so
+// the A rows of a group and the B columns of a few n-blocks stay in L2 (Triton's matmul
+// tutorial calls this "grouped ordering"); group_m <= 1 is the plain row-major order.
+//
+// Operand layouts in shared memory (PTX ISA 8.x, "Asynchronous Warpgroup Level Matrix
+// Shared Memory Layout", canonical layouts with the 128-byte swizzle):
+//   A: K-major, BM rows of 64 elements (128 B), TMA box {64, BM} with CU_TENSOR_MAP_SWIZZLE_128B;
+//      descriptor SBO = 1024 B (8 rows), k-step = +32 B on the start address.
+//   B, TRANS_B = 0 (K-major, B given as N rows of K): like A, BN rows.
+//   B, TRANS_B = 1 (MN-major, B given as K rows of N, e.g. a row-major [K, N] matrix):
+//      BN/64 boxes of {64 (n), 64 (k)}, each 64 rows of 128 B; descriptor LBO = one box
+//      (the stride between 64-wide n chunks), SBO = 1024 B (8 k rows), k-step = +2048 B.
+// Tensor maps are 4-D: {inner, rows, batch_inner, batch_outer}; batch index
+// c = c_outer * batch_inner + c_inner, so a batch made of two non-fusable dims (e.g. b and h
+// of `bkhd`) needs no copy.  Out-of-range rows/columns/k are zero-filled by TMA and not
+// stored.
+//
+// Host side: runtime/tensor_map.py encodes the maps (cuTensorMapEncodeTiled) per call.
+// Requires sm_90a (wgmma, setmaxnreg); the host emulator does not model it.
+#pragma once
+#ifndef MX_HOST
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "hopper_wgmma.cuh"
+
+namespace mx {
+namespace hopper {
+
+struct GemmShape {
+  int m, n, k;             // per-batch problem size (elements)
+  int batch;               // number of batches (c)
+  int batch_inner;         // c = c_outer * batch_inner + c_inner
+  long long ldc;           // C row stride (elements)
+  long long c_inner_stride, c_outer_stride;  // C batch strides (elements)
+  int group_m;             // L2 group height in m-blocks; <= 1: plain row-major block order
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+// Wait until the phase of parity `parity` of the barrier has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// TMA: a 4-D box of `map` at coordinates (c0 innermost .. c3) into shared memory `dst`.
+__device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2,
+                                            int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+// The same load multicast to the CTAs of `mask` in the cluster: the data lands at `dst`'s offset
+// and completes bytes on `bar`'s offset in each of them.
+__device__ __forceinline__ void tma_load_4d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,
+                                                      int c2, int c3, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2], %7;" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(mask)
+      : "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Arrive on the mbarrier at `bar`'s offset in CTA `cta` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
+      "r"(cta)
+      : "memory");
+}
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// Tile t of the persistent sweep -> (batch, m-block, n-block), grouped (L2) or plain order.
+__device__ __forceinline__ void tile_coords(int t, int mblocks, int nblocks, int group_m, int& c, int& mb, int& nb) {
+  const int per_batch = mblocks * nblocks;
+  c = t / per_batch;
+  const int r = t - c * per_batch;
+  if (group_m <= 1) {
+    mb = r / nblocks;
+    nb = r - mb * nblocks;
+    return;
+  }
+  const int per_group = group_m * nblocks;
+  const int g = r / per_group;
+  const int first = g * group_m;
+  const int height = min(mblocks - first, group_m);
+  const int q = r - g * per_group;
+  mb = first + q % height;
+  nb = q / height;
+}
+
+template <class T>
+__device__ __forceinline__ void store_pair(T* p, float a, float b);
+template <>
+__device__ __forceinline__ void store_pair<half>(half* p, float a, float b) {
+  *reinterpret_cast<half2*>(p) = __floats2half2_rn(a, b);
+}
+template <>
+__device__ __forceinline__ void store_pair<__nv_bfloat16>(__nv_bfloat16* p, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float a, float b);
+template <>
+__device__ __forceinline__ uint32_t pack2<half>(float a, float b) {
+  half2 h = __floats2half2_rn(a, b);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float a, float b) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+
+// C epilogues of `gemm_ws`.
+enum Epilogue : int {
+  kStore4 = 0,    // 4-byte stores straight from the accumulator fragment
+  kStore16 = 1,   // 16-byte stores after a 4 x 4 transpose within each quad (shuffles)
+  kTmaStore = 2,  // 16-byte writes into a 128-B-swizzled staging tile, then TMA stores (async:
+                  // the next tile's mainloop overlaps them); needs the C tensor map
+};
+
+// Bytes of dynamic shared memory `gemm_ws` needs: the ring, for kTmaStore one 64 x BN staging
+// tile per consumer, the mbarriers and 1 KiB for the 1024-B alignment of the swizzled tiles.
+template <class T, int BN, int STAGES, int NC, int EPI>
+constexpr int gemm_ws_smem_bytes() {
+  return STAGES * (64 * NC + BN) * 64 * (int)sizeof(T) + (EPI == kTmaStore ? NC * 64 * BN * (int)sizeof(T) : 0) +
+         2 * STAGES * 8 + 1024;
+}
+
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, const void* src, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The 16 bytes of row `h` (0: lane/4, 1: lane/4 + 8) of n8 block 4*jg + (lane & 3): a 4 x 4
+// transpose within the quad, whose 4 lanes hold 2 columns each of blocks 4*jg .. 4*jg+3.
+template <class T, int N>
+__device__ __forceinline__ uint4 quad_row16(const float (&d)[N], int jg, int h, int lane) {
+  const int q = lane & 3;
+  uint32_t in[4], out[4];
+#pragma unroll
+  for (int jj = 0; jj < 4; ++jj) in[jj] = pack2<T>(d[4 * (4 * jg + jj) + 2 * h], d[4 * (4 * jg + jj) + 2 * h + 1]);
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int si = (q - r) & 3;  // lane q sends its columns of block (q - r) & 3 ...
+    const uint32_t send = si == 0 ? in[0] : si == 1 ? in[1] : si == 2 ? in[2] : in[3];
+    const uint32_t got = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((q + r) & 3));
+    const int slot = (q + r) & 3;  // ... and receives lane (q + r)'s columns of block q
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (u == slot) out[u] = got;
+  }
+  return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+// Free a ring buffer: arrive on its `empty` barrier in this CTA and, in a cluster, in the peer
+// (which multicasts into this CTA's buffer too).
+template <int CLUSTER>
+__device__ __forceinline__ void release(uint64_t* bar, int rank) {
+  mbar_arrive(bar);
+  if constexpr (CLUSTER > 1) mbar_arrive_cluster(bar, (uint32_t)(rank ^ 1));
+}
+
+// The kernel body; call from a `__global__ __launch_bounds__(128 * (NC + 1), 1)` kernel with
+// `gemm_ws_smem_bytes<...>()` bytes of dynamic shared memory and the tensor maps passed as
+// `const __grid_constant__ CUtensorMap` parameters (`tmc`: C as {n, m, c_inner, c_outer},
+// box {64, 64, 1, 1}, 128-B swizzle; used by kTmaStore only, else may be null).  kStore16
+// needs n, ldc and the batch strides to be multiples of 8 elements.  Each consumer keeps one
+// wgmma group in flight (wait_group 1) and frees the buffer of the previous k-tile.
+// CLUSTER = 2 (the kernel declared `__cluster_dims__(2, 1, 1)`, an even grid): the two CTAs of
+// a cluster take tiles 2p and 2p + 1 of the grouped order, which share their n-block when the
+// group height is even (group_m and the m-block count even, the planner's rule); each loads
+// half of the B boxes and multicasts them to both, so a ring buffer is refilled only when the
+// consumers of both CTAs have freed it (remote mbarrier arrivals).  A CTA without a tile of its
+// own in the last pair computes its peer's tile and stores nothing.
+template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI, int CLUSTER = 1>
+__device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, const CUtensorMap* tmc,
+                                        T* __restrict__ c, const GemmShape s) {
+  constexpr int BK = 64;  // 64 fp16/bf16 = one 128-byte swizzle row
+  constexpr int BM = 64 * NC;
+  constexpr int A_BYTES = BM * BK * (int)sizeof(T);
+  constexpr int B_BYTES = BN * BK * (int)sizeof(T);
+  constexpr int C_BYTES = 64 * BN * (int)sizeof(T);  // one consumer's staging tile (kTmaStore)
+  static_assert(BN == 64 || BN == 128 || BN == 256, "BN must be 64, 128 or 256");
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem =
+      smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // the 128-B swizzle needs 1024-B alignment
+  unsigned char* sa = smem;
+  unsigned char* sb = smem + STAGES * A_BYTES;
+  unsigned char* sc = sb + STAGES * B_BYTES;
+  uint64_t* full = reinterpret_cast<uint64_t*>(sc + (EPI == kTmaStore ? NC * C_BYTES : 0));
+  uint64_t* empty = full + STAGES;
+  const int wg = threadIdx.x / 128;
+  const int tid = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < STAGES; ++i) {
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], CLUSTER * NC * 4);  // lane 0 of every consumer warp of the cluster
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    prefetch_tensor_map(tma);
+    prefetch_tensor_map(tmb);
+    if (EPI == kTmaStore) prefetch_tensor_map(tmc);
+  }
+  if constexpr (CLUSTER > 1) {
+    cluster_sync();  // the peer's barriers are initialised before any multicast or remote arrival
+  } else {
+    __syncthreads();
+  }
+  const int mblocks = (s.m + BM - 1) / BM;
+  const int nblocks = (s.n + BN - 1) / BN;
+  const int tiles = mblocks * nblocks * s.batch;
+  const int ktiles = (s.k + BK - 1) / BK;
+  const int rank = CLUSTER > 1 ? (int)cluster_rank() : 0;
+  const int groups = (tiles + CLUSTER - 1) / CLUSTER;  // tile groups of one cluster
+  const int first_group = blockIdx.x / CLUSTER, group_step = gridDim.x / CLUSTER;
+  if (wg == 0) {
+    // register budget of the SM's 64K registers (PTX ISA setmaxnreg): the producer warpgroup
+    // keeps 40 per thread, each consumer 232 (128 fp32 accumulators + descriptors and
+    // addresses): 128 * 40 + 2 * 128 * 232 = 64512 <= 65536
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      int stage = 0;
+      unsigned phase = 0;
+      for (int g = first_group; g < groups; g += group_step) {
+        const int t = g * CLUSTER + rank < tiles ? g * CLUSTER + rank : g * CLUSTER;
+        int cb, mb, nb;
+        tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
+        const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
+        for (int kt = 0; kt < ktiles; ++kt) {
+          mbar_wait(&empty[stage], phase ^ 1);
+          mbar_expect_tx(&full[stage], A_BYTES + B_BYTES);
+          tma_load_4d(sa + stage * A_BYTES, tma, &full[stage], kt * BK, mb * BM, ci, co);
+          unsigned char* b = sb + stage * B_BYTES;
+          if (CLUSTER > 1) {  // this CTA's share of the B boxes, to both CTAs
+            constexpr int NBOX = TRANS_B ? BN / 64 : 1;
+            constexpr int ROWS = TRANS_B ? 64 : BN / CLUSTER;  // K-major B: split the BN rows
+            const uint16_t mask = (uint16_t)((1u << CLUSTER) - 1);
+            if (TRANS_B) {
+#pragma unroll
+              for (int j = rank * NBOX / CLUSTER; j < (rank + 1) * NBOX / CLUSTER; ++j)
+                tma_load_4d_multicast(b + j * 64 * BK * (int)sizeof(T), tmb, &full[stage], nb * BN + 64 * j, kt * BK, ci, co,
+                                      mask);
+            } else {
+              tma_load_4d_multicast(b + rank * ROWS * BK * (int)sizeof(T), tmb, &full[stage], kt * BK, nb * BN + rank * ROWS,
+                                    ci, co, mask);
+            }
+          } else if (TRANS_B) {
+#pragma unroll
+            for (int j = 0; j < BN / 64; ++j)
+              tma_load_4d(b + j * 64 * BK * (int)sizeof(T), tmb, &full[stage], nb * BN + 64 * j, kt * BK, ci, co);
+          } else {
+            tma_load_4d(b, tmb, &full[stage], kt * BK, nb * BN, ci, co);
+          }
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    const int cw = wg - 1;
+    const int warp = tid / 32, lane = tid % 32;
+    unsigned char* stile = sc + cw * C_BYTES;
+    float d[BN / 2];
+    int stage = 0;
+    unsigned phase = 0;
+    for (int g = first_group; g < groups; g += group_step) {
+      const bool own = g * CLUSTER + rank < tiles;  // else: the peer's tile, not stored
+      const int t = own ? g * CLUSTER + rank : g * CLUSTER;
+      int cb, mb, nb;
+      tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
+      int prev = -1;  // the stage whose wgmma group may still be reading it
+      for (int kt = 0; kt < ktiles; ++kt) {
+        mbar_wait(&full[stage], phase);
+        const uint32_t a0 = smem_addr(sa + stage * A_BYTES) + cw * 64 * BK * (int)sizeof(T);
+        const uint32_t b0 = smem_addr(sb + stage * B_BYTES);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+          const uint64_t da = smem_desc(a0 + kk * 32, 16, 1024);
+          const uint64_t db = TRANS_B ? smem_desc(b0 + kk * 16 * 128, BK * 128, 1024) : smem_desc(b0 + kk * 32, 16, 1024);
+          Wgmma<BN>::template run<TRANS_B, T>(d, da, db, (kt > 0 || kk > 0) ? 1 : 0);
+        }
+        wgmma_commit();
+        // keep this k-tile's group in flight; the previous one is done, so free its buffer
+        wgmma_wait<1>();
+        if (prev >= 0 && lane == 0) release<CLUSTER>(&empty[prev], rank);
+        prev = stage;
+        if (++stage == STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      wgmma_wait<0>();
+      if (prev >= 0 && lane == 0) release<CLUSTER>(&empty[prev], rank);
+      if (!own) continue;
+      // Epilogue: accumulator fragment (PTX ISA, wgmma m64nNk16 D layout): register 4j+r holds
+      // row 16*warp + lane/4 + 8*(r/2), column 8j + 2*(lane%4) + r%2.
+      const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
+      if constexpr (EPI == kTmaStore) {
+        // the staging tile is free once the previous tile's TMA stores have read it
+        if (tid == 0) bulk_wait_read0();
+        named_barrier(1 + cw, 128);
+#pragma unroll
+        for (int jg = 0; jg < BN / 32; ++jg) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const uint4 v = quad_row16<T>(d, jg, h, lane);
+            const int j = 4 * jg + (lane & 3);  // n8 block: box j / 8, 16-byte chunk j % 8
+            const int r = warp * 16 + lane / 4 + 8 * h;
+            *reinterpret_cast<uint4*>(stile + (j / 8) * 64 * 128 + r * 128 + (((j % 8) ^ (r & 7)) * 16)) = v;
+          }
+        }
+        fence_async_smem();
+        named_barrier(1 + cw, 128);
+        if (tid == 0) {
+#pragma unroll
+          for (int j = 0; j < BN / 64; ++j) tma_store_4d(tmc, stile + j * 64 * 128, nb * BN + 64 * j, mb * BM + cw * 64, ci, co);
+          bulk_commit();
+        }
+      } else {
+        T* cbase = c + ci * s.c_inner_stride + co * s.c_outer_stride;
+        const int row0 = mb * BM + cw * 64 + warp * 16 + lane / 4;
+        if constexpr (EPI == kStore16) {
+#pragma unroll
+          for (int jg = 0; jg < BN / 32; ++jg) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const uint4 v = quad_row16<T>(d, jg, h, lane);
+              const int row = row0 + 8 * h;
+              const int col = nb * BN + 32 * jg + 8 * (lane & 3);
+              if (row < s.m && col < s.n) {
+#ifdef MX_HOPPER_STORE_CS
+                asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(cbase + (long long)row * s.ldc + col),
+                             "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                             : "memory");
+#else
+                *reinterpret_cast<uint4*>(cbase + (long long)row * s.ldc + col) = v;
+#endif
+              }
+            }
+          }
+        } else {
+          const int col0 = nb * BN + 2 * (lane % 4);
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int col = col0 + 8 * j;
+            if (col < s.n) {
+              if (row0 < s.m) store_pair<T>(cbase + (long long)row0 * s.ldc + col, d[4 * j], d[4 * j + 1]);
+              if (row0 + 8 < s.m) store_pair<T>(cbase + (long long)(row0 + 8) * s.ldc + col, d[4 * j + 2], d[4 * j + 3]);
+            }
+          }
+        }
+      }
+    }
+    if (EPI == kTmaStore && tid == 0) bulk_wait0();
+  }
+  if constexpr (CLUSTER > 1) cluster_sync();  // no CTA leaves while its peer may still signal it
+}
+
+}  // namespace hopper
+}  // namespace mx
+#endif  // MX_HOST

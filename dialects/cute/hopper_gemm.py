@@ -1,0 +1,136 @@
+"""`cute.hopper_gemm`: one sm_90a warp-specialised GEMM kernel (TMA + wgmma), as a launch.
+
+    %out = cute.hopper_gemm(%a, %b) {kernel_name = "contract_0",
+        gemm = array<i64: 4096, 4096, 4096, 4, 1>,            // m, n, k, batch_inner, batch_outer
+        a_strides = array<i64: 4096, 16777216, 0>,            // m, c_inner, c_outer (k stride 1)
+        b_strides = array<i64: 4096, 1, 16777216, 0>,         // k, n, c_inner, c_outer
+        out_strides = array<i64: 4096, 16777216, 0>,          // m, c_inner, c_outer (n stride 1)
+        tile = array<i64: 128, 256, 64>, stages = 4 : i64, consumers = 2 : i64,
+        group_m = 8 : i64, grid = 132 : i64, trans_b = true, epilogue = "tma_store",
+        cluster = 1 : i64}                                    // 2: B multicast to CTA pairs
+        : (tensor<4x4096x4096xf16>, tensor<4x4096x4096xf16>) -> tensor<4x4096x4096xf16>
+
+The operands are the graph's tensors (any shape: the strides above say how the GEMM walks
+them, in elements).  Every decision is an attribute set by `convert-contraction-to-hopper`
+(passes/contraction/to_hopper.py); the CUDA printer (codegen/hopper_gemm.py) prints a call
+of `mx::hopper::gemm_ws` (codegen/include/mirage_xdsl/hopper_gemm.cuh) instantiated with
+them.  Tile rules of that header: BM = 64 * consumers, BK = 64, BN in {64, 128, 256}.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, IntegerAttr, StringAttr, TensorType, i64
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, operand_def, prop_def, result_def
+from xdsl.utils.exceptions import VerifyException
+
+BK = 64
+"""K extent of one pipeline stage: 64 fp16/bf16 elements = one 128-byte swizzle row."""
+TILE_N = (64, 128, 256)
+"""wgmma N extents the header instantiates."""
+EPILOGUES = {"store4": 0, "store16": 1, "tma_store": 2}
+"""`epilogue` -> the header's `Epilogue` value: 4-byte stores, 16-byte stores (n, ldc and the
+batch strides multiples of 8), or a swizzled staging tile stored by TMA (same rule)."""
+
+
+def _ints(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def _int(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
+
+
+@irdl_op_definition
+class HopperGemmOp(IRDLOperation):
+    """A batched GEMM over strided operands on sm_90a (see the module docstring)."""
+
+    name = "cute.hopper_gemm"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    kernel_name = prop_def(StringAttr)
+    gemm = prop_def(DenseArrayBase)
+    a_strides = prop_def(DenseArrayBase)
+    b_strides = prop_def(DenseArrayBase)
+    out_strides = prop_def(DenseArrayBase)
+    tile = prop_def(DenseArrayBase)
+    stages = prop_def(IntegerAttr)
+    consumers = prop_def(IntegerAttr)
+    group_m = prop_def(IntegerAttr)
+    grid = prop_def(IntegerAttr)
+    trans_b = prop_def(BoolAttr)
+    epilogue = prop_def(StringAttr)
+    cluster = prop_def(IntegerAttr)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "`(` $lhs `,` $rhs `)` attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        result_type: Attribute,
+        *,
+        kernel_name: str,
+        gemm: Sequence[int],
+        a_strides: Sequence[int],
+        b_strides: Sequence[int],
+        out_strides: Sequence[int],
+        tile: Sequence[int],
+        stages: int,
+        consumers: int,
+        group_m: int,
+        grid: int,
+        trans_b: bool,
+        epilogue: str,
+        cluster: int = 1,
+    ):
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[result_type],
+            properties={
+                "kernel_name": StringAttr(kernel_name),
+                "gemm": _ints(gemm),
+                "a_strides": _ints(a_strides),
+                "b_strides": _ints(b_strides),
+                "out_strides": _ints(out_strides),
+                "tile": _ints(tile),
+                "stages": _int(stages),
+                "consumers": _int(consumers),
+                "group_m": _int(group_m),
+                "grid": _int(grid),
+                "trans_b": BoolAttr.from_bool(trans_b),
+                "epilogue": StringAttr(epilogue),
+                "cluster": _int(cluster),
+            },
+        )
+
+    def ints(self, name: str) -> list[int]:
+        """The values of an `array<i64>` property (`gemm`, `tile`, `a_strides`, ...)."""
+        attr = getattr(self, name)
+        return [int(v) for v in attr.get_values()]
+
+    def verify_(self) -> None:
+        gemm, tile = self.ints("gemm"), self.ints("tile")
+        if len(gemm) != 5 or min(gemm) < 1:
+            raise VerifyException("cute.hopper_gemm: gemm must be 5 positive sizes (m, n, k, batch_inner, batch_outer)")
+        if (len(self.ints("a_strides")), len(self.ints("b_strides")), len(self.ints("out_strides"))) != (3, 4, 3):
+            raise VerifyException("cute.hopper_gemm: a_strides/b_strides/out_strides need 3/4/3 entries")
+        consumers = self.consumers.value.data
+        if len(tile) != 3 or tile[0] != 64 * consumers or tile[1] not in TILE_N or tile[2] != BK:
+            raise VerifyException(
+                f"cute.hopper_gemm: tile {tile} must be [64 * consumers, one of {TILE_N}, {BK}] (hopper_gemm.cuh)"
+            )
+        if consumers not in (1, 2) or self.stages.value.data < 2 or self.grid.value.data < 1:
+            raise VerifyException("cute.hopper_gemm: consumers must be 1 or 2, stages >= 2, grid >= 1")
+        if self.cluster.value.data not in (1, 2) or self.grid.value.data % self.cluster.value.data:
+            raise VerifyException("cute.hopper_gemm: cluster must be 1 or 2 and divide the grid")
+        if self.epilogue.data not in EPILOGUES:
+            raise VerifyException(f"cute.hopper_gemm: epilogue {self.epilogue.data!r} is not one of {sorted(EPILOGUES)}")
+        for v in (self.lhs, self.rhs, self.result):
+            assert isinstance(v.type, TensorType)
+            if v.type.element_type not in (self.result.type.element_type,):  # type: ignore[union-attr]
+                raise VerifyException("cute.hopper_gemm: operands and result must have one element type")

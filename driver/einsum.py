@@ -1,0 +1,82 @@
+"""`mx.einsum(equation, a, b)`: a binary contraction compiled once per shape and run.
+
+    import mirage_xdsl as mx
+    c = mx.einsum("cmk,ckn->cmn", a, b)        # torch or CuPy fp16/bf16 tensors on an sm_90 GPU
+
+The first call for an (equation, shapes, dtype, options) builds the kernel graph
+(frontends/einsum.py), lowers it with `convert-contraction-to-hopper` (the sm_90a TMA +
+wgmma kernel, passes/contraction/to_hopper.py), prints CUDA and compiles it through
+`driver.compile` (nvcc's cubin is cached on disk, driver/nvcc.py); the loaded
+`CompiledGraph` is kept in an in-process cache, so later calls only encode the two tensor
+maps and launch.  Inputs must be contiguous (row-major), as the config assumes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mirage_xdsl.driver.compile import _compiled, make_context, prepare
+from mirage_xdsl.runtime.executable import CompiledGraph, describe
+
+_CACHE: dict[tuple[Any, ...], CompiledGraph] = {}
+ARCH = "sm_90a"
+"""wgmma and setmaxnreg need the architecture-specific sm_90a target (PTX ISA)."""
+
+
+def compile_einsum(
+    equation: str,
+    shapes: tuple[tuple[int, ...], ...],
+    dtype: str,
+    *,
+    group_m: int = -1,
+    stages: int = 0,
+    tile_n: int = 0,
+    epilogue: str = "",
+    cluster: int = 1,
+    poison_outputs: bool = False,
+) -> CompiledGraph:
+    """The compiled graph of one einsum (cached per arguments in this process).
+
+    Args:
+        equation, shapes, dtype: see `frontends.einsum.einsum_module`.
+        group_m, stages, tile_n, epilogue, cluster: `convert-contraction-to-hopper` options
+            (-1/0/0/"": decide; cluster 1: none).
+        poison_outputs: fill outputs with NaN before each run (tests).
+
+    Raises:
+        ValueError: a malformed equation/shape/dtype.
+        PassFailedException: the contraction has no sm_90 GEMM view (message says why).
+        CudaCompileError, LaunchError: see `driver.compile.compile`.
+    """
+    key = (equation, shapes, dtype, group_m, stages, tile_n, epilogue, cluster, poison_outputs)
+    graph = _CACHE.get(key)
+    if graph is None:
+        from mirage_xdsl.frontends.einsum import einsum_module
+        from mirage_xdsl.passes.contraction.to_hopper import ConvertContractionToHopperPass
+
+        module = einsum_module(equation, shapes, dtype)
+        ConvertContractionToHopperPass(
+            group_m=group_m, stages=stages, tile_n=tile_n, epilogue=epilogue, cluster=cluster
+        ).apply(make_context(), module)
+        graph = _compiled(prepare(module, arch=ARCH), None, False, poison_outputs)
+        _CACHE[key] = graph
+    return graph
+
+
+def einsum(equation: str, a: Any, b: Any, **options: Any) -> Any:
+    """`einsum(equation, a, b)` on the GPU with our sm_90a kernel (same framework out as in).
+
+    Args:
+        equation: a binary einsum, e.g. `cmk,ckn->cmn`.
+        a, b: contiguous fp16 or bf16 CUDA tensors (torch or CuPy), same dtype.
+        options: `compile_einsum` options.
+
+    Raises:
+        ValueError: dtypes differ; see `compile_einsum` for the rest.
+    """
+    ia, ib = describe(a), describe(b)
+    if ia.dtype != ib.dtype:
+        raise ValueError(f"einsum: inputs have dtypes {ia.dtype} and {ib.dtype}; pass one dtype")
+    graph = compile_einsum(equation, (tuple(ia.shape), tuple(ib.shape)), ia.dtype, **options)
+    (out,) = graph(a, b)
+    return out

@@ -1,0 +1,231 @@
+"""`convert-contraction-to-hopper`: every `contraction.contract` -> one `cute.hopper_gemm`.
+
+    mirage-opt einsum.mlir -p 'convert-contraction-to-hopper{group-m=-1 stages=0 tile-n=0 epilogue=tma_store}'
+
+The sm_90a path for large contractions (issue #31 item 3): the contraction is viewed as a
+batched GEMM over its strided operands (`gemm_view`), and this pass decides the kernel's
+schedule and writes it as attributes of `cute.hopper_gemm` (dialects/cute/hopper_gemm.py),
+which the CUDA printer only prints:
+
+- tile: BM = 128 (two consumer warpgroups of m64 wgmma each; 64 and one consumer when
+  m <= 64), BN one of wgmma's N extents 256, 128, 64 (`choose_tile_n`: the least padded
+  work over the persistent grid's rounds, the widest on ties), BK = 64 (one 128-byte
+  swizzle row);
+- stages: the deepest ring of (BM + BN) x BK stage buffers that fits the 227 KiB opt-in
+  shared memory of sm_90 (CUDA C++ Programming Guide, "Technical Specifications per Compute
+  Capability"), at most `MAX_STAGES`;
+- grid: min(tiles, SMs) persistent blocks (132 SMs: H100 SXM / H200 datasheets);
+- group_m (the L2 rasterisation, seed 004 Task 4b's L2 blocking applied to the block
+  order): the power of two g <= the m-tile count minimising the bytes of the operand panels
+  one wave of `grid` tiles touches, g A panels (BM x K) plus ceil(grid / g) B panels (K x BN);
+  group_m = 1 is the plain row-major block order;
+- epilogue: `tma_store` (a 64 x BN staging tile per consumer written in registers' order
+  and stored by TMA, asynchronously, while the next tile's mainloop runs; it costs one
+  ring stage of shared memory) when n and C's strides are multiples of 8 elements (16-byte
+  TMA strides and rows), else `store4` (4-byte stores from the accumulators); option
+  `epilogue=store16` picks the 16-byte direct stores.
+
+Options override the decisions: `group-m` (>= 1), `stages` (>= 2), `tile-n` (64/128/256),
+`epilogue` (store4 / store16 / tma_store); `cluster=2` runs CTA pairs that share the B tile
+through TMA multicast, halving B's L2 reads -- correct, but 20-30 % slower than without on an
+H200 (2026-11-26: the pair refills a ring buffer only when both CTAs freed it), so off.
+After the pass each touched function carries `kn.workspace_size = 0` (it needs no
+workspace), which also tells the driver that the transpiler pipeline has run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from mirage_xdsl.dialects.contraction.config import LastType
+from mirage_xdsl.dialects.contraction.ops import ContractOp
+from mirage_xdsl.dialects.cute.hopper_gemm import BK, EPILOGUES, TILE_N, HopperGemmOp
+from mirage_xdsl.passes.contraction.gemm_view import GemmView, gemm_view
+from mirage_xdsl.target import SM90
+
+MAX_STAGES = 6
+"""Deepest ring considered: with BN = 128, 6 stages already keep 6 x 32 KiB in flight."""
+BARRIER_BYTES = 1024 + 256
+"""Shared memory beside the ring: alignment slack to 1024 B (128-B swizzle) + mbarriers."""
+
+
+@dataclass(frozen=True)
+class HopperSchedule:
+    """The decisions of `plan_schedule` (see the module docstring)."""
+
+    tile: tuple[int, int, int]
+    stages: int
+    consumers: int
+    group_m: int
+    grid: int
+    epilogue: str
+    cluster: int = 1
+
+
+def _panel_bytes(g: int, grid: int, a_panel: int, b_panel: int) -> int:
+    return g * a_panel + math.ceil(grid / g) * b_panel
+
+
+MIN_ROUND_FILL = 0.9
+"""`choose_tile_n` keeps the widest tile while its grid fills at least this share of the SM
+rounds: a narrower tile re-reads more operand bytes per output, (1/BM + 1/BN) x K x 2 per
+output element, so it only pays when the wide tile leaves many SMs idle in its last round."""
+
+
+def choose_tile_n(view: GemmView, bm: int, num_sms: int = SM90.num_sms) -> int:
+    """BN: the widest of wgmma's 256, 128, 64 (at most n, rounded up to 64) whose persistent
+    grid fills >= `MIN_ROUND_FILL` of its rounds, fill = tiles / (ceil(tiles / SMs) x SMs)
+    (wave quantisation); if none does, the one with the best fill.  E.g. 2048 x 1024 outputs
+    on 132 SMs: BN 256 gives 64 tiles (fill 0.48), BN 128 128 tiles (fill 0.97): 128.
+
+    Raises:
+        Nothing.
+    """
+    candidates = sorted((t for t in TILE_N if t <= max(view.n, TILE_N[0])), reverse=True)
+
+    def fill(bn: int) -> float:
+        tiles = math.ceil(view.m / bm) * math.ceil(view.n / bn) * view.batch
+        return tiles / (math.ceil(tiles / num_sms) * num_sms)
+
+    for bn in candidates:
+        if fill(bn) >= MIN_ROUND_FILL:
+            return bn
+    return max(candidates, key=fill)
+
+
+def plan_schedule(
+    view: GemmView,
+    elem_bytes: int = 2,
+    *,
+    group_m: int = -1,
+    stages: int = 0,
+    tile_n: int = 0,
+    epilogue: str = "",
+    cluster: int = 1,
+) -> HopperSchedule:
+    """Choose tile, stages, grid, L2 group and epilogue for `view` (module docstring).
+
+    Args:
+        view: the GEMM; elem_bytes: bytes per element (2).
+        group_m, stages, tile_n, epilogue: overrides (-1 / 0 / 0 / "": decide).
+        cluster: 2 runs CTA pairs sharing B by TMA multicast (needs an even m-block count and an
+            even group_m, so that both tiles of a pair have one n-block); 1: no clusters.
+
+    Raises:
+        ValueError: an override out of range (message names it).
+    """
+    consumers = 1 if view.m <= 64 else 2
+    bm = 64 * consumers
+    bn = tile_n or choose_tile_n(view, bm)
+    if bn not in TILE_N:
+        raise ValueError(f"tile-n={bn} is not one of {TILE_N}")
+    aligned = view.n % 8 == 0 and all(s % 8 == 0 for s in view.out_strides)
+    epilogue = epilogue or ("tma_store" if aligned else "store4")
+    if epilogue not in EPILOGUES or (epilogue != "store4" and not aligned):
+        raise ValueError(
+            f"epilogue={epilogue} must be one of {sorted(EPILOGUES)}; store16/tma_store need n and the output "
+            "strides to be multiples of 8 elements"
+        )
+    stage_bytes = (bm + bn) * BK * elem_bytes
+    staging = bm * bn * elem_bytes if epilogue == "tma_store" else 0
+    fit = (SM90.smem_per_block_optin - BARRIER_BYTES - staging) // stage_bytes
+    if stages and not 2 <= stages <= fit:
+        raise ValueError(f"stages={stages} must be in 2..{fit} for a {bm}x{bn}x{BK} tile")
+    stages = stages or min(fit, MAX_STAGES)
+    mtiles, ntiles = math.ceil(view.m / bm), math.ceil(view.n / bn)
+    grid = min(mtiles * ntiles * view.batch, SM90.num_sms)
+    if group_m == -1:
+        a_panel, b_panel = bm * view.k * elem_bytes, bn * view.k * elem_bytes
+        choices = [1 << i for i in range(mtiles.bit_length()) if (1 << i) <= mtiles and (cluster == 1 or i > 0)] or [2]
+        group_m = min(choices, key=lambda g: (_panel_bytes(g, grid, a_panel, b_panel), g))
+    elif group_m < 1:
+        raise ValueError(f"group-m={group_m} must be >= 1 (or -1: decide)")
+    if cluster not in (1, 2):
+        raise ValueError(f"cluster={cluster} must be 1 or 2")
+    if cluster == 2:
+        if mtiles % 2 or group_m % 2:
+            raise ValueError(
+                f"cluster=2 needs an even m-tile count and an even group-m (got {mtiles} and {group_m}): the two CTAs of "
+                "a cluster share one n-block"
+            )
+        grid = 2 * min(math.ceil(mtiles * ntiles * view.batch / 2), SM90.num_sms // 2)
+    return HopperSchedule((bm, bn, BK), stages, consumers, group_m, grid, epilogue, cluster)
+
+
+@dataclass(frozen=True)
+class ConvertContractionToHopperPass(ModulePass):
+    """Lower every `contraction.contract` to a `cute.hopper_gemm` (module docstring).
+
+    Raises:
+        PassFailedException: the contraction is not FP16/BF16, has an ELWISE_MUL epilogue,
+            or has no GEMM view (`gemm_view`'s message, the op named), or an option is out
+            of range.
+    """
+
+    name = "convert-contraction-to-hopper"
+    group_m: int = -1
+    stages: int = 0
+    tile_n: int = 0
+    epilogue: str = ""
+    cluster: int = 1
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        count = 0
+        for contract in [o for o in op.walk() if isinstance(o, ContractOp)]:
+            result_type = contract.result.type
+            assert isinstance(result_type, TensorType)
+            if not isinstance(result_type.element_type, Float16Type | BFloat16Type):
+                raise PassFailedException(f"{self.name}: {contract.name}: the sm_90 GEMM takes f16 or bf16 tensors")
+            config = contract.config()
+            if config.prim_last is not LastType.NONE:
+                raise PassFailedException(
+                    f"{self.name}: {contract.name}: prim_last {config.prim_last.name} has no sm_90 epilogue yet; "
+                    "use prim_last = NONE"
+                )
+            try:
+                view = gemm_view(config)
+                sched = plan_schedule(
+                    view,
+                    group_m=self.group_m,
+                    stages=self.stages,
+                    tile_n=self.tile_n,
+                    epilogue=self.epilogue,
+                    cluster=self.cluster,
+                )
+            except ValueError as err:
+                raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err
+            fn = contract.parent_op()
+            fname = fn.sym_name.data if isinstance(fn, func.FuncOp) else "graph"
+            new = HopperGemmOp(
+                contract.lhs,
+                contract.rhs,
+                result_type,
+                kernel_name=f"{fname}_hopper_gemm_{count}",
+                gemm=(view.m, view.n, view.k, view.batch_inner, view.batch_outer),
+                a_strides=view.a_strides,
+                b_strides=view.b_strides,
+                out_strides=view.out_strides,
+                tile=sched.tile,
+                stages=sched.stages,
+                consumers=sched.consumers,
+                group_m=sched.group_m,
+                grid=sched.grid,
+                trans_b=view.trans_b,
+                epilogue=sched.epilogue,
+                cluster=sched.cluster,
+            )
+            parent = contract.parent_block()
+            assert parent is not None
+            parent.insert_op_before(new, contract)
+            contract.result.replace_all_uses_with(new.result)
+            parent.erase_op(contract)
+            if isinstance(fn, func.FuncOp):
+                fn.attributes["kn.workspace_size"] = IntegerAttr(0, i64)
+            count += 1

@@ -1,0 +1,197 @@
+"""The sm_90a contraction path: gemm_view, convert-contraction-to-hopper, the printer, the
+tensor maps, and (GPU) mx.einsum against the numpy reference executor on NaN-poisoned outputs."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from xdsl.utils.exceptions import PassFailedException
+
+from mirage_xdsl.codegen.launch_plan import LaunchPlan
+from mirage_xdsl.dialects.contraction.config import generate_config
+from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
+from mirage_xdsl.driver.compile import make_context, prepare
+from mirage_xdsl.frontends.einsum import einsum_module
+from mirage_xdsl.passes.contraction.gemm_view import gemm_view
+from mirage_xdsl.passes.contraction.to_hopper import ConvertContractionToHopperPass
+from mirage_xdsl.reference.executor import run_function
+from mirage_xdsl.runtime.tensor_map import TensorMapError, check_tiled
+
+BMM = ("cmk,ckn->cmn", [(4, 4096, 4096), (4, 4096, 4096)])
+
+
+def lowered(equation: str, shapes: list[tuple[int, ...]], dtype: str = "float16", **options: int) -> HopperGemmOp:
+    module = einsum_module(equation, shapes, dtype)
+    ConvertContractionToHopperPass(**options).apply(make_context(), module)
+    module.verify()
+    (op,) = [o for o in module.walk() if isinstance(o, HopperGemmOp)]
+    return op
+
+
+def test_gemm_view_of_the_issue_contractions() -> None:
+    v = gemm_view(generate_config(*BMM))
+    assert (v.m, v.n, v.k, v.batch, v.trans_b) == (4096, 4096, 4096, 4, True)
+    v = gemm_view(generate_config("abcd,cde->abe", [(8, 256, 64, 64), (64, 64, 1024)]))
+    assert (v.m, v.n, v.k, v.batch) == (2048, 1024, 4096, 1)  # a,b and c,d fuse
+    v = gemm_view(generate_config("bhqd,bkhd->bhqk", [(8, 32, 1024, 128), (8, 1024, 32, 128)]))
+    assert (v.batch_outer, v.batch_inner, v.trans_b) == (8, 32, False)  # b, h do not fuse in B
+    assert v.b_strides == (1, 4096, 128, 4194304)
+
+
+def test_gemm_view_rejects_unfusable_m_dims() -> None:
+    with pytest.raises(ValueError, match="exactly one M dimension"):
+        gemm_view(generate_config("aebf,dfce->abcd", [(64,) * 4, (64,) * 4]))
+    with pytest.raises(ValueError, match="A must be contiguous along K"):
+        gemm_view(generate_config("km,kn->mn", [(64, 64), (64, 64)]))
+
+
+def test_pass_decides_the_schedule() -> None:
+    op = lowered(*BMM)
+    assert op.ints("tile") == [128, 256, 64]
+    assert op.epilogue.data == "tma_store"
+    assert op.stages.value.data == 3  # 3 x 48 KiB stages + 64 KiB of staging fit 227 KiB, 4 do not
+    assert op.grid.value.data == 132
+    assert op.group_m.value.data == 16  # 16 A panels + 9 B panels: the fewest bytes per wave
+    op = lowered(*BMM, group_m=1, stages=3, tile_n=128, epilogue="store16")
+    assert (op.group_m.value.data, op.stages.value.data, op.ints("tile")) == (1, 3, [128, 128, 64])
+    assert lowered(*BMM, epilogue="store16").stages.value.data == 4
+    assert lowered("abcd,cde->abe", [(8, 256, 64, 64), (64, 64, 1024)]).ints("tile") == [128, 128, 64]  # fills 128 SMs
+    assert lowered("mk,nk->mn", [(64, 96), (36, 96)]).epilogue.data == "store4"  # n not a multiple of 8
+    small = lowered("mk,kn->mn", [(64, 96), (96, 72)])
+    assert small.ints("tile") == [64, 64, 64] and small.consumers.value.data == 1
+
+
+def test_cluster_pairs_share_b() -> None:
+    op = lowered(*BMM, cluster=2)
+    assert op.cluster.value.data == 2 and op.grid.value.data == 132 and op.group_m.value.data % 2 == 0
+    module = einsum_module("mk,nk->mn", [(256, 128), (512, 128)])
+    ConvertContractionToHopperPass(cluster=2, tile_n=256).apply(make_context(), module)
+    prepared = prepare(module, arch="sm_90a")
+    assert "__cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)" in prepared.program.source
+    (step,) = prepared.plan.steps
+    assert step.tensor_maps[1].box == (64, 128, 1, 1)  # K-major B: each CTA loads half of BN = 256 rows
+    with pytest.raises(PassFailedException, match="cluster=2 needs an even m-tile count"):
+        lowered("mk,kn->mn", [(384, 64), (64, 256)], cluster=2)
+
+
+def test_pass_errors_name_the_op_and_the_rule() -> None:
+    with pytest.raises(PassFailedException, match="convert-contraction-to-hopper: contraction.contract: sm_90 GEMM"):
+        lowered("aebf,dfce->abcd", [(64,) * 4, (64,) * 4])
+    with pytest.raises(PassFailedException, match="stages=9 must be in 2..3"):
+        lowered(*BMM, stages=9)
+    with pytest.raises(PassFailedException, match="store16/tma_store need n"):
+        lowered("mk,nk->mn", [(64, 96), (36, 96)], epilogue="tma_store")
+    with pytest.raises(PassFailedException, match="not multiples of 16 bytes"):
+        lowered("mk,kn->mn", [(64, 96), (96, 36)])
+
+
+def test_printer_and_plan() -> None:
+    module = einsum_module(*BMM)
+    ConvertContractionToHopperPass().apply(make_context(), module)
+    prepared = prepare(module, arch="sm_90a")
+    src = prepared.program.source
+    assert "mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2, 1>(&a, &b, &cm, c," in src
+    assert "GemmShape{4096, 4096, 4096, 4, 4, 4096LL, 16777216LL, 0LL, 16}" in src
+    (step,) = prepared.plan.steps
+    assert step.grid == (132, 1, 1) and step.block == (384, 1, 1)
+    ta, tb, tc = step.tensor_maps
+    assert ta.dims == (4096, 4096, 4, 1) and ta.box == (64, 128, 1, 1)
+    assert tb.dims == (4096, 4096, 4, 1) and tb.box == (64, 64, 1, 1)
+    assert tc.dims == (4096, 4096, 4, 1) and tc.box == (64, 64, 1, 1) and tc.ref.kind == "output"
+    assert LaunchPlan.from_json(prepared.plan.to_json()) == prepared.plan
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_generated_kernel_compiles(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from mirage_xdsl.driver.nvcc import compile_cuda
+
+    for eq, shapes, dtype in (BMM + ("float16",), ("bhqd,bkhd->bhqk", [(2, 4, 192, 64), (2, 320, 4, 64)], "bfloat16")):
+        module = einsum_module(eq, shapes, dtype)
+        ConvertContractionToHopperPass().apply(make_context(), module)
+        assert compile_cuda(prepare(module, arch="sm_90a").program.source, "sm_90a", cache_dir=tmp_path).is_file()
+
+
+def test_tensor_map_rules() -> None:
+    check_tiled("float16", [64, 64], [128], [64, 64], 128)
+    with pytest.raises(TensorMapError, match="multiple of 16"):
+        check_tiled("float16", [100, 64], [200], [64, 64], 128)
+    with pytest.raises(TensorMapError, match="inner box extent"):
+        check_tiled("float32", [64, 64], [256], [64, 64], 128)
+
+
+def test_reference_runs_contractions() -> None:
+    rng = np.random.default_rng(0)
+    for eq, shapes in (("bhqd,bkhd->bhqk", [(2, 3, 5, 8), (2, 4, 3, 8)]), ("aebf,dfce->abcd", [(2, 3, 4, 5), (6, 5, 7, 3)])):
+        module = einsum_module(eq, shapes)
+        a, b = rng.random(shapes[0]), rng.random(shapes[1])
+        (out,) = run_function(module.body.block.first_op, [a, b])
+        np.testing.assert_allclose(out, np.einsum(eq, a, b), rtol=1e-12)
+
+
+GPU_CASES = [
+    ("cmk,ckn->cmn", [(2, 200, 104), (2, 104, 136)], "float16"),  # tails in m, n and k
+    ("mk,nk->mn", [(136, 72), (100, 72)], "float16"),  # n = 100: store4 only
+    ("cmk,ckn->cmn", [(3, 256, 512), (3, 512, 512)], "bfloat16"),
+    ("mk,nk->mn", [(192, 320), (136, 320)], "float16"),  # K-major B
+    ("bhqd,bkhd->bhqk", [(2, 4, 192, 64), (2, 320, 4, 64)], "float16"),  # two batch dims
+    ("abcd,cde->abe", [(2, 64, 8, 16), (8, 16, 256)], "float16"),
+    ("mk,kn->mn", [(48, 64), (64, 40)], "float16"),  # one consumer, BN 64
+]
+
+
+CLUSTER_CASES = [
+    ("cmk,ckn->cmn", [(3, 200, 104), (3, 104, 264)], "float16"),  # tails in m, n, k; 3 batches
+    ("mk,nk->mn", [(256, 192), (512, 192)], "bfloat16"),  # K-major B split between the pair
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("equation", "shapes", "dtype"), CLUSTER_CASES)
+def test_einsum_cluster_matches_reference(equation: str, shapes: list[tuple[int, ...]], dtype: str) -> None:
+    test_einsum_matches_reference(equation, shapes, dtype, "", cluster=2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("epilogue", ["", "store16", "store4"])
+@pytest.mark.parametrize(("equation", "shapes", "dtype"), GPU_CASES)
+def test_einsum_matches_reference(
+    equation: str, shapes: list[tuple[int, ...]], dtype: str, epilogue: str, cluster: int = 1
+) -> None:
+    import torch
+
+    from mirage_xdsl.driver.einsum import compile_einsum
+
+    torch_dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    a, b = (torch.randn(s, device="cuda", dtype=torch_dtype, generator=gen) for s in shapes)
+    lhs, rest = equation.split(",")
+    rhs, out_ix = rest.split("->")
+    n = dict(zip(lhs + rhs, (*shapes[0], *shapes[1])))[out_ix[-1]]
+    if epilogue and n % 8:
+        pytest.skip("16-byte epilogues need n % 8 == 0")
+    graph = compile_einsum(
+        equation, tuple(tuple(s) for s in shapes), dtype, epilogue=epilogue, cluster=cluster, poison_outputs=True
+    )
+    (out,) = graph(a, b)
+    (ref,) = run_function(einsum_module(equation, shapes, dtype).body.block.first_op, [a.float().cpu().numpy(), b.float().cpu().numpy()])
+    got = out.float().cpu().numpy()
+    assert not np.isnan(got).any()
+    tol = 2e-2 if dtype == "bfloat16" else 4e-3
+    np.testing.assert_allclose(got, ref, atol=tol * np.abs(ref).max(), rtol=tol)
+
+
+@pytest.mark.gpu
+def test_einsum_is_compiled_once() -> None:
+    import torch
+
+    import mirage_xdsl as mx
+    from mirage_xdsl.driver.einsum import compile_einsum
+
+    a = torch.randn(2, 128, 64, device="cuda", dtype=torch.float16)
+    b = torch.randn(2, 64, 128, device="cuda", dtype=torch.float16)
+    first = mx.einsum("cmk,ckn->cmn", a, b)
+    graph = compile_einsum("cmk,ckn->cmn", ((2, 128, 64), (2, 64, 128)), "float16")
+    assert compile_einsum("cmk,ckn->cmn", ((2, 128, 64), (2, 64, 128)), "float16") is graph
+    torch.testing.assert_close(first, mx.einsum("cmk,ckn->cmn", a, b))
