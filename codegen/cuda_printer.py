@@ -336,8 +336,12 @@ def _uniform(value: SSAValue) -> bool:
 
 
 class _KernelPrinter:
-    def __init__(self, kernel: cute.KernelOp, weight_args: Collection[int] = ()):
+    def __init__(self, kernel: cute.KernelOp, weight_args: Collection[int] = (), device_fn: bool = False):
         self.kernel = kernel
+        self.device_fn = device_fn
+        """print a megakernel task body (`task_function`): a `__device__` function of the block
+        index `mpk_block`, without PDL"""
+        self.bidx = "mpk_block" if device_fn else "blockIdx"
         self.weights = weight_params(kernel, weight_args)  # params that may load before the PDL wait
         if not isinstance(kernel.attributes.get(cute.PDL_PREFETCH), IntegerAttr):
             _missing(kernel, cute.PDL_PREFETCH, "cute-weight-prefetch")
@@ -417,6 +421,8 @@ class _KernelPrinter:
         elif self.grid_sum_op is not None:
             params += ["unsigned* __restrict__ gs_counters"]
         b = k.block
+        if self.device_fn:
+            return self.print_task(params)
         header = [
             f"// {k.kernel_name.data}: grid ({k.grid[0]}, {k.grid[1]}, {k.grid[2]}), "
             f"block ({b[0]}, {b[1]}, {b[2]}), {launch_smem_bytes(k)} B dynamic shared memory, "
@@ -442,6 +448,25 @@ class _KernelPrinter:
         nothing = "nothing else global" if early else "nothing global"
         self.emit(f"mx::wait_for_prior_grids();  // PDL: {nothing} is touched before the previous grid is done")
         self.print_ops(late)
+        return "\n".join(header + self.lines + ["}", ""])
+
+    def print_task(self, params: list[str]) -> str:
+        """The kernel's body as `<name>_task(params..., mpk_block)`: a megakernel task body
+        (codegen/megakernel.py), every use of `blockIdx` replaced by the parameter, no PDL
+        (the megakernel orders tasks with its events)."""
+        k = self.kernel
+        header = [
+            f"// {k.kernel_name.data} as a megakernel task: one call per threadblock {k.grid}, {self.nt} threads",
+            f"static __device__ __noinline__ void {k.kernel_name.data}_task(",
+            "    " + (",\n    ".join([*params, "const uint3 mpk_block"])) + ") {",
+        ]
+        self.emit("extern __shared__ __align__(128) unsigned char smem[];")
+        self.emit("const int tid = threadIdx.x;")
+        self.emit("if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header")
+        if self.late is not None:
+            raise _err(k, "a late-finisher kernel cannot be a megakernel task (its blocks wait on each other)")
+        self.plan_row_chains()
+        self.print_ops(list(k.body.block.ops))
         return "\n".join(header + self.lines + ["}", ""])
 
     def launch_bounds(self) -> str:
@@ -557,7 +582,7 @@ class _KernelPrinter:
                 # whole iterations (verified): the split starts at its first iteration gs_k0
                 terms.append(f"gs_k0 * {op.iter_stride.value.data}")
             elif off:
-                terms.append(f"blockIdx.{'xyz'[axis]} * {off}")
+                terms.append(f"{self.bidx}.{'xyz'[axis]} * {off}")
         if isinstance(op, cute.CopyG2SOp) and op.iter is not None and op.iter_stride.value.data:
             shift = op.iter_offset.value.data
             it = "it" if shift == 0 else f"(it + {shift})"
@@ -761,10 +786,10 @@ class _KernelPrinter:
         slot = grid_sum_slot(op)
         bases = self.partial_bases(op)
         flag = grid_sum_flag_offset(k)
-        self.emit(f"{{  // grid sum: the {split} blocks along blockIdx.{xyz[axis]} of each group, one of them goes on")
+        self.emit(f"{{  // grid sum: the {split} blocks along {self.bidx}.{xyz[axis]} of each group, one of them goes on")
         self.indent += 1
         self.emit(f"const unsigned gs_group = {self.group_index(op)};")
-        self.emit(f"float* gs_part = gs_scratch + (size_t)(gs_group * {split}u + blockIdx.{xyz[axis]}) * {slot};")
+        self.emit(f"float* gs_part = gs_scratch + (size_t)(gs_group * {split}u + {self.bidx}.{xyz[axis]}) * {slot};")
         for v, typ, base in zip(op.ins, types, bases.values()):
             self.emit(f"mx::grid_partial_store<{self.nt}, {self.natural_layout(typ)}>(gs_part + {base}, {self.tile_ptr(v)}, tid);")  # type: ignore[arg-type]
         self.emit(
@@ -805,7 +830,7 @@ class _KernelPrinter:
         for a in range(3):
             if a == op.grid_axis or self.kernel.grid[a] == 1:
                 continue
-            group.append(f"blockIdx.{'xyz'[a]}" if scale == 1 else f"{scale}u * blockIdx.{'xyz'[a]}")
+            group.append(f"{self.bidx}.{'xyz'[a]}" if scale == 1 else f"{scale}u * {self.bidx}.{'xyz'[a]}")
             scale *= self.kernel.grid[a]
         return " + ".join(group) or "0u"
 
@@ -825,7 +850,7 @@ class _KernelPrinter:
         self.emit(
             f"// late finisher: splits 0-{split - 2} run {late[0]} iterations each, split {split - 1} (the finisher) {late[1]}"
         )
-        self.emit(f"const int gs_split = blockIdx.{'xyz'[op.grid_axis]};")
+        self.emit(f"const int gs_split = {self.bidx}.{'xyz'[op.grid_axis]};")
         self.emit(f"const bool gs_finisher = gs_split == {split - 1};")
         self.emit(f"const int gs_k0 = gs_split * {late[0]};  // this split's first iteration")
 
@@ -1323,6 +1348,15 @@ def print_kernel(kernel: cute.KernelOp, weight_args: Collection[int] = ()) -> st
     return _KernelPrinter(kernel, weight_args).print()
 
 
+def task_function(kernel: cute.KernelOp, weight_args: Collection[int] = ()) -> str:
+    """The body of one `cute.kernel` as a megakernel task: `static __device__ void
+    <name>_task(<the kernel's parameters>, const uint3 mpk_block)`, block index as a parameter.
+
+    Raises:
+        CudaEmitError: a late-finisher kernel, or a decision pass has not run."""
+    return _KernelPrinter(kernel, weight_args, device_fn=True).print()
+
+
 # ---------------------------------------------------------------------------------------
 # Launch plans
 
@@ -1429,8 +1463,8 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
     steps: list[KernelLaunch | LibraryCall] = []
     counters = 0
     for op in block.ops:
-        if isinstance(op, func.ReturnOp):
-            continue
+        if isinstance(op, func.ReturnOp) or op.name == "mpk.task_graph":
+            continue  # a task graph runs the kernels beside it (codegen/megakernel.py)
         if isinstance(op, cute.KernelOp):
             limit = SMEM_OPTIN_PER_BLOCK.get(arch.rstrip("a"), cute.MAX_SMEM_BYTES)
             if (needed := launch_smem_bytes(op)) > limit:

@@ -85,6 +85,10 @@ class LaunchPlan:
     zeroes once and keeps for the life of the compiled graph -- the kernels re-arm what they
     use, so launches of one compiled graph must not run concurrently on several streams."""
 
+    megakernel: dict | None = None
+    """For a plan whose one kernel is a persistent megakernel (codegen/megakernel.py): its
+    `MegakernelInfo` as a dict (`runtime/megakernel.py` reads it: error words, events, trace)."""
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
 
@@ -124,4 +128,5 @@ class LaunchPlan:
             tuple(steps),
             raw.get("arch", "sm_90"),
             raw.get("counters", 0),
+            raw.get("megakernel"),
         )
