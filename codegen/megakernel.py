@@ -47,10 +47,11 @@ from mirage_xdsl.codegen.cuda_printer import (
 )
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef
 from mirage_xdsl.codegen.megakernel_info import MegakernelInfo
-from mirage_xdsl.codegen.megakernel_prefetch import task_rects
+from mirage_xdsl.codegen.megakernel_prefetch import lines_budget, task_rects
 from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
 from mirage_xdsl.dialects.mpk import TaskGraphOp
+from mirage_xdsl.target import SM90
 
 HEADER = "mirage_xdsl/megakernel.cuh"
 WATCHDOG_ATTR = "mpk.watchdog_ns"
@@ -66,7 +67,7 @@ def _err(op: object, msg: str) -> CudaEmitError:
     return CudaEmitError(f"cuda target: mpk.task_graph: {msg}")
 
 
-PREFETCH_AHEAD = 2
+PREFETCH_AHEAD = 1
 """Queue steps ahead whose weights a worker prefetches (a task of a decode chain takes about
 0.6 us on an H200, a DRAM round trip about as long; measured 2026-11-26 with the trace)."""
 CONSTANT_TABLE_BYTES = 48 * 1024
@@ -200,9 +201,10 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         j: (j, dtensor_strides(fn_args[j]), cute.elem_bytes(kn.element_type_of(fn_args[j])))
         for j in sorted(weights)
     }
+    budget = lines_budget(workers, SM90.l2_bytes)
     pf_off, pf = [0], []
     for t in tasks:
-        for rect in task_rects(t, wbufs):
+        for rect in task_rects(t, wbufs, budget):
             pf += list(rect)
         pf_off.append(len(pf) // 5)
     if pf:
@@ -212,7 +214,7 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
     tables = [f"namespace {ns} {{  // {nbytes} B of tables in {space} memory"]
     tables += [_table(ct, tn, v, space) for ct, tn, v in entries]
     tables += [f"}}  // namespace {ns}", ""]
-    per_sm = max(1, min(2, 2048 // nt))
+    per_sm = max(1, min(-(-workers // SM90.num_sms), 2048 // nt, 32))  # __launch_bounds__ minimum blocks per SM
     trace_start = (
         "      if (tid == 0) trace[2 * t] = mx::mpk_globaltimer();\n" if trace else ""
     )

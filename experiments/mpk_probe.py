@@ -47,6 +47,8 @@ def main() -> None:
     variants = {
         "as printed": ({}, lambda s: s),
         "spin": ({}, lambda s: "#define MX_MPK_SPIN\n" + s),
+        "nofence": ({}, lambda s: s.replace("__threadfence();\n      (void)mx::mpk_add_release", "(void)mx::mpk_add_release")),
+        "spin_nofence": ({}, lambda s: "#define MX_MPK_SPIN\n" + s.replace("__threadfence();\n      (void)mx::mpk_add_release", "(void)mx::mpk_add_release")),
         "workers=1": ({"workers": 1}, lambda s: s),
         "workers=132": ({"workers": 132}, lambda s: s),
     }
@@ -69,7 +71,7 @@ def main() -> None:
         per_kernel = {}
         for t, _, s_, e in rec:
             k = labels[t].split(" ")[0]
-            lo, hi = per_kernel.get(k, (1e18, 0))
+            lo, hi = per_kernel.get(k, (s_, e))
             per_kernel[k] = (min(lo, s_), max(hi, e))
         if len(per_kernel) <= 8:
             print("   " + "  ".join(f"{k}: {(a - t0) / 1e3:.2f}-{(b - t0) / 1e3:.2f}" for k, (a, b) in per_kernel.items()))

@@ -223,7 +223,7 @@ def test_one_persistent_kernel_is_printed() -> None:
         assert needle in header
     plan = program.plans["chain3"]
     (launch,) = plan.steps
-    assert launch.kernel == "chain3_mpk" and not launch.pdl and launch.grid[0] == 264
+    assert launch.kernel == "chain3_mpk" and not launch.pdl and launch.grid[0] == 4 * 132  # 4 workers per SM
     assert [r.kind for r in launch.args] == ["output", "input", "input", "workspace", "counters"]
     info = MegakernelInfo.from_dict(plan.megakernel)  # type: ignore[arg-type]
     assert plan.counters == info.state_word + info.words and info.trace

@@ -5,6 +5,7 @@ events, CUDA graphs), the watchdog's deadlock report and the Chrome trace."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,17 @@ def test_trace_writes_chrome_json(tmp_path: Path) -> None:
     order = sorted(events, key=lambda e: e["args"]["task"])
     # a chain: each task starts after its producer ended
     assert all(b["ts"] >= a["ts"] + a["dur"] for a, b in zip(order, order[1:]))
+
+
+def test_mirage_run_megakernel_checks_and_traces(tmp_path: Path) -> None:
+    from conftest import run_tool
+
+    root = Path(__file__).resolve().parents[1]
+    trace = tmp_path / "chain40.json"
+    proc = run_tool(
+        "mirage_xdsl.tools.mirage_run", str(root / "examples" / "megakernel" / "chain40.mlir"),
+        "--megakernel", "--check", "--trace", str(trace),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"chain40\s+ok\b", proc.stdout), proc.stdout
+    assert len([e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]) == 40

@@ -8,7 +8,9 @@ builder API; `examples/megakernel/<name>.mlir` holds each one as printed here.
   [8, 32] activations and 20 [32, 32] weights (fp16); per op that is 40 kernels (with default
   fusion kn-fuse would merge each relu into its matmul).  The widths keep the values in fp16
   range: with U(-0.5, 0.5) inputs one layer scales the RMS by about sqrt(32 / 12 / 12 / 2)
-  ~ 1.15, i.e. ~16x over 20 layers.
+  ~ 1.15, i.e. ~16x over 20 layers;
+* `decoder_mlp`: the MLP half of the issue's Qwen3-8B-shaped decoder layer at batch 1
+  (RMSNorm -> gated MLP -> down projection + residual; hidden 4096, FFN 12288).
 
 They live apart from `examples/*.mlir`, whose tests expect kn-fuse to make one or two
 kernels of each example.
@@ -45,7 +47,24 @@ def chain40(layers: int = 20, m: int = 8, d: int = 32, dtype: str = "float16") -
     return g.module
 
 
-EXAMPLES: dict[str, Callable[..., ModuleOp]] = {"chain3": chain3, "chain40": chain40}
+def decoder_mlp(m: int = 1, hidden: int = 4096, ffn: int = 12288, dtype: str = "float16") -> ModuleOp:
+    """The MLP half of a Qwen3-8B-shaped decoder layer at batch `m` (issue #32 workload (a)
+    without its attention): `x + (silu(rms_norm(x) @ W1) * (rms_norm(x) @ W3)) @ W2`;
+    x [m, hidden], W1/W3 [hidden, ffn], W2 [ffn, hidden] (302 MB of fp16 weights by default).
+    The RMSNorm has no gain (fold it into W1/W3).  The attention half needs a reshape of the
+    QKV projection into heads, which the kernel graph has no op for yet."""
+    g = mx.new_kernel_graph("decoder_mlp")
+    x = g.new_input((m, hidden), dtype=dtype, name="x")
+    w1 = g.new_input((hidden, ffn), dtype=dtype, name="W1", weight=True)
+    w3 = g.new_input((hidden, ffn), dtype=dtype, name="W3", weight=True)
+    w2 = g.new_input((ffn, hidden), dtype=dtype, name="W2", weight=True)
+    n = g.rms_norm(x, (hidden,))
+    h = g.mul(g.silu(g.matmul(n, w1)), g.matmul(n, w3))
+    g.mark_output(g.add(x, g.matmul(h, w2)))
+    return g.module
+
+
+EXAMPLES: dict[str, Callable[..., ModuleOp]] = {"chain3": chain3, "chain40": chain40, "decoder_mlp": decoder_mlp}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,8 +51,10 @@ from mirage_xdsl.passes.mpk.footprint import Box, FootprintError, kernel_accesse
 from mirage_xdsl.passes.tb.layout_math import elem_bytes_of, physical_num_elems
 from mirage_xdsl.target import SM90
 
-MAX_CTAS_PER_SM = 2
-"""Worker CTAs per SM at most (the persistent kernel's `__launch_bounds__` minimum)."""
+MAX_CTAS_PER_SM = 4
+"""Worker CTAs per SM at most (the persistent kernel's `__launch_bounds__` minimum): a
+memory-bound task keeps only its own tiles in flight, so several per SM are needed to stream
+weights (an H200 ran decoder_mlp at 2.8 TB/s with 2 per SM, 2026-11-26)."""
 WORKSPACE_ALIGN = 128
 """Byte alignment of workspace buffers (kn-plan-workspace's, Mirage `plan_dtensor_memory`)."""
 SMEM_MARGIN = 1024
