@@ -90,7 +90,10 @@ class LaunchPlan:
     `MegakernelInfo` as a dict (`runtime/megakernel.py` reads it: error words, events, trace)."""
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1)
+        raw = asdict(self)
+        if raw["megakernel"] is None:
+            del raw["megakernel"]  # plans of separate kernels keep their JSON as before
+        return json.dumps(raw, indent=1)
 
     @staticmethod
     def from_json(text: str) -> LaunchPlan:

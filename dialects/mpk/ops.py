@@ -5,7 +5,7 @@ its tasks run) holds, in execution order, `mpk.event` and `mpk.task` ops:
 
     mpk.task_graph attributes {workers = 132 : i64, threads = 128 : i64, smem = 4224 : i64,
                                buffers = ["X", "W", "chain_k0.out0"]} {
-      mpk.event {id = 0 : i64, count = 2 : i64}
+      mpk.event {id = 0 : i64, count = 2 : i64, producers = array<i64: 0, 1>, consumers = array<i64: 2>}
       mpk.task {id = 0 : i64, kernel = "chain_k0", blocks = array<i64: 0, 1>, worker = 0 : i64,
                 wait = -1 : i64, triggers = array<i64: 0>, cost_ns = 900 : i64,
                 reads = [array<i64: 0, 0, 8, 0, 64>], writes = [array<i64: 2, 0, 8, 0, 8>]}
@@ -16,7 +16,7 @@ its tasks run) holds, in execution order, `mpk.event` and `mpk.task` ops:
   `wait` (-1: none) has reached its count, after it ends it adds 1 to every event of
   `triggers` (seed 003, section 5: one dependent event per task, trigger lists fan out);
 * an event's `count` is the number of tasks that trigger it (its producers); the tasks that
-  wait on it are its consumers;
+  wait on it are its consumers (both optionally restated on the event, and then checked);
 * `reads` / `writes` are the task's global-memory footprints, one box per access: `array<i64:
   buffer, lo0, hi0, lo1, hi1, ...>` (element coordinates of the DTensor, half-open per dim,
   outermost dim first); `buffer` indexes the graph's `buffers` names;
@@ -75,17 +75,26 @@ def box(buffer: int, lo: Sequence[int], hi: Sequence[int]) -> DenseArrayBase:
 
 @irdl_op_definition
 class EventOp(IRDLOperation):
-    """An event counter: reached when `count` producer tasks have triggered it."""
+    """An event counter: reached when `count` producer tasks have triggered it.  The optional
+    `producers` / `consumers` (task ids) restate, for the reader, which tasks trigger it and
+    which wait on it; when present the verifier checks them against the tasks."""
 
     name = "mpk.event"
     id = prop_def(IntegerAttr)
     count = prop_def(IntegerAttr)
+    producers = opt_prop_def(DenseArrayBase)
+    consumers = opt_prop_def(DenseArrayBase)
     traits = lazy_traits_def(lambda: (HasParent(TaskGraphOp),))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "attr-dict"
 
-    def __init__(self, ident: int, count: int):
-        super().__init__(properties={"id": IntegerAttr(ident, i64), "count": IntegerAttr(count, i64)})
+    def __init__(self, ident: int, count: int, producers: Sequence[int] | None = None, consumers: Sequence[int] | None = None):
+        props: dict = {"id": IntegerAttr(ident, i64), "count": IntegerAttr(count, i64)}
+        if producers is not None:
+            props["producers"] = _dense(producers)
+        if consumers is not None:
+            props["consumers"] = _dense(consumers)
+        super().__init__(properties=props)
 
     @property
     def ident(self) -> int:

@@ -2,7 +2,8 @@
 
 1. ids: tasks and events are numbered 0, 1, ... in region order; workers lie in
    `[0, workers)`; a task waits on an existing event (or -1) and triggers existing events;
-2. counts: an event's `count` equals the number of tasks that trigger it, and is >= 1;
+2. counts: an event's `count` equals the number of tasks that trigger it, and is >= 1; its
+   `producers` / `consumers`, when listed, are the tasks that trigger / wait on it;
 3. cycles: the graph task -> triggered event -> waiting task has no cycle;
 4. order: every producer of the event a task waits on precedes it in region order (the
    per-worker queues are walked in region order; seed 003 section 4 linearises likewise);
@@ -46,7 +47,7 @@ def verify_task_graph(graph: TaskGraphOp) -> None:
 
     Raises:
         MpkVerifyError: a rule is broken (message: op, task/tile, rule, fix)."""
-    from mirage_xdsl.dialects.mpk.ops import MpkVerifyError
+    from mirage_xdsl.dialects.mpk.ops import MpkVerifyError, ints
 
     name = graph.name
     tasks, events = graph.tasks, graph.events
@@ -90,11 +91,19 @@ def verify_task_graph(graph: TaskGraphOp) -> None:
                 f"the number of its producers (>= 1), else its consumers wait forever or start early; fix: set count = {got}"
             )
 
-    # 3. cycles (Kahn's algorithm over task -> task edges)
     consumers: dict[int, list[int]] = defaultdict(list)
     for t in tasks:
         if t.wait_event >= 0:
             consumers[t.wait_event].append(t.ident)
+    for e in events:
+        for role, listed, actual in (("producers", e.producers, producers[e.ident]), ("consumers", e.consumers, consumers[e.ident])):
+            if listed is not None and sorted(ints(listed)) != sorted(actual):
+                raise fail(
+                    f"event {e.ident} lists {role} {list(ints(listed))} but the tasks say {actual}; rule: an event's "
+                    f"{role} are the tasks that {'trigger' if role == 'producers' else 'wait on'} it; fix: list {actual}"
+                )
+
+    # 3. cycles (Kahn's algorithm over task -> task edges)
     indeg = [len(producers[t.wait_event]) if t.wait_event >= 0 else 0 for t in tasks]
     ready = [t.ident for t in tasks if indeg[t.ident] == 0]
     done = 0

@@ -15,7 +15,7 @@ function it appends one `mpk.task_graph` (dialects/mpk/ops.py) before `func.retu
   lifetimes) and grid-sum scratch add whole-buffer edges from every earlier task touching the
   overlapping bytes to every later task writing them (WAR/WAW through reuse; a later read
   needs only its own writers, which already waited);
-* events: one per distinct producer set after a transitive reduction (a producer that is an
+* events (`count`, `producers`, `consumers`): one per distinct producer set after a transitive reduction (a producer that is an
   ancestor of another producer of the same task is dropped), `count` = its size; a task
   waits on at most one event and triggers every event whose set holds it (seed 003,
   section 5);
@@ -290,8 +290,12 @@ def build_task_graph(
     plan = assign_workers(costs, [sorted(d) for d in deps], nworkers)
 
     body = Block()
+    waiting: dict[int, list[int]] = defaultdict(list)
+    for t, e in enumerate(wait):
+        if e >= 0:
+            waiting[e].append(t)
     for key, e in sorted(event_of.items(), key=lambda kv: kv[1]):
-        body.add_op(EventOp(e, len(key)))
+        body.add_op(EventOp(e, len(key), sorted(key), waiting[e]))
     for t, task in enumerate(tasks):
         body.add_op(
             TaskOp(

@@ -67,3 +67,14 @@ mpk.task_graph attributes {workers = 1 : i64, threads = 128 : i64, smem = 0 : i6
   mpk.task {id = 0 : i64, kernel = "k0", blocks = array<i64: 1, 1>, worker = 0 : i64, wait = -1 : i64, triggers = array<i64>, reads = [], writes = []}
 }
 // CHECK: mpk.task 0: blocks must be [first, end) with 0 <= first < end, got [1, 1]
+
+// -----
+
+// an event whose listed consumers disagree with the tasks (task 2 waits on it)
+mpk.task_graph attributes {workers = 1 : i64, threads = 128 : i64, smem = 0 : i64, buffers = ["X"]} {
+  mpk.event {id = 0 : i64, count = 1 : i64, producers = array<i64: 0>, consumers = array<i64: 1>}
+  mpk.task {id = 0 : i64, kernel = "k0", blocks = array<i64: 0, 1>, worker = 0 : i64, wait = -1 : i64, triggers = array<i64: 0>, reads = [], writes = []}
+  mpk.task {id = 1 : i64, kernel = "k1", blocks = array<i64: 0, 1>, worker = 0 : i64, wait = -1 : i64, triggers = array<i64>, reads = [], writes = []}
+  mpk.task {id = 2 : i64, kernel = "k1", blocks = array<i64: 1, 2>, worker = 0 : i64, wait = 0 : i64, triggers = array<i64>, reads = [], writes = []}
+}
+// CHECK: mpk.task_graph: event 0 lists consumers [1] but the tasks say [2]; rule: an event's consumers are the tasks that wait on it; fix: list [2]

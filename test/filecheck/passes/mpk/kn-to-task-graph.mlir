@@ -16,10 +16,10 @@ func.func @tiles(%X: tensor<8x256xf16> {kn.strides = array<i64: 256, 1>},
 // CHECK-LABEL: func.func @tiles
 // CHECK-SAME:    kn.workspace_size = [[WS:[0-9]+]] : i64, mpk.megakernel = "tiles_mpk"
 // CHECK:       mpk.task_graph attributes {mpk.est_makespan_ns = {{[0-9]+}} : i64, mpk.watchdog_ns = 500000000 : i64, workers = 4 : i64, threads = 128 : i64, smem = {{[0-9]+}} : i64, buffers = ["X", "W", "a", "b", "c"]} {
-// CHECK-NEXT:    mpk.event {id = 0 : i64, count = 1 : i64}
-// CHECK-NEXT:    mpk.event {id = 1 : i64, count = 1 : i64}
-// CHECK-NEXT:    mpk.event {id = 2 : i64, count = 1 : i64}
-// CHECK-NEXT:    mpk.event {id = 3 : i64, count = 1 : i64}
+// CHECK-NEXT:    mpk.event {id = 0 : i64, count = 1 : i64, producers = array<i64: 0>, consumers = array<i64: 2>}
+// CHECK-NEXT:    mpk.event {id = 1 : i64, count = 1 : i64, producers = array<i64: 1>, consumers = array<i64: 3>}
+// CHECK-NEXT:    mpk.event {id = 2 : i64, count = 1 : i64, producers = array<i64: 2>, consumers = array<i64: 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19>}
+// CHECK-NEXT:    mpk.event {id = 3 : i64, count = 1 : i64, producers = array<i64: 3>, consumers = array<i64: 20, 21, {{.*}}, 35>}
 // CHECK-NEXT:    mpk.task {id = 0 : i64, kernel = "tiles_k0", blocks = array<i64: 0, 1>, worker = 0 : i64, wait = -1 : i64, triggers = array<i64: 0>, reads = [array<i64: 0, 0, 8, 0, 128>], writes = [array<i64: 2, 0, 8, 0, 128>], cost_ns = {{[0-9]+}} : i64}
 // CHECK-NEXT:    mpk.task {id = 1 : i64, kernel = "tiles_k0", blocks = array<i64: 1, 2>, worker = 1 : i64, wait = -1 : i64, triggers = array<i64: 1>, reads = [array<i64: 0, 0, 8, 128, 256>], writes = [array<i64: 2, 0, 8, 128, 256>]
 // CHECK-NEXT:    mpk.task {id = 2 : i64, kernel = "tiles_k1", blocks = array<i64: 0, 1>, worker = 0 : i64, wait = 0 : i64, triggers = array<i64: 2>, reads = [array<i64: 2, 0, 8, 0, 128>], writes = [array<i64: 3, 0, 8, 0, 128>]

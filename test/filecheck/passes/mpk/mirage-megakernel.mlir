@@ -19,7 +19,7 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // CUDA:         const uint3 mpk_block) {
 // CUDA-NOT:   griddepcontrol
 // CUDA:       static __device__ __noinline__ void pair_k1_task(
-// CUDA:       extern "C" __global__ void __launch_bounds__(128, 2) pair_mpk(
+// CUDA:       extern "C" __global__ void __launch_bounds__(128, 1) pair_mpk(
 // CUDA:         mpk_abort = mx::mpk_wait(events + e, gen * n, n, state, t, (unsigned)e, 500000000ull);
 // CUDA:         pair_k0_task(
 // CUDA:       (void)mx::mpk_add_release(events + trig[t0], 1ull);
