@@ -185,6 +185,15 @@ def torch_stable_attention(q: Any, k: Any, v: Any) -> Any:
     return torch.softmax((q @ k) * (1.0 / q.shape[-1] ** 0.5), dim=-1) @ v
 
 
+def _torch_chain(x: Any, *weights: Any) -> Any:
+    """examples/megakernel chain40: `h = relu(h @ W_i)` for each weight in turn."""
+    import torch  # type: ignore[import-not-found]
+
+    for w in weights:
+        x = torch.relu(x @ w)
+    return x
+
+
 def torch_workload_program(stem: str) -> Callable[..., Any] | None:
     """The torch program of a Mirage benchmark workload, known by its muGraph file stem or
     workload name (`rmsnorm_bs1`, `gqa_bs8`, `single_gqa`, ...); None if unknown.  Needs torch."""
@@ -204,6 +213,10 @@ def torch_workload_program(stem: str) -> Callable[..., Any] | None:
         ("lora", lambda x, w, a, b: x @ w + (x @ a) @ b),
         ("ntrans", lambda h, x, alpha: torch_rms(x + alpha * (torch_rms(h) + x))),
         ("softmax", lambda x: torch.softmax(x, dim=-1)),
+        # examples/megakernel (issue #32)
+        ("chain3", lambda x, w: torch.relu(silu(x @ w) @ w)),
+        ("chain40", _torch_chain),
+        ("decoder_mlp", lambda x, w1, w3, w2: x + (silu(torch_rms(x) @ w1) * (torch_rms(x) @ w3)) @ w2),
     ]
     for prefix, fn in table:
         if stem.startswith(prefix):

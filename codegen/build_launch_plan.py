@@ -131,8 +131,8 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
     steps: list[KernelLaunch | LibraryCall] = []
     counters = 0
     for op in block.ops:
-        if isinstance(op, func.ReturnOp):
-            continue
+        if isinstance(op, func.ReturnOp) or op.name == "mpk.task_graph":
+            continue  # a task graph runs the kernels beside it (codegen/megakernel.py)
         if isinstance(op, cute.KernelOp):
             limit = SMEM_OPTIN_PER_BLOCK.get(arch.rstrip("a"), cute.MAX_SMEM_BYTES)
             if (needed := launch_smem_bytes(op)) > limit:

@@ -77,6 +77,8 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         elif self.grid_sum_op is not None:
             params += ["unsigned* __restrict__ gs_counters"]
         b = k.block
+        if self.device_fn:
+            return self.print_task(params)
         header = [
             f"// {k.kernel_name.data}: grid ({k.grid[0]}, {k.grid[1]}, {k.grid[2]}), "
             f"block ({b[0]}, {b[1]}, {b[2]}), {launch_smem_bytes(k)} B dynamic shared memory, "
@@ -102,6 +104,25 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         nothing = "nothing else global" if early else "nothing global"
         self.emit(f"mx::wait_for_prior_grids();  // PDL: {nothing} is touched before the previous grid is done")
         self.print_ops(late)
+        return "\n".join(header + self.lines + ["}", ""])
+
+    def print_task(self, params: list[str]) -> str:
+        """The kernel's body as `<name>_task(params..., mpk_block)`: a megakernel task body
+        (codegen/megakernel.py), every use of `blockIdx` replaced by the parameter, no PDL
+        (the megakernel orders tasks with its events)."""
+        k = self.kernel
+        header = [
+            f"// {k.kernel_name.data} as a megakernel task: one call per threadblock {k.grid}, {self.nt} threads",
+            f"static __device__ __noinline__ void {k.kernel_name.data}_task(",
+            "    " + (",\n    ".join([*params, "const uint3 mpk_block"])) + ") {",
+        ]
+        self.emit("extern __shared__ __align__(128) unsigned char smem[];")
+        self.emit("const int tid = threadIdx.x;")
+        self.emit("if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header")
+        if self.late is not None:
+            raise printer_error(k, "a late-finisher kernel cannot be a megakernel task (its blocks wait on each other)")
+        self.plan_row_chains()
+        self.print_ops(list(k.body.block.ops))
         return "\n".join(header + self.lines + ["}", ""])
 
     def launch_bounds(self) -> str:
@@ -420,6 +441,15 @@ def print_kernel(kernel: cute.KernelOp, weight_args: Collection[int] = ()) -> st
     """The C++ text of one `cute.kernel`; `weight_args` are the indices of the enclosing
     function's arguments marked `kn.weight` (codegen/weight_prefetch.py)."""
     return _KernelPrinter(kernel, weight_args).print()
+
+
+def task_function(kernel: cute.KernelOp, weight_args: Collection[int] = ()) -> str:
+    """The body of one `cute.kernel` as a megakernel task: `static __device__ void
+    <name>_task(<the kernel's parameters>, const uint3 mpk_block)`, block index as a parameter.
+
+    Raises:
+        CudaEmitError: a late-finisher kernel, or a decision pass has not run."""
+    return _KernelPrinter(kernel, weight_args, device_fn=True).print()
 
 
 def print_module(module: ModuleOp, arch: str = "sm_90") -> tuple[str, dict[str, LaunchPlan]]:

@@ -75,7 +75,12 @@ def emit_cuda(module: ModuleOp, arch: str = "sm_90") -> CudaProgram:
             "emit_cuda: the module still holds kn.customized ops; lower them first with "
             "convert-tb-to-cute (mirage-transpile runs it)"
         )
-    source, plans = print_module(module, arch)
+    from mirage_xdsl.codegen.megakernel import has_task_graph, print_module_megakernels
+
+    if has_task_graph(module):
+        source, plans = print_module_megakernels(module, arch)
+    else:
+        source, plans = print_module(module, arch)
     return CudaProgram(source, plans, arch)
 
 

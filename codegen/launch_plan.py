@@ -103,9 +103,16 @@ class LaunchPlan:
     zeroes once and keeps for the life of the compiled graph -- the kernels re-arm what they
     use, so launches of one compiled graph must not run concurrently on several streams."""
 
+    megakernel: dict | None = None
+    """For a plan whose one kernel is a persistent megakernel (codegen/megakernel.py): its
+    `MegakernelInfo` as a dict (`runtime/megakernel.py` reads it: error words, events, trace)."""
+
     def to_json(self) -> str:
-        """The plan as JSON (`from_json` reads it back)."""
-        return json.dumps(asdict(self), indent=1)
+        """The plan as JSON (`from_json` reads it back); `megakernel` only when set."""
+        raw = asdict(self)
+        if raw["megakernel"] is None:
+            del raw["megakernel"]  # plans of separate kernels keep their JSON as before
+        return json.dumps(raw, indent=1)
 
     @staticmethod
     def from_json(text: str) -> LaunchPlan:
@@ -150,4 +157,5 @@ class LaunchPlan:
             tuple(steps),
             raw.get("arch", "sm_90"),
             raw.get("counters", 0),
+            raw.get("megakernel"),
         )

@@ -28,8 +28,12 @@ from mirage_xdsl.dialects.kn import element_type_of
 class KernelPrinterBase:
     """Printing state of one `cute.kernel` and the helpers shared by the printer's parts."""
 
-    def __init__(self, kernel: cute.KernelOp, weight_args: Collection[int] = ()):
+    def __init__(self, kernel: cute.KernelOp, weight_args: Collection[int] = (), device_fn: bool = False):
         self.kernel = kernel
+        self.device_fn = device_fn
+        """print a megakernel task body (`task_function`): a `__device__` function of the block
+        index `mpk_block`, without PDL"""
+        self.bidx = "mpk_block" if device_fn else "blockIdx"
         self.weights = weight_params(kernel, weight_args)  # params that may load before the PDL wait
         if not isinstance(kernel.attributes.get(cute.PDL_PREFETCH), IntegerAttr):
             missing_decision(kernel, cute.PDL_PREFETCH, "cute-weight-prefetch")
@@ -98,7 +102,7 @@ class KernelPrinterBase:
                 # whole iterations (verified): the split starts at its first iteration gs_k0
                 terms.append(f"gs_k0 * {op.iter_stride.value.data}")
             elif off:
-                terms.append(f"blockIdx.{'xyz'[axis]} * {off}")
+                terms.append(f"{self.bidx}.{'xyz'[axis]} * {off}")
         if isinstance(op, cute.CopyG2SOp) and op.iter is not None and op.iter_stride.value.data:
             shift = op.iter_offset.value.data
             it = "it" if shift == 0 else f"(it + {shift})"

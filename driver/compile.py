@@ -79,6 +79,7 @@ def prepare(
     candidate: int = 0,
     *,
     options: Mapping[str, Any] | None = None,
+    megakernel: bool | Mapping[str, Any] = False,
 ) -> Prepared:
     """Run the pipeline and the CUDA printer on one kernel graph of `module` (no GPU, no nvcc).
 
@@ -93,6 +94,8 @@ def prepare(
         candidate: the kn-fuse plan of this cost rank (0 = cheapest) for plain kernel graphs.
         options: other `MirageTranspilePass` options (e.g. a tuned genome's
             `Genome.options()`); they override `candidate`.
+        megakernel: run `mirage-megakernel` instead (one persistent kernel, issue #32); a
+            mapping gives its options (`trace`, `workers`, `watchdog_ms`, ...).
 
     Returns:
         The transpiled module, its `CudaProgram` and the function's launch plan.
@@ -112,7 +115,11 @@ def prepare(
     name = func.sym_name.data
     input_names = [arg.name_hint for arg in func.body.block.args]
     single = ModuleOp([func.clone()])
-    if not _pipeline_has_run(single):
+    if megakernel:
+        from mirage_xdsl.passes.mpk.pipeline import MirageMegakernelPass
+
+        MirageMegakernelPass(**(dict(megakernel) if not isinstance(megakernel, bool) else {})).apply(make_context(), single)
+    elif not _pipeline_has_run(single):
         from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
         MirageTranspilePass(**{"candidate": candidate, **(options or {})}).apply(make_context(), single)
@@ -136,6 +143,7 @@ def compile(  # noqa: A001 - the public name Mirage uses
     autotune: int = 0,
     tune: int | GAConfig = 0,
     tune_cache: str | os.PathLike[str] | None = None,
+    megakernel: bool | Mapping[str, Any] = False,
 ) -> CompiledGraph:
     """Compile one kernel graph of `module` for `arch` (None: the current GPU, else sm_90).
 
@@ -161,6 +169,11 @@ def compile(  # noqa: A001 - the public name Mirage uses
     population 100; pass a `GAConfig` instead of G for other settings) and their result is
     cached.  Without a GPU, or when no genome passed, the default pipeline is used.
 
+    `megakernel=True` (or a mapping of `mirage-megakernel` options such as `{"trace": True}`):
+    compile the graph as ONE persistent kernel whose worker CTAs run the per-op kernels'
+    threadblocks as tasks ordered by events (codegen/megakernel.py); `autotune` and `tune`
+    are ignored.  `runtime.megakernel.check_megakernel(graph)` reports a watchdog stop.
+
     Raises:
         ValueError: `func_name` names no function, or is needed and missing; or `arch` is
             not a CUDA architecture name (see `prepare`).
@@ -171,6 +184,8 @@ def compile(  # noqa: A001 - the public name Mirage uses
         DeviceBroken: with `tune`, a candidate broke the CUDA context (driver/tune/evaluate.py).
         KeyboardInterrupt: Ctrl-C, passed on unchanged (no partial entry is left behind).
     """
+    if megakernel:
+        return _compiled(prepare(module, func_name, arch, megakernel=megakernel), cache_dir, cuda_graph, poison_outputs)
     if tune:  # the evaluator decides whether a GPU is there
         from mirage_xdsl.driver.tune.tuner import cached_or_tuned
 

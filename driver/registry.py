@@ -16,12 +16,13 @@ def _lazy(module: str, name: str) -> Callable[[], Any]:
 
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
-    """Dialect name -> factory: `kn`, `tb`, `cute` and `contraction`."""
+    """Dialect name -> factory: `kn`, `tb`, `cute`, `contraction` and `mpk`."""
     return {
         "kn": _lazy("mirage_xdsl.dialects.kn", "Kernel"),
         "tb": _lazy("mirage_xdsl.dialects.tb", "Threadblock"),
         "cute": _lazy("mirage_xdsl.dialects.cute", "Cute"),
         "contraction": _lazy("mirage_xdsl.dialects.contraction.ops", "Contraction"),
+        "mpk": _lazy("mirage_xdsl.dialects.mpk", "Mpk"),
     }
 
 

@@ -39,6 +39,8 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "kn-simplify": ("kn.simplify", "KnSimplifyPass"),
     "kn-partition": ("conversion.kn_partition", "KnPartitionPass"),
     "kn-fuse": ("conversion.kn_fuse", "KnFusePass"),
+    "kn-to-task-graph": ("mpk.task_graph", "KnToTaskGraphPass"),
+    "mirage-megakernel": ("mpk.pipeline", "MirageMegakernelPass"),
     "contraction-split-dim": ("contraction.passes", "SplitDimPass"),
     "contraction-fuse-dims": ("contraction.passes", "FuseDimsPass"),
     "contraction-permute-dims": ("contraction.passes", "PermuteDimsPass"),

@@ -246,6 +246,11 @@ class CompiledGraph:
         for name, smem in need.items():
             if smem > DEFAULT_SMEM_LIMIT:
                 kernels[name].max_dynamic_shared_size_bytes = smem
+        if self.plan.megakernel:
+            from mirage_xdsl.runtime.megakernel import check_residency
+
+            step = next(s for s in self.plan.steps if isinstance(s, KernelLaunch))
+            check_residency(self, kernels[step.kernel], math.prod(step.block), self._smem[id(step)], device)
         # grid-sum arrival counters: zero once; every launch leaves them zero again
         self._counters = cupy.zeros(max(self.plan.counters, 1), dtype=cupy.uint32)
         self._module = module if module is not None else True

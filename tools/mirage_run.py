@@ -227,10 +227,14 @@ def run_graph(
     atol_rel: float,
     cache_dir: str | None,
     autotune: int = 0,
+    megakernel: bool = False,
+    trace: str | None = None,
 ) -> Row:
     """Compile and run one graph; failures are reported in the row, not raised.  With
     `autotune` > 1 on a GPU, plain kernel graphs are compiled through
-    `compile(..., autotune=autotune)` (the fastest of that many plan ranks)."""
+    `compile(..., autotune=autotune)` (the fastest of that many plan ranks).  `megakernel`:
+    compile with `mirage-megakernel` (one persistent kernel; a watchdog stop is the row's
+    error); `trace`: also record its per-task times and write them to this Chrome trace file."""
     from mirage_xdsl.driver.compile import compile, prepare
     from mirage_xdsl.driver.nvcc import compile_cuda
     from mirage_xdsl.runtime.executable import CompiledGraph
@@ -239,13 +243,14 @@ def run_graph(
     name = func.sym_name.data
     row = Row(name)
     try:
-        if autotune > 1 and gpu:
+        if autotune > 1 and gpu and not megakernel:
             graph = compile(module, name, arch, cache_dir=cache_dir, autotune=autotune)
             plan = graph.plan
             row.kernels = len(graph.kernel_names)
             row.status = "compiled"
         else:
-            prepared = prepare(module, name, arch)
+            mk: bool | dict[str, Any] = {"trace": True} if megakernel and trace else megakernel
+            prepared = prepare(module, name, arch, megakernel=mk)
             plan = prepared.plan
             graph = CompiledGraph(plan, None, source=prepared.program.source, input_names=prepared.input_names)
             row.kernels = len(graph.kernel_names)
@@ -277,6 +282,12 @@ def run_graph(
         dev_inputs = [_to_device(cupy, x) for x in inputs]
         outs = graph(*dev_inputs)
         cupy.cuda.get_current_stream().synchronize()
+        if megakernel:
+            from mirage_xdsl.runtime.megakernel import check_megakernel, write_chrome_trace
+
+            check_megakernel(graph)
+            if trace:
+                write_chrome_trace(graph, trace)
         row.status = "ran"
         if refs is not None:
             host = [numpy_values(cupy.asnumpy(o), s.dtype) for o, s in zip(outs, plan.outputs)]
@@ -413,6 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="on a GPU, plain kernel graphs: time the K cheapest plans and keep the fastest",
     )
+    p.add_argument(
+        "--megakernel",
+        action="store_true",
+        help="compile each graph as ONE persistent kernel (mirage-megakernel: per-op tasks ordered by events)",
+    )
+    p.add_argument("--trace", metavar="FILE", help="with --megakernel: write the per-task timeline as Chrome trace JSON")
     return p
 
 
@@ -465,6 +482,8 @@ def _main(args: argparse.Namespace) -> int:
             atol_rel=args.atol_rel,
             cache_dir=args.cache_dir,
             autotune=args.autotune,
+            megakernel=args.megakernel,
+            trace=args.trace,
         )
         rows.append(row)
         print_line(format_row(row))

@@ -27,7 +27,9 @@ candidates along the contracted dim), `candidate` (take the plan of this rank in
 cost order instead of the cheapest: 0 = cheapest; the tuning candidates `mirage-bench`
 profiles), `always-split` (also enumerate split-K plans when an unsplit grid fills the SMs),
 `grid-sum` (also enumerate split-K plans that combine their partials in the kernel with
-`tb.grid_sum` instead of a second kernel) and `lone-block-max-stages` (the ring depth that
+`tb.grid_sum` instead of a second kernel), `per-op` (one kernel per fusible op, lone matmuls
+included: a megakernel's tasks), `block-threads` (one thread count for every block; 0 =
+the planner's) and `lone-block-max-stages` (the ring depth that
 tb-plan-pipeline's option of the same name gives wide lone blocks, which their estimate
 counts; pass both passes the same value).
 """
@@ -159,6 +161,12 @@ class PartitionOptions:
     grid_sum: bool = True
     lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES
     online_softmax: bool = False
+    per_op: bool = False
+    """One kernel per fusible op, lone matmuls included (no aggregation, no library GEMM):
+    the per-op kernels a megakernel schedules as tasks (mirage-megakernel, issue #32)."""
+    block_threads: int = 0
+    """Threads of every block (0: the planner's choice, 128 or 512): a megakernel runs all of
+    its tasks with one thread count."""
 
     def partition_options(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(PartitionOptions)}
@@ -171,8 +179,13 @@ class KnPartitionPass(ModulePass, PartitionOptions):
     name = "kn-partition"
 
     def device(self) -> DeviceModel:
+        threads = {}
+        if self.block_threads:
+            t = self.block_threads
+            threads = {"threads_per_block": t, "wide_block_threads": t, "lone_matmul_block_threads": t}
         return replace(
             DeviceModel(),
+            **threads,  # type: ignore[arg-type]
             smem_per_block=self.smem_limit,
             num_sms=self.num_sms,
             k_tiles=tuple(self.k_tiles),
@@ -185,7 +198,7 @@ class KnPartitionPass(ModulePass, PartitionOptions):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         planner = Planner(self.device())
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
-            partition_function(func, planner, self.allow_split, self.candidate)
+            partition_function(func, planner, self.allow_split, self.candidate, self.per_op)
 
 
 def _plan(planner: Planner, ops: list[Operation], allow_split: bool, cache: dict, rank: int = 0) -> FusionPlan | None:
@@ -243,15 +256,18 @@ def smem_fits(plan: FusionPlan, limit: int) -> bool:
     return True
 
 
-def partition_function(func: FuncOp, planner: Planner, allow_split: bool = True, rank: int = 0) -> list[FusionPlan]:
+def partition_function(
+    func: FuncOp, planner: Planner, allow_split: bool = True, rank: int = 0, per_op: bool = False
+) -> list[FusionPlan]:
     """Partition one kernel graph in place (groups chosen with the cheapest plans, then each
-    lowered with its `rank`-th cheapest plan); return the applied plans."""
+    lowered with its `rank`-th cheapest plan); return the applied plans.  `per_op`: every
+    fusible op is a group of its own and a lone matmul becomes a kernel too."""
     block = func.body.block
     fusible_ops = [o for o in block.ops if fusible_op(o)]
     fusible = set(fusible_ops)
     cache: dict = {}
     groups: list[list[Operation]] = []
-    for comp in _components(fusible_ops):
+    for comp in [[o] for o in fusible_ops] if per_op else _components(fusible_ops):
         if _plan(planner, comp, allow_split, cache) is not None:
             groups.append(comp)
             continue
@@ -287,7 +303,7 @@ def partition_function(func: FuncOp, planner: Planner, allow_split: bool = True,
         plan = _plan(planner, members, allow_split, cache, rank)
         if plan is None:
             continue
-        if len(members) == 1 and isinstance(members[0], kn.MatmulOp):
+        if len(members) == 1 and isinstance(members[0], kn.MatmulOp) and not per_op:
             best = _plan(planner, members, allow_split, cache)
             if best is not None and library_gemm_us(members[0], planner.device) < best.cost_us:
                 continue

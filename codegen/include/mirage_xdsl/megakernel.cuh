@@ -1,0 +1,108 @@
+// mirage_xdsl device library: the persistent megakernel's events and watchdog
+// (codegen/megakernel.py; issue #32, seed 003 sections 2 and 5).
+//
+// Event counters are 64-bit and monotonic across launches: launch g (0, 1, ...) waits for
+// counter >= (g + 1) * count; the last worker to finish a launch bumps the generation word, so
+// the launch replays in a CUDA graph without resetting the counters.  Memory order (PTX ISA,
+// "Memory Consistency Model"): a producer's threads meet in bar.sync, one thread fences and
+// adds with atom.add.release.gpu; a consumer's thread 0 spins with ld.acquire.gpu and its
+// block meets in bar.sync before the task reads (the pattern of cooperative groups' grid sync).
+#pragma once
+#include <cstdint>
+
+namespace mx {
+
+// state words (uint64) at the megakernel's base in the counter buffer
+enum MpkState : int {
+  kMpkGen = 0,      // launches completed
+  kMpkDone = 1,     // workers finished, summed over launches
+  kMpkError = 2,    // 0, or 1 once a wait timed out
+  kMpkErrTask = 3,
+  kMpkErrEvent = 4,
+  kMpkErrValue = 5,  // the event's count in this launch when the wait gave up
+  kMpkErrNeeded = 6,
+  kMpkErrWorker = 7,
+  kMpkStateWords = 8,
+};
+
+__device__ __forceinline__ unsigned long long mpk_ld_acquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ unsigned long long mpk_add_release(unsigned long long* p, unsigned long long v) {
+  unsigned long long old;
+  asm volatile("atom.add.release.gpu.global.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+}
+
+// After mpk_add_release (or a fence) of the same thread: a relaxed add, ordered after the
+// task's writes by that fence (PTX ISA, "release pattern": fence then a relaxed write).
+__device__ __forceinline__ void mpk_add_relaxed(unsigned long long* p, unsigned long long v) {
+  asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned long long mpk_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Thread 0 of a worker: wait until *ev >= base + needed.  Returns 0 when reached, 1 when the
+// wait gave up: it spun past timeout_ns (globaltimer ns; it records task, event and counts in
+// the state words) or another worker has recorded an error.  Back-off: __nanosleep doubling
+// from 32 to 256 ns.
+__device__ __noinline__ int mpk_wait(const unsigned long long* ev, unsigned long long base, unsigned long long needed,
+                                     unsigned long long* state, unsigned task, unsigned event,
+                                     unsigned long long timeout_ns) {
+  const unsigned long long target = base + needed;
+  if (mpk_ld_acquire(ev) >= target) return 0;
+  const unsigned long long t0 = mpk_globaltimer();
+  unsigned ns = 32;
+  while (true) {
+#ifndef MX_MPK_SPIN
+    __nanosleep(ns);
+    if (ns < 256) ns *= 2;
+#endif
+    if (mpk_ld_acquire(ev) >= target) return 0;
+    if (*reinterpret_cast<volatile unsigned long long*>(state + kMpkError)) return 1;
+    if (mpk_globaltimer() - t0 > timeout_ns) {
+      if (atomicCAS(state + kMpkError, 0ull, 1ull) == 0ull) {
+        const unsigned long long now = *reinterpret_cast<volatile const unsigned long long*>(ev);
+        state[kMpkErrTask] = task;
+        state[kMpkErrEvent] = event;
+        state[kMpkErrValue] = now - base;
+        state[kMpkErrNeeded] = needed;
+        state[kMpkErrWorker] = blockIdx.x;
+        __threadfence();
+      }
+      return 1;
+    }
+  }
+}
+
+// All threads of a worker: ask L2 for `rows` rows of `row_bytes` bytes, `stride` bytes apart,
+// from `base` (128-byte lines spread over the threads; PTX ISA "prefetch").
+template <int NT>
+__device__ __forceinline__ void mpk_prefetch_rows(const unsigned char* base, unsigned row_bytes, unsigned long long stride,
+                                                  unsigned rows, int tid) {
+  const unsigned per_row = (row_bytes + 127u) / 128u;
+  for (unsigned i = tid; i < rows * per_row; i += NT) {
+    const unsigned r = i / per_row, c = i % per_row;
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + r * stride + c * 128u));
+  }
+}
+
+// Thread 0 of a worker, after its last task: count the worker done; the last of the launch
+// publishes the next generation (after every worker has read the current one at its start).
+__device__ __forceinline__ void mpk_finish(unsigned long long* state, unsigned long long gen, unsigned workers) {
+  __threadfence();
+  const unsigned long long done = atomicAdd(state + kMpkDone, 1ull) + 1ull;
+  if (done == (gen + 1ull) * workers) {
+    __threadfence();
+    atomicExch(state + kMpkGen, gen + 1ull);
+  }
+}
+
+}  // namespace mx

@@ -1,0 +1,365 @@
+"""The persistent megakernel: a `mpk.task_graph` printed as ONE `__global__` kernel.
+
+    mirage-opt graph.mlir -p mirage-megakernel -t cuda
+
+Per function holding a task graph (passes/mpk/task_graph.py) the translation unit has:
+
+* every `cute.kernel` of the function as a task body, `static __device__ <name>_task(<its
+  parameters>, const uint3 mpk_block)` (cuda_printer.task_function: `blockIdx` replaced by
+  the parameter, no PDL `griddepcontrol`);
+* the graph as constant tables: per task its kernel, block range, wait event and triggers;
+  per worker its queue (tasks in region order); per event its count;
+* `extern "C" __global__ void __launch_bounds__(T, B) <func>_mpk(outputs, inputs, workspace,
+  counters)`: worker CTA w walks queue w; before a task its thread 0 waits on the task's
+  event (`mx::mpk_wait`: ld.acquire.gpu, __nanosleep back-off, a globaltimer watchdog that
+  records the task, the event and its counts and makes every worker return), the block meets
+  in `__syncthreads`, runs the task's blocks (a barrier after each), and thread 0 fences and
+  adds 1 (atom.add.release.gpu) to each triggered event (include/mirage_xdsl/megakernel.cuh).
+  Counters are generation-numbered (launch g waits for (g + 1) x count), so the launch replays
+  in a CUDA graph.  With `mpk.trace` thread 0 also stores each task's start and end
+  (%globaltimer, ns) for runtime/megakernel.py's Chrome trace.
+
+Every task uses the megakernel's thread count; the dynamic shared memory is the largest of
+the kernels' (`launch_smem_bytes`).  A task's first trigger is `atom.add.release.gpu`
+after `__threadfence()`; further triggers are relaxed `red` adds the same fence orders.
+Waits whose producers all ran earlier on the same worker are not printed
+(`local_elision`); `kn.weight` tiles of later tasks are prefetched into L2
+(codegen/megakernel_prefetch.py).  The LaunchPlan has one `KernelLaunch` (grid = workers,
+no PDL) and `LaunchPlan.megakernel` (`MegakernelInfo`): where the state words, events and
+trace lie in the counter buffer (uint32 words after the kernels' grid-sum counters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+
+from mirage_xdsl.codegen.build_launch_plan import plan_function
+from mirage_xdsl.codegen.cuda_printer import print_module, task_function
+from mirage_xdsl.codegen.cuda_syntax import CudaEmitError, c_type
+from mirage_xdsl.codegen.kernel_resources import launch_smem_bytes
+from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef
+from mirage_xdsl.codegen.megakernel_info import MegakernelInfo
+from mirage_xdsl.codegen.megakernel_prefetch import lines_budget, task_rects
+from mirage_xdsl.dialects import cute, kn
+from mirage_xdsl.dialects.kn.strides import dtensor_strides
+from mirage_xdsl.dialects.mpk import TaskGraphOp
+from mirage_xdsl.target import SM90
+
+HEADER = "mirage_xdsl/megakernel.cuh"
+WATCHDOG_ATTR = "mpk.watchdog_ns"
+"""i64 on the task graph (kn-to-task-graph `watchdog-ms`): the wait timeout in ns."""
+TRACE_ATTR = "mpk.trace"
+"""unit attribute on the task graph (kn-to-task-graph `trace`): record task start/end."""
+DEFAULT_WATCHDOG_NS = 500_000_000
+"""A wait that spins longer than this (0.5 s) is a deadlock: no task of a decode step runs for
+that long, and the host reports it well within a second."""
+
+
+def _err(op: object, msg: str) -> CudaEmitError:
+    return CudaEmitError(f"cuda target: mpk.task_graph: {msg}")
+
+
+PREFETCH_AHEAD = 1
+"""Queue steps ahead whose weights a worker prefetches (a task of a decode chain takes about
+0.6 us on an H200, a DRAM round trip about as long; measured 2026-11-26 with the trace)."""
+CONSTANT_TABLE_BYTES = 48 * 1024
+"""Tables up to this size (bytes, all together) go to `__constant__` memory (64 KiB per
+module, CUDA C++ Programming Guide, "Device Memory Space Specifiers"): every thread of a
+worker reads the same entry, which the constant cache broadcasts; larger ones stay in global
+memory."""
+
+
+def _table(ctype: str, name: str, values: list[int], space: str) -> str:
+    vals = values or [0]
+    body = ", ".join(str(v) for v in vals)
+    return f"static {space} const {ctype} {name}[{len(vals)}] = {{{body}}};"
+
+
+def local_elision(graph: TaskGraphOp) -> tuple[list[int], list[list[int]]]:
+    """(wait event or -1, triggered events) per task as printed: a wait whose producers all
+    run earlier on the waiting task's own worker is dropped (the worker's barrier after each
+    task already orders their writes before its reads: bar.sync orders memory within the CTA,
+    PTX ISA "bar"), and so is every trigger of an event nothing waits on any more."""
+    tasks = graph.tasks
+    producers: dict[int, list[int]] = {}
+    for t in tasks:
+        for e in t.trigger_events:
+            producers.setdefault(e, []).append(t.ident)
+    wait = []
+    for t in tasks:
+        e = t.wait_event
+        local = e >= 0 and all(tasks[p].worker_id == t.worker_id for p in producers.get(e, []))
+        wait.append(-1 if local else e)
+    awaited = {e for e in wait if e >= 0}
+    return wait, [[e for e in t.trigger_events if e in awaited] for t in tasks]
+
+
+def task_label(kernel: str, lo: int, hi: int) -> str:
+    """How error messages and traces name the task of `kernel`'s blocks [lo, hi)."""
+    return f"{kernel} block {lo}" if hi == lo + 1 else f"{kernel} blocks [{lo}, {hi})"
+
+
+def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[str, LaunchPlan]:
+    """(source of the task bodies and the persistent kernel, LaunchPlan) of one function.
+
+    Raises:
+        CudaEmitError: a task names a kernel that is not in the function, a kernel's block
+            is not 1-D or its thread count differs from the graph's, a late-finisher kernel."""
+    base_plan = plan_function(fn, arch)
+    kernels = [op for op in fn.body.block.ops if isinstance(op, cute.KernelOp)]
+    by_name = {k.kernel_name.data: k for k in kernels}
+    launches = {s.kernel: s for s in base_plan.steps if isinstance(s, KernelLaunch)}
+    nt = graph.num_threads
+    for k in kernels:
+        if k.block != (nt, 1, 1):
+            raise _err(k, f"kernel {k.kernel_name.data} has block {k.block}; every task runs with ({nt}, 1, 1)")
+    weights = kn.weight_inputs(fn)
+    bodies = [task_function(k, weights) for k in kernels]
+    smem = max(launch_smem_bytes(k) for k in kernels)
+    name = f"{fn.sym_name.data}_mpk"
+    tasks, events = graph.tasks, graph.events
+    kidx = {k.kernel_name.data: i for i, k in enumerate(kernels)}
+    for t in tasks:
+        if t.kernel.data not in by_name:
+            raise _err(graph, f"task {t.ident} runs kernel '{t.kernel.data}', which the function does not hold")
+    workers = graph.num_workers
+    queues: list[list[int]] = [[] for _ in range(workers)]
+    for t in tasks:
+        queues[t.worker_id].append(t.ident)
+    wait, triggers = local_elision(graph)
+    trig_off, trig = [0], []
+    for t in tasks:
+        trig += triggers[t.ident]
+        trig_off.append(len(trig))
+    trace = TRACE_ATTR in graph.attributes
+    wd = graph.attributes.get(WATCHDOG_ATTR)
+    watchdog = wd.value.data if isinstance(wd, IntegerAttr) else DEFAULT_WATCHDOG_NS
+    state_word = base_plan.counters + (base_plan.counters & 1)  # 8-byte aligned
+    info = MegakernelInfo(
+        name, state_word, tuple(e.needed for e in events),
+        tuple(task_label(t.kernel.data, *t.block_range) for t in tasks), workers,
+        tuple(t.worker_id for t in tasks), trace,
+    )
+
+    # megakernel parameters: graph outputs, graph inputs, workspace, counters
+    params = []
+    for i, spec in enumerate(base_plan.outputs):
+        params.append(f"{c_type_of(spec.dtype)}* o{i}")
+    for i, spec in enumerate(base_plan.inputs):
+        params.append(f"const {c_type_of(spec.dtype)}* i{i}")
+    params += ["unsigned char* mpk_ws", "unsigned* mpk_counters"]
+
+    def arg_expr(ref: TensorRef, ctype: str) -> str:
+        if ref.kind == "input":
+            return f"i{ref.index}"
+        if ref.kind == "output":
+            return f"o{ref.index}"
+        if ref.kind == "counters":
+            return f"mpk_counters + {ref.offset // 4}"
+        return f"reinterpret_cast<{ctype}*>(mpk_ws + {ref.offset})"
+
+    cases = []
+    for i, k in enumerate(kernels):
+        step = launches[k.kernel_name.data]
+        types = [c_type(kn.element_type_of(a)) for a in k.body.block.args]
+        types += ["float", "unsigned"]  # grid-sum scratch, counters
+        args = [arg_expr(r, types[j] if r.kind != "counters" else "unsigned") for j, r in enumerate(step.args)]
+        gx, gy, _ = k.grid
+        cases.append(
+            f"      case {i}:\n"
+            f"        for (unsigned b = lo; b < hi; ++b) {{\n"
+            f"          {k.kernel_name.data}_task({', '.join(args)}, make_uint3(b % {gx}u, (b / {gx}u) % {gy}u, b / {gx * gy}u));\n"
+            f"          __syncthreads();\n"
+            f"        }}\n"
+            f"        break;"
+        )
+    ns = f"mpk_{fn.sym_name.data}"
+    qoff = [0]
+    for q in queues:
+        qoff.append(qoff[-1] + len(q))
+    entries = [
+        ("unsigned short", "task_kernel", [kidx[t.kernel.data] for t in tasks]),
+        ("unsigned", "task_lo", [t.block_range[0] for t in tasks]),
+        ("unsigned", "task_hi", [t.block_range[1] for t in tasks]),
+        ("int", "task_wait", wait),
+        ("unsigned", "trig_off", trig_off),
+        ("unsigned", "trig", trig),
+        ("unsigned", "queue_off", qoff),
+        ("unsigned", "queue", [t for q in queues for t in q]),
+        ("unsigned", "event_count", [e.needed for e in events]),
+    ]
+    # weight prefetch rectangles (codegen/megakernel_prefetch.py)
+    fn_args = list(fn.body.block.args)
+    wbufs: dict[int, tuple[int, Sequence[int], int]] = {
+        j: (j, dtensor_strides(fn_args[j]), cute.elem_bytes(kn.element_type_of(fn_args[j])))
+        for j in sorted(weights)
+    }
+    budget = lines_budget(workers, SM90.l2_bytes)
+    pf_off, pf = [0], []
+    for t in tasks:
+        for rect in task_rects(t, wbufs, budget):
+            pf += list(rect)
+        pf_off.append(len(pf) // 5)
+    if pf:
+        entries += [("unsigned", "pf_off", pf_off), ("unsigned", "pf", pf)]
+    nbytes = sum(4 * max(len(v), 1) for _, _, v in entries)
+    space = "__constant__" if nbytes <= CONSTANT_TABLE_BYTES else "__device__"
+    tables = [f"namespace {ns} {{  // {nbytes} B of tables in {space} memory"]
+    tables += [_table(ct, tn, v, space) for ct, tn, v in entries]
+    tables += [f"}}  // namespace {ns}", ""]
+    per_sm = max(1, min(-(-workers // SM90.num_sms), 2048 // nt, 32))  # __launch_bounds__ minimum blocks per SM
+    trace_start = (
+        "      if (tid == 0) trace[2 * t] = mx::mpk_globaltimer();\n" if trace else ""
+    )
+    trace_end = (
+        "      if (tid == 0) trace[2 * t + 1] = mx::mpk_globaltimer();\n" if trace else ""
+    )
+    prefetch_fn = prefetch_call = ""
+    if pf:
+        bases = "".join(
+            f"        case {j}: base = reinterpret_cast<const unsigned char*>(i{j}); break;\n" for j in sorted(weights)
+        )
+        prefetch_fn = (
+            "  // kn.weight tiles of a task into L2 (codegen/megakernel_prefetch.py)\n"
+            "  auto prefetch = [&](unsigned t) {\n"
+            "    for (unsigned r = pf_off[t]; r < pf_off[t + 1]; ++r) {\n"
+            "      const unsigned* d = pf + 5 * r;\n"
+            "      const unsigned char* base = nullptr;\n"
+            "      switch (d[0]) {\n"
+            f"{bases}"
+            "      }\n"
+            f"      mx::mpk_prefetch_rows<{nt}>(base + d[1], d[2], d[3], d[4], tid);\n"
+            "    }\n"
+            "  };\n"
+        )
+        ahead = PREFETCH_AHEAD
+        prefetch_call = (
+            f"    if (q == queue_off[w]) for (unsigned a = q; a < q + {ahead} && a < queue_off[w + 1]; ++a) prefetch(queue[a]);\n"
+            f"    if (q + {ahead} < queue_off[w + 1]) prefetch(queue[q + {ahead}]);  // later tasks' weights while this one waits\n"
+        )
+    trace_decl = f"  unsigned long long* trace = events + {len(events)};\n" if trace else ""
+    kernel = f"""// {name}: {len(tasks)} tasks of {len(kernels)} kernels on {workers} worker CTAs of {nt} threads,
+// {len(events)} events, {smem} B dynamic shared memory; watchdog {watchdog} ns
+extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
+    {(','+chr(10)+'    ').join(params)}) {{
+  using namespace {ns};
+  const int tid = threadIdx.x;
+  unsigned long long* state = reinterpret_cast<unsigned long long*>(mpk_counters + {state_word});
+  unsigned long long* events = state + mx::kMpkStateWords;
+{trace_decl}  __shared__ unsigned long long mpk_gen;
+  __shared__ int mpk_abort;
+  if (tid == 0) {{
+    mpk_gen = *reinterpret_cast<volatile unsigned long long*>(state + mx::kMpkGen);
+    mpk_abort = 0;
+  }}
+  __syncthreads();
+  const unsigned long long gen = mpk_gen;
+  const unsigned w = blockIdx.x;
+{prefetch_fn}  for (unsigned q = queue_off[w]; q < queue_off[w + 1]; ++q) {{
+    const unsigned t = queue[q];
+{prefetch_call}
+    const int e = task_wait[t];
+    if (e >= 0) {{
+      if (tid == 0) {{
+        const unsigned long long n = event_count[e];
+        mpk_abort = mx::mpk_wait(events + e, gen * n, n, state, t, (unsigned)e, {watchdog}ull);
+      }}
+      __syncthreads();
+      if (mpk_abort) return;  // the watchdog fired here or in another worker
+    }}
+{trace_start}    {{
+      const unsigned lo = task_lo[t], hi = task_hi[t];
+      switch (task_kernel[t]) {{
+{chr(10).join(cases)}
+      }}
+    }}
+{trace_end}    const unsigned t0 = trig_off[t], t1 = trig_off[t + 1];
+    if (tid == 0 && t0 < t1) {{
+      __threadfence();
+      (void)mx::mpk_add_release(events + trig[t0], 1ull);
+      for (unsigned i = t0 + 1; i < t1; ++i) mx::mpk_add_relaxed(events + trig[i], 1ull);  // ordered by the fence above
+    }}
+  }}
+  if (tid == 0) mx::mpk_finish(state, gen, {workers}u);
+}}
+"""
+    launch = KernelLaunch(
+        name,
+        (workers, 1, 1),
+        (nt, 1, 1),
+        smem,
+        tuple(TensorRef("output", i) for i in range(len(base_plan.outputs)))
+        + tuple(TensorRef("input", i) for i in range(len(base_plan.inputs)))
+        + (TensorRef("workspace", 0, 0), TensorRef("counters", 0, 0)),
+        pdl=False,
+    )
+    tail = tuple(s for s in base_plan.steps if isinstance(s, LibraryCall))  # trailing output copies
+    plan = replace(
+        base_plan,
+        steps=(launch, *tail),
+        counters=state_word + info.words,
+        megakernel=asdict(info),
+    )
+    return "\n".join(bodies + tables + [kernel]), plan
+
+
+def c_type_of(dtype: str) -> str:
+    """C++ element type of a LaunchPlan dtype name (as cuda_printer.c_type spells it).
+
+    Raises:
+        CudaEmitError: a dtype the kernels do not handle."""
+    types = {"float16": "mx::f16", "bfloat16": "mx::bf16", "float32": "float", "float64": "double"}
+    if dtype not in types:
+        raise CudaEmitError(f"cuda target: mpk.task_graph: no CUDA type for a {dtype} graph tensor")
+    return types[dtype]
+
+
+def task_graph_of(fn: func.FuncOp) -> TaskGraphOp | None:
+    """The function's `mpk.task_graph`, if any."""
+    return next((op for op in fn.body.block.ops if isinstance(op, TaskGraphOp)), None)
+
+
+def has_task_graph(module: ModuleOp) -> bool:
+    """Whether `module` holds an `mpk.task_graph` (then `emit_cuda` prints megakernels)."""
+    return any(isinstance(op, TaskGraphOp) for op in module.walk())
+
+
+def print_module_megakernels(module: ModuleOp, arch: str = "sm_90") -> tuple[str, dict[str, LaunchPlan]]:
+    """(CUDA source, plans) of a module: functions with a task graph as one megakernel each,
+    the others as print_module prints them."""
+    plain = [fn for fn in module.walk() if isinstance(fn, func.FuncOp) and task_graph_of(fn) is None]
+    parts: list[str] = []
+    plans: dict[str, LaunchPlan] = {}
+    if plain:
+        src, plans = _print_plain(module, plain, arch)
+        parts.append(src)
+    else:
+        parts.append(f'// Generated by mirage_xdsl (cuda target, {arch}): persistent megakernel(s).\n#include "mirage_xdsl/runtime.cuh"\n')
+    parts.append(f'#include "{HEADER}"\n')
+    for fn in module.walk():
+        if isinstance(fn, func.FuncOp) and (graph := task_graph_of(fn)) is not None:
+            src, plan = print_megakernel(fn, graph, arch)
+            parts.append(src)
+            plans[fn.sym_name.data] = plan
+    return "\n".join(parts), plans
+
+
+def _print_plain(module: ModuleOp, plain: list[func.FuncOp], arch: str) -> tuple[str, dict[str, LaunchPlan]]:
+    """print_module on the functions without a task graph (detached into a scratch module)."""
+    tops = list(module.body.block.ops)
+    for top in tops:
+        top.detach()
+    scratch = ModuleOp([])
+    try:
+        for fn in plain:
+            scratch.body.block.add_op(fn)
+        return print_module(scratch, arch)
+    finally:
+        for fn in plain:
+            fn.detach()
+        module.body.block.add_ops(tops)
+

@@ -1,0 +1,55 @@
+"""`MegakernelInfo`: what the runtime needs to know of a persistent megakernel (no xDSL).
+
+The printer (codegen/megakernel.py) stores it as `LaunchPlan.megakernel` (a dict); the
+runtime (runtime/megakernel.py) reads the counter buffer through it: the uint64 state words
+(generation, done count, the watchdog's error record; include/mirage_xdsl/megakernel.cuh),
+then one uint64 counter per event, then, with tracing, the start and end (%globaltimer, ns)
+of every task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STATE_WORDS = 8
+"""uint64 state words before the events (megakernel.cuh, `MpkState`)."""
+
+
+@dataclass(frozen=True)
+class MegakernelInfo:
+    """What the runtime needs of a megakernel besides its launch (offsets in uint32 words of
+    the plan's counter buffer)."""
+
+    kernel: str
+    state_word: int
+    """first word of the uint64 state (then the events, then the trace)"""
+    events: tuple[int, ...]
+    """count of each event"""
+    tasks: tuple[str, ...]
+    """`<kernel> block <b>` or `<kernel> blocks [lo, hi)` per task"""
+    workers: int
+    task_worker: tuple[int, ...]
+    trace: bool = False
+
+    @property
+    def event_word(self) -> int:
+        """Index of the first event counter (uint32 words into the counter buffer)."""
+        return self.state_word + 2 * STATE_WORDS
+
+    @property
+    def trace_word(self) -> int:
+        """Index of the first trace timestamp word (uint32 words into the counter buffer)."""
+        return self.event_word + 2 * len(self.events)
+
+    @property
+    def words(self) -> int:
+        """uint32 words of the megakernel's region of the counter buffer."""
+        return 2 * (STATE_WORDS + len(self.events) + (2 * len(self.tasks) if self.trace else 0))
+
+    @staticmethod
+    def from_dict(raw: dict) -> MegakernelInfo:
+        """The info of a launch plan's `megakernel` dict (the inverse of `asdict`)."""
+        return MegakernelInfo(
+            raw["kernel"], raw["state_word"], tuple(raw["events"]), tuple(raw["tasks"]), raw["workers"],
+            tuple(raw["task_worker"]), raw.get("trace", False),
+        )

@@ -1,0 +1,80 @@
+"""Static worker assignment of megakernel tasks: a cost model and list scheduling.
+
+Cost of a task (ns): `TASK_OVERHEAD_NS` + bytes it moves / `SM_BYTES_PER_NS`.  The bytes are
+its footprint (reads + writes); the per-SM bandwidth is the measured H100 copy bandwidth
+(~3.0 TB/s, shared/reference/next-anchors.md, "Measured on one NVIDIA H100") over its 132
+SMs; the overhead (event wait, dispatch, the block's prologue) is an assumption of this
+model, not a measurement.  Compute is not modelled: the megakernel's first workloads are
+memory- and latency-bound (batch 1 decode, seed 003's small tasks).
+
+List scheduling (earliest start, region order): tasks are taken in the graph's linear
+order; a task is ready `EVENT_LATENCY_NS` after its last producer ends and goes to the
+worker on which it can start first (ties: the lowest worker id, so a chain stays on one
+worker and its events stay hot in one SM's path).  Each worker's queue is its tasks in
+region order, which keeps every producer ahead of its consumers on each queue.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+SM_BYTES_PER_NS = 3.0e12 / 132 / 1e9
+"""~22.7 B/ns: 3.0 TB/s measured copy bandwidth (next-anchors.md, H100) / 132 SMs."""
+TASK_OVERHEAD_NS = 300
+"""Assumed fixed cost of one task (wait, dispatch, prologue); model assumption."""
+EVENT_LATENCY_NS = 500
+"""Assumed delay from a producer's release to its consumer's acquire (an L2 round trip plus
+the back-off sleep); model assumption."""
+
+
+def task_cost_ns(nbytes: int) -> int:
+    """Estimated run time (ns) of a task moving `nbytes` bytes of global memory."""
+    return int(TASK_OVERHEAD_NS + nbytes / SM_BYTES_PER_NS)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Worker and estimated start (ns) of every task, and the estimated makespan (ns)."""
+
+    worker: list[int]
+    start_ns: list[int]
+    makespan_ns: int
+
+
+def assign_workers(costs: Sequence[int], deps: Sequence[Sequence[int]], workers: int) -> Assignment:
+    """List-schedule tasks `0..n-1` (a topological order: `deps[t]` < t) on `workers`.
+
+    Raises:
+        ValueError: a dependency does not precede its task, or workers < 1."""
+    if workers < 1:
+        raise ValueError(f"assign_workers: need at least one worker, got {workers}")
+    free = [(0, w) for w in range(workers)]  # (time the worker is free, worker)
+    heapq.heapify(free)
+    finish: list[int] = []
+    worker: list[int] = []
+    start: list[int] = []
+    for t, cost in enumerate(costs):
+        ready = 0
+        for p in deps[t]:
+            if p >= t:
+                raise ValueError(f"assign_workers: task {t} depends on the later task {p}")
+            ready = max(ready, finish[p] + EVENT_LATENCY_NS)
+        # the earliest-free worker; among workers already free at `ready`, the lowest id
+        popped = []
+        while free and free[0][0] <= ready:
+            popped.append(heapq.heappop(free))
+        if popped:
+            popped.sort(key=lambda fw: fw[1])
+            t_free, w = popped[0]
+            for item in popped[1:]:
+                heapq.heappush(free, item)
+        else:
+            t_free, w = heapq.heappop(free)
+        s = max(t_free, ready)
+        start.append(s)
+        finish.append(s + cost)
+        worker.append(w)
+        heapq.heappush(free, (s + cost, w))
+    return Assignment(worker, start, max(finish, default=0))

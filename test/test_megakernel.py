@@ -1,0 +1,263 @@
+"""CPU tests of the persistent megakernel (issue #32): the `mpk` dialect and its verifier,
+`kn-to-task-graph` (tile-level dependencies, events, workers, buffer planning), the
+`mirage-megakernel` pipeline, the printed CUDA (compiled with nvcc when present), the launch
+plan and the host-side trace/report helpers.  GPU tests: test/test_megakernel_gpu.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import run_tool
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.func import FuncOp
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+from mirage_xdsl.bench.megakernel import workload
+from mirage_xdsl.codegen.cuda_target import emit_cuda
+from mirage_xdsl.codegen.launch_plan import LaunchPlan
+from mirage_xdsl.codegen.megakernel import local_elision
+from mirage_xdsl.codegen.megakernel_info import MegakernelInfo
+from mirage_xdsl.codegen.megakernel_prefetch import box_rects
+from mirage_xdsl.dialects.mpk import EventOp, MpkVerifyError, TaskGraphOp, TaskOp
+from mirage_xdsl.dialects.mpk.verify import intersects
+from mirage_xdsl.driver.compile import make_context
+from mirage_xdsl.passes.mpk.assign import assign_workers
+from mirage_xdsl.passes.mpk.footprint import split_offset
+from mirage_xdsl.passes.mpk.pipeline import MirageMegakernelPass
+from mirage_xdsl.passes.mpk.task_graph import KnToTaskGraphPass
+from mirage_xdsl.passes.pipeline import MirageTranspilePass
+from mirage_xdsl.runtime.megakernel import chrome_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TILES = """
+func.func @tiles(%X: tensor<8x256xf16> {kn.strides = array<i64: 256, 1>},
+                 %W: tensor<256x64xf16> {kn.strides = array<i64: 64, 1>, kn.weight}) -> tensor<8x64xf16> {
+  %a = kn.relu %X : tensor<8x256xf16>
+  %b = kn.exp %a : tensor<8x256xf16>
+  %c = kn.matmul %b, %W : tensor<8x256xf16>, tensor<256x64xf16> -> tensor<8x64xf16>
+  func.return %c : tensor<8x64xf16>
+}
+"""
+
+
+def parse(text: str) -> ModuleOp:
+    return Parser(make_context(), text).parse_module()
+
+
+def megakernel(module: ModuleOp, **opts: object) -> TaskGraphOp:
+    MirageMegakernelPass(**opts).apply(make_context(), module)  # type: ignore[arg-type]
+    (graph,) = [op for op in module.walk() if isinstance(op, TaskGraphOp)]
+    return graph
+
+
+# ---- the dialect and its verifier ----------------------------------------------------------
+
+
+def _graph(count: int = 2, second_triggers: tuple[int, ...] = (0,)) -> str:
+    t1 = ", ".join(map(str, second_triggers))
+    return f"""
+mpk.task_graph attributes {{workers = 2 : i64, threads = 128 : i64, smem = 0 : i64, buffers = ["X", "Y"]}} {{
+  mpk.event {{id = 0 : i64, count = {count} : i64}}
+  mpk.task {{id = 0 : i64, kernel = "k0", blocks = array<i64: 0, 1>, worker = 0 : i64, wait = -1 : i64, triggers = array<i64: 0>, reads = [], writes = [array<i64: 1, 0, 8, 0, 64>]}}
+  mpk.task {{id = 1 : i64, kernel = "k0", blocks = array<i64: 1, 2>, worker = 1 : i64, wait = -1 : i64, triggers = array<i64{': ' + t1 if t1 else ''}>, reads = [], writes = [array<i64: 1, 0, 8, 64, 128>]}}
+  mpk.task {{id = 2 : i64, kernel = "k1", blocks = array<i64: 0, 1>, worker = 0 : i64, wait = 0 : i64, triggers = array<i64>, reads = [array<i64: 1, 0, 8, 0, 128>], writes = []}}
+}}
+"""
+
+
+def test_task_graph_round_trips_and_verifies() -> None:
+    module = parse(_graph())
+    module.verify()
+    assert parse(str(module)).is_structurally_equivalent(module)
+    (graph,) = [op for op in module.walk() if isinstance(op, TaskGraphOp)]
+    assert [t.block_range for t in graph.tasks] == [(0, 1), (1, 2), (0, 1)]
+    assert graph.tasks[2].footprint(False) == [(1, ((0, 8), (0, 128)))]
+
+
+@pytest.mark.parametrize(
+    ("count", "triggers", "message"),
+    [
+        (1, (0,), r"event 0 has count 1 but 2 task\(s\) trigger it; rule: an event's count equals"),
+        (1, (), r"task 2 \(k1 block 0\) reads tile Y\[0:8, 0:128\], which task 1 \(k0 block 1\) writes \(\[0:8, 64:128\]\), "
+         r"and no event path leads from that task to it; rule: every tile a consumer reads is covered by an event"),
+    ],
+)
+def test_verifier_rejects(count: int, triggers: tuple[int, ...], message: str) -> None:
+    module = parse(_graph(count, triggers))
+    with pytest.raises(VerifyException, match=message):
+        module.verify()
+
+
+def test_verifier_rejects_a_cycle() -> None:
+    text = """
+mpk.task_graph attributes {workers = 1 : i64, threads = 128 : i64, smem = 0 : i64, buffers = ["X"]} {
+  mpk.event {id = 0 : i64, count = 1 : i64}
+  mpk.event {id = 1 : i64, count = 1 : i64}
+  mpk.task {id = 0 : i64, kernel = "k0", blocks = array<i64: 0, 1>, worker = 0 : i64, wait = 1 : i64, triggers = array<i64: 0>, reads = [], writes = []}
+  mpk.task {id = 1 : i64, kernel = "k1", blocks = array<i64: 0, 1>, worker = 0 : i64, wait = 0 : i64, triggers = array<i64: 1>, reads = [], writes = []}
+}
+"""
+    with pytest.raises(MpkVerifyError, match=r"is on a dependency cycle.*rule: the task graph is acyclic"):
+        parse(text).verify()
+
+
+def test_box_helpers() -> None:
+    assert intersects(((0, 8), (0, 64)), ((0, 8), (63, 128)))
+    assert not intersects(((0, 8), (0, 64)), ((0, 8), (64, 128)))
+    assert split_offset(3 * 256 + 17, (8, 256), (256, 1)) == (3, 17)
+    assert split_offset(300, (1, 256), (256, 1)) is None  # past the end of the only row
+    assert split_offset(5, (8, 1), (1, 1)) == (5, 0)  # a dim of size 1 stays at 0
+    assert box_rects(((0, 64), (8, 16)), (64, 1), 2) == [(16, 16, 128, 64)]
+    assert box_rects(((2, 3), (0, 64)), (64, 1), 2) == [(256, 128, 0, 1)]
+
+
+def test_assign_workers_keeps_a_chain_on_one_worker_and_spreads_independent_tasks() -> None:
+    chain = assign_workers([100] * 4, [[], [0], [1], [2]], 4)
+    assert chain.worker == [0, 0, 0, 0]
+    wide = assign_workers([100] * 4, [[], [], [], []], 2)
+    assert sorted(wide.worker) == [0, 0, 1, 1] and wide.makespan_ns == 200
+    with pytest.raises(ValueError, match="depends on the later task"):
+        assign_workers([1, 1], [[1], []], 1)
+
+
+# ---- kn-to-task-graph and mirage-megakernel -----------------------------------------------------
+
+
+def test_tile_level_dependencies() -> None:
+    module = parse(TILES)
+    graph = megakernel(module, workers=4)
+    tasks, events = graph.tasks, graph.events
+    by_kernel: dict[str, list[TaskOp]] = {}
+    for t in tasks:
+        by_kernel.setdefault(t.kernel.data, []).append(t)
+    relu, exp, mm = by_kernel["tiles_k0"], by_kernel["tiles_k1"], by_kernel["tiles_k2"]
+    assert len(relu) == len(exp) == 2 and len(mm) == 32  # one task per threadblock
+    producers = {e.ident: [t.ident for t in tasks if e.ident in t.trigger_events] for e in events}
+    # exp's block i waits only for relu's block i (the tile it reads), not the whole kernel
+    for i in range(2):
+        assert producers[exp[i].wait_event] == [relu[i].ident]
+    # a split-K block reads one 64-column tile of b: exp's block 0 writes columns 0-127
+    assert producers[mm[0].wait_event] == [exp[0].ident]
+    assert producers[mm[31].wait_event] == [exp[1].ident]
+    assert all(0 <= t.worker_id < 4 for t in tasks)
+    assert "mpk.est_makespan_ns" in graph.attributes
+    fn = next(op for op in module.walk() if isinstance(op, FuncOp))
+    assert fn.attributes["mpk.megakernel"].data == "tiles_mpk"  # type: ignore[attr-defined]
+
+
+def test_workspace_is_replanned_without_reuse() -> None:
+    fresh, shared = workload("chain3"), workload("chain3")
+    bump = megakernel(fresh, reuse_workspace=False)
+    reuse = megakernel(shared, reuse_workspace=True)
+    size = {m: next(op for op in m.walk() if isinstance(op, FuncOp)).attributes["kn.workspace_size"] for m in (fresh, shared)}
+    assert size[fresh].value.data > size[shared].value.data  # type: ignore[attr-defined]
+    # kn-plan-workspace puts the second matmul's output where the first one's lived: each of
+    # its split-K blocks then waits for both relu blocks (whole-buffer hazard), not the one
+    # whose tile it reads
+    assert min(e.needed for e in bump.events) == 1
+    assert min(e.needed for e in reuse.events) == 2
+
+
+def test_chain40_is_a_chain_of_40_tasks() -> None:
+    graph = megakernel(workload("chain40"))
+    assert len(graph.tasks) == 40 and len(graph.events) == 39
+    assert all(e.needed == 1 for e in graph.events)  # transitively reduced: one producer each
+    assert {t.worker_id for t in graph.tasks} == {0}  # the list scheduler keeps a chain together
+    wait, triggers = local_elision(graph)
+    assert wait == [-1] * 40 and triggers == [[]] * 40  # all on one worker: no event is awaited
+
+
+LIBRARY_MATMUL = """
+func.func @lib(%X: tensor<8x256xf16> {kn.strides = array<i64: 256, 1>},
+               %W: tensor<256x64xf16> {kn.strides = array<i64: 64, 1>, kn.weight}) -> (tensor<8x64xf16>, tensor<8x256xf16>) {
+  %a = kn.relu %X : tensor<8x256xf16>
+  %c = kn.matmul %X, %W : tensor<8x256xf16>, tensor<256x64xf16> -> tensor<8x64xf16>
+  func.return %c, %a : tensor<8x64xf16>, tensor<8x256xf16>
+}
+"""
+
+
+def test_kn_to_task_graph_rejects_library_calls() -> None:
+    module = parse(LIBRARY_MATMUL)
+    MirageTranspilePass().apply(make_context(), module)  # a lone matmul stays a cuBLAS call
+    with pytest.raises(DiagnosticException, match=r"kn-to-task-graph: 'kn.matmul' is not a generated kernel.*mirage-megakernel"):
+        KnToTaskGraphPass().apply(make_context(), module)
+
+
+def test_kn_to_task_graph_rejects_mixed_thread_counts() -> None:
+    module = workload("chain3")
+    with pytest.raises(DiagnosticException, match=r"kernels use different thread counts.*block-threads"):
+        MirageMegakernelPass(threads=0).apply(make_context(), module)  # the planner's 128 and 512
+
+
+def test_pipeline_from_mirage_opt() -> None:
+    proc = run_tool("mirage_xdsl.tools.mirage_opt", str(ROOT / "examples" / "megakernel" / "chain3.mlir"), "-p", "mirage-megakernel{workers=8}")
+    assert proc.returncode == 0, proc.stderr
+    assert "mpk.task_graph attributes" in proc.stdout and "workers = 8 : i64" in proc.stdout
+
+
+# ---- the printed CUDA and the launch plan ------------------------------------------------------
+
+
+def test_one_persistent_kernel_is_printed() -> None:
+    module = workload("chain3")
+    megakernel(module, trace=True)
+    program = emit_cuda(module, "sm_90a")
+    src = program.source
+    assert program.kernel_names == ["chain3_mpk"]
+    assert len(re.findall(r"__global__", src)) == 1
+    assert src.count("static __device__ __noinline__ void chain3_k") == 4
+    task_bodies = src[: src.index("namespace mpk_chain3")]
+    assert "blockIdx" not in task_bodies and "mpk_block" in task_bodies
+    assert "griddepcontrol" not in src and "wait_for_prior_grids" not in src  # no PDL inside
+    assert "mx::mpk_wait(" in src and "mx::mpk_add_release(" in src and "mx::mpk_finish(" in src
+    assert "trace[2 * t]" in src and "prefetch(" in src
+    header = (ROOT / "codegen" / "include" / "mirage_xdsl" / "megakernel.cuh").read_text()
+    for needle in ("ld.acquire.gpu", "atom.add.release.gpu", "__nanosleep", "%%globaltimer"):
+        assert needle in header
+    plan = program.plans["chain3"]
+    (launch,) = plan.steps
+    assert launch.kernel == "chain3_mpk" and not launch.pdl and launch.grid[0] == 4 * 132  # 4 workers per SM
+    assert [r.kind for r in launch.args] == ["output", "input", "input", "workspace", "counters"]
+    info = MegakernelInfo.from_dict(plan.megakernel)  # type: ignore[arg-type]
+    assert plan.counters == info.state_word + info.words and info.trace
+    assert LaunchPlan.from_json(plan.to_json()).to_json() == plan.to_json()
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("name", ["chain3", "chain40"])
+def test_megakernel_compiles_with_nvcc(name: str, tmp_path: Path) -> None:
+    from mirage_xdsl.driver.nvcc import compile_cuda
+
+    module = workload(name)
+    megakernel(module)
+    program = emit_cuda(module, "sm_90a")
+    cubin = compile_cuda(program.source, "sm_90a", cache_dir=tmp_path)
+    assert Path(cubin).stat().st_size > 0
+
+
+def test_a_deadlocked_graph_is_printed_only_unverified() -> None:
+    module = workload("chain3")
+    megakernel(module)
+    event = [op for op in module.walk() if isinstance(op, EventOp)][-1]
+    event.count = IntegerAttr(event.needed + 1, i64)
+    with pytest.raises(VerifyException, match="count"):
+        module.verify()
+    assert f"{event.needed}}}" in emit_cuda(module, "sm_90a").source.replace(" ", "")  # the printer trusts the IR
+
+
+def test_chrome_trace_layout() -> None:
+    info = MegakernelInfo("f_mpk", 0, (1,), ("k0 block 0", "k1 block 0"), 2, (0, 1), True)
+    doc = chrome_trace(info, [(0, 0, 1000, 3000), (1, 1, 4000, 4500)])
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert xs[0] == {"name": "k0 block 0", "cat": "task", "ph": "X", "pid": 0, "tid": 0, "ts": 0.0, "dur": 2.0, "args": {"task": 0}}
+    assert xs[1]["ts"] == 3.0 and xs[1]["tid"] == 1
+    json.dumps(doc)
+
+
