@@ -318,6 +318,11 @@ def child_main(
     prepared, refs, manifest = load_prepared(directory)
     mine = [prepared[i] for i in indices]
     workload = peers_of or (mine[0].workload if mine else "")
+    if manifest.get("refs_on_device"):
+        from mirage_xdsl.bench.device_refs import fill_references
+
+        extra = [prepared[peer_source]] if peer_source is not None else []
+        fill_references([*mine, *extra], refs, manifest["seeds"])
 
     def emit(res: Result) -> None:
         print(CHILD_TAG + json.dumps({"result": asdict(res)}), flush=True)
