@@ -218,3 +218,57 @@ def test_fill_references_computes_what_the_cpu_phase_would(tmp_path: Any) -> Non
     again[0].source_sha = deferred[0].source_sha
     fill_references(again, got, seeds)
     assert again[0].error is not None and "changed since the CPU phase" in again[0].error
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("program", [p.program for p in PROGRAMS])
+def test_torch_programs_compute_the_graphs(program: str) -> None:
+    """Each torch peer computes its kernel graph: float64 on the CPU, reduced sizes, against
+    the reference executor (marked gpu: torch is on the GPU machines only)."""
+    torch = pytest.importorskip("torch")
+    from mirage_xdsl.bench.suite.torch_programs import torch_program
+    from mirage_xdsl.reference.executor import run_reference
+
+    p = BY_PROGRAM[program]
+    # the workload whose bound sizes (reduce_sum's dim) are those of the reduced sizes
+    w = next(x for x in SUITE if x.program == program and x.sizes.get("dim") == p.small.get("dim"))
+    module = build(w, **p.small)
+    rng = np.random.default_rng(2)
+    shapes = [tuple(a.type.get_shape()) for a in module.body.block.first_op.args]  # type: ignore[union-attr]
+    values = [rng.uniform(-0.5, 0.5, s) for s in shapes]
+    refs = run_reference(module, values, func_name=w.name)
+    fn = torch_program(w.name)
+    assert fn is not None
+    got = fn(*[torch.from_numpy(v) for v in values])
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(refs)
+    for t, r in zip(got, refs):
+        np.testing.assert_allclose(t.numpy(), r, rtol=1e-9, atol=1e-9 * float(np.abs(r).max()))
+
+
+def test_prepare_only_with_refs_on_device(tmp_path: Any) -> None:
+    """`mirage-bench --prepare-only DIR --refs-on-device`: no reference files, the manifest
+    says so and names each candidate's file; the flag alone is a one-line usage error."""
+    import json
+
+    from conftest import assert_one_line_error, run_tool
+
+    from mirage_xdsl.driver.nvcc import find_nvcc
+
+    err = run_tool("mirage_xdsl.tools.mirage_bench", "out.md", "--refs-on-device", "--workloads", "suite_softmax_f16")
+    assert_one_line_error("mirage-bench", err, "--refs-on-device goes with --prepare-only")
+    if find_nvcc() is None:
+        pytest.skip("nvcc not found: the CPU phase cannot compile")
+    src = tmp_path / "tiny.mlir"
+    from mirage_xdsl.bench.suite.write import text_of
+
+    src.write_text(text_of(SuiteWorkload("tiny", "rmsnorm", "float16", {"rows": 8, "cols": 256})))
+    prep = tmp_path / "prep"
+    proc = run_tool("mirage_xdsl.tools.mirage_bench", "--prepare-only", str(prep), "--files", str(src), "--variants", "none",
+                    "--refs-on-device", "--no-cache", "--arch", "sm_90", "--jobs", "1", "--seed", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    manifest = json.loads((prep / "manifest.json").read_text())
+    assert manifest["refs_on_device"] is True
+    (cand,) = manifest["candidates"]
+    assert cand["ref_key"] is None and cand["source"] == str(src.resolve()) and cand["error"] is None
+    assert not list(prep.rglob("ref_*.npz"))
