@@ -29,10 +29,11 @@ def layernorm(x: Any, g: Any, b: Any) -> Any:
 
 
 def _rms(x: Any) -> Any:
-    """RMSNorm without gain, computed in fp32 as Llama's `RMSNorm` does, cast back."""
+    """RMSNorm without gain, computed in fp32 (fp16/bf16 upcast, as Llama's `RMSNorm` does),
+    cast back."""
     import torch
 
-    xf = x.float()
+    xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True))).to(x.dtype)
 
 
