@@ -25,7 +25,8 @@ child exits with status 3 and a new child goes on with the next candidate; a chi
 marks its current candidate `crash`.  Statuses: ok, FAIL (error above atol_rel), error,
 crash, rejected (the compiler refused the candidate: more shared memory than the GPU has).
 
-Needs numpy and CuPy (torch for the peers); never xDSL.
+Needs numpy and CuPy (torch for the peers); xDSL only for a directory prepared with
+`--refs-on-device`, whose references each workload's child computes (device_refs.py).
 """
 
 from __future__ import annotations

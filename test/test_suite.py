@@ -91,6 +91,18 @@ def test_suite_program_emulated(program: str, dtype: str, sizes: dict[str, Any])
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize(("program", "dtype", "sizes"), _cases())
+def test_suite_program_gpu(program: str, dtype: str, sizes: dict[str, Any]) -> None:
+    """The same graphs on the GPU (`bench.fuzz.check_gpu`: seeded inputs, NaN-poisoned
+    outputs, float64 reference); mirage-bench checks the full sizes."""
+    from mirage_xdsl.bench.fuzz import check_gpu
+
+    module = getattr(graphs, program)(dtype, program, **sizes)
+    out = check_gpu(FuzzCase(program, "kernel", dtype, module), seed=7)
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
 def _scaled_inputs(plan: Any, scales: dict[str, float], names: list[str], seed: int) -> list[np.ndarray]:
     """Seeded inputs of `plan`, input `name` uniform in +-scales[name] (default 0.5)."""
     from mirage_xdsl.runtime.executable import random_inputs

@@ -41,7 +41,10 @@ memory than the GPU has), 1 otherwise and on errors (one line on stderr, no trac
 on Ctrl-C (`mirage-bench: interrupted`: pending builds cancelled, workers and their nvcc
 ended within seconds, nothing half-written saved).
 The GPU phase needs numpy and CuPy (torch and triton for the peers), never xDSL: run it from
-a checkout with `python tools/mirage_bench.py REPORT --from DIR`.
+a checkout with `python tools/mirage_bench.py REPORT --from DIR`.  Outputs too large to carry
+(the suite's): `--prepare-only DIR --refs-on-device` saves no references, and the GPU phase
+computes them from the same graph files, which needs xDSL there (tools/device_check.sh
+installs it from the carried wheels).
 """
 
 from __future__ import annotations
