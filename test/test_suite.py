@@ -24,7 +24,7 @@ from mirage_xdsl.runtime.host_emulator import find_cxx
 needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="the host emulator needs a C++ compiler")
 
 
-def test_suite_files_equal_their_builders(tmp_path: Any) -> None:
+def test_suite_files_equal_their_builders() -> None:
     from mirage_xdsl.bench.suite.write import main
 
     assert main(["--check"]) == 0, "examples/suite is stale: python -m mirage_xdsl.bench.suite.write"
