@@ -3,7 +3,8 @@ peers of each workload, one child process per workload.
 
 Per candidate (`run_workload`): the cubin is loaded, the graph runs once on the workload's
 seeded random inputs with NaN-poisoned outputs and is compared with the float64 reference
-(error = max|out - ref| / max|ref|, pass at `atol_rel`); then it is timed on rotated input
+(error = max|out - ref| / max|ref|, pass at `atol_rel`, 5x that for bf16 outputs:
+check.py `tolerance`); then it is timed on rotated input
 sets drawn on the GPU (enough sets that one sweep reads about 3x the L2, see
 timing.rotation_sets), three ways, each the median of 60 sweeps after 20 warm-up runs:
 
@@ -24,7 +25,8 @@ child exits with status 3 and a new child goes on with the next candidate; a chi
 marks its current candidate `crash`.  Statuses: ok, FAIL (error above atol_rel), error,
 crash, rejected (the compiler refused the candidate: more shared memory than the GPU has).
 
-Needs numpy and CuPy (torch for the peers); never xDSL.
+Needs numpy and CuPy (torch for the peers); xDSL only for a directory prepared with
+`--refs-on-device`, whose references each workload's child computes (device_refs.py).
 """
 
 from __future__ import annotations
@@ -183,7 +185,7 @@ def run_workload(
     """
     import cupy  # type: ignore[import-not-found]
 
-    from mirage_xdsl.bench.check import device_sets, plan_bytes, relative_error, to_device
+    from mirage_xdsl.bench.check import device_sets, plan_bytes, relative_error, to_device, tolerance
     from mirage_xdsl.bench.timing import bench_us, device_us, rotation_sets
     from mirage_xdsl.codegen.launch_plan import LaunchPlan
     from mirage_xdsl.runtime.executable import CompiledGraph
@@ -235,7 +237,7 @@ def run_workload(
             if prep.ref_key is not None:
                 host_outs = [numpy_values(cupy.asnumpy(o), s.dtype) for o, s in zip(outs, plan.outputs)]
                 res.error = relative_error(host_outs, refs[prep.ref_key])
-                res.status = "ok" if res.error <= atol_rel else "FAIL"
+                res.status = "ok" if res.error <= tolerance(atol_rel, [o.dtype for o in plan.outputs]) else "FAIL"
             if res.status == "ok" and first_ok is None:
                 first_ok = (plan, specs_key, prep.ref_key)
             if bench:
@@ -284,7 +286,7 @@ def run_workload(
         sets_cache[specs_key],
         inputs_cache[specs_key],
         refs[ref_key] if ref_key is not None else None,
-        atol_rel=atol_rel,
+        atol_rel=tolerance(atol_rel, [o.dtype for o in plan.outputs]),
         compile_peer=compile_peer,
         log=lambda text: _log(f"  {text}"),
     )
@@ -319,6 +321,11 @@ def child_main(
     prepared, refs, manifest = load_prepared(directory)
     mine = [prepared[i] for i in indices]
     workload = peers_of or (mine[0].workload if mine else "")
+    if manifest.get("refs_on_device"):
+        from mirage_xdsl.bench.device_refs import fill_references
+
+        extra = [prepared[peer_source]] if peer_source is not None else []
+        fill_references([*mine, *extra], refs, manifest["seeds"])
 
     def emit(res: Result) -> None:
         print(CHILD_TAG + json.dumps({"result": asdict(res)}), flush=True)

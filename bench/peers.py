@@ -100,7 +100,8 @@ def time_peers(
     def check(name: str, f: Any) -> bool:
         if tcheck is None or refs is None:
             return True
-        err = relative_error([_host(f(*tcheck))], refs)
+        got = f(*tcheck)
+        err = relative_error([_host(t) for t in (got if isinstance(got, tuple | list) else (got,))], refs)
         out.errors[name] = err
         if not err <= atol_rel:
             out.notes[name] = f"wrong result: error {err:.2e} > {atol_rel:g} against the reference"

@@ -83,6 +83,10 @@ class Prepared:
     dup_of: str | None = None
     """an earlier candidate of the workload with the same plan and cubin (timed once)"""
     cached: bool = False
+    source: str | None = None
+    """the graph's file, relative to the package root when inside it (device_refs.py)"""
+    source_sha: str | None = None
+    """sha256 of that file when it was prepared"""
 
 
 def one_line(err: BaseException) -> str:
@@ -337,6 +341,7 @@ def prepare_all(
     cache: BenchCache,
     nvcc_cache: str | None = None,
     log: Callable[[str], None] = print,
+    references: bool = True,
 ) -> tuple[list[Prepared], dict[str, list[list[np.ndarray]]]]:
     """Prepare every candidate of the `resolved` workloads: builds and references from the
     cache, the misses in `jobs` worker processes.  Returns the candidates (workload, file,
@@ -355,6 +360,8 @@ def prepare_all(
         cache: the build and reference cache (a disabled one computes everything).
         nvcc_cache: the cubin cache folder of nvcc (None: nvcc.py's default).
         log: progress lines.
+        references: compute the references (False: the GPU phase computes them,
+            bench/device_refs.py; every candidate's `ref_key` stays None).
 
     Raises:
         BenchError: a `.json` input file is not a muGraph file (a JSON array of graphs).
@@ -389,7 +396,7 @@ def prepare_all(
         pending[pool.submit(fn, *args)] = (kind, key)
 
     def want_reference(task: _Task, meta: dict[str, Any]) -> None:
-        if meta.get("plan_json") is None:
+        if meta.get("plan_json") is None or not references:
             return
         specs = _specs_json(meta["plan_json"])
         rkey = (cache.ref_key(task.path, task.index), seeds[task.workload], specs)
@@ -453,6 +460,9 @@ def prepare_all(
     cache.build_hits, cache.build_misses = hits[0], misses
     cache.ref_hits, cache.ref_misses = hits[1], len(refs) - hits[1]
 
+    from mirage_xdsl.bench.cache import file_digest
+    from mirage_xdsl.bench.device_refs import source_of
+
     prepared: list[Prepared] = []
     distinct: dict[str, list[list[np.ndarray]]] = {}
     seen: dict[tuple[str, str, str | None], str] = {}  # (file, plan, cubin) -> first candidate
@@ -470,6 +480,8 @@ def prepare_all(
             error=meta.get("error"),
             rejected=bool(meta.get("rejected")),
             cached=bool(meta.get("cached")),
+            source=source_of(Path(task.path)),
+            source_sha=file_digest(task.path),
         )
         if prep.error is None and task in ref_sources:
             got, error = refs[ref_sources[task]]

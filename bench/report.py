@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mirage_xdsl.bench.check import tolerance
 from mirage_xdsl.bench.gpu_phase import EnvInfo, Result
 from mirage_xdsl.bench.peers import COMPILE_MODE, PEERS, PeerTimes
 from mirage_xdsl.bench.timing import SWEEP_LAUNCHES
@@ -190,7 +191,8 @@ def write_report(
     summaries = summarize(results, peers, env.copy_gbs)
     lines = ["# mirage-bench", ""] + header_lines(env, date) + [
         f"- Check: NaN-poisoned outputs, seeded random inputs uniform(-0.5, 0.5) per workload (seeds {json.dumps(seeds)}), "
-        f"error = max|out - ref| / max|ref| against the float64 reference executor, pass at {atol_rel:g}; "
+        f"error = max|out - ref| / max|ref| against the float64 reference executor, pass at {atol_rel:g} "
+        f"({tolerance(atol_rel, ['bfloat16']):g} for bf16 outputs); "
         "the peers are checked the same way.",
         "- Timing: CUDA events, warm-up, median of 60 sweeps over rotated input sets (about 3x the L2 per sweep). "
         f"'ours dev' and 'torch graph' / 'torch.compile' = one CUDA graph of {SWEEP_LAUNCHES} or more runs over the input "

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mirage_xdsl.bench import BenchError
+from mirage_xdsl.bench.suite.table import SUITE
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 """The `mirage_xdsl` package directory (the repository root)."""
@@ -58,8 +59,12 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("softmax", None, "softmax.mlir"),
     Workload("mha_stable", None, "mha_stable.mlir"),
     Workload("attention_prefill", None, "attention_prefill.mlir"),
+    # the program suite (issue #30 item 2, bench/suite/): plain graphs of examples/suite/
+    *(Workload(w.name, None, w.example) for w in SUITE),
 )
 BY_NAME = {w.name: w for w in WORKLOADS}
+GROUPS: dict[str, tuple[str, ...]] = {"suite": tuple(w.name for w in SUITE)}
+"""`--workloads` names that stand for several workloads: `suite` = every suite workload."""
 
 
 @dataclass(frozen=True)
@@ -72,21 +77,24 @@ class Resolved:
 
 
 def select(names: str | None) -> list[Workload]:
-    """The workloads named in a comma-separated list (None or empty: all of them).
+    """The workloads named in a comma-separated list (None or empty: all but the suite's); a
+    group name (`GROUPS`: `suite`) stands for its workloads.
 
     Raises:
         BenchError: an unknown name, or a list of only commas and spaces.
     """
     if not names:
-        return list(WORKLOADS)
+        return [w for w in WORKLOADS if w.name not in GROUPS["suite"]]
     picked = []
     for name in (n.strip() for n in names.split(",")):
         if not name:
             continue
-        if name not in BY_NAME:
-            raise BenchError(f"unknown workload '{name}' (known: {', '.join(BY_NAME)})")
-        if BY_NAME[name] not in picked:
-            picked.append(BY_NAME[name])
+        if name not in BY_NAME and name not in GROUPS:
+            known = [w.name for w in WORKLOADS if w.name not in GROUPS["suite"]]
+            raise BenchError(f"unknown workload '{name}' (known: {', '.join(known)}, the group suite and its members)")
+        for member in GROUPS.get(name, (name,)):
+            if BY_NAME[member] not in picked:
+                picked.append(BY_NAME[member])
     if not picked:
         raise BenchError("--workloads names no workload")
     return picked
@@ -130,14 +138,14 @@ def resolve(workloads: Sequence[Workload], mugraph_dirs: Sequence[Path], example
 def workload_of_file(path: Path) -> str:
     """The workload a file belongs to: the table's entry naming it, else the file's stem."""
     for w in WORKLOADS:
-        if path.name in (w.mugraph, w.example):
+        if path.name in (w.mugraph, w.example and Path(w.example).name):
             return w.name
     return path.stem
 
 
 def resolve_files(files: Sequence[str], mugraph_dirs: Sequence[Path]) -> list[Resolved]:
     """`--files`: names or paths (a bare name is looked up in `mugraph_dirs`, then under
-    examples/), grouped by workload: table order first, then files of no known workload, each
+    examples/ and examples/suite/), grouped by workload: table order first, then files of no known workload, each
     its own workload named after the file's stem.
 
     Raises:
@@ -148,8 +156,10 @@ def resolve_files(files: Sequence[str], mugraph_dirs: Sequence[Path]) -> list[Re
         path = Path(text)
         if not path.is_file():
             path = find_mugraph(text, mugraph_dirs) or EXAMPLES / text
+            if not path.is_file() and (EXAMPLES / "suite" / text).is_file():
+                path = EXAMPLES / "suite" / text
         if not path.is_file():
-            where = ", ".join([str(d) for d in mugraph_dirs] + ["examples/"])
+            where = ", ".join([str(d) for d in mugraph_dirs] + ["examples/", "examples/suite/"])
             raise BenchError(f"{text}: no such file (looked in {where})")
         paths = groups.setdefault(workload_of_file(path), [])
         if path.resolve() not in [p.resolve() for p in paths]:
@@ -196,8 +206,14 @@ def _torch_chain(x: Any, *weights: Any) -> Any:
 
 def torch_workload_program(stem: str) -> Callable[..., Any] | None:
     """The torch program of a Mirage benchmark workload, known by its muGraph file stem or
-    workload name (`rmsnorm_bs1`, `gqa_bs8`, `single_gqa`, ...); None if unknown.  Needs torch."""
+    workload name (`rmsnorm_bs1`, `gqa_bs8`, `single_gqa`, ...) or a suite workload's name
+    (`suite_softmax_f16`: bench/suite/torch_programs.py); None if unknown.  Needs torch."""
     import torch  # type: ignore[import-not-found]
+
+    from mirage_xdsl.bench.suite.torch_programs import torch_program
+
+    if (suite := torch_program(stem)) is not None:
+        return suite
 
     stem = stem.removeprefix("single_")
     silu = torch.nn.functional.silu

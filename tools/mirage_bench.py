@@ -6,7 +6,9 @@
     python tools/mirage_bench.py results.md --from prep/   # device machine: run, check, time
 
 Workloads (bench/workloads.py): rmsnorm_bs1, rmsnorm_bs8, gated_mlp, gqa_bs1, gqa_bs8, lora,
-ntrans_bs1, mha_bs1, mqa_bs1.  The candidates of a workload are every graph of its saved
+ntrans_bs1, mha_bs1, mqa_bs1, softmax, mha_stable, attention_prefill (the default set), and
+the program suite (bench/suite/, examples/suite/: `--workloads suite` for all 63 of them, or
+by name, e.g. suite_softmax_f16,suite_decode_g8_kv32k_bf16).  The candidates of a workload are every graph of its saved
 Mirage muGraph file (`examples/mugraphs`, `$MIRAGE_SHARED/mugraphs` or a `--mugraphs DIR`)
 and every tuning variant (`--variants`, `c<rank>[s<stages>][x][r]`) of its plain kernel graph
 under examples/.
@@ -39,7 +41,10 @@ memory than the GPU has), 1 otherwise and on errors (one line on stderr, no trac
 on Ctrl-C (`mirage-bench: interrupted`: pending builds cancelled, workers and their nvcc
 ended within seconds, nothing half-written saved).
 The GPU phase needs numpy and CuPy (torch and triton for the peers), never xDSL: run it from
-a checkout with `python tools/mirage_bench.py REPORT --from DIR`.
+a checkout with `python tools/mirage_bench.py REPORT --from DIR`.  Outputs too large to carry
+(the suite's): `--prepare-only DIR --refs-on-device` saves no references, and the GPU phase
+computes them from the same graph files, which needs xDSL there (tools/device_check.sh
+installs it from the carried wheels).
 """
 
 from __future__ import annotations
@@ -84,11 +89,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from mirage_xdsl.bench.workloads import WORKLOADS, default_mugraph_dir
+    from mirage_xdsl.bench.workloads import GROUPS, WORKLOADS, default_mugraph_dir
 
     p = _Parser(prog=PROG, description="Compile, check and time every candidate of the Mirage workloads against torch on one GPU.")
     p.add_argument("report", nargs="?", type=Path, help="markdown file to write the report to")
-    p.add_argument("--workloads", metavar="A,B", help=f"workloads to run (default all: {','.join(w.name for w in WORKLOADS)})")
+    p.add_argument("--workloads", metavar="A,B", help="workloads or groups to run (default: "
+                   f"{','.join(w.name for w in WORKLOADS if w.name not in GROUPS['suite'])}; group: suite)")
     p.add_argument("--files", nargs="+", metavar="FILE", help="muGraph / .mlir files (names or paths) instead of the workload table")
     p.add_argument("--mugraphs", action="append", type=Path, default=[], metavar="DIR",
                    help="extra directory of muGraph files (e.g. mha_bs1.json), searched before the shared one")
@@ -106,12 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--prepare-only", type=Path, metavar="DIR", help="CPU phase only: save plans, cubins and references in DIR")
     mode.add_argument("--from", dest="from_dir", type=Path, metavar="DIR", help="GPU phase only, from a --prepare-only DIR")
+    p.add_argument("--refs-on-device", action="store_true",
+                   help="with --prepare-only: save no references, the GPU phase computes them (needs xDSL there; "
+                   "for large outputs such as the suite's, whose references are too big to carry)")
     p.add_argument("--no-bench", action="store_true", help="check only: no timing, no peers")
     p.add_argument("--contractions", action="store_true",
                    help="the contraction workloads instead (our sm_90a einsum kernels vs torch.einsum/matmul; "
                         "--workloads picks among them, e.g. bmm_4x4096,gemm_8192_fp16)")
     p.add_argument("--no-compile-peer", action="store_true", help="leave out the torch.compile peer (it compiles for minutes)")
-    p.add_argument("--atol-rel", type=float, default=1e-2, help="max|out - ref| / max|ref| that passes (default 1e-2)")
+    p.add_argument("--atol-rel", type=float, default=1e-2,
+                   help="max|out - ref| / max|ref| that passes (default 1e-2; 5x that for bf16 outputs, bench/check.py)")
     p.add_argument("--seed", type=int, help="base seed (default: fresh); workload k of the table uses seed + k")
     p.add_argument("--in-process", action="store_true", help="GPU phase in this process (no restart after a crash)")
     p.add_argument("--child-timeout", type=float, default=900, help="seconds one workload's GPU process may take")
@@ -208,6 +218,8 @@ def _main(args: argparse.Namespace) -> int:
         raise BenchError("give the markdown report path (or --prepare-only DIR)")
     if args.prepare_only is not None and args.report is not None:
         raise BenchError("--prepare-only writes no report: leave out the report path")
+    if args.refs_on_device and args.prepare_only is None:
+        raise BenchError("--refs-on-device goes with --prepare-only (a run on the GPU machine computes its references anyway)")
     if args.from_dir is not None:
         prepared, refs, manifest = load_prepared(args.from_dir)
         seeds = manifest["seeds"]
@@ -227,11 +239,16 @@ def _main(args: argparse.Namespace) -> int:
         prep_dir = args.from_dir
         arch = manifest["arch"]
         positions = [position[id(p)] for p in prepared]
+        if args.in_process and manifest.get("refs_on_device"):
+            from mirage_xdsl.bench.device_refs import fill_references
+
+            fill_references(prepared, refs, seeds)
         return _gpu_phase(args, prep_dir, prepared, refs, seeds, arch, positions)
 
     prepared, refs, seeds, arch = _cpu_phase(args, wanted)
     if args.prepare_only is not None:
-        save_prepared(args.prepare_only, prepared, refs, seeds, arch)
+        save_prepared(args.prepare_only, prepared, refs, seeds, arch,
+                      extra={"refs_on_device": True} if args.refs_on_device else None)
         bad = [p for p in prepared if p.error]
         for prep in bad:
             print(f"{prep.workload} {prep.file} {prep.graph}: {prep.error}")
@@ -276,7 +293,7 @@ def _cpu_phase(args: argparse.Namespace, wanted: set[str] | None):  # type: igno
     cache = BenchCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     _log(f"{len(resolved)} workload(s) for {arch}, base seed {base}" + (f", cache {cache.root}" if cache.root else ", no cache"))
     prepared, refs = prepare_all(resolved, arch=arch, seeds=seeds, variants=variants, jobs=args.jobs, cache=cache,
-                                 nvcc_cache=args.nvcc_cache_dir, log=_log)
+                                 nvcc_cache=args.nvcc_cache_dir, log=_log, references=not args.refs_on_device)
     _log(
         f"CPU phase: {time.perf_counter() - start:.2f} s; builds {cache.build_hits} cached, {cache.build_misses} built; "
         f"references {cache.ref_hits} cached, {cache.ref_misses} computed"

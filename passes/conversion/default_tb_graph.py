@@ -32,7 +32,8 @@ Model
    `tb.grid_sum` over the split grid axis, the post-loop ops read the sums, and the last
    block of each split group stores (outputs map the split axis to -1).
 3. **Search.**  All grid factorisations of the parallel axes (batch dims of matmuls
-   fully split, matmul N tiles multiples of 8, M tiles of 16), loop tiles `k_tiles` (256,
+   fully split, matmul N tiles multiples of 8, M tiles of 16; at most Mirage's 4096 blocks,
+   `LARGE_GRID_BLOCKS` when no plan fits that), loop tiles `k_tiles` (256,
    128, 64; on the H200, 256-wide K tiles beat 128 and 64 for rmsnorm_linear and gated_mlp
    in GPU runs of our kernels on 2026-11-22) and split factors are enumerated; each
    configuration that fits is costed by `plan_cost.CostModel.estimate` and the plans are
@@ -136,6 +137,13 @@ def _template(group: Group, plan: KernelPlan, role: str) -> str:
     return "matmul_epilogue"
 
 
+LARGE_GRID_BLOCKS = 65535
+"""The block count a group may use when no plan stays within `DeviceModel.max_blocks`
+(Mirage's 4096): CUDA's limit of grid y and z (CUDA C++ Programming Guide, Table 21), so any
+axis may take the whole grid.  Without it an elementwise op or a GEMM over a large tensor
+(prefill attention's [8, 4096, 4096] scores) had no plan and stayed a library call."""
+
+
 class Planner:
     """Enumerates and costs block-graph configurations for groups (see the module docstring)."""
 
@@ -190,6 +198,10 @@ class Planner:
                     fills = fills or (k.balance >= self.device.min_balance and k.redundancy <= 1.01)
                     found.append(fp)
         found.sort(key=lambda fp: (fp.cost_us, fp.tiebreak))
+        if not found and self.device.max_blocks < LARGE_GRID_BLOCKS:
+            # no plan within Mirage's block count: a grid of more, smaller tiles (an
+            # elementwise op over [8, 4096, 4096] needs 32K-element tiles in 4096 blocks)
+            return Planner(dataclasses.replace(self.device, max_blocks=LARGE_GRID_BLOCKS)).candidates(group, allow_split)
         return found
 
     # ---- enumeration
