@@ -613,7 +613,8 @@ def test_a_group_no_4096_block_grid_fits_gets_a_larger_grid() -> None:
 def test_gpu_large_grid_fallback() -> None:
     """The larger grid's kernel on the GPU against the reference (the host emulator takes
     about three minutes over 128M elements, so the CPU suite checks the plan only)."""
-    from mirage_xdsl.bench.fuzz import FuzzCase, check_gpu
+    from mirage_xdsl.bench.fuzz_check import check_gpu
+    from mirage_xdsl.bench.fuzz_graphs import FuzzCase
 
     out = check_gpu(FuzzCase("bigexp", "kernel", "float16", _big_shift_exp()), seed=1)
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"

@@ -1,7 +1,7 @@
 """The program suite (bench/suite/, examples/suite/): files, registration, and every program in
 every dtype through the default pipeline on the host emulator at reduced sizes, compared with
 the float64 reference executor on seeded inputs with NaN-poisoned outputs
-(`bench.fuzz.check_emulated`).  Softmax, attention and cross-entropy are checked again with
+(`bench.fuzz_check.check_emulated`).  Softmax, attention and cross-entropy are checked again with
 inputs scaled so that their scores reach +-50 (real attention logits reach +-30; `exp`
 without the max subtracted overflows fp16 past 11).
 """
@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mirage_xdsl.bench.fuzz import TOLERANCE, FuzzCase, check_emulated, compare
+from mirage_xdsl.bench.fuzz_check import check_emulated, compare
+from mirage_xdsl.bench.fuzz_graphs import TOLERANCE, FuzzCase
 from mirage_xdsl.bench.suite import graphs
 from mirage_xdsl.bench.suite.table import BY_PROGRAM, DTYPE_TAGS, PROGRAMS, SUITE, SuiteWorkload
 from mirage_xdsl.bench.suite.torch_programs import PROGRAMS as TORCH_PROGRAMS
@@ -94,9 +95,9 @@ def test_suite_program_emulated(program: str, dtype: str, sizes: dict[str, Any])
 @pytest.mark.gpu
 @pytest.mark.parametrize(("program", "dtype", "sizes"), _cases())
 def test_suite_program_gpu(program: str, dtype: str, sizes: dict[str, Any]) -> None:
-    """The same graphs on the GPU (`bench.fuzz.check_gpu`: seeded inputs, NaN-poisoned
+    """The same graphs on the GPU (`bench.fuzz_check.check_gpu`: seeded inputs, NaN-poisoned
     outputs, float64 reference); mirage-bench checks the full sizes."""
-    from mirage_xdsl.bench.fuzz import check_gpu
+    from mirage_xdsl.bench.fuzz_check import check_gpu
 
     module = getattr(graphs, program)(dtype, program, **sizes)
     out = check_gpu(FuzzCase(program, "kernel", dtype, module), seed=7)
@@ -105,7 +106,7 @@ def test_suite_program_gpu(program: str, dtype: str, sizes: dict[str, Any]) -> N
 
 def _scaled_inputs(plan: Any, scales: dict[str, float], names: list[str], seed: int) -> list[np.ndarray]:
     """Seeded inputs of `plan`, input `name` uniform in +-scales[name] (default 0.5)."""
-    from mirage_xdsl.runtime.executable import random_inputs
+    from mirage_xdsl.runtime.random_inputs import random_inputs
 
     return [random_inputs([spec], seed + i, scale=scales.get(n, 0.5))[0] for i, (spec, n) in enumerate(zip(plan.inputs, names))]
 
@@ -144,15 +145,15 @@ def _stable_params() -> list[Any]:
 def _scaled_run(program: str, dtype: str) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], float]:
     """(outputs, float64 reference, storage-rounded reference, peak |score|) of the program
     at its reduced sizes on the emulator, inputs scaled as table.py's `scaled_inputs` says."""
-    from mirage_xdsl.bench.fuzz import _emulate, _lower
+    from mirage_xdsl.bench.fuzz_check import _emulate, lower_case
     from mirage_xdsl.codegen.cuda_target import emit_cuda
     from mirage_xdsl.reference.executor import run_reference
-    from mirage_xdsl.runtime.executable import numpy_values
+    from mirage_xdsl.runtime.random_inputs import numpy_values
 
     p = BY_PROGRAM[program]
     module = getattr(graphs, program)(dtype, program, **p.small)
     case = FuzzCase(program, "kernel", dtype, module)
-    prog = emit_cuda(_lower(case))
+    prog = emit_cuda(lower_case(case))
     plan = prog.plans[program]
     names = [a.name_hint for a in module.body.block.first_op.args]  # type: ignore[union-attr]
     inputs = _scaled_inputs(plan, p.scaled_inputs, names, seed=11)
