@@ -78,21 +78,31 @@ class Resolved:
 
 def select(names: str | None) -> list[Workload]:
     """The workloads named in a comma-separated list (None or empty: all but the suite's); a
-    group name (`GROUPS`: `suite`) stands for its workloads.
+    group name (`GROUPS`: `suite`) stands for its workloads, a shell-style pattern
+    (`suite_decode_*`, `suite_*_bf16`) for the workloads it matches, in table order.
 
     Raises:
-        BenchError: an unknown name, or a list of only commas and spaces.
+        BenchError: an unknown name, a pattern that matches nothing, or a list of only
+            commas and spaces.
     """
+    import fnmatch
+
     if not names:
         return [w for w in WORKLOADS if w.name not in GROUPS["suite"]]
     picked = []
     for name in (n.strip() for n in names.split(",")):
         if not name:
             continue
-        if name not in BY_NAME and name not in GROUPS:
+        if any(c in name for c in "*?[") and name not in BY_NAME:
+            members = tuple(w.name for w in WORKLOADS if fnmatch.fnmatchcase(w.name, name))
+            if not members:
+                raise BenchError(f"workload pattern '{name}' matches no workload")
+        elif name not in BY_NAME and name not in GROUPS:
             known = [w.name for w in WORKLOADS if w.name not in GROUPS["suite"]]
             raise BenchError(f"unknown workload '{name}' (known: {', '.join(known)}, the group suite and its members)")
-        for member in GROUPS.get(name, (name,)):
+        else:
+            members = GROUPS.get(name, (name,))
+        for member in members:
             if BY_NAME[member] not in picked:
                 picked.append(BY_NAME[member])
     if not picked:

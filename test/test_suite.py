@@ -32,12 +32,17 @@ def test_suite_files_equal_their_builders() -> None:
 
 
 def test_suite_workloads_are_registered() -> None:
+    from mirage_xdsl.bench import BenchError
     from mirage_xdsl.bench.workloads import BY_NAME, EXAMPLES, resolve, select, workload_of_file
 
     names = [w.name for w in select("suite")]
     assert names == [w.name for w in SUITE] and len(set(names)) == len(names)
     assert not set(names) & {w.name for w in select(None)}  # the default set stays the old one
     assert [w.name for w in select("suite_softmax_f16,suite")][0] == "suite_softmax_f16"
+    assert [w.name for w in select("suite_decode_g8_*")] == [w.name for w in SUITE if "decode_g8_" in w.name]
+    assert len(select("suite_*_bf16,suite_*_f16")) == sum(w.dtype in ("float16", "bfloat16") for w in SUITE)
+    with pytest.raises(BenchError, match="matches no workload"):
+        select("suite_nothing_*")
     for res in resolve(select("suite"), []):
         (path,) = res.files
         assert path.is_file() and workload_of_file(path) == res.name
