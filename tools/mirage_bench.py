@@ -10,8 +10,8 @@ ntrans_bs1, mha_bs1, mqa_bs1, softmax, mha_stable, attention_prefill (the defaul
 the program suite (bench/suite/, examples/suite/: `--workloads suite` for all 63 of them, or
 by name, e.g. suite_softmax_f16,suite_decode_g8_kv32k_bf16, or by pattern, 'suite_decode_*').
 The candidates of a workload are every graph of its saved Mirage muGraph file
-(`examples/mugraphs`, `$MIRAGE_SHARED/mugraphs` or a `--mugraphs DIR`) and every tuning variant (`--variants`, `c<rank>[s<stages>][x][r]`) of its plain kernel graph
-under examples/.
+(`examples/mugraphs`, `$MIRAGE_SHARED/mugraphs` or a `--mugraphs DIR`) and every tuning
+variant (`--variants`, `c<rank>[s<stages>][x][r]`) of its plain kernel graph under examples/.
 
 CPU phase (bench/prepare.py): pipeline + emit_cuda + nvcc and the float64 reference of each
 candidate in `--jobs` worker processes, cached on disk (`--cache-dir`, default
