@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass, fields, replace
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import AnyFloat, ModuleOp
+from xdsl.dialects.builtin import AnyFloat, BFloat16Type, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -315,8 +315,9 @@ def partition_function(
 
 def library_gemm_us(op: kn.MatmulOp, device: DeviceModel) -> float:
     """Estimated time of `op` as a library GEMM (µs): one library call plus the slower of its
-    flops at cuBLAS's rate and its bytes (both operands and the result, each once) at HBM
-    bandwidth (`DeviceModel.library_gemm_flops_per_us`, `library_call_us`)."""
+    flops at cuBLAS's rate and its bytes (both operands and the result, each once; bf16 through
+    fp32 copies) at HBM bandwidth (`DeviceModel.library_gemm_flops_per_us`, `library_call_us`,
+    `library_bf16_traffic`)."""
     a, b = kn.shape_of(op.lhs), kn.shape_of(op.rhs)
     out = kn.shape_of(op.result)
     batch = math.prod(out[:-2])
@@ -324,6 +325,8 @@ def library_gemm_us(op: kn.MatmulOp, device: DeviceModel) -> float:
     elem = kn.element_type_of(op.result)
     itemsize = elem.bitwidth // 8 if isinstance(elem, AnyFloat) else 2
     nbytes = itemsize * (math.prod(a) + math.prod(b) + math.prod(out))
+    if isinstance(elem, BFloat16Type):
+        nbytes *= device.library_bf16_traffic
     return device.library_call_us + max(flops / device.library_gemm_flops_per_us, nbytes / device.hbm_bytes_per_us)
 
 

@@ -88,9 +88,16 @@ class DeviceModel:
     library_gemm_flops_per_us: float = 6.0e8
     """fp16 rate of a library GEMM (cuBLAS through CuPy) on large shapes: torch.bmm reached 740
     TFLOP/s on 4 x 4096^3 on an H100 (2026-11-25), about 600 at smaller sizes."""
-    library_call_us: float = 5.0
-    """Fixed cost of one library call in a compiled graph: an eager launch from the host that a
-    CUDA graph of the generated kernels cannot capture (runtime/library_ops.py)."""
+    library_call_us: float = 50.0
+    """Fixed cost of one library GEMM in a compiled graph: CuPy's cuBLAS call cannot be captured
+    into a CUDA graph (runtime/executable.py `CAPTURE_UNSAFE_OPS`), so the graph runs as
+    captured segments with an eager host launch between them.  On an H200 (2026-11-26) a GELU
+    MLP at batch 1 whose down projection was such a call took 126 µs against 58 for torch's
+    CUDA graph of the same two GEMMs."""
+    library_bf16_traffic: float = 4.0
+    """bf16 operands reach the library GEMM through fp32 copies (CuPy has no bfloat16;
+    runtime/library_ops.py): every operand byte is read, written and read again as fp32,
+    about 4x the bytes of the fp16 call."""
     blocks_for_full_mma_rate: int = 4  # resident 128-thread blocks per SM that hide MMA latency
     register_chain_blocks_for_full_mma_rate: int = 2
     """The same for attention plans lowered to `cute.mma_chain` (P in registers,
