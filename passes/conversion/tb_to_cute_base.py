@@ -240,7 +240,8 @@ class KernelBuilderBase:
         return found
 
     def dtensor_arg(self, value: SSAValue) -> int:
-        """Kernel-parameter index of a dtensor (the block argument's index among the graph's inputs)."""
+        """Input index of a dtensor: its block argument's index among the `kn.customized` inputs
+        (its kernel parameter is that index plus the number of outputs)."""
         assert isinstance(value, BlockArgument)
         return value.index
 

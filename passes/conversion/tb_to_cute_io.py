@@ -94,9 +94,9 @@ class IoLowering(KernelBuilderBase):
         return True
 
     def input_geometry(self, op: tb.InputOp) -> tuple[tuple[int, ...], list[int], int]:
-        """(global element strides, per-grid-axis element offsets of a block's tile, per-iteration
-        element step along `fdim`, 0 without a for-loop dim) of input `op`'s tile.
-        """
+        """(global element strides of the dtensor, element offset of the tile per block index along
+        each grid axis x/y/z (0 where the axis does not partition it), element step per loop
+        iteration along `fdim` (0 without a for-loop dim)) of input `op`."""
         src = op.dtensor
         dims = shape_of(src)
         assert isinstance(src, BlockArgument)

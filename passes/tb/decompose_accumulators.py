@@ -114,7 +114,9 @@ class DecomposeAccumulator(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tb.ForloopAccumOp, rewriter: PatternRewriter) -> None:
-        """Replace a reducing `tb.forloop_accum` by a `nored` accumulator and the post-loop ops of `accumulator_ops`."""
+        """Replace a reducing `tb.forloop_accum` by the ops of `accumulator_ops`: a `nored` (or
+        `nored_rescale`) accumulator followed by the reduction and scaling after the loop
+        (`red_ld_rms` squares and scales by 1/(n x iterations) inside the loop)."""
         if op.accum_kind in KEPT_KINDS:
             return
         rewriter.replace(op, accumulator_ops(op))
