@@ -135,36 +135,86 @@ class KNGraph:
         return self._add(cls(a, *args))[0]
 
     def exp(self, A: DTensor) -> DTensor:
+        """e^x elementwise (`kn.exp`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph.
+        """
         return self._unary("exp", kn.ExpOp, A)
 
     def square(self, A: DTensor) -> DTensor:
+        """x^2 elementwise (`kn.square`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph.
+        """
         return self._unary("square", kn.SquareOp, A)
 
     def sqrt(self, A: DTensor) -> DTensor:
+        """the square root elementwise (`kn.sqrt`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph.
+        """
         return self._unary("sqrt", kn.SqrtOp, A)
 
     def silu(self, A: DTensor) -> DTensor:
+        """x * sigmoid(x) (SiLU, Elfwing et al. 2018) elementwise (`kn.silu`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph.
+        """
         return self._unary("silu", kn.SiluOp, A)
 
     def sigmoid(self, A: DTensor) -> DTensor:
+        """1 / (1 + e^-x) elementwise (`kn.sigmoid`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph.
+        """
         return self._unary("sigmoid", kn.SigmoidOp, A)
 
     def gelu(self, A: DTensor) -> DTensor:
+        """0.5 x (1 + erf(x / sqrt(2))) (exact GELU, Hendrycks & Gimpel 2016) elementwise (`kn.gelu`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph.
+        """
         return self._unary("gelu", kn.GeluOp, A)
 
     def relu(self, A: DTensor) -> DTensor:
+        """max(x, 0) elementwise (`kn.relu`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph.
+        """
         return self._unary("relu", kn.ReluOp, A)
 
     def log(self, A: DTensor) -> DTensor:
+        """the natural logarithm elementwise (`kn.log`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph.
+        """
         return self._unary("log", kn.LogOp, A)
 
     def clamp(self, A: DTensor, min_value: float, max_value: float) -> DTensor:
+        """min(max(A, min_value), max_value) elementwise (`kn.clamp`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph, a bound is not a number (or NaN), or min_value > max_value.
+        """
         lo, hi = number_arg("clamp", "min_value", min_value), number_arg("clamp", "max_value", max_value)
         if lo > hi:
             raise GraphBuildError(f"clamp: min {lo} exceeds max {hi}")
         return self._unary("clamp", kn.ClampOp, A, lo, hi)
 
     def mul_scalar(self, A: DTensor, scalar: float) -> DTensor:
+        """A * scalar elementwise (`kn.mul_scalar`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph, or `scalar` is not a number (or NaN).
+        """
         return self._unary("mul_scalar", kn.MulScalarOp, A, number_arg("mul_scalar", "scalar", scalar))
 
     def _binary(self, name: str, cls: type, A: DTensor, B: DTensor) -> DTensor:
@@ -174,22 +224,53 @@ class KNGraph:
         return self._add(cls(a, b))[0]
 
     def add(self, A: DTensor, B: DTensor) -> DTensor:
+        """A + B elementwise with numpy broadcasting over equal ranks (`kn.add`); dtype of the operands.
+
+        Raises:
+            GraphBuildError: an operand is not a DTensor of this graph, the dtypes differ, or the shapes do not broadcast.
+        """
         return self._binary("add", kn.AddOp, A, B)
 
     def sub(self, A: DTensor, B: DTensor) -> DTensor:
+        """A - B elementwise with numpy broadcasting over equal ranks (`kn.sub`); dtype of the operands.
+
+        Raises:
+            GraphBuildError: an operand is not a DTensor of this graph, the dtypes differ, or the shapes do not broadcast.
+        """
         return self._binary("sub", kn.SubOp, A, B)
 
     def mul(self, A: DTensor, B: DTensor) -> DTensor:
+        """A * B elementwise with numpy broadcasting over equal ranks (`kn.mul`); dtype of the operands.
+
+        Raises:
+            GraphBuildError: an operand is not a DTensor of this graph, the dtypes differ, or the shapes do not broadcast.
+        """
         return self._binary("mul", kn.MulOp, A, B)
 
     def div(self, A: DTensor, B: DTensor) -> DTensor:
+        """A / B elementwise with numpy broadcasting over equal ranks (`kn.div`); dtype of the operands.
+
+        Raises:
+            GraphBuildError: an operand is not a DTensor of this graph, the dtypes differ, or the shapes do not broadcast.
+        """
         return self._binary("div", kn.DivOp, A, B)
 
     def pow(self, A: DTensor, B: DTensor) -> DTensor:
+        """A ** B elementwise with numpy broadcasting over equal ranks (`kn.pow`); dtype of the operands.
+
+        Raises:
+            GraphBuildError: an operand is not a DTensor of this graph, the dtypes differ, or the shapes do not broadcast.
+        """
         return self._binary("pow", kn.PowOp, A, B)
 
     # ---- structured
     def matmul(self, A: DTensor, B: DTensor) -> DTensor:
+        """Batched matmul over the last two dims: [B..., M, K] @ [B..., K, N] -> [B..., M, N] (`kn.matmul`).
+
+        Raises:
+            GraphBuildError: an operand is not a DTensor of this graph, the dtypes differ, ranks differ
+                or are < 2, K differs, or the batch dims differ.
+        """
         a, b = self._own("matmul", A, B)
         self._same_dtype("matmul", a, b)
         checked("matmul", tiling.matmul_shape, kn.shape_of(a), kn.shape_of(b), threadblock=False)
@@ -214,6 +295,12 @@ class KNGraph:
         return self._add(kn.ReductionMaxOp(a, dim))[0]
 
     def rms_norm(self, A: DTensor, normalized_shape: Sequence[int]) -> DTensor:
+        """x / sqrt(mean(x^2)) over the trailing `normalized_shape` dims, no epsilon, no gain (`kn.rms_norm`).
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph, or `normalized_shape` is not ints equal
+                to A's trailing dims.
+        """
         (a,) = self._own("rms_norm", A)
         norm = ints_arg("rms_norm", "normalized_shape", normalized_shape)
         shape = kn.shape_of(a)
@@ -222,6 +309,12 @@ class KNGraph:
         return self._add(kn.RmsNormOp(a, norm))[0]
 
     def concat(self, A: DTensor, B: DTensor, dim: int) -> DTensor:
+        """Concatenate A and B along `dim` (`kn.concat`); other dims must be equal.
+
+        Raises:
+            GraphBuildError: an operand is not a DTensor of this graph, the dtypes differ, `dim` is not an
+                int or not a dim, or the other dims differ (`tiling.concat_shape`).
+        """
         a, b = self._own("concat", A, B)
         self._same_dtype("concat", a, b)
         dim = int_arg("concat", "dim", dim)
@@ -240,6 +333,11 @@ class KNGraph:
         return self._add(kn.ChunkOp(a, chunks, dim))
 
     def all_reduce(self, A: DTensor, inplace: bool = False) -> DTensor:
+        """Sum of A over the GPUs (`kn.all_reduce`); on one GPU the identity.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph, or `inplace` is not a bool.
+        """
         if not isinstance(inplace, bool):
             raise GraphBuildError(f"all_reduce: inplace must be True or False, got {show_value(inplace)}")
         return self._unary("all_reduce", kn.AllReduceOp, A, inplace)

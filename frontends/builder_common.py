@@ -60,6 +60,12 @@ def show_value(value: Any) -> str:
 
 
 def dtype_attr(dtype: Any, name: str = "new_input") -> Attribute:
+    """The xDSL element type of `dtype`: an xDSL type Mirage supports, or a name of `DTYPES`
+    ("float16", "fp16", "bfloat16", ..., also torch / Mirage dtype objects by their name).
+
+    Raises:
+        GraphBuildError: an unsupported xDSL type or an unknown name (`name` prefixes the message).
+    """
     if isinstance(dtype, Attribute):
         if (err := kn.element_type_error(dtype)) is not None:
             raise GraphBuildError(f"{name}: dtype: {err}")
@@ -71,10 +77,12 @@ def dtype_attr(dtype: Any, name: str = "new_input") -> Attribute:
 
 
 def dtype_name(attr: Attribute) -> str:
+    """The builder's name of an element type ("float16", "bfloat16", "float32", "float64"), else its IR spelling."""
     return DTYPE_NAMES.get(type(attr), str(attr))
 
 
 def is_int(value: Any) -> bool:
+    """Whether `value` is an integer (`numbers.Integral`) other than a bool."""
     # bool is an int subclass, but True as a size is a typo, not a 1
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
@@ -186,6 +194,7 @@ class STensor(_Tensor):
 
     @property
     def after_accum(self) -> bool:
+        """Whether the tile lives after the for-loop (produced by or from a for-loop accumulator)."""
         return tb.after_accum(self.value)
 
     def __repr__(self) -> str:

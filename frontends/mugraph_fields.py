@@ -24,6 +24,7 @@ class RuleError(Exception):
 
 
 def fmt_dims(values: Sequence[int]) -> str:
+    """`values` as `[a,b,...]` for a message."""
     return "[" + ",".join(str(v) for v in values) + "]"
 
 
@@ -44,28 +45,49 @@ def json_kind(value: Any) -> str:
 
 
 def is_json_int(value: Any) -> bool:
+    """Whether `value` is a JSON integer (a Python int other than a bool)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def json_object(value: Any, what: str) -> dict[str, Any]:
+    """`value` if it is a JSON object.
+
+    Raises:
+        RuleError: it is not (`what` names it).
+    """
     if not isinstance(value, dict):
         raise RuleError(f"{what} must be a JSON object, got {json_kind(value)}")
     return value
 
 
 def json_list(value: Any, what: str) -> list[Any]:
+    """`value` if it is a JSON array.
+
+    Raises:
+        RuleError: it is not (`what` names it).
+    """
     if not isinstance(value, list):
         raise RuleError(f"{what} must be a JSON array, got {json_kind(value)}")
     return value
 
 
 def json_field(obj: dict[str, Any], key: str, what: str = "operator") -> Any:
+    """Field `key` of `obj`.
+
+    Raises:
+        RuleError: `obj` has no such field (`what` names `obj`).
+    """
     if key not in obj:
         raise RuleError(f"{what} has no field '{key}'")
     return obj[key]
 
 
 def json_int(value: Any, what: str, lo: int = -MAX_INT, hi: int = MAX_INT) -> int:
+    """`value` if it is an integer in [lo, hi] (default +-MAX_INT of the muGraph schema).
+
+    Raises:
+        RuleError: not an integer, or out of range.
+    """
     if not is_json_int(value):
         raise RuleError(f"{what} must be an integer, got {json.dumps(value)[:40]}")
     if not lo <= value <= hi:
@@ -74,6 +96,11 @@ def json_int(value: Any, what: str, lo: int = -MAX_INT, hi: int = MAX_INT) -> in
 
 
 def json_number(value: Any, what: str) -> float:
+    """`value` (a JSON integer or number) as a float.
+
+    Raises:
+        RuleError: not a number (booleans are refused), or an integer too large for a double.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise RuleError(f"{what} must be a number, got {json.dumps(value)[:40]}")
     try:

@@ -29,5 +29,10 @@ class MugraphTarget(Target):
     """Schema era of the written file: "C" (default, fp16 = 940), "B" or "A" (fp16 = 921)."""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        """Write `module` to `output` as saved-muGraph JSON of schema era `era`, then a newline.
+
+        Raises:
+            MugraphExportError: an op, type or structure without a muGraph equivalent (`export_mugraph`).
+        """
         output.write(export_mugraph(module, era=self.era))
         output.write("\n")

@@ -113,36 +113,86 @@ class TBGraph:
         return self._add(cls(a, *args))[0]
 
     def exp(self, A: STensor) -> STensor:
+        """e^x elementwise (`tb.exp`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph.
+        """
         return self._unary("exp", tb.ExpOp, A)
 
     def square(self, A: STensor) -> STensor:
+        """x^2 elementwise (`tb.square`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph.
+        """
         return self._unary("square", tb.SquareOp, A)
 
     def sqrt(self, A: STensor) -> STensor:
+        """the square root elementwise (`tb.sqrt`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph.
+        """
         return self._unary("sqrt", tb.SqrtOp, A)
 
     def silu(self, A: STensor) -> STensor:
+        """x * sigmoid(x) (SiLU, Elfwing et al. 2018) elementwise (`tb.silu`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph.
+        """
         return self._unary("silu", tb.SiluOp, A)
 
     def sigmoid(self, A: STensor) -> STensor:
+        """1 / (1 + e^-x) elementwise (`tb.sigmoid`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph.
+        """
         return self._unary("sigmoid", tb.SigmoidOp, A)
 
     def gelu(self, A: STensor) -> STensor:
+        """0.5 x (1 + erf(x / sqrt(2))) (exact GELU, Hendrycks & Gimpel 2016) elementwise (`tb.gelu`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph.
+        """
         return self._unary("gelu", tb.GeluOp, A)
 
     def relu(self, A: STensor) -> STensor:
+        """max(x, 0) elementwise (`tb.relu`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph.
+        """
         return self._unary("relu", tb.ReluOp, A)
 
     def log(self, A: STensor) -> STensor:
+        """the natural logarithm elementwise (`tb.log`); same shape and dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph.
+        """
         return self._unary("log", tb.LogOp, A)
 
     def clamp(self, A: STensor, min_value: float, max_value: float) -> STensor:
+        """min(max(A, min_value), max_value) elementwise (`tb.clamp`); same tile type as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph, a bound is not a number (or NaN), or min_value > max_value.
+        """
         lo, hi = number_arg("clamp", "min_value", min_value), number_arg("clamp", "max_value", max_value)
         if lo > hi:
             raise GraphBuildError(f"clamp: min {lo} exceeds max {hi}")
         return self._unary("clamp", tb.ClampOp, A, lo, hi)
 
     def mul_scalar(self, A: STensor, scalar: float) -> STensor:
+        """A * scalar elementwise (`tb.mul_scalar`); same tile type as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph, or `scalar` is not a number (or NaN).
+        """
         return self._unary("mul_scalar", tb.MulScalarOp, A, number_arg("mul_scalar", "scalar", scalar))
 
     def _binary(self, name: str, cls: type[tb.TbBinaryOp] | type[tb.MatmulOp], A: STensor, B: STensor) -> STensor:
@@ -152,21 +202,57 @@ class TBGraph:
         return self._add(cls(a, b))[0]
 
     def add(self, A: STensor, B: STensor) -> STensor:
+        """A + B elementwise with numpy broadcasting over equal ranks (`tb.add`); dtype of the operands.
+
+        Raises:
+            GraphBuildError: an operand is not a tile of this graph, the operands differ in after_accum,
+                the dtypes differ, or the shapes do not broadcast.
+        """
         return self._binary("add", tb.AddOp, A, B)
 
     def sub(self, A: STensor, B: STensor) -> STensor:
+        """A - B elementwise with numpy broadcasting over equal ranks (`tb.sub`); dtype of the operands.
+
+        Raises:
+            GraphBuildError: an operand is not a tile of this graph, the operands differ in after_accum,
+                the dtypes differ, or the shapes do not broadcast.
+        """
         return self._binary("sub", tb.SubOp, A, B)
 
     def mul(self, A: STensor, B: STensor) -> STensor:
+        """A * B elementwise with numpy broadcasting over equal ranks (`tb.mul`); dtype of the operands.
+
+        Raises:
+            GraphBuildError: an operand is not a tile of this graph, the operands differ in after_accum,
+                the dtypes differ, or the shapes do not broadcast.
+        """
         return self._binary("mul", tb.MulOp, A, B)
 
     def div(self, A: STensor, B: STensor) -> STensor:
+        """A / B elementwise with numpy broadcasting over equal ranks (`tb.div`); dtype of the operands.
+
+        Raises:
+            GraphBuildError: an operand is not a tile of this graph, the operands differ in after_accum,
+                the dtypes differ, or the shapes do not broadcast.
+        """
         return self._binary("div", tb.DivOp, A, B)
 
     def pow(self, A: STensor, B: STensor) -> STensor:
+        """A ** B elementwise with numpy broadcasting over equal ranks (`tb.pow`); dtype of the operands.
+
+        Raises:
+            GraphBuildError: an operand is not a tile of this graph, the operands differ in after_accum,
+                the dtypes differ, or the shapes do not broadcast.
+        """
         return self._binary("pow", tb.PowOp, A, B)
 
     def matmul(self, A: STensor, B: STensor) -> STensor:
+        """Tile matmul [1.., M, K] @ [1.., K, N] -> [1.., M, N] (`tb.matmul`, every leading dim 1).
+
+        Raises:
+            GraphBuildError: an operand is not a tile of this graph, they differ in after_accum or dtype,
+                ranks differ or are < 2, K differs, or a leading dim is not 1.
+        """
         return self._binary("matmul", tb.MatmulOp, A, B)
 
     # ---- reductions, norms, concat
@@ -208,6 +294,12 @@ class TBGraph:
         return self._unary("rms_norm", tb.RmsNormOp, A)
 
     def concat(self, A: STensor, B: STensor, dim: int) -> STensor:
+        """Concatenate tiles A and B along `dim` (`tb.concat`); other dims must be equal.
+
+        Raises:
+            GraphBuildError: an operand is not a tile of this graph, they differ in after_accum or dtype,
+                `dim` is not an int or not a dim, or the other dims differ (`tiling.concat_shape`).
+        """
         a, b = self._own("concat", A, B)
         self._same_phase("concat", a, b)
         dim = int_arg("concat", "dim", dim)

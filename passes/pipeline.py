@@ -102,6 +102,13 @@ class MirageTranspilePass(ModulePass):
     the kernels in those passes' input form (FileCheck inputs)."""
 
     def passes(self) -> list[ModulePass]:
+        """The registered passes of `PIPELINE` in order, built with this pass's options, then (with
+        `to_cute`) convert-tb-to-cute, cute-late-finisher (`late_finisher` > 0) and the cute
+        decision passes (`decide`).
+
+        Raises:
+            PassFailedException: a pass of `PIPELINE` is not registered.
+        """
         available = get_all_passes()
         missing = [p for p in PIPELINE if p not in available]
         if missing:
@@ -130,6 +137,11 @@ class MirageTranspilePass(ModulePass):
         return out
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Fuse the plain kernel graphs of `op` first (`fuse`, with the kn-fuse options), then run `passes()` in order.
+
+        Raises:
+            PassFailedException: a pass is not registered, or any pass fails (its located message).
+        """
         if self.fuse:
             fuse_plain_graphs(
                 ctx,
@@ -168,6 +180,11 @@ class CuteDecisionsPass(ModulePass):
     decision is missing)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Run the cute decision passes not named in `without`, in `CUTE_DECISIONS` order.
+
+        Raises:
+            PassFailedException: a decision pass is not registered, or one fails.
+        """
         skipped = {name.strip() for name in self.without.split(",") if name.strip()}
         for p in cute_decision_passes():
             if p.name not in skipped:

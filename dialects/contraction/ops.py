@@ -124,6 +124,13 @@ class ContractOp(IRDLOperation):
         self.properties = config_properties(config, scheduled)
 
     def verify_(self) -> None:
+        """Check the configuration (`check_structure`, and `verify`'s rules 1-4 when scheduled) and the tensor types.
+
+        Raises:
+            VerifyException: a configuration rule is broken (its message), an operand or result
+                has an element type other than `data_type`'s, or its element count differs from
+                the product of the sizes of the dims that index it (stride != 0).
+        """
         config = self.config()
         try:
             check_structure(config)

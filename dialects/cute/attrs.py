@@ -63,10 +63,12 @@ class CuteVerifyError(VerifyException):
 
 
 def rule_error(op: IRDLOperation, rule: str) -> CuteVerifyError:
+    """A `CuteVerifyError` whose message is `<op name>: <rule>`."""
     return CuteVerifyError(f"{op.name}: {rule}")
 
 
 def int_tuple(values: ArrayAttr[IntAttr]) -> tuple[int, ...]:
+    """The Python ints of an `ArrayAttr` of `IntAttr`."""
     return tuple(v.data for v in values.data)
 
 
@@ -75,6 +77,7 @@ def _int_array(values: Sequence[int]) -> ArrayAttr[IntAttr]:
 
 
 def dense(values: Sequence[int]) -> DenseArrayBase:
+    """An i64 `DenseArrayBase` of `values`."""
     return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
@@ -91,6 +94,7 @@ def smem_shape(value: SSAValue) -> tuple[int, ...]:
 
 
 def dense_ints(attr: DenseArrayBase) -> tuple[int, ...]:
+    """The Python ints of an integer `DenseArrayBase`."""
     return tuple(int(v) for v in attr.get_values())  # type: ignore[misc]  # xDSL types get_values for integer arrays only
 
 
@@ -127,10 +131,12 @@ class LayoutAttr(ParametrizedAttribute):
 
     @property
     def dims(self) -> tuple[int, ...]:
+        """The sizes of the layout's dims, outermost first."""
         return int_tuple(self.shape)
 
     @property
     def strides(self) -> tuple[int, ...]:
+        """The element strides of the layout's dims, outermost first."""
         return int_tuple(self.stride)
 
     def cosize(self) -> int:
@@ -139,16 +145,29 @@ class LayoutAttr(ParametrizedAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """Parse the layout body `(shape):(strides)` inside the angle brackets.
+
+        Raises:
+            ParseError: malformed text, or shape and stride of different ranks.
+        """
         with parser.in_angle_brackets():
             return _parse_layout_body(parser)
 
     def print_parameters(self, printer: Printer) -> None:
+        """Print `<(shape):(strides)>`."""
         printer.print_string(f"<{self.text()}>")
 
     def text(self) -> str:
+        """The layout as `(shape):(strides)`, e.g. `(2,128):(128,1)`."""
         return f"{_fmt_tuple(self.dims)}:{_fmt_tuple(self.strides)}"
 
     def verify(self) -> None:
+        """Check the layout.
+
+        Raises:
+            VerifyException: shape and stride differ in rank, the rank is not 1..MAX_RANK, a size is
+                < 1 or a stride is negative.
+        """
         dims, strides = self.dims, self.strides
         if len(dims) != len(strides):
             raise VerifyException(f"cute.layout: shape {dims} and stride {strides} differ in rank")
@@ -183,27 +202,36 @@ class SwizzleAttr(ParametrizedAttribute):
 
     @staticmethod
     def xor(b: int, m: int, s: int) -> SwizzleAttr:
+        """CuTe `Swizzle<b, m, s>` (the XOR swizzle on element offsets)."""
         return SwizzleAttr("xor", (b, m, s))
 
     @staticmethod
     def none() -> SwizzleAttr:
+        """No swizzle."""
         return SwizzleAttr("none")
 
     @property
     def is_xor(self) -> bool:
+        """Whether this is an XOR swizzle."""
         return self.kind.data == "xor"
 
     @property
     def bms(self) -> tuple[int, int, int]:
+        """The (B, M, S) parameters (zeros unless XOR)."""
         b, m, s = int_tuple(self.bits)
         return b, m, s
 
     def text(self) -> str:
+        """`xor<B,M,S>`, `shift` or `none`."""
         if self.is_xor:
             return "xor<{},{},{}>".format(*self.bms)
         return self.kind.data
 
     def apply(self, offset: int) -> int:
+        """The swizzled element offset: `offset ^ ((offset >> S) & (((1 << B) - 1) << M))` for XOR
+        (CuTe's `Swizzle<B,M,S>`, cute/swizzle.hpp), else `offset` unchanged (shift swizzles live in
+        the strides).
+        """
         if not self.is_xor:
             return offset
         b, m, s = self.bms
@@ -211,16 +239,28 @@ class SwizzleAttr(ParametrizedAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """Parse `<B,M,S>`, `<xor<B,M,S>>`, `<shift>` or `<none>`.
+
+        Raises:
+            ParseError: any other text.
+        """
         with parser.in_angle_brackets():
             return _parse_swizzle_body(parser, bare=True)
 
     def print_parameters(self, printer: Printer) -> None:
+        """Print `<B,M,S>` for XOR, else `<shift>` / `<none>`."""
         if self.is_xor:
             printer.print_string("<{},{},{}>".format(*self.bms))
         else:
             printer.print_string(f"<{self.kind.data}>")
 
     def verify(self) -> None:
+        """Check the swizzle.
+
+        Raises:
+            VerifyException: a kind other than xor / shift / none, not three parameters, or an XOR
+                swizzle without B >= 1, M >= 0 and S >= B.
+        """
         kind = self.kind.data
         if kind not in ("xor", "shift", "none"):
             raise VerifyException(f"cute.swizzle: kind must be xor, shift or none, got '{kind}'")
@@ -270,13 +310,16 @@ class SmemTensorType(ParametrizedAttribute, TypeAttribute):
         super().__init__(element_type, layout, swizzle or SwizzleAttr.none())
 
     def get_shape(self) -> tuple[int, ...]:
+        """The tile's shape (its layout's dims)."""
         return self.layout.dims
 
     def get_element_type(self) -> Attribute:
+        """The tile's element type."""
         return self.element_type
 
     @property
     def strides(self) -> tuple[int, ...]:
+        """The tile's element strides (its layout's strides)."""
         return self.layout.strides
 
     def cosize(self) -> int:
@@ -289,6 +332,11 @@ class SmemTensorType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """Parse `<elem, (shape):(strides)[, swizzle]>` (no swizzle: `none`).
+
+        Raises:
+            ParseError: malformed text.
+        """
         with parser.in_angle_brackets():
             element_type = parser.parse_type()
             parser.parse_punctuation(",")
@@ -299,6 +347,7 @@ class SmemTensorType(ParametrizedAttribute, TypeAttribute):
         return (element_type, LayoutAttr.new((shape, stride)), SwizzleAttr.new(swizzle))
 
     def print_parameters(self, printer: Printer) -> None:
+        """Print `<elem, (shape):(strides)[, swizzle]>`, the swizzle only when it is not `none`."""
         printer.print_string("<")
         printer.print_attribute(self.element_type)
         printer.print_string(f", {self.layout.text()}")
@@ -322,10 +371,12 @@ class TiledMmaAttr(ParametrizedAttribute):
 
     @property
     def atom_name(self) -> str:
+        """The MMA atom's name (one of `MMA_ATOMS`)."""
         return self.atom.data
 
     @property
     def tg(self) -> tuple[int, int]:
+        """The warp layout (tg_m, tg_n); (threads, 1) for `UniversalFMA`."""
         m, n = int_tuple(self.thr_layout)
         return m, n
 
@@ -339,6 +390,11 @@ class TiledMmaAttr(ParametrizedAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """Parse `<atom, (tg_m,tg_n)>`.
+
+        Raises:
+            ParseError: malformed text.
+        """
         with parser.in_angle_brackets():
             atom = parser.parse_identifier()
             parser.parse_punctuation(",")
@@ -346,9 +402,15 @@ class TiledMmaAttr(ParametrizedAttribute):
         return (StringAttr(atom), _int_array(tg))
 
     def print_parameters(self, printer: Printer) -> None:
+        """Print `<atom, (tg_m,tg_n)>`."""
         printer.print_string(f"<{self.atom_name}, {_fmt_tuple(self.tg)}>")
 
     def verify(self) -> None:
+        """Check the tiled MMA.
+
+        Raises:
+            VerifyException: the warp layout is not two positive sizes, or the atom is not in `MMA_ATOMS`.
+        """
         if len(self.thr_layout) != 2 or any(v < 1 for v in self.tg):
             raise VerifyException("cute.tiled_mma: thr_layout must be two positive sizes (tg_m, tg_n)")
         if self.atom_name not in MMA_ATOMS:
@@ -381,6 +443,7 @@ class FragmentType(ParametrizedAttribute, TypeAttribute):
         super().__init__(_int_array(shape), element_type or Float32Type(), mma)
 
     def get_shape(self) -> tuple[int, ...]:
+        """The fragment's (M, N) shape."""
         return int_tuple(self.shape)
 
     def slice_scratch_bytes(self, slices: int) -> int:
@@ -395,6 +458,11 @@ class FragmentType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """Parse `<MxNxf32, #cute.tiled_mma<...>>`.
+
+        Raises:
+            ParseError: malformed text.
+        """
         with parser.in_angle_brackets():
             dims, element_type = parser.parse_ranked_shape()
             parser.parse_punctuation(",")
@@ -402,6 +470,7 @@ class FragmentType(ParametrizedAttribute, TypeAttribute):
         return (_int_array(dims), element_type, mma)
 
     def print_parameters(self, printer: Printer) -> None:
+        """Print `<MxNxf32, #cute.tiled_mma<...>>`."""
         printer.print_string("<" + "x".join(str(d) for d in self.get_shape()) + "x")
         printer.print_attribute(self.element_type)
         printer.print_string(", ")
@@ -409,6 +478,12 @@ class FragmentType(ParametrizedAttribute, TypeAttribute):
         printer.print_string(">")
 
     def verify(self) -> None:
+        """Check the fragment.
+
+        Raises:
+            VerifyException: the shape is not two positive sizes, the element type is not f32, or the
+                third parameter is not a `TiledMmaAttr`.
+        """
         if len(self.shape) != 2 or any(d.data < 1 for d in self.shape):
             raise VerifyException("cute.frag: shape must be two positive sizes (M, N)")
         if not isinstance(self.element_type, Float32Type):
@@ -431,14 +506,21 @@ class UnaryFnAttr(ParametrizedAttribute):
 
     @property
     def fn_name(self) -> str:
+        """The function's name (a key of `UNARY_FNS`)."""
         return self.fn.data
 
     @property
     def values(self) -> tuple[float, ...]:
+        """The function's float parameters (clamp: min, max; mul_scalar: the scalar)."""
         return tuple(float(p.value.data) for p in self.params.data)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """Parse `<fn>` or `<fn(p0,p1,...)>`.
+
+        Raises:
+            ParseError: malformed text.
+        """
         with parser.in_angle_brackets():
             fn = parser.parse_identifier()
             params: list[float] = []
@@ -450,12 +532,23 @@ class UnaryFnAttr(ParametrizedAttribute):
         return (StringAttr(fn), ArrayAttr(FloatAttr(p, f64) for p in params))
 
     def print_parameters(self, printer: Printer) -> None:
+        """Print `<fn>` or `<fn(p0,...)>` with floats the MLIR lexer reads back exactly.
+
+        Raises:
+            ValueError: a non-finite parameter (`format_float`).
+        """
         text = self.fn_name
         if self.params.data:
             text += "(" + ",".join(format_float(v) for v in self.values) + ")"
         printer.print_string(f"<{text}>")
 
     def verify(self) -> None:
+        """Check the function.
+
+        Raises:
+            VerifyException: an unknown function, a parameter count other than `UNARY_FNS[fn]`, or
+                a clamp with min > max.
+        """
         fn = self.fn.data
         if fn not in UNARY_FNS:
             raise VerifyException(f"cute.fn: unknown function '{fn}' (expected one of {', '.join(UNARY_FNS)})")

@@ -59,9 +59,11 @@ class FillOp(CuteOp):
 
     @property
     def fill_value(self) -> float:
+        """The fill value as a Python float (may be +-inf)."""
         return float(self.value.value.data)
 
     def print(self, printer: Printer) -> None:
+        """Print `%dst, <value> {attrs} : <tile type>` (infinities as `inf` / `-inf`)."""
         v = self.fill_value
         text = ("-inf" if v < 0 else "inf") if math.isinf(v) else format_float(v)
         printer.print_string(" ")
@@ -73,6 +75,11 @@ class FillOp(CuteOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> FillOp:
+        """Parse `%dst, [-]<number | inf> {attrs} : <tile type>`.
+
+        Raises:
+            ParseError: malformed text.
+        """
         dst = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
         neg = parser.parse_optional_punctuation("-") is not None
@@ -130,6 +137,14 @@ class ElementwiseOp(CuteOp):
         )
 
     def verify_(self) -> None:
+        """Check the leader, the mode, the arity and the shapes.
+
+        Raises:
+            CuteVerifyError: `fn` is not in `LEADER_FNS`, the mode is not a store mode, the number of
+                inputs is not the leader's arity (+1 scale tile for `rescale`), the epilogue holds a
+                non-`#cute.fn`, an input does not broadcast to the output's shape, or `order` is not a
+                permutation of the output's dims.
+        """
         fn = self.fn.data
         if fn not in LEADER_FNS:
             raise rule_error(self, f"fn '{fn}' must be one of {', '.join(LEADER_FNS)}")
@@ -179,6 +194,7 @@ class GridSumOp(CuteOp):
 
     @property
     def grid_axis(self) -> int:
+        """The grid axis (0, 1 or 2) whose blocks are summed."""
         return self.dim.value.data
 
     @property
@@ -187,6 +203,13 @@ class GridSumOp(CuteOp):
         return None if self.partner_trips is None else self.partner_trips.value.data
 
     def verify_(self) -> None:
+        """Check the tiles, the axis and (inside a kernel) the grid and the late-finisher split.
+
+        Raises:
+            CuteVerifyError: no tiles or not one output per input, an input/output shape mismatch,
+                an axis outside 0..2, a grid axis of fewer than 2 blocks, or an invalid
+                `partner_trips` (`verify_late_finisher`).
+        """
         if len(self.ins) != len(self.outs) or not self.ins:
             raise rule_error(self, f"needs one output tile per input tile, got {len(self.ins)} and {len(self.outs)}")
         for i, (a, b) in enumerate(zip(self.ins, self.outs)):
@@ -290,6 +313,15 @@ class ReduceOp(CuteOp):
         )
 
     def verify_(self) -> None:
+        """Check the kind, mode, dim, groups, outputs and thread counts.
+
+        Raises:
+            CuteVerifyError: a kind other than sum / sum_squares / max, a bad mode or epilogue, a dim
+                outside the tile, a group size that does not divide the dim, output tiles of the wrong
+                number or shape (a running max: two size-1 outputs, stored, no epilogue), a max with
+                group > 1, threads per output not a power of two in 1..32, a `cute.reduce_threads`
+                below `threads` or not a power of two, or a bad `order`.
+        """
         kind = self.kind.data
         if kind not in ("sum", "sum_squares", "max"):
             raise rule_error(self, f"kind '{kind}' must be sum, sum_squares or max")
@@ -357,6 +389,12 @@ class ConcatOp(CuteOp):
         )
 
     def verify_(self) -> None:
+        """Check that `out` is `lhs` and `rhs` joined along `dim`.
+
+        Raises:
+            CuteVerifyError: a bad mode or epilogue, ranks that differ, `dim` out of range, other
+                dims that differ, an output of another shape, or a bad `order`.
+        """
         check_mode(self, self.mode)
         check_epilogue(self, self.epilogue)
         a, b, o = (smem_type(v).get_shape() for v in (self.lhs, self.rhs, self.out))

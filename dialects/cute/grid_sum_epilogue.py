@@ -53,6 +53,10 @@ class Phase:
 
 @dataclass
 class EpiloguePlan:
+    """The register epilogue of one `cute.grid_sum`: the `phases` after the sum, the sums no
+    phase computes (`unfused_sums`), the number of ops after the grid sum the phases replace
+    (`consumed`) and the output copies the phases store themselves (`copies_out`).
+    """
     phases: list[Phase]
     unfused_sums: list[SSAValue]
     """sums that no phase computes (printed as before, ahead of the phases)"""

@@ -114,6 +114,17 @@ class HopperGemmOp(IRDLOperation):
         return [int(v) for v in attr.get_values()]
 
     def verify_(self) -> None:
+        """Check the GEMM sizes, strides, tile, pipeline options and element types.
+
+        The tile must be [64 x consumers, one of `TILE_N`, `BK`] as
+        codegen/include/mirage_xdsl/hopper_gemm.cuh instantiates it.
+
+        Raises:
+            VerifyException: `gemm` is not 5 positive sizes, the stride arrays do not have 3/4/3
+                entries, the tile or the consumers / stages / grid / cluster are out of range, the
+                cluster does not divide the grid, an unknown epilogue, or operands and result of
+                different element types.
+        """
         gemm, tile = self.ints("gemm"), self.ints("tile")
         if len(gemm) != 5 or min(gemm) < 1:
             raise VerifyException("cute.hopper_gemm: gemm must be 5 positive sizes (m, n, k, batch_inner, batch_outer)")

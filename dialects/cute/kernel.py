@@ -96,31 +96,45 @@ class KernelOp(IRDLOperation):
 
     @property
     def grid(self) -> tuple[int, int, int]:
+        """The launch grid (x, y, z) in blocks."""
         return dense_ints(self.grid_dim)  # type: ignore[return-value]
 
     @property
     def block(self) -> tuple[int, int, int]:
+        """The block shape (x, y, z) in threads."""
         return dense_ints(self.block_dim)  # type: ignore[return-value]
 
     @property
     def num_threads(self) -> int:
+        """Threads per block (the product of `block`)."""
         b = self.block
         return b[0] * b[1] * b[2]
 
     @property
     def smem_bytes(self) -> int:
+        """Dynamic shared memory per block, in bytes."""
         return self.smem_size.value.data
 
     @property
     def iterations(self) -> int:
+        """Trip count of the block's for-loop (`forloop_range`, >= 1)."""
         return self.forloop_range.value.data
 
     def strides_of(self, index: int) -> tuple[int, ...]:
+        """The element strides of kernel parameter `index` (outputs first, then inputs), one per dim."""
         attr = self.arg_strides.data[index]
         assert isinstance(attr, DenseArrayBase)
         return dense_ints(attr)
 
     def verify_(self) -> None:
+        """Check the launch geometry, shared memory, loop and parameters.
+
+        Raises:
+            CuteVerifyError: an illegal grid/block (`launch_geometry_error`, CUDA's limits), smem_size
+                outside [0, MAX_SMEM_BYTES] (227 KiB), forloop_range < 1, block arguments that are not
+                the result types then the operand types, or `arg_strides` without one array of one
+                stride per dim for every parameter.
+        """
         if (err := launch_geometry_error(dense_ints(self.grid_dim), dense_ints(self.block_dim))) is not None:
             raise rule_error(self, err)
         if not 0 <= self.smem_bytes <= MAX_SMEM_BYTES:
@@ -164,6 +178,7 @@ cute-weight-prefetch): it triggers its dependent grid at its start
 
 
 def kernel_of(op: IRDLOperation) -> KernelOp | None:
+    """The `cute.kernel` enclosing `op`, or None when it is not inside one."""
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, KernelOp):
         parent = parent.parent_op()
@@ -183,38 +198,57 @@ def weight_params(kernel: KernelOp, weight_args: Collection[int]) -> frozenset[S
 
 
 def in_kernel_traits():
+    """Traits of an op that must be nested in a `cute.kernel` (lazy: `KernelOp` is defined later)."""
     return lazy_traits_def(lambda: (HasAncestor(KernelOp),))
 
 
 class CuteOp(IRDLOperation):
+    """Base of the cute ops that live inside a `cute.kernel` (properties are parsed from the attribute dict)."""
     traits = in_kernel_traits()
     irdl_options = (ParsePropInAttrDict(),)
 
 
 def smem_type(value: SSAValue) -> SmemTensorType:
+    """The `SmemTensorType` of `value` (asserts that type)."""
     typ = value.type
     assert isinstance(typ, SmemTensorType)
     return typ
 
 
 def check_epilogue(op: IRDLOperation, epilogue: ArrayAttr) -> None:
+    """Check that every epilogue entry is a `#cute.fn`.
+
+    Raises:
+        CuteVerifyError: an entry of another kind.
+    """
     for fn in epilogue.data:
         if not isinstance(fn, UnaryFnAttr):
             raise rule_error(op, "the epilogue must be a list of #cute.fn attributes")
 
 
 def check_order(op: IRDLOperation, order: DenseArrayBase, rank: int) -> None:
+    """Check that `order` is a permutation of the `rank` dims (fastest first).
+
+    Raises:
+        CuteVerifyError: it is not.
+    """
     if sorted(dense_ints(order)) != list(range(rank)):
         raise rule_error(op, f"order {dense_ints(order)} must be a permutation of the {rank} dims (fastest first)")
 
 
 def check_mode(op: IRDLOperation, mode: StringAttr) -> None:
+    """Check that `mode` is one of `STORE_MODES` (store, add, max, rescale).
+
+    Raises:
+        CuteVerifyError: it is not.
+    """
     if mode.data not in STORE_MODES:
         raise rule_error(op, f"mode '{mode.data}' must be one of {', '.join(STORE_MODES)}")
 
 
 @irdl_op_definition
 class YieldOp(IRDLOperation):
+    """`cute.yield`: the implicit terminator of a `cute.for` body."""
     name = "cute.yield"
     traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ForOp)))
     assembly_format = "attr-dict"
@@ -238,13 +272,16 @@ class ForOp(CuteOp):
 
     @property
     def trip_count(self) -> int:
+        """The loop's trip count R (`cute.for %it = 0 to R`)."""
         return self.upper.value.data
 
     @property
     def iv(self) -> SSAValue:
+        """The iteration index (the body's `index` argument)."""
         return self.body.block.args[0]
 
     def print(self, printer: Printer) -> None:
+        """Print `%it = 0 to R { body } {attrs}`."""
         printer.print_string(" ")
         printer.print_ssa_value(self.iv)
         printer.print_string(f" = 0 to {self.trip_count} ")
@@ -253,6 +290,11 @@ class ForOp(CuteOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ForOp:
+        """Parse `%it = 0 to R { body } {attrs}`.
+
+        Raises:
+            ParseError: malformed text or a lower bound other than 0.
+        """
         arg = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
         start = parser.pos
@@ -268,6 +310,11 @@ class ForOp(CuteOp):
         return op
 
     def verify_(self) -> None:
+        """Check the trip count and the body's argument.
+
+        Raises:
+            CuteVerifyError: a trip count < 1, or a body without exactly one `index` argument.
+        """
         if self.trip_count < 1:
             raise rule_error(self, f"trip count must be >= 1, got {self.trip_count}")
         args = self.body.block.args

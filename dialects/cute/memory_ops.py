@@ -42,13 +42,16 @@ class SmemAllocOp(CuteOp):
 
     @property
     def byte_offsets(self) -> tuple[int, ...]:
+        """The byte offsets of the tile's buffers in the kernel's shared memory (one, or the N stage buffers of a ring)."""
         return dense_ints(self.offsets)
 
     @property
     def num_buffers(self) -> int:
+        """Number of buffers (1, or the ring's stage count)."""
         return len(self.byte_offsets)
 
     def print(self, printer: Printer) -> None:
+        """Print ` [off0, off1, ...] {attrs} : <tile type>`."""
         printer.print_string(" [" + ", ".join(str(o) for o in self.byte_offsets) + "]")
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
@@ -56,6 +59,11 @@ class SmemAllocOp(CuteOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> SmemAllocOp:
+        """Parse `[off0, ...] {attrs} : <tile type>`.
+
+        Raises:
+            ParseError: malformed text.
+        """
         offsets = parser.parse_comma_separated_list(
             parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
         )
@@ -66,6 +74,13 @@ class SmemAllocOp(CuteOp):
         return op
 
     def verify_(self) -> None:
+        """Check the buffers' offsets against the tile size and the kernel's shared memory.
+
+        Raises:
+            CuteVerifyError: not 1..MAX_STAGES offsets, an offset that is negative or not a multiple
+                of 16 bytes, stage buffers that overlap (tile size = cosize x element bytes), or a
+                buffer past the kernel's `smem_size`.
+        """
         offs = self.byte_offsets
         if not 1 <= len(offs) <= MAX_STAGES:
             raise rule_error(self, f"needs one offset (or 2..{MAX_STAGES} for the stage buffers of a pipelined tile)")
@@ -208,6 +223,14 @@ class CopyG2SOp(_CopyBase):
         )
 
     def verify_(self) -> None:
+        """Check the common copy rules (`_check_common`) and those of a load.
+
+        Raises:
+            CuteVerifyError: a mode outside `COPY_MODES_G2S`, a tile shape or rank mismatch, a bad
+                `block_offset` or `vec`, chunked/async copies that are not 16-byte vectors along one
+                unit-stride dim, a DTensor and tile of different element types, a negative
+                `iter_offset`, or an async copy whose iteration stride is not a multiple of `vec`.
+        """
         smem = smem_type(self.dst)
         self._check_common(self.src, smem, COPY_MODES_G2S)
         src_type = self.src.type
@@ -244,6 +267,13 @@ class CopyS2GOp(_CopyBase):
         )
 
     def verify_(self) -> None:
+        """Check the common copy rules (`_check_common`) with the store modes.
+
+        Raises:
+            CuteVerifyError: a mode outside `COPY_MODES_S2G`, a tile shape or rank mismatch, a bad
+                `block_offset` or `vec`, or a chunked copy that is not 16-byte vectors along one
+                unit-stride dim.
+        """
         self._check_common(self.dst, smem_type(self.src), COPY_MODES_S2G)
 
 
@@ -266,16 +296,28 @@ class CpAsyncWaitOp(CuteOp):
         super().__init__(properties={"pending": IntegerAttr(pending, i64)})
 
     def print(self, printer: Printer) -> None:
+        """Print ` N {attrs}`."""
         printer.print_string(f" {self.pending.value.data}")
         printer.print_op_attributes(self.attributes)
 
     @classmethod
     def parse(cls, parser: Parser) -> CpAsyncWaitOp:
+        """Parse `N {attrs}`.
+
+        Raises:
+            ParseError: malformed text.
+        """
         pending = parser.parse_integer(allow_boolean=False)
         attrs = parser.parse_optional_attr_dict()
         return cls.create(properties={"pending": IntegerAttr(pending, i64)}, attributes=attrs)
 
     def verify_(self) -> None:
+        """Check the pending-group count.
+
+        Raises:
+            CuteVerifyError: `pending` outside 0..7 (the most groups the printer's cp.async pipelines
+                keep in flight, `MAX_STAGES` - 1).
+        """
         if not 0 <= self.pending.value.data <= 7:
             raise rule_error(self, "pending must be in 0..7")
 

@@ -60,6 +60,13 @@ class MmaOp(CuteOp):
         super().__init__(operands=[acc, a, b])
 
     def verify_(self) -> None:
+        """Check the product's shapes and the atom's operand types.
+
+        Raises:
+            CuteVerifyError: the operands are not matrices with equal contraction dims, the
+                accumulator is not M x N, or a tensor-core atom gets operands other than its
+                f16 / bf16.
+        """
         m, n, _ = _matmul_dims(self, self.a, self.b)
         frag = self.acc.type
         assert isinstance(frag, FragmentType)
@@ -104,6 +111,14 @@ class MmaChainOp(CuteOp):
         super().__init__(operands=[acc, sum, a, b, c], properties={"epilogue": ArrayAttr(epilogue)})
 
     def verify_(self) -> None:
+        """Check the chain's shapes, types, atoms and warp layout.
+
+        Raises:
+            CuteVerifyError: a bad epilogue; A, B not matrices with equal K; C not an N1-row matrix;
+                sum / acc not M x N1 / M x D; A, B, C not of one 16-bit type matching a 16x8x16 atom;
+                acc's thr_layout not (tg_m, 1); M > 16 tg_m; N1 not a multiple of 16 x the key
+                groups; or an enclosing kernel without exactly tg_m x key-group warps.
+        """
         check_epilogue(self, self.epilogue)
         m, n1, _ = _matmul_dims(self, self.a, self.b)
         c_shape = smem_type(self.c).get_shape()
@@ -160,6 +175,12 @@ class FragStoreOp(CuteOp):
         )
 
     def verify_(self) -> None:
+        """Check the mode, epilogue and destination shape.
+
+        Raises:
+            CuteVerifyError: a bad or `rescale` mode, a bad epilogue, or a tile whose trailing two
+                dims are not the fragment's (M, N) (leading dims must be 1).
+        """
         check_mode(self, self.mode)
         if self.mode.data == "rescale":
             raise rule_error(self, "mode 'rescale' needs a scale tile; use store or add")

@@ -49,6 +49,13 @@ class MatmulOp(KnBinaryOp):
         IRDLOperation.__init__(self, operands=[lhs, rhs], result_types=[TensorType(element_type_of(lhs), shape)])
 
     def verify_(self) -> None:
+        """Check the DTensor types, one element type, and the [B..., M, K] @ [B..., K, N] -> [B..., M, N] shape.
+
+        Raises:
+            KnVerifyError: a tensor that is not a Mirage DTensor, operands and result of different
+                element types, operands that do not multiply (`tiling.matmul_shape`), or another
+                result shape.
+        """
         check_tensor_types(self)
         check_same_dtype(self, self.lhs, self.rhs, self.result)
         try:
@@ -81,6 +88,12 @@ class ReductionOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        """Check the DTensor types, one element type, and the reduced shape (dim `dim` becomes `size`).
+
+        Raises:
+            KnVerifyError: a tensor that is not a Mirage DTensor, input and result of different element
+                types, a bad dim or size (`tiling.reduction_shape`), or another result shape.
+        """
         check_tensor_types(self)
         check_same_dtype(self, self.input, self.result)
         try:
@@ -118,6 +131,12 @@ class ReductionMaxOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        """Check the DTensor types, one element type, and the result shape (dim `dim` reduced to 1).
+
+        Raises:
+            KnVerifyError: a tensor that is not a Mirage DTensor, input and result of different element
+                types, a bad dim (`tiling.reduction_shape`), or another result shape.
+        """
         check_tensor_types(self)
         check_same_dtype(self, self.input, self.result)
         try:
@@ -146,6 +165,12 @@ class RmsNormOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        """Check the DTensor types and that `normalized_shape` is the input's trailing dims.
+
+        Raises:
+            KnVerifyError: a tensor that is not a Mirage DTensor, or an empty, too long or mismatched
+                `normalized_shape`.
+        """
         check_tensor_types(self)
         norm = ints(self.normalized_shape)
         shape = shape_of(self.input)
@@ -175,6 +200,12 @@ class ConcatOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        """Check the DTensor types, one element type, and the concatenated shape along `dim`.
+
+        Raises:
+            KnVerifyError: a tensor that is not a Mirage DTensor, different element types, operands
+                that do not concatenate (`tiling.concat_shape`), or another result shape.
+        """
         check_tensor_types(self)
         check_same_dtype(self, self.lhs, self.rhs, self.result)
         try:
@@ -210,6 +241,13 @@ class ChunkOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        """Check the DTensor types, one element type, and one result per equal chunk of dim `dim`.
+
+        Raises:
+            KnVerifyError: a tensor that is not a Mirage DTensor, different element types, a dim
+                outside the input, no result, a dim size not divisible by the number of results, or
+                a result that is not the input's shape with dim `dim` divided by that number.
+        """
         check_tensor_types(self)
         check_same_dtype(self, self.input, *self.outputs)
         shape = shape_of(self.input)
@@ -245,4 +283,9 @@ class AllReduceOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[input.type], properties=props)
 
     def verify_(self) -> None:
+        """Check the DTensor types.
+
+        Raises:
+            KnVerifyError: a tensor that is not a Mirage DTensor.
+        """
         check_tensor_types(self)

@@ -74,10 +74,12 @@ class CustomizedOp(IRDLOperation):
 
     @property
     def grid(self) -> tuple[int, int, int]:
+        """The launch grid (x, y, z) in blocks."""
         return ints(self.grid_dim)  # type: ignore[return-value]
 
     @property
     def block(self) -> tuple[int, int, int]:
+        """The block shape (x, y, z) in threads."""
         return ints(self.block_dim)  # type: ignore[return-value]
 
     @property
@@ -102,10 +104,12 @@ class CustomizedOp(IRDLOperation):
 
     @property
     def num_iterations(self) -> int:
+        """Iterations of the block's for-loop (`forloop_range`)."""
         return self.forloop_range.value.data
 
     @property
     def dimx(self) -> int:
+        """Target size of the graph's `*_to_dimx` reductions (`reduction_dimx`, Mirage default 64)."""
         return self.reduction_dimx.value.data
 
     def graph_error(self) -> str | None:
@@ -139,6 +143,15 @@ class CustomizedOp(IRDLOperation):
         return None
 
     def verify_(self) -> None:
+        """Check the graph attributes, the region and every result against its `tb.output`.
+
+        Raises:
+            KnVerifyError: `graph_error`'s reason (launch geometry, forloop_range, region shape), a
+                tensor that is not a Mirage DTensor, block arguments that do not match the inputs, a
+                kn op inside the region, not one `tb.output` per result, `tb.grid_sum` ops over
+                different grid axes, or a result whose shape (`tiling.output_dtensor_shape`) or element
+                type differs from its `tb.output` tile's.
+        """
         if (err := self.graph_error()) is not None:
             raise fail(self, err)
         check_tensor_types(self)

@@ -40,46 +40,59 @@ class KnUnaryOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[input.type], properties=props)
 
     def verify_(self) -> None:
+        """Check the DTensor types (operand and result share one type by construction).
+
+        Raises:
+            KnVerifyError: a tensor that is not a Mirage DTensor.
+        """
         check_tensor_types(self)
 
 
 @irdl_op_definition
 class ExpOp(KnUnaryOp):
+    """`kn.exp`: e^x elementwise."""
     name = "kn.exp"
 
 
 @irdl_op_definition
 class SquareOp(KnUnaryOp):
+    """`kn.square`: x^2 elementwise."""
     name = "kn.square"
 
 
 @irdl_op_definition
 class SqrtOp(KnUnaryOp):
+    """`kn.sqrt`: the square root elementwise."""
     name = "kn.sqrt"
 
 
 @irdl_op_definition
 class SiluOp(KnUnaryOp):
+    """`kn.silu`: x * sigmoid(x) elementwise (SiLU, Elfwing et al. 2018)."""
     name = "kn.silu"
 
 
 @irdl_op_definition
 class SigmoidOp(KnUnaryOp):
+    """`kn.sigmoid`: 1 / (1 + e^-x) elementwise."""
     name = "kn.sigmoid"
 
 
 @irdl_op_definition
 class GeluOp(KnUnaryOp):
+    """`kn.gelu`: 0.5 x (1 + erf(x / sqrt(2))) elementwise (exact GELU, Hendrycks & Gimpel 2016)."""
     name = "kn.gelu"
 
 
 @irdl_op_definition
 class ReluOp(KnUnaryOp):
+    """`kn.relu`: max(x, 0) elementwise."""
     name = "kn.relu"
 
 
 @irdl_op_definition
 class LogOp(KnUnaryOp):
+    """`kn.log`: the natural logarithm elementwise."""
     name = "kn.log"
 
 
@@ -95,6 +108,11 @@ class ClampOp(KnUnaryOp):
         super().__init__(input, min_value=FloatAttr(min_value, f64), max_value=FloatAttr(max_value, f64))
 
     def verify_(self) -> None:
+        """Check the DTensor types and the bounds.
+
+        Raises:
+            KnVerifyError: a tensor that is not a Mirage DTensor, or min_value > max_value.
+        """
         super().verify_()
         lo, hi = self.min_value.value.data, self.max_value.value.data
         if not lo <= hi:
@@ -127,6 +145,12 @@ class KnBinaryOp(IRDLOperation):
         super().__init__(operands=[lhs, rhs], result_types=[TensorType(element_type_of(lhs), shape)])
 
     def verify_(self) -> None:
+        """Check the DTensor types, one element type, and the broadcast result shape.
+
+        Raises:
+            KnVerifyError: a tensor that is not a Mirage DTensor, different element types, operands
+                that do not broadcast (`tiling.broadcast_shape`), or another result shape.
+        """
         check_tensor_types(self)
         check_same_dtype(self, self.lhs, self.rhs, self.result)
         try:
@@ -138,24 +162,29 @@ class KnBinaryOp(IRDLOperation):
 
 @irdl_op_definition
 class AddOp(KnBinaryOp):
+    """`kn.add`: lhs + rhs elementwise, broadcast."""
     name = "kn.add"
 
 
 @irdl_op_definition
 class SubOp(KnBinaryOp):
+    """`kn.sub`: lhs - rhs elementwise, broadcast."""
     name = "kn.sub"
 
 
 @irdl_op_definition
 class MulOp(KnBinaryOp):
+    """`kn.mul`: lhs * rhs elementwise, broadcast."""
     name = "kn.mul"
 
 
 @irdl_op_definition
 class DivOp(KnBinaryOp):
+    """`kn.div`: lhs / rhs elementwise, broadcast."""
     name = "kn.div"
 
 
 @irdl_op_definition
 class PowOp(KnBinaryOp):
+    """`kn.pow`: lhs ** rhs elementwise, broadcast."""
     name = "kn.pow"

@@ -101,6 +101,11 @@ def fail(op: IRDLOperation, rule: str) -> KnVerifyError:
 
 
 def check_shape(op: IRDLOperation, expected: Sequence[int], actual: Sequence[int], what: str = "result") -> None:
+    """Check that `actual` equals the inferred `expected` shape.
+
+    Raises:
+        KnVerifyError: it does not (`what` names the checked value in the message).
+    """
     if tuple(expected) != tuple(actual):
         raise fail(op, f"{what} shape {tuple(actual)} does not match the inferred shape {tuple(expected)}")
 
@@ -146,6 +151,11 @@ def check_tensor_types(op: IRDLOperation) -> None:
 
 
 def check_same_dtype(op: IRDLOperation, *values: SSAValue) -> None:
+    """Check that `values` share one element type.
+
+    Raises:
+        KnVerifyError: they do not.
+    """
     dtypes = {element_type_of(v) for v in values}
     if len(dtypes) > 1:
         raise fail(op, f"operands and results must share one element type, got {sorted(map(str, dtypes))}")

@@ -98,10 +98,12 @@ class EventOp(IRDLOperation):
 
     @property
     def ident(self) -> int:
+        """The event's id."""
         return self.id.value.data
 
     @property
     def needed(self) -> int:
+        """Number of triggers from producer tasks after which the event is reached (`count`)."""
         return self.count.value.data
 
 
@@ -152,23 +154,28 @@ class TaskOp(IRDLOperation):
 
     @property
     def ident(self) -> int:
+        """The task's id."""
         return self.id.value.data
 
     @property
     def block_range(self) -> tuple[int, int]:
+        """The task's threadblocks [first, end) of its kernel's grid (linear block indices)."""
         lo, hi = ints(self.blocks)
         return lo, hi
 
     @property
     def worker_id(self) -> int:
+        """The worker CTA that runs the task."""
         return self.worker.value.data
 
     @property
     def wait_event(self) -> int:
+        """The id of the event the task waits on before it starts (-1: none)."""
         return self.wait.value.data
 
     @property
     def trigger_events(self) -> tuple[int, ...]:
+        """The ids of the events the task triggers when it ends."""
         return ints(self.triggers)
 
     def footprint(self, write: bool) -> list[tuple[int, tuple[tuple[int, int], ...]]]:
@@ -186,6 +193,12 @@ class TaskOp(IRDLOperation):
         return out
 
     def verify_(self) -> None:
+        """Check the block range, the worker and the footprint entries.
+
+        Raises:
+            MpkVerifyError: `blocks` is not [first, end) with 0 <= first < end, a negative worker,
+                or a read/write entry that is not an array<i64> [buffer, lo0, hi0, lo1, hi1, ...].
+        """
         lo_hi = ints(self.blocks)
         if len(lo_hi) != 2 or not 0 <= lo_hi[0] < lo_hi[1]:
             raise MpkVerifyError(f"{self.name} {self.ident}: blocks must be [first, end) with 0 <= first < end, got {list(lo_hi)}")
@@ -224,29 +237,40 @@ class TaskGraphOp(IRDLOperation):
 
     @property
     def tasks(self) -> list[TaskOp]:
+        """The graph's `mpk.task` ops, in order."""
         return [op for op in self.body.block.ops if isinstance(op, TaskOp)]
 
     @property
     def events(self) -> list[EventOp]:
+        """The graph's `mpk.event` ops, in order."""
         return [op for op in self.body.block.ops if isinstance(op, EventOp)]
 
     @property
     def num_workers(self) -> int:
+        """Number of worker CTAs of the persistent kernel."""
         return self.workers.value.data
 
     @property
     def num_threads(self) -> int:
+        """Threads per worker CTA."""
         return self.threads.value.data
 
     @property
     def smem_bytes(self) -> int:
+        """Dynamic shared memory per worker CTA, in bytes."""
         return self.smem.value.data
 
     @property
     def buffer_names(self) -> list[str]:
+        """The names of the DTensors that footprint buffer indices refer to."""
         return [b.data for b in self.buffers.data]  # type: ignore[attr-defined]
 
     def verify_(self) -> None:
+        """Check the graph rules of dialects/mpk/verify.py (`verify_task_graph`).
+
+        Raises:
+            MpkVerifyError: a rule is broken (op, task or tile, rule and fix in the message).
+        """
         from mirage_xdsl.dialects.mpk.verify import verify_task_graph
 
         verify_task_graph(self)

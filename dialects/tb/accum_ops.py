@@ -46,9 +46,18 @@ class ForloopAccumOp(TbOp):
 
     @property
     def accum_kind(self) -> str:
+        """The accumulator kind (one of `tiling.ACCUMULATOR_KINDS`, listed in the class docstring)."""
         return self.kind.data
 
     def verify_(self) -> None:
+        """Check the kind, the rescale operand, the loop placement, the element type and the result shape.
+
+        Raises:
+            KnVerifyError: an unknown kind; a rescale operand missing for a rescale kind or given to
+                another; an input or rescale tile typed after_accum or a result that is not; operands
+                and result of different element types; a rescale that does not broadcast to the
+                input; or a result shape other than `tiling.accumulator_shape`'s (graph's dimx).
+        """
         kind = self.accum_kind
         if kind not in tiling.ACCUMULATOR_KINDS:
             raise fail(self, f"unknown kind '{kind}' (expected one of {', '.join(tiling.ACCUMULATOR_KINDS)})")
@@ -88,6 +97,7 @@ class ForloopAccumOp(TbOp):
         check_shape(self, expected, shape_of(self.result))
 
     def print(self, printer: Printer) -> None:
+        """Print ` KIND %x[, %rescale] {attrs} : T[, Ts] -> R`."""
         printer.print_string(f" {self.accum_kind} ")
         printer.print_operand(self.input)
         if self.rescale is not None:
@@ -104,6 +114,11 @@ class ForloopAccumOp(TbOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ForloopAccumOp:
+        """Parse `KIND %x[, %rescale] {attrs} : T[, Ts] -> R`.
+
+        Raises:
+            ParseError: an unknown kind, malformed text, or not one type per operand.
+        """
         start = parser.pos
         kind = parser.parse_identifier()
         if kind not in tiling.ACCUMULATOR_KINDS:
@@ -173,9 +188,17 @@ class GridSumOp(TbOp):
 
     @property
     def grid_axis(self) -> int:
+        """The grid axis (0 = x, 1 = y, 2 = z) whose split blocks are summed."""
         return self.dim.value.data
 
     def verify_(self) -> None:
+        """Check the operand, the axis and the enclosing graph's grid.
+
+        Raises:
+            KnVerifyError: result and operand types differ; the operand is not a grid-summable
+                accumulator (possibly through reductions / mul_scalar of one); the axis is not 0..2;
+                or the graph has fewer than 2 blocks along it.
+        """
         if self.result.type != self.input.type:
             raise fail(self, f"the result type {self.result.type} must equal the operand type {self.input.type}")
         owner = self.input.owner

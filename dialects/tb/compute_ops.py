@@ -19,6 +19,7 @@ from mirage_xdsl.dialects.tb.stensor import STensorType, TbOp, after_accum, chec
 
 
 class TbUnaryOp(TbOp):
+    """Base of the elementwise unary tb ops: the result tile has the operand's type (shape, element type, after_accum)."""
     T: ClassVar = VarConstraint("T", base(STensorType))
     input = operand_def(T)
     result = result_def(T)
@@ -30,41 +31,49 @@ class TbUnaryOp(TbOp):
 
 @irdl_op_definition
 class ExpOp(TbUnaryOp):
+    """`tb.exp`: e^x elementwise."""
     name = "tb.exp"
 
 
 @irdl_op_definition
 class SquareOp(TbUnaryOp):
+    """`tb.square`: x^2 elementwise."""
     name = "tb.square"
 
 
 @irdl_op_definition
 class SqrtOp(TbUnaryOp):
+    """`tb.sqrt`: the square root elementwise."""
     name = "tb.sqrt"
 
 
 @irdl_op_definition
 class SiluOp(TbUnaryOp):
+    """`tb.silu`: x * sigmoid(x) elementwise (SiLU, Elfwing et al. 2018)."""
     name = "tb.silu"
 
 
 @irdl_op_definition
 class SigmoidOp(TbUnaryOp):
+    """`tb.sigmoid`: 1 / (1 + e^-x) elementwise."""
     name = "tb.sigmoid"
 
 
 @irdl_op_definition
 class GeluOp(TbUnaryOp):
+    """`tb.gelu`: 0.5 x (1 + erf(x / sqrt(2))) elementwise (exact GELU, Hendrycks & Gimpel 2016)."""
     name = "tb.gelu"
 
 
 @irdl_op_definition
 class ReluOp(TbUnaryOp):
+    """`tb.relu`: max(x, 0) elementwise."""
     name = "tb.relu"
 
 
 @irdl_op_definition
 class LogOp(TbUnaryOp):
+    """`tb.log`: the natural logarithm elementwise."""
     name = "tb.log"
 
 
@@ -80,6 +89,11 @@ class ClampOp(TbUnaryOp):
         super().__init__(input, min_value=FloatAttr(min_value, f64), max_value=FloatAttr(max_value, f64))
 
     def verify_(self) -> None:
+        """Check the bounds.
+
+        Raises:
+            KnVerifyError: min_value > max_value.
+        """
         lo, hi = self.min_value.value.data, self.max_value.value.data
         if not lo <= hi:
             raise fail(self, f"min_value ({lo}) must not exceed max_value ({hi})")
@@ -106,6 +120,11 @@ class TbBinaryOp(TbOp):
 
     @staticmethod
     def infer_shape(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
+        """The broadcast shape of `lhs` and `rhs` (numpy rules over equal ranks).
+
+        Raises:
+            ShapeError: the shapes do not broadcast.
+        """
         return tiling.broadcast_shape(lhs, rhs)
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue):
@@ -116,6 +135,12 @@ class TbBinaryOp(TbOp):
         )
 
     def verify_(self) -> None:
+        """Check after_accum agreement, one element type and the inferred result shape.
+
+        Raises:
+            KnVerifyError: operands (or result) differ in after_accum, element types differ, the
+                operand shapes are incompatible (`infer_shape`), or the result has another shape.
+        """
         if after_accum(self.lhs) != after_accum(self.rhs):
             raise fail(self, "operands must agree on after_accum (both before or both after the for-loop)")
         if after_accum(self.result) != after_accum(self.lhs):
@@ -130,26 +155,31 @@ class TbBinaryOp(TbOp):
 
 @irdl_op_definition
 class AddOp(TbBinaryOp):
+    """`tb.add`: lhs + rhs elementwise, broadcast."""
     name = "tb.add"
 
 
 @irdl_op_definition
 class SubOp(TbBinaryOp):
+    """`tb.sub`: lhs - rhs elementwise, broadcast."""
     name = "tb.sub"
 
 
 @irdl_op_definition
 class MulOp(TbBinaryOp):
+    """`tb.mul`: lhs * rhs elementwise, broadcast."""
     name = "tb.mul"
 
 
 @irdl_op_definition
 class DivOp(TbBinaryOp):
+    """`tb.div`: lhs / rhs elementwise, broadcast."""
     name = "tb.div"
 
 
 @irdl_op_definition
 class PowOp(TbBinaryOp):
+    """`tb.pow`: lhs ** rhs elementwise, broadcast."""
     name = "tb.pow"
 
 
@@ -161,21 +191,34 @@ class MatmulOp(TbBinaryOp):
 
     @staticmethod
     def infer_shape(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
+        """The product shape [1.., M, N] of [1.., M, K] and [1.., K, N] tiles (`tiling.matmul_shape`, threadblock rules).
+
+        Raises:
+            ShapeError: ranks differ or are < 2, K differs, or a leading dim is not 1.
+        """
         return tiling.matmul_shape(lhs, rhs, threadblock=True)
 
 
 class TbReductionBase(TbOp):
+    """Base of the tb reductions: reduce dim `dim` of `input` to `reduced_size()` (result checks in `check_result`)."""
     input = operand_def(STensorType)
     dim = prop_def(IntegerAttr)
 
     @property
     def reduce_dim(self) -> int:
+        """The reduced dimension."""
         return self.dim.value.data
 
     def reduced_size(self) -> int:
+        """Size of the reduced dim in the result (1 unless overridden)."""
         return 1
 
     def check_result(self, result: SSAValue) -> None:
+        """Check a result: same after_accum and element type as the input, shape of `tiling.reduction_shape`.
+
+        Raises:
+            KnVerifyError: a mismatch, or a bad dim / size.
+        """
         if after_accum(result) != after_accum(self.input):
             raise fail(self, "the result's after_accum must equal the operand's")
         check_same_element_type(self, self.input, result)
@@ -198,6 +241,11 @@ class TbReduceToOneBase(TbReductionBase):
         )
 
     def verify_(self) -> None:
+        """Check the result (`check_result`).
+
+        Raises:
+            KnVerifyError: see `check_result`.
+        """
         self.check_result(self.results[0])
 
 
@@ -228,6 +276,7 @@ class ReductionToDimxOp(TbReductionBase):
         )
 
     def reduced_size(self) -> int:
+        """The graph's `reduction_dimx` (the result's size along `dim` while the op is detached or the graph malformed)."""
         graph = checked_graph_of(self)
         if graph is not None:
             return graph.dimx
@@ -235,6 +284,11 @@ class ReductionToDimxOp(TbReductionBase):
         return shape[self.reduce_dim] if 0 <= self.reduce_dim < len(shape) else 1
 
     def verify_(self) -> None:
+        """Check the result (`check_result`, reduced size = the graph's dimx).
+
+        Raises:
+            KnVerifyError: see `check_result`.
+        """
         self.check_result(self.result)
 
 
@@ -269,6 +323,11 @@ class ReductionMaxOp(TbReductionBase):
         super().__init__(operands=[input], result_types=[out, out], properties={"dim": IntegerAttr(dim, i64)})
 
     def verify_(self) -> None:
+        """Check both results, the running max and the difference (`check_result`).
+
+        Raises:
+            KnVerifyError: see `check_result`.
+        """
         self.check_result(self.max)
         self.check_result(self.diff)
 
@@ -307,6 +366,12 @@ class ConcatOp(TbOp):
         )
 
     def verify_(self) -> None:
+        """Check after_accum agreement, one element type and the concatenated shape.
+
+        Raises:
+            KnVerifyError: operands or result differ in after_accum, element types differ, the tiles
+                do not concatenate along `dim` (`tiling.concat_shape`), or the result has another shape.
+        """
         if after_accum(self.lhs) != after_accum(self.rhs) or after_accum(self.result) != after_accum(self.lhs):
             raise fail(self, "operands and result must agree on after_accum (both before or both after the for-loop)")
         check_same_element_type(self, self.lhs, self.rhs, self.result)

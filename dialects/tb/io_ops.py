@@ -42,13 +42,22 @@ class InputOp(TbOp):
 
     @property
     def imap(self) -> tuple[int, ...]:
+        """`input_map` (x, y, z): the dtensor dim each grid axis partitions, -1 = replicated."""
         return ints(self.input_map)
 
     @property
     def fdim(self) -> int:
+        """The dtensor dim the for-loop walks (`forloop_dim`), -1 = loaded once before the loop."""
         return self.forloop_dim.value.data
 
     def verify_(self) -> None:
+        """Check the types and, inside a graph, the operand and the tile shape.
+
+        Raises:
+            KnVerifyError: a tensor that is not a Mirage DTensor, a tile typed after_accum, tile and
+                dtensor of different element types, an operand that is not a block argument of the
+                enclosing `kn.customized`, or a tile shape other than `tiling.input_tile_shape`'s.
+        """
         check_tensor_types(self)
         if after_accum(self.result):
             raise fail(self, "a loaded tile is used inside the for-loop: its type must not be after_accum")
@@ -94,9 +103,17 @@ class OutputOp(TbOp):
 
     @property
     def omap(self) -> tuple[int, ...]:
+        """`output_map` (x, y, z): the output dim each grid axis concatenates along, -1 = none."""
         return ints(self.output_map)
 
     def verify_(self) -> None:
+        """Check the stored tile and, inside a graph, the grid-sum axis and the output map.
+
+        Raises:
+            KnVerifyError: the tile is not after_accum; with `tb.grid_sum` ops, `output_map` is not -1
+                on their axis or the tile does not depend on a grid sum; or the map and tile do not give
+                an output shape (`tiling.output_dtensor_shape`).
+        """
         if not after_accum(self.input):
             raise fail(
                 self,

@@ -34,23 +34,34 @@ class STensorType(ParametrizedAttribute, TypeAttribute):
         super().__init__(ArrayAttr(IntAttr(d) for d in shape), element_type, IntAttr(int(after_accum)))
 
     def get_shape(self) -> tuple[int, ...]:
+        """The tile's shape (dims outermost first)."""
         return tuple(d.data for d in self.shape)
 
     def get_element_type(self) -> Attribute:
+        """The tile's element type."""
         return self.element_type
 
     @property
     def is_after_accum(self) -> bool:
+        """Whether the tile lives after the for-loop (the `after_accum` flag)."""
         return bool(self.after_accum.data)
 
     def with_after_accum(self, after_accum: bool) -> STensorType:
+        """This type with the `after_accum` flag set to `after_accum`."""
         return STensorType(self.get_shape(), self.element_type, after_accum)
 
     def with_shape(self, shape: Sequence[int]) -> STensorType:
+        """This type with another shape (element type and flag kept)."""
         return STensorType(shape, self.element_type, self.is_after_accum)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """Parse `<DxDx...xT[, after_accum]>`.
+
+        Raises:
+            ParseError: a dim that is not static and positive, a rank outside 1..MAX_TENSOR_DIMS,
+                an element type Mirage does not support, or a flag other than `after_accum`.
+        """
         with parser.in_angle_brackets():
             start = parser.pos
             dims, element_type = parser.parse_ranked_shape()
@@ -73,6 +84,7 @@ class STensorType(ParametrizedAttribute, TypeAttribute):
         return (ArrayAttr(IntAttr(d) for d in dims), element_type, IntAttr(after_accum))
 
     def print_parameters(self, printer: Printer) -> None:
+        """Print `<DxDx...xT[, after_accum]>`."""
         with printer.in_angle_brackets():
             for d in self.get_shape():
                 printer.print_string(f"{d}x")
@@ -81,6 +93,12 @@ class STensorType(ParametrizedAttribute, TypeAttribute):
                 printer.print_string(", after_accum")
 
     def verify(self) -> None:
+        """Check the type.
+
+        Raises:
+            VerifyException: a dim <= 0, a rank outside 1..MAX_TENSOR_DIMS, an unsupported element
+                type, or a flag other than 0 / 1.
+        """
         if any(d.data <= 0 for d in self.shape):
             raise VerifyException(f"tb.stensor dims must be positive, got {self.get_shape()}")
         if not 1 <= len(self.shape) <= tiling.MAX_TENSOR_DIMS:
@@ -94,6 +112,7 @@ class STensorType(ParametrizedAttribute, TypeAttribute):
 
 
 def after_accum(value: SSAValue) -> bool:
+    """Whether `value` is a tile typed after_accum (False for any other type)."""
     typ = value.type
     return isinstance(typ, STensorType) and typ.is_after_accum
 
@@ -115,6 +134,11 @@ def checked_graph_of(op: IRDLOperation) -> CustomizedOp | None:
 
 
 def check_same_element_type(op: IRDLOperation, *values: SSAValue) -> None:
+    """Check that `values` share one element type.
+
+    Raises:
+        KnVerifyError: they do not.
+    """
     types = [element_type_of(v) for v in values]
     if any(t != types[0] for t in types):
         raise fail(op, f"operands and results must share one element type, got {', '.join(map(str, types))}")

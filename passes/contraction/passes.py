@@ -64,6 +64,11 @@ class SplitDimPass(ModulePass):
     inner: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Split `dim` of every contraction.contract in `op` (see the class docstring).
+
+        Raises:
+            PassFailedException: see `_transform_all`.
+        """
         _transform_all(op, self.name, lambda optimizer: optimizer.split_dim(self.dim, self.outer, self.inner))
 
 
@@ -80,6 +85,11 @@ class FuseDimsPass(ModulePass):
     b: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Fuse dimensions `a` and `b` of every contraction.contract in `op`.
+
+        Raises:
+            PassFailedException: see `_transform_all`.
+        """
         _transform_all(op, self.name, lambda optimizer: optimizer.fuse_dims(self.a, self.b))
 
 
@@ -95,6 +105,11 @@ class PermuteDimsPass(ModulePass):
     permutation: tuple[int, ...] = ()
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Permute the dimensions of every contraction.contract in `op` by `permutation`.
+
+        Raises:
+            PassFailedException: see `_transform_all`.
+        """
         _transform_all(op, self.name, lambda optimizer: optimizer.permute_dims(list(self.permutation)))
 
 
@@ -109,6 +124,11 @@ class MakeExecutablePass(ModulePass):
     name = "contraction-make-executable"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Give every contraction.contract in `op` a verified H100 schedule (exec types).
+
+        Raises:
+            PassFailedException: see `_transform_all`.
+        """
         _transform_all(op, self.name, lambda optimizer: optimizer.make_executable(), schedules=True)
 
 

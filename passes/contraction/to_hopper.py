@@ -177,6 +177,16 @@ class ConvertContractionToHopperPass(ModulePass):
     cluster: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Replace each contraction.contract with a `cute.hopper_gemm` named `<func>_hopper_gemm_<i>`.
+
+        The GEMM view (m, n, k, batches, strides) comes from `gemm_view`, the tile, stages,
+        consumers, group-m, grid and cluster from `plan_schedule` with this pass's options; the
+        enclosing func gets `kn.workspace_size = 0`.
+
+        Raises:
+            PassFailedException: the result is not f16/bf16, `prim_last` is not NONE, or
+                `gemm_view`/`plan_schedule` rejected the op (their message, the op named).
+        """
         count = 0
         for contract in [o for o in op.walk() if isinstance(o, ContractOp)]:
             result_type = contract.result.type

@@ -116,6 +116,12 @@ class ConvertContractionToTbPass(ModulePass):
     threads: int = 128
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Replace each contraction.contract with the `kn.customized` of its `tb_schedule`.
+
+        Raises:
+            PassFailedException: the op has no exec types, `prim_last` is not NONE, `tb_schedule`
+                rejected it, or its operand shapes are not row-major [C,] M x K, K x N -> M x N.
+        """
         for contract in [o for o in op.walk() if isinstance(o, ContractOp)]:
             where = f"{self.name}: {contract.name}"
             if not contract.is_scheduled:

@@ -29,6 +29,11 @@ class KnFusePass(ModulePass, PartitionOptions):
     name = "kn-fuse"
 
     def passes(self) -> list[ModulePass]:
+        """The four passes run by `apply`, in order; the partition gets this pass's options.
+
+        Raises:
+            Nothing.
+        """
         return [
             KnExpandCompositesPass(),
             KnSimplifyPass(),
@@ -37,5 +42,10 @@ class KnFusePass(ModulePass, PartitionOptions):
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Run `passes()` on `op` in order, in place.
+
+        Raises:
+            PassFailedException: from any of the four passes.
+        """
         for p in self.passes():
             p.apply(ctx, op)

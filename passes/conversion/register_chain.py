@@ -43,12 +43,14 @@ class RegisterChain:
 
     @property
     def first_matmul(self) -> tb.MatmulOp:
+        """The `tb.matmul` that computes P (the head of `first`)."""
         mm = self.first[0]
         assert isinstance(mm, tb.MatmulOp)
         return mm
 
     @property
     def second_matmul(self) -> tb.MatmulOp:
+        """The `tb.matmul` P @ V (the head of `second`)."""
         mm = self.second[0]
         assert isinstance(mm, tb.MatmulOp)
         return mm

@@ -244,6 +244,12 @@ class ConvertTbToCutePass(ModulePass):
     """Use SM80 `mma.sync` atoms for fp16/bf16 matmuls (else the UniversalFMA fallback)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Replace each `kn.customized` of every func in `op` with its `cute.kernel` (`<func>_k<i>`).
+
+        Raises:
+            PassFailedException: a missing or malformed planning attribute, an unsupported element
+                type or op (the located `ConvertError` message, emitted on the op).
+        """
         rewriter = Rewriter()
         for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             graphs = [o for o in fn.walk() if isinstance(o, CustomizedOp)]

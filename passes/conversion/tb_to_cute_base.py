@@ -68,6 +68,7 @@ class ConvertError(Exception):
 
 
 def convert_error(op: Operation, rule: str) -> ConvertError:
+    """A `ConvertError` on `op` whose message is `rule` prefixed with the pass name."""
     return ConvertError(op, f"{PASS_NAME}: {rule}")
 
 
@@ -99,6 +100,7 @@ def parse_swizzle(text: str, elem_bytes: int) -> cute.SwizzleAttr:
 
 
 def cute_numel(shape: Sequence[int]) -> int:
+    """Number of elements of `shape` (the product of its extents; 1 for rank 0)."""
     n = 1
     for d in shape:
         n *= d
@@ -106,12 +108,16 @@ def cute_numel(shape: Sequence[int]) -> int:
 
 
 def ints_of(attr: Attribute) -> tuple[int, ...]:
+    """The integers of a `DenseArrayBase` attribute (asserts that type)."""
     assert isinstance(attr, DenseArrayBase)
     return ints(attr)
 
 
 @dataclass
 class Chain:
+    """One fusion chain of the block graph: its ops in chain order (`tb.chain_pos` 0, 1, ...),
+    and the `tb.stage` ("pre", "loop" or "post") and `tb.level` of its leader.
+    """
     ops: list[Operation]
     stage: str
     level: int
@@ -135,6 +141,11 @@ class KernelBuilderBase:
         self.num_stages = 0  # buffers per pipelined input (all of a kernel share one ring index)
 
     def attr(self, op: Operation, name: str) -> Attribute:
+        """The attribute `name` of `op`.
+
+        Raises:
+            ConvertError: the attribute is missing (names the pass of `WRITER` that writes it).
+        """
         value = op.attributes.get(name)
         if value is None:
             writer = WRITER.get(name, "mirage-transpile")
@@ -146,12 +157,22 @@ class KernelBuilderBase:
         return value
 
     def int_attr(self, op: Operation, name: str) -> int:
+        """The value of the integer attribute `name` of `op`.
+
+        Raises:
+            ConvertError: the attribute is missing or not an IntegerAttr.
+        """
         value = self.attr(op, name)
         if not isinstance(value, IntegerAttr):
             raise convert_error(op, f"'{name}' must be an integer attribute")
         return value.value.data
 
     def stage(self, op: Operation) -> str:
+        """The `tb.stage` of `op`: "pre", "loop" or "post".
+
+        Raises:
+            ConvertError: the attribute is missing or another value.
+        """
         value = self.attr(op, "tb.stage")
         if not isinstance(value, StringAttr) or value.data not in ("pre", "loop", "post"):
             raise convert_error(op, "'tb.stage' must be \"pre\", \"loop\" or \"post\"")
@@ -164,6 +185,15 @@ class KernelBuilderBase:
         return Float32Type() if stores_fp32(value) else element_type_of(value)
 
     def smem_type(self, op: Operation, index: int) -> cute.SmemTensorType:
+        """The shared-memory tensor type of result `index` of `op`.
+
+        Shape of the tile, element strides from `tb.strides`, swizzle from `tb.swizzle` (via
+        `parse_swizzle`), element type from `storage_type` (fp32 for multi-iteration accumulators).
+
+        Raises:
+            ConvertError: `tb.strides` or `tb.swizzle` is missing, has no entry for the result,
+                does not match the tile's rank, or the swizzle text is unknown.
+        """
         value = op.results[index]
         strides_attr = self.attr(op, "tb.strides")
         swz_attr = self.attr(op, "tb.swizzle")
@@ -185,10 +215,21 @@ class KernelBuilderBase:
         return cute.SmemTensorType(elem, cute.LayoutAttr(shape, strides), swizzle)
 
     def check_element_type(self, op: Operation, typ: Attribute) -> None:
+        """Check that `typ` is an element type of the CUDA backend (f16, bf16, f32, f64).
+
+        Raises:
+            ConvertError: any other type.
+        """
         if not isinstance(typ, KERNEL_ELEMENT_TYPES):
             raise convert_error(op, f"element type {typ} is not supported by the CUDA backend (f16, bf16, f32, f64)")
 
     def tile(self, op: Operation, value: SSAValue) -> SSAValue:
+        """The shared-memory (cute) value that holds tb value `value`, read by `op`.
+
+        Raises:
+            ConvertError: `value` has no shared-memory tile (its producer has `tb.smem_offset` -1,
+                i.e. it is inside a fusion chain).
+        """
         found = self.smem.get(value)
         if found is None:
             raise convert_error(
@@ -199,6 +240,8 @@ class KernelBuilderBase:
         return found
 
     def dtensor_arg(self, value: SSAValue) -> int:
+        """Input index of a dtensor: its block argument's index among the `kn.customized` inputs
+        (its kernel parameter is that index plus the number of outputs)."""
         assert isinstance(value, BlockArgument)
         return value.index
 
@@ -212,6 +255,11 @@ class KernelBuilderBase:
         return [first] + [d for d in reversed(range(rank)) if d != first]
 
     def epilogue_of(self, ops: Sequence[Operation]) -> list[cute.UnaryFnAttr]:
+        """The unary epilogue functions of `ops` (exp, clamp with its bounds, mul_scalar with its scalar, ...).
+
+        Raises:
+            ConvertError: an op that is not one of the elementwise unary ops of `UNARY_FN`.
+        """
         fns = []
         for op in ops:
             kind = UNARY_FN.get(type(op))

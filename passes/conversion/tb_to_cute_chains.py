@@ -44,6 +44,18 @@ class ChainLowering(KernelBuilderBase):
         return leader, self.epilogue_of(body), mode, dst
 
     def lower_chain(self, chain: Chain, reg_accums: dict[Operation, SSAValue]) -> list[Operation]:
+        """The cute ops of one fusion chain, dispatched on its leader.
+
+        Matmuls go to `lower_matmul`; accumulators become a `cute.elementwise` add / max /
+        rescale into the accumulator tile; reductions become `cute.reduce` (threads per output
+        from `reduce_threads`); unary, binary and concat leaders become `cute.elementwise` /
+        `cute.concat` with the rest of the chain as epilogue.  `reg_accums` maps accumulators
+        that live in registers to their fragment.
+
+        Raises:
+            ConvertError: an op fused after an accumulator or `tb.reduction_max`, an undecomposed
+                accumulator kind or `tb.rms_norm`, or an op with no CuTe lowering.
+        """
         ops = chain.ops
         leader = ops[0]
         if isinstance(leader, tb.MatmulOp):
@@ -128,6 +140,9 @@ class ChainLowering(KernelBuilderBase):
         return [cute.GridSumOp(ins, outs, ops[0].grid_axis), cute.BarrierOp()]  # type: ignore[attr-defined]
 
     def matmul_parts(self, chain: Chain) -> tuple[tb.MatmulOp, cute.FragmentType]:
+        """The chain's leading `tb.matmul` and the fragment type of its m x n result (tiled MMA by
+        `choose_tiled_mma` from the shared-memory operand tiles' shapes and element types).
+        """
         mm = chain.ops[0]
         assert isinstance(mm, tb.MatmulOp)
         a, b = self.tile(mm, mm.lhs), self.tile(mm, mm.rhs)
@@ -139,6 +154,7 @@ class ChainLowering(KernelBuilderBase):
         return mm, cute.FragmentType((m, n), mma)
 
     def is_register_accum(self, chain: Chain) -> bool:
+        """Whether the chain is a loop-stage matmul + `nored` accumulator marked `tb.accum_in_reg` (an accumulator kept in registers)."""
         ops = chain.ops
         return (
             len(ops) == 2
@@ -183,12 +199,23 @@ class ChainLowering(KernelBuilderBase):
         return cute.FragmentType(shape_of(rc.second_matmul.result)[-2:], cute.TiledMmaAttr(mma.atom_name, (mma.tg[0], 1)))
 
     def lower_register_chain(self, rc: RegisterChain, reg_accums: dict[Operation, SSAValue]) -> list[Operation]:
+        """The `cute.mma_chain` of register chain `rc` (P = epilogue(A @ B) kept in registers, then P @ C)."""
         first, second = rc.first_matmul, rc.second_matmul
         a, b, c = self.tile(first, first.lhs), self.tile(first, first.rhs), self.tile(second, second.rhs)
         epilogue = self.epilogue_of(rc.first[1:])
         return [cute.MmaChainOp(reg_accums[rc.second[-1]], self.chain_sums[rc], a, b, c, epilogue)]
 
     def lower_matmul(self, chain: Chain, reg_accums: dict[Operation, SSAValue]) -> list[Operation]:
+        """The cute ops of a matmul chain.
+
+        `cute.mma` into the register accumulator when the chain's tail is in `reg_accums`; else
+        `cute.mma_init` + `cute.mma` + `cute.frag_store` of the fragment through the chain's
+        epilogue into its destination tile.
+
+        Raises:
+            ConvertError: an operand or the destination is not in shared memory, or an
+                epilogue op cannot be fused.
+        """
         mm, frag_type = self.matmul_parts(chain)
         a, b = self.tile(mm, mm.lhs), self.tile(mm, mm.rhs)
         if chain.ops[-1] in reg_accums:
@@ -199,6 +226,12 @@ class ChainLowering(KernelBuilderBase):
         return [init, cute.MmaOp(init.result, a, b), cute.FragStoreOp(init.result, dst, rest, mode)]
 
     def chains(self, ops: Sequence[Operation]) -> list[Chain]:
+        """Group `ops` (in schedule order) into chains by (`tb.stage`, `tb.chain`), position 0 first.
+
+        Raises:
+            ConvertError: a planning attribute is missing, a chain member does not follow its
+                chain, or a chain's `tb.chain_pos` are not 0, 1, ... in order.
+        """
         chains: list[Chain] = []
         current_id: tuple[str, int] | None = None
         for op in ops:

@@ -19,6 +19,16 @@ class IoLowering(KernelBuilderBase):
     """Tile allocation and copies (a mixin of `tb_to_cute._KernelBuilder`)."""
 
     def alloc_tiles(self, ops: Sequence[Operation]) -> list[Operation]:
+        """One `cute.smem_alloc` per shared-memory result of `ops` (`tb.smem_offset` >= 0; -1 means none).
+
+        Inputs marked `tb.pipelined` whose tiles can be copied with 16-byte cp.async
+        (`async_ok`) get the ring of offsets `tb.smem_offsets_pipeline` and are recorded in
+        `self.pipelined`; fills `self.smem` and `self.num_stages`.
+
+        Raises:
+            ConvertError: a result count / offset count mismatch, an unsupported element type, a bad
+                pipeline ring, or pipelined inputs with different stage counts.
+        """
         allocs: list[Operation] = []
         for op in ops:
             if isinstance(op, tb.OutputOp) or not op.results:
@@ -84,6 +94,9 @@ class IoLowering(KernelBuilderBase):
         return True
 
     def input_geometry(self, op: tb.InputOp) -> tuple[tuple[int, ...], list[int], int]:
+        """(global element strides of the dtensor, element offset of the tile per block index along
+        each grid axis x/y/z (0 where the axis does not partition it), element step per loop
+        iteration along `fdim` (0 without a for-loop dim)) of input `op`."""
         src = op.dtensor
         dims = shape_of(src)
         assert isinstance(src, BlockArgument)
@@ -98,6 +111,9 @@ class IoLowering(KernelBuilderBase):
         return gstrides, offsets, step
 
     def async_ok(self, op: tb.InputOp, typ: cute.SmemTensorType) -> bool:
+        """Whether input `op` can be loaded with 16-byte cp.async into `typ`: it iterates a for-loop dim,
+        and both the global tile (`gmem_vec_ok`) and the shared tile (`smem_vec_ok`) are 16-byte vectorisable.
+        """
         if op.fdim < 0:
             return False
         gstrides, offsets, step = self.input_geometry(op)
@@ -138,6 +154,12 @@ class IoLowering(KernelBuilderBase):
         ]
 
     def lower_output(self, op: tb.OutputOp, index: int, kargs: Sequence[SSAValue]) -> list[Operation]:
+        """The `cute.copy_s2g` of output `op` (kernel parameter `index`): "chunked" 16-byte stores when
+        marked `tb.chunked` and vectorisable, else element by element ("sync").
+
+        Raises:
+            ConvertError: the output's input tile is not in shared memory.
+        """
         src = self.tile(op, op.input)
         dst = kargs[index]
         gstrides = self.kernel_arg_strides[index]

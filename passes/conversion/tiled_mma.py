@@ -45,6 +45,15 @@ def choose_thr_layout(m: int, n: int, k: int, num_threads: int) -> tuple[int, in
 def choose_tiled_mma(
     m: int, n: int, k: int, num_threads: int, a_type: Attribute, b_type: Attribute, tensor_cores: bool = True
 ) -> cute.TiledMmaAttr:
+    """The tiled MMA of an m x n x k tile product over `num_threads` threads.
+
+    The tensor-core atom `mma_atom_for(a_type, b_type, k)` with the warp layout of
+    `choose_thr_layout`; `UniversalFMA` over (num_threads, 1) threads when the operands are
+    not both f16 or both bf16, the block has fewer than 32 threads, or `tensor_cores` is off.
+
+    Raises:
+        Nothing.
+    """
     atom = mma_atom_for(a_type, b_type, k) if tensor_cores and num_threads >= 32 else None
     if atom is None:
         return cute.TiledMmaAttr("UniversalFMA", (num_threads, 1))

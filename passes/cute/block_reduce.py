@@ -28,6 +28,11 @@ class BlockReducePass(ModulePass):
     name = "cute-block-reduce"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Set `cute.reduce_threads` (threads per output, `block_reduce_threads`) on every `cute.reduce` in `op`.
+
+        Raises:
+            Nothing.
+        """
         for kernel in op.walk():
             if not isinstance(kernel, cute.KernelOp):
                 continue

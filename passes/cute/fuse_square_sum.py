@@ -43,6 +43,11 @@ class FuseSquareSumPass(ModulePass):
     name = "cute-fuse-square-sum"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Fold every fusable square into the `cute.reduce "sum"` that reads it, in every `cute.kernel` of `op`.
+
+        Raises:
+            Nothing.
+        """
         for kernel in op.walk():
             if isinstance(kernel, cute.KernelOp):
                 for reduce in [r for r in kernel.walk() if isinstance(r, cute.ReduceOp)]:

@@ -195,6 +195,11 @@ class GridSumEpiloguePass(ModulePass):
     name = "cute-grid-sum-epilogue"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Mark the grid-sum epilogue of every `cute.kernel` in `op` (`_mark_kernel`).
+
+        Raises:
+            Nothing.
+        """
         for kernel in op.walk():
             if isinstance(kernel, cute.KernelOp):
                 _mark_kernel(kernel)

@@ -57,6 +57,11 @@ class LateFinisherPass(ModulePass):
     why it is off by default)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Give the grid sum of every qualifying `cute.kernel` in `op` a late finisher (`rewrite_kernel`).
+
+        Raises:
+            PassFailedException: `shift` < 1.
+        """
         if self.shift < 1:
             raise PassFailedException(f"{self.name}: shift must be at least 1, got {self.shift}")
         for fn in op.walk():
@@ -68,6 +73,16 @@ class LateFinisherPass(ModulePass):
                     self.rewrite_kernel(kernel, weights)
 
     def rewrite_kernel(self, kernel: cute.KernelOp, weight_args: frozenset[int]) -> None:
+        """Set `partner_trips = trips - shift` on the kernel's `cute.grid_sum`, if it qualifies.
+
+        It qualifies with one top-level `cute.for` of more than `shift` trips, no partial-iteration
+        offset on the grid-sum axis, no `partner_trips` yet and at most `MAX_PARTNER_WORDS` partner
+        words per thread.  With `evict_first`, the async copies of the kernel parameters in
+        `weight_args` (kn.weight func arguments) get `cute.l2_evict_first`.
+
+        Raises:
+            VerifyException: the updated `cute.grid_sum` fails its verifier.
+        """
         grid_sum = next((o for o in kernel.walk() if isinstance(o, cute.GridSumOp)), None)
         loops = [o for o in kernel.body.block.ops if isinstance(o, cute.ForOp)]
         if grid_sum is None or grid_sum.partner_trip_count is not None or len(loops) != 1:

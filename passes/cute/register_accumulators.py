@@ -39,6 +39,14 @@ class RegisterAccumulatorsPass(ModulePass):
     name = "cute-register-accumulators"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Mark the register-resident accumulators of every `cute.kernel` in `op`.
+
+        Each fill of such a tile gets `cute.REG_ACCUM` = its registers per thread, the kernel
+        `cute.REG_ACCUMS` = their count.
+
+        Raises:
+            DiagnosticException: from `register_accumulators` (a fill marked `cute.accum_in_reg` does not qualify).
+        """
         for kernel in op.walk():
             if not isinstance(kernel, cute.KernelOp):
                 continue

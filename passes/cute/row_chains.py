@@ -248,6 +248,15 @@ class RowChainsPass(ModulePass):
     name = "cute-row-chains"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Re-mark the row chains of every `cute.kernel` in `op` (old marks removed first).
+
+        Writes `cute.row_chain` = the chain's index on each member, `cute.row_chain_stored` on
+        members whose value is also stored, `cute.row_chain_global` on the skipped global I/O ops
+        and `cute.row_chains` = the chain count on the kernel.
+
+        Raises:
+            Nothing.
+        """
         for kernel in op.walk():
             if not isinstance(kernel, cute.KernelOp):
                 continue

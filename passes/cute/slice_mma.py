@@ -35,6 +35,11 @@ class SliceMmaPass(ModulePass):
     name = "cute-slice-mma"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Write the sliced-K decision of every `cute.kernel` in `op` (`mark_kernel`).
+
+        Raises:
+            Nothing.
+        """
         for kernel in op.walk():
             if isinstance(kernel, cute.KernelOp):
                 mark_kernel(kernel)

@@ -38,6 +38,11 @@ class WeightPrefetchPass(ModulePass):
     name = "cute-weight-prefetch"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Mark every `cute.kernel` of every func in `op`, given the kernel parameters that are the func's kn.weight inputs.
+
+        Raises:
+            Nothing.
+        """
         for fn in op.walk():
             if not isinstance(fn, func.FuncOp):
                 continue

@@ -60,6 +60,10 @@ class DecomposeRmsNorm(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kn.RmsNormOp, rewriter: PatternRewriter) -> None:
+        """Replace `op` by square, mul_scalar(1/n), one size-1 reduction per normalized dim, sqrt and
+        div (`rms_norm_ops`; n = the product of `normalized_shape`): x / sqrt(sum(x^2) / n), the
+        RMSNorm of Zhang & Sennrich 2019 without weight or epsilon, as `kn.rms_norm` defines it.
+        """
         rewriter.replace(op, rms_norm_ops(op.input, kn.ints(op.normalized_shape)))
 
 
@@ -70,4 +74,9 @@ class DecomposeKnRmsNormPass(ModulePass):
     name = "kn-decompose-rms-norm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Decompose every `kn.rms_norm` in `op` (one walk, no recursion into the new ops).
+
+        Raises:
+            Nothing.
+        """
         PatternRewriteWalker(DecomposeRmsNorm(), apply_recursively=False).rewrite_module(op)

@@ -57,6 +57,10 @@ class ExpandRmsNorm(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kn.RmsNormOp, rewriter: PatternRewriter) -> None:
+        """Replace `op` by square, mul_scalar(1/n), one size-1 reduction per normalized dim, sqrt and
+        div (`rms_norm_ops`; n = the product of `normalized_shape`): x / sqrt(sum(x^2) / n), the
+        RMSNorm of Zhang & Sennrich 2019 without weight or epsilon, as `kn.rms_norm` defines it.
+        """
         rewriter.replace(op, rms_norm_ops(op.input, kn.ints(op.normalized_shape)))
 
 
@@ -106,6 +110,12 @@ class RecognizeComposites(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kn.DivOp, rewriter: PatternRewriter) -> None:
+        """Classify a `kn.div` (skipped once it has `kn.composite`).
+
+        x / rms(x) whose statistic ops have no other user is folded back into `kn.rms_norm(x)`;
+        matmul(x, w) / rms(x) is marked "rms_norm_matmul"; e / sum(e) with e = exp(a) is marked
+        "softmax", and matmul(e, v) / sum(e) over e's last dim "softmax_matmul".
+        """
         if COMPOSITE_ATTR in op.attributes:
             return
         stat = rms_statistic(op.rhs)
@@ -142,6 +152,11 @@ class KnExpandCompositesPass(ModulePass):
     name = "kn-expand-composites"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Expand every `kn.rms_norm` in `op` (`ExpandRmsNorm`, one walk).
+
+        Raises:
+            Nothing.
+        """
         PatternRewriteWalker(ExpandRmsNorm(), apply_recursively=False).rewrite_module(op)
 
 
@@ -153,5 +168,10 @@ class KnRecognizeCompositesPass(ModulePass):
     name = "kn-recognize-composites"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Apply `RecognizeComposites` to every `kn.div` in `op` (one walk).
+
+        Raises:
+            Nothing.
+        """
         PatternRewriteWalker(RecognizeComposites(), apply_recursively=False).rewrite_module(op)
 

@@ -154,5 +154,10 @@ class PlanWorkspacePass(ModulePass):
     name = "kn-plan-workspace"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Plan the workspace of every func with a body in `op` (`plan_function`): byte offsets on the ops, byte size on the func.
+
+        Raises:
+            Nothing.
+        """
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
             plan_function(func)

@@ -79,6 +79,11 @@ class MoveScaleAcrossMatmul(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kn.MatmulOp, rewriter: PatternRewriter) -> None:
+        """Rewrite matmul(f(x), w) with a single-use scaling f of one operand as f applied to matmul(x, w).
+
+        f is a mul_scalar, or a mul/div by a factor of size 1 along the contracted dim (a row factor
+        of the lhs, a column factor of the rhs) that still broadcasts into the matmul's result.
+        """
         for side in ("lhs", "rhs"):
             operand = op.lhs if side == "lhs" else op.rhs
             producer = operand.owner
@@ -111,6 +116,7 @@ class FoldMulScalar(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kn.MulScalarOp, rewriter: PatternRewriter) -> None:
+        """Drop mul_scalar(x, 1.0); merge a mul_scalar of a single-use mul_scalar into one (scalars multiplied)."""
         scalar = op.scalar.value.data
         if scalar == 1.0:
             rewriter.replace(op, [], [op.input])
@@ -191,4 +197,9 @@ class KnSimplifyPass(ModulePass):
     name = "kn-simplify"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Simplify every kernel graph of `op` in place (`simplify_module`: CSE, rewrites, DCE, at most 8 rounds).
+
+        Raises:
+            Nothing.
+        """
         simplify_module(op)

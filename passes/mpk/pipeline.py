@@ -41,6 +41,12 @@ class MirageMegakernelPass(ModulePass):
     reuse_workspace: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Fuse the plain kernel graphs of `op` (one group per op with `per_op`), lower every kernel
+        with `mirage-transpile{fuse=false}`, then run `kn-to-task-graph` with this pass's options.
+
+        Raises:
+            PassFailedException: from any of the three steps (the op and rule named).
+        """
         fuse_plain_graphs(ctx, op, per_op=self.per_op, block_threads=self.threads)
         MirageTranspilePass(fuse=False).apply(ctx, op)
         KnToTaskGraphPass(

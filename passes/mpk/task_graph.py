@@ -338,6 +338,14 @@ class KnToTaskGraphPass(ModulePass):
     (`mpk.watchdog_ns`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Append a verified `mpk.task_graph` to every func of `op` that holds kernels
+        (`build_task_graph`), with `mpk.watchdog_ns` = `watchdog_ms` x 10^6 and `mpk.trace` if `trace`.
+
+        Raises:
+            PassFailedException: an option out of range (blocks-per-task or watchdog-ms < 1,
+                workers < 0), or `build_task_graph`'s located errors.
+            VerifyException: the built task graph fails its verifier.
+        """
         if self.blocks_per_task < 1 or self.workers < 0 or self.watchdog_ms < 1:
             _fail(op, "blocks-per-task and watchdog-ms must be >= 1 and workers >= 0", "fix the options")
         for fn in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:

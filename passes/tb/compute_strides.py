@@ -131,6 +131,11 @@ class ComputeStridesPass(ModulePass):
     name = "tb-compute-strides"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Write the strides of every kernel-graph func in `op` (`compute_function_strides`; the module docstring lists the attributes).
+
+        Raises:
+            Nothing.
+        """
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
             compute_function_strides(func)
 

@@ -114,6 +114,9 @@ class DecomposeAccumulator(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tb.ForloopAccumOp, rewriter: PatternRewriter) -> None:
+        """Replace a reducing `tb.forloop_accum` by the ops of `accumulator_ops`: a `nored` (or
+        `nored_rescale`) accumulator followed by the reduction and scaling after the loop
+        (`red_ld_rms` squares and scales by 1/(n x iterations) inside the loop)."""
         if op.accum_kind in KEPT_KINDS:
             return
         rewriter.replace(op, accumulator_ops(op))
@@ -136,6 +139,7 @@ class HoistGridSum(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tb.GridSumOp, rewriter: PatternRewriter) -> None:
+        """Move `op` above its single-use producer of type `over`: grid_sum(f(a)) becomes f(grid_sum(a))."""
         producer = op.input.owner
         if not isinstance(producer, self.over) or not op.input.has_one_use():
             return
@@ -152,6 +156,7 @@ class DecomposeTbRmsNorm(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tb.RmsNormOp, rewriter: PatternRewriter) -> None:
+        """Replace `op` by the ops of `rms_norm_ops` (square, row sum, mul_scalar(1/n), sqrt, div)."""
         rewriter.replace(op, rms_norm_ops(op))
 
 
@@ -165,6 +170,12 @@ class DecomposeAccumulatorsPass(ModulePass):
     reduce_partials: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Decompose accumulators and `tb.rms_norm`, and hoist grid sums (over `SHAPE_PRESERVING_POST_OPS`
+        with `reduce_partials`, else over `LINEAR_POST_OPS`), everywhere in `op`; no dead-code removal.
+
+        Raises:
+            Nothing.
+        """
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
                 [

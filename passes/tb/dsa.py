@@ -32,6 +32,10 @@ Item = tuple[int, int, int]  # (size bytes, start, end)
 
 @dataclass(frozen=True)
 class DsaPlan:
+    """A DSA solution: byte `offsets` per item (input order), the `peak` (bytes), the planner that
+    found it ("first-fit", "best-fit", "worst-fit", "cp-sat" or "empty", with "-largest-first"
+    for that allocation order), whether it is proven `optimal`, and the live-bytes `lower_bound`.
+    """
     offsets: tuple[int, ...]
     peak: int
     planner: str  # "first-fit" | "best-fit" | "worst-fit" | "cp-sat" | "empty" (+ "-largest-first")
@@ -40,6 +44,7 @@ class DsaPlan:
 
 
 def round_up(x: int, a: int) -> int:
+    """`x` rounded up to a multiple of `a` (both positive integers)."""
     return (x + a - 1) // a * a
 
 
@@ -71,6 +76,7 @@ def check_plan(items: Sequence[Item], offsets: Sequence[int]) -> None:
 
 
 def peak_of(items: Sequence[Item], offsets: Sequence[int]) -> int:
+    """The peak of a plan: max(offset + size) over the items of non-zero size (0 if none)."""
     return max((o + s for (s, _, _), o in zip(items, offsets) if s > 0), default=0)
 
 

@@ -124,6 +124,11 @@ class FusionChainsPass(ModulePass):
     name = "tb-fusion-chains"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Write `tb.chain` (chain id) and `tb.chain_pos` (position in it) on every member of the chains of every `kn.customized` in `op`.
+
+        Raises:
+            Nothing.
+        """
         for graph in op.walk():
             if not isinstance(graph, CustomizedOp):
                 continue

@@ -167,6 +167,7 @@ class LayoutProblem:
         return [*self.innermost.values(), *self.iter_dim.values(), *self.swizzled.values()]
 
     def add_choice(self, name: str, domain: Sequence[int]) -> int:
+        """Append a choice `name` over `domain` (its possible values) and return its index in `choices`."""
         self.choices.append(Choice(name, tuple(domain)))
         return len(self.choices) - 1
 

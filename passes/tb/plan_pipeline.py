@@ -64,6 +64,10 @@ INFLIGHT_BYTES = 65536
 
 @dataclass(frozen=True)
 class PipelineChoice:
+    """The ring depth chosen for a graph's pipelined inputs: `stages` buffers each, the block's
+    `smem_size` (bytes) at that depth, the `blocks_per_sm` it allows, and the bytes in flight per
+    SM, (stages - 1) x the pipelined tile bytes x blocks per SM.
+    """
     stages: int
     smem_size: int
     blocks_per_sm: int
@@ -192,11 +196,23 @@ class PlanPipelinePass(ModulePass):
     num_sms: int = NUM_SMS
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Plan the ring depth of every `kn.customized` in `op` (`plan_graph`).
+
+        Raises:
+            Nothing.
+        """
         for graph in op.walk():
             if isinstance(graph, CustomizedOp):
                 self.plan_graph(graph)
 
     def plan_graph(self, graph: CustomizedOp) -> PipelineChoice | None:
+        """Choose and write `tb.stages` on the pipelined inputs of `graph`; None if it has none.
+
+        The depth is `stages` when forced (at least 2, at most the loop length and `MAX_STAGES`),
+        `choose_weight_stages` when an input streams a `kn.weight`, else `choose_stages` (the
+        in-flight bytes model), each capped by the loop length and the lone-block / weight caps; the
+        shared memory of a depth comes from a heuristic `PlanSmemPass.pack` (no CP-SAT).
+        """
         ops, recs, stages, levels = schedule_of(graph)
         pipelined = {i for i, o in enumerate(ops) if "tb.pipelined" in o.attributes}
         if not pipelined:

@@ -63,6 +63,10 @@ SM90_SMEM_LIMIT = SM90.smem_per_block_optin  # cudaFuncAttributeMaxDynamicShared
 
 @dataclass(frozen=True)
 class SmemPlan:
+    """A shared-memory plan of one graph: byte `offsets` of every (op index, result, ring buffer),
+    the block's `size` in bytes (header included), the DSA `planner` that found it, the
+    live-bytes `lower_bound` and whether the plan is proven `optimal`.
+    """
     offsets: dict[tuple[int, int, int], int]  # (op index, result, buffer) -> byte offset
     size: int  # incl. the header
     planner: str
@@ -113,11 +117,28 @@ class PlanSmemPass(ModulePass):
     use_cpsat: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Plan the shared memory of every `kn.customized` in `op` (`plan_graph`).
+
+        Raises:
+            SharedMemoryExceeded: a graph needs more than `smem_limit` bytes per block.
+        """
         for graph in op.walk():
             if isinstance(graph, CustomizedOp):
                 self.plan_graph(graph)
 
     def plan_graph(self, graph: CustomizedOp) -> SmemPlan:
+        """Plan and write the shared memory of `graph`.
+
+        Writes `tb.smem_offset` (bytes per result, -1 = not in shared memory) on its ops, the
+        ring of `tb.smem_offsets_pipeline` and `tb.stages` on pipelined inputs, and `tb.smem_size`
+        and `tb.smem_planner` on the graph.  Over `smem_limit`, the rings lose a stage at a time
+        down to double buffers, then the largest pipelined input is loaded single-buffered, and the
+        plan is packed again.
+
+        Raises:
+            SharedMemoryExceeded: still over `smem_limit` with no pipelined input left (emitted on
+                the graph, with the size and lower bound).
+        """
         ops, recs, stages, levels = schedule_of(graph)
         in_reg = {i for i, o in enumerate(ops) if "tb.accum_in_reg" in o.attributes}
         pipelined = {i for i, o in enumerate(ops) if "tb.pipelined" in o.attributes}

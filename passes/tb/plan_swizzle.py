@@ -43,6 +43,9 @@ from mirage_xdsl.passes.tb.schedule_order import chain_tails
 
 @dataclass(frozen=True)
 class SwizzlePlan:
+    """The shared-memory layout of one tile: swizzle `kind` ("none", "xor<B,M,S>" or "shift"),
+    element `strides` and the physical element count `num_phy_elems` (padding included).
+    """
     kind: str  # "none" | "xor<B,M,S>" | "shift"
     strides: tuple[int, ...]
     num_phy_elems: int
@@ -118,11 +121,20 @@ class PlanSwizzlePass(ModulePass):
     hopper_gmma: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Plan the swizzles of every `kn.customized` in `op` (`plan_graph`).
+
+        Raises:
+            Nothing.
+        """
         for graph in op.walk():
             if isinstance(graph, CustomizedOp):
                 self.plan_graph(graph)
 
     def plan_graph(self, graph: CustomizedOp) -> None:
+        """Write `tb.swizzle` on every op of `graph` with results (chain tails get `plan_tile`'s
+        choice, other results "none"), and the updated `tb.strides` / `tb.num_phy_elems` where a
+        plan changed the layout.
+        """
         ops, recs = graph_records(graph)
         tails = chain_tails(recs)
         need = min_chunk_elems(graph)

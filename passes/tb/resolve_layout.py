@@ -249,6 +249,12 @@ class ResolveLayoutPass(ModulePass):
     seed: int = DEFAULT_SEED
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Solve the layout problem of every kernel-graph func in `op` with Z3 and write the chosen layouts.
+
+        Raises:
+            PassFailedException: the constraints are unsatisfiable (emitted on the first op of the
+                unsat core, with the conflicting rules) or Z3 ran past `timeout_ms`.
+        """
         for func in list(_func_ops(op)):
             b, alias = build_graph(func)
             prob = build_problem(b.graph())

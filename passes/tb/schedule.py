@@ -297,11 +297,24 @@ class SchedulePass(ModulePass):
     max_accum_regs: int = MAX_ACCUM_REGS
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Schedule every `kn.customized` in `op` (`schedule_graph`).
+
+        Raises:
+            Nothing.
+        """
         for graph in op.walk():
             if isinstance(graph, CustomizedOp):
                 self.schedule_graph(graph)
 
     def schedule_graph(self, graph: CustomizedOp) -> Schedule:
+        """Schedule `graph` in place and return the schedule.
+
+        Marks inputs/outputs `tb.chunked` (16-byte copies possible) and inputs `tb.pipelined`
+        (chunked, iterated, more than one loop iteration); marks `tb.accum_in_reg` on the
+        accumulators kept in registers (at most `max_accum_regs` per thread); then reorders the
+        block's ops into the schedule, writing `tb.stage` and `tb.level` on each and
+        `tb.num_barriers` on the graph.
+        """
         ops, recs = graph_records(graph)
         threads = graph.block[0] * graph.block[1] * graph.block[2]
         pipelined: set[int] = set()

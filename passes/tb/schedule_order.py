@@ -67,18 +67,22 @@ class SchedOp:
 
     @property
     def is_input(self) -> bool:
+        """Whether the op is a `tb.input`."""
         return self.name == "tb.input"
 
     @property
     def is_output(self) -> bool:
+        """Whether the op is a `tb.output`."""
         return self.name == "tb.output"
 
     @property
     def is_accum(self) -> bool:
+        """Whether the op is a `tb.forloop_accum`."""
         return self.name == "tb.forloop_accum"
 
     @property
     def is_grid_sum(self) -> bool:
+        """Whether the op is a `tb.grid_sum`."""
         return self.name == "tb.grid_sum"
 
 
@@ -99,6 +103,11 @@ class TensorLife:
 
 @dataclass
 class Schedule:
+    """A block schedule: per op its `stage` ("pre", "loop", "post") and `level` (barrier-separated
+    step within the stage), the emission `order` (op indices), the total `num_barriers` and their
+    split `barriers_per_stage`, the `peak_live` shared-memory bytes (the DSA lower bound of the
+    tile lifetimes) and the `search` that found it ("exact", "greedy" or "fixed").
+    """
     stage: list[str]
     level: list[int]
     order: list[int]
@@ -109,6 +118,9 @@ class Schedule:
 
 
 def stage_of(op: SchedOp) -> str:
+    """The stage of an op: inputs "pre" without a for-loop dim, else "loop"; outputs "post"; other
+    ops "post" when their first operand comes after an accumulator, else "loop".
+    """
     if op.is_input:
         return "pre" if op.forloop_dim < 0 else "loop"
     if op.is_output:
@@ -288,10 +300,12 @@ def tensor_lifetimes(
 
 
 def peak_live_bytes(lives: Sequence[TensorLife]) -> int:
+    """Peak live bytes of tile lifetimes: the DSA lower bound (max over time of the live bytes, `dsa.lower_bound`)."""
     return dsa.lower_bound([(t.size, t.start, t.end) for t in lives])
 
 
 def count_barriers(order: Sequence[int], stages: Sequence[str], levels: Sequence[int]) -> dict[str, int]:
+    """Barriers per stage of an emission order: one each time the level changes between consecutive ops of the stage."""
     out = {s: 0 for s in STAGES}
     prev: dict[str, int] = {}
     for i in order:

@@ -38,6 +38,11 @@ class XorSwizzle:
         return f"xor<{self.b},{self.m},{self.s}>"
 
     def apply(self, offset: int) -> int:
+        """The swizzled image of `offset` (in the units of the layout it composes with).
+
+        Raises:
+            ValueError: the swizzle's parameters are invalid (`swizzle_offset`).
+        """
         return swizzle_offset(offset, self.b, self.m, self.s)
 
 
@@ -70,15 +75,18 @@ def parse_swizzle(text: str) -> XorSwizzle | None:
 
 
 def is_pow2(n: int) -> bool:
+    """Whether `n` is a positive power of two."""
     return n > 0 and n & (n - 1) == 0
 
 
 def log2(n: int) -> int:
+    """log2 of a power of two `n` (asserts that `n` is one)."""
     assert is_pow2(n), n
     return n.bit_length() - 1
 
 
 def next_pow2(n: int) -> int:
+    """The smallest power of two >= `n` (1 for n <= 1)."""
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
@@ -146,6 +154,9 @@ def repack_strides(
 
 
 def bank_of(byte_offset: int) -> int:
+    """The shared-memory bank of a byte offset: 32 banks of 4 bytes, successive words in successive
+    banks (CUDA C++ Programming Guide, "Shared Memory" of compute capabilities 5.x and later).
+    """
     return (byte_offset // BANK_BYTES) % SMEM_BANKS
 
 
