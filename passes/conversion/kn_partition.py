@@ -169,6 +169,7 @@ class PartitionOptions:
     its tasks with one thread count."""
 
     def partition_options(self) -> dict[str, object]:
+        """These options as keyword arguments of `KnPartitionPass` (kn-fuse forwards them)."""
         return {f.name: getattr(self, f.name) for f in fields(PartitionOptions)}
 
 
@@ -179,6 +180,7 @@ class KnPartitionPass(ModulePass, PartitionOptions):
     name = "kn-partition"
 
     def device(self) -> DeviceModel:
+        """The planner's device model with this pass's limits and search switches applied."""
         threads = {}
         if self.block_threads:
             t = self.block_threads
@@ -196,6 +198,12 @@ class KnPartitionPass(ModulePass, PartitionOptions):
         )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Partition every function of `op` in place (`partition_function`).
+
+        Raises:
+            ValueError: the ops cannot be put back in a topological order (a cycle after
+                partitioning; a bug of the grouping, which keeps groups convex).
+        """
         planner = Planner(self.device())
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
             partition_function(func, planner, self.allow_split, self.candidate, self.per_op)
