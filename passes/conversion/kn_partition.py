@@ -332,7 +332,7 @@ def library_gemm_us(op: kn.MatmulOp, device: DeviceModel) -> float:
     flops = 2.0 * batch * out[-2] * out[-1] * a[-1]
     elem = kn.element_type_of(op.result)
     itemsize = elem.bitwidth // 8 if isinstance(elem, AnyFloat) else 2
-    nbytes = itemsize * (math.prod(a) + math.prod(b) + math.prod(out))
+    nbytes = float(itemsize * (math.prod(a) + math.prod(b) + math.prod(out)))
     if isinstance(elem, BFloat16Type):
         nbytes *= device.library_bf16_traffic
     return device.library_call_us + max(flops / device.library_gemm_flops_per_us, nbytes / device.hbm_bytes_per_us)
