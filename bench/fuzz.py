@@ -128,7 +128,7 @@ def _work_batch(args: tuple[int, list[int], bool, str, str | None]) -> tuple[lis
         from mirage_xdsl.driver.nvcc import compile_cuda
 
         try:
-            cubin = str(compile_cuda(program.source, arch, cache_dir=cache_dir))
+            cubin = str(compile_cuda(program.source, program.arch, cache_dir=cache_dir))
         except Exception as err:  # noqa: BLE001 - generated CUDA nvcc rejects: a crash of every graph in it
             if len(items) > 1:
                 for item in items:  # which one: compile them alone
@@ -159,7 +159,7 @@ def _compile_one(seed: int, item: tuple[FuzzCase, Any, Outcome], arch: str, cach
     index = int(case.name.rsplit("_", 1)[1])
     try:
         program = emit_cuda(mod, arch)
-        cubin = str(compile_cuda(program.source, arch, cache_dir=cache_dir))
+        cubin = str(compile_cuda(program.source, program.arch, cache_dir=cache_dir))
         inputs, refs = reference_of(case, program.plans[case.name], _input_seed(seed, index))
     except Exception as err:  # noqa: BLE001 - classified
         return [failed_outcome(out, err, rejected=is_rejection(err))], []

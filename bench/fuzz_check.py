@@ -219,7 +219,7 @@ def check_gpu(
     arch = detect_arch()
     try:
         program = emit_cuda(lower_case(case, options), arch)
-        cubin = str(compile_cuda(program.source, arch, cache_dir=cache_dir))
+        cubin = str(compile_cuda(program.source, program.arch, cache_dir=cache_dir))
         plan = program.plans[case.name]
         inputs, refs = reference_of(case, plan, seed)
     except Exception as err:  # noqa: BLE001 - classified: rejection or crash

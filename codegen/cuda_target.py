@@ -21,6 +21,7 @@ from xdsl.utils.target import Target
 
 from mirage_xdsl.codegen.cuda_printer import print_module
 from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
+from mirage_xdsl.codegen.hopper_gemm import target_arch
 from mirage_xdsl.codegen.launch_plan import LaunchPlan
 
 PLAN_BEGIN = "/* mirage-launch-plan @"
@@ -66,9 +67,13 @@ def _needs_lowering(module: ModuleOp) -> bool:
 def emit_cuda(module: ModuleOp, arch: str = "sm_90") -> CudaProgram:
     """CUDA source (all functions of `module` in one translation unit) and launch plans.
 
+    The program's `arch` may differ from the requested one: a module holding a
+    `cute.hopper_gemm` asked for sm_90 is compiled for sm_90a (`hopper_gemm.target_arch`).
+
     Raises:
         DiagnosticException: an op cannot be lowered or printed (the message names the op
-            and the missing pass or the rule).
+            and the missing pass or the rule); `HopperArchError` for a `cute.hopper_gemm`
+            and a target other than sm_90.
     """
     if _needs_lowering(module):
         raise CudaEmitError(
@@ -77,6 +82,7 @@ def emit_cuda(module: ModuleOp, arch: str = "sm_90") -> CudaProgram:
         )
     from mirage_xdsl.codegen.megakernel import has_task_graph, print_module_megakernels
 
+    arch = target_arch(module, arch)  # sm_90 -> sm_90a for cute.hopper_gemm (the one place)
     if has_task_graph(module):
         source, plans = print_module_megakernels(module, arch)
     else:

@@ -20,15 +20,42 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
+from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorMapSpec, TensorRef
 from mirage_xdsl.dialects.cute.hopper_gemm import BK, EPILOGUES, HopperGemmOp
 
 HEADER = "mirage_xdsl/hopper_gemm.cuh"
 _CTYPES = {Float16Type: ("half", "float16"), BFloat16Type: ("__nv_bfloat16", "bfloat16")}
 _BARRIER_SLACK = 1024  # alignment of the ring to 1024 B (hopper_gemm.cuh: gemm_ws_smem_bytes)
+
+
+class HopperArchError(CudaEmitError):
+    """A module with `cute.hopper_gemm` kernels compiled for an architecture without wgmma."""
+
+
+def target_arch(module: ModuleOp, arch: str) -> str:
+    """The architecture to compile `module` for, given the requested `arch` (normalized,
+    e.g. `sm_90`): `sm_90a` when the module holds a `cute.hopper_gemm` and `sm_90` was asked
+    for -- wgmma and setmaxnreg exist only on the architecture-specific sm_90a target (PTX ISA,
+    "wgmma.mma_async" target requirements), and sm_90a cubins run on every compute capability
+    9.0 GPU (H100, H200); `arch` unchanged otherwise.
+
+    Raises:
+        HopperArchError: a `cute.hopper_gemm` and a target other than sm_90/sm_90a (the
+            message names the kernel and the fix: `hopper-gemm=false`).
+    """
+    gemm = next((op for op in module.walk() if isinstance(op, HopperGemmOp)), None)
+    if gemm is None or arch == "sm_90a":
+        return arch
+    if arch == "sm_90":
+        return "sm_90a"
+    raise HopperArchError(
+        f"cuda target: {gemm.name} {gemm.kernel_name.data}: the TMA + wgmma GEMM needs sm_90a, not {arch}; "
+        "compile with mirage-transpile{hopper-gemm=false} (kn-partition keeps such matmuls as library calls)"
+    )
 
 
 def _types(op: HopperGemmOp) -> tuple[str, str]:

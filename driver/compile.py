@@ -129,7 +129,7 @@ def prepare(
     program = emit_cuda(single, arch)
     if name not in program.plans:
         raise ValueError(f"emit_cuda produced no launch plan for '{name}' (plans: {sorted(program.plans)})")
-    return Prepared(name, single, program, program.plans[name], arch, input_names)
+    return Prepared(name, single, program, program.plans[name], program.arch, input_names)
 
 
 def compile(  # noqa: A001 - the public name Mirage uses

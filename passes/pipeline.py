@@ -2,7 +2,8 @@
 
     kn-decompose-rms-norm, tb-decompose-accumulators, tb-fusion-chains, tb-resolve-layout,
     tb-compute-strides, kn-plan-workspace, tb-schedule, tb-plan-swizzle, tb-plan-pipeline,
-    tb-plan-smem [, convert-tb-to-cute [, cute-late-finisher] [, CUTE_DECISIONS]]
+    tb-plan-smem [, convert-tb-to-cute, convert-contraction-to-hopper [, cute-late-finisher]
+    [, CUTE_DECISIONS]]
 
 `CUTE_DECISIONS` are the cute-level passes that write the printer's code-generation choices
 into the IR (passes/README.md, "Code generation decisions"); the CUDA printer reads them and
@@ -18,7 +19,9 @@ graph to take, for tuning), `lone-block-max-stages` (tb-plan-pipeline and kn-fus
 depth of wide lone blocks, built and estimated alike), `late-finisher` (cute-late-finisher's
 `shift`, run after convert-tb-to-cute when positive; 0 = off), `decide` (run
 CUTE_DECISIONS; false stops after convert-tb-to-cute / cute-late-finisher, the input form of
-the cute decision passes).
+the cute decision passes), `hopper-gemm` (kn-fuse: lone library matmuls with a GEMM view
+become `contraction.contract`s, which convert-contraction-to-hopper lowers to the sm_90a
+`cute.hopper_gemm` beside the other kernels; false for targets other than sm_90).
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ PIPELINE = (
     "tb-plan-smem",
 )
 TO_CUTE = "convert-tb-to-cute"
+TO_HOPPER = "convert-contraction-to-hopper"
+"""Runs right after convert-tb-to-cute: every `contraction.contract` (kn-fuse's lone matmuls
+with `hopper-gemm`, or a frontend's) becomes a `cute.hopper_gemm`."""
 LATE_FINISHER = "cute-late-finisher"
 CUTE_DECISIONS = (
     "cute-block-reduce",
@@ -100,6 +106,10 @@ class MirageTranspilePass(ModulePass):
     decide: bool = True
     """Run the cute decision passes (CUTE_DECISIONS) after convert-tb-to-cute; false leaves
     the kernels in those passes' input form (FileCheck inputs)."""
+    hopper_gemm: bool = True
+    """Forwarded to `kn-fuse`: a lone matmul it would leave to the library (cuBLAS) becomes a
+    `contraction.contract` -> `cute.hopper_gemm` (sm_90a) when it has a GEMM view; pass false
+    for targets other than sm_90."""
 
     def passes(self) -> list[ModulePass]:
         """The registered passes of `PIPELINE` in order, built with this pass's options, then (with
@@ -130,6 +140,8 @@ class MirageTranspilePass(ModulePass):
                 out.append(cls())
         if self.to_cute and TO_CUTE in available:
             out.append(available[TO_CUTE]()())
+            if TO_HOPPER in available:
+                out.append(available[TO_HOPPER]()())
             if self.late_finisher:
                 out.append(available[LATE_FINISHER]()(shift=self.late_finisher))  # type: ignore[call-arg]
             if self.decide:
@@ -151,6 +163,7 @@ class MirageTranspilePass(ModulePass):
                 grid_sum=self.grid_sum,
                 lone_block_max_stages=self.lone_block_max_stages,
                 online_softmax=self.online_softmax,
+                hopper_gemm=self.hopper_gemm,
             )
         for p in self.passes():
             p.apply(ctx, op)

@@ -198,11 +198,19 @@ class HostEmulator:
         cache_dir: where host libraries are cached (see `build_host_library`).
 
     Raises:
-        HostEmulationError: no C++ compiler, or the host build failed.
+        HostEmulationError: no C++ compiler, the host build failed, or a plan launches the
+            sm_90a GEMM (`cute.hopper_gemm`, TMA tensor maps), which has no host emulation.
         OSError: the cache dir cannot be written or the library cannot be loaded.
     """
 
     def __init__(self, program: CudaProgram, cache_dir: str | os.PathLike[str] | None = None):
+        for name, plan in program.plans.items():
+            tma = next((s.kernel for s in plan.steps if isinstance(s, KernelLaunch) and s.tensor_maps), None)
+            if tma is not None:
+                raise HostEmulationError(
+                    f"{name}: kernel {tma} is the sm_90a TMA + wgmma GEMM (cute.hopper_gemm), which the host "
+                    "emulator cannot run; lower the graph with mirage-transpile{hopper-gemm=false} to emulate it"
+                )
         self.program = program
         self.lib = ctypes.CDLL(str(build_host_library(program, cache_dir)))
         self.lib.mxh_launch.restype = ctypes.c_int

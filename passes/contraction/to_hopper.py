@@ -29,8 +29,12 @@ Options override the decisions: `group-m` (>= 1), `stages` (>= 2), `tile-n` (64/
 `epilogue` (store4 / store16 / tma_store); `cluster=2` runs CTA pairs that share the B tile
 through TMA multicast, halving B's L2 reads -- correct, but 20-30 % slower than without on an
 H200 (2026-11-26: the pair refills a ring buffer only when both CTAs freed it), so off.
-After the pass each touched function carries `kn.workspace_size = 0` (it needs no
-workspace), which also tells the driver that the transpiler pipeline has run.
+After the pass each touched function carries `kn.workspace_size` (0 unless kn-plan-workspace
+set it: the GEMM needs no workspace of its own), which also tells the driver that the
+transpiler pipeline has run; the contraction's `kn.workspace_offset` and `kn.strides` (an
+intermediate result's place and layout, mirage-transpile) move to the new op.  A contraction
+made from a `kn.matmul` (kn-partition `hopper-gemm`) first re-reads its tensors' strides from
+the IR (`matmul_contract.resync`: the layout passes may have recorded them since).
 """
 
 from __future__ import annotations
@@ -48,8 +52,12 @@ from mirage_xdsl.dialects.contraction.config import LastType
 from mirage_xdsl.dialects.contraction.ops import ContractOp
 from mirage_xdsl.dialects.cute.hopper_gemm import BK, EPILOGUES, TILE_N, HopperGemmOp
 from mirage_xdsl.passes.contraction.gemm_view import GemmView, gemm_view
+from mirage_xdsl.passes.conversion.matmul_contract import resync
 from mirage_xdsl.target import SM90
 
+KEPT_ATTRS = ("kn.workspace_offset", "kn.strides")
+"""Attributes of the contraction that the `cute.hopper_gemm` keeps (kn-plan-workspace's place
+of an intermediate result and its recorded layout)."""
 MAX_STAGES = 6
 """Deepest ring considered: with BN = 128, 6 stages already keep 6 x 32 KiB in flight."""
 BARRIER_BYTES = 1024 + 256
@@ -193,6 +201,10 @@ class ConvertContractionToHopperPass(ModulePass):
             assert isinstance(result_type, TensorType)
             if not isinstance(result_type.element_type, Float16Type | BFloat16Type):
                 raise PassFailedException(f"{self.name}: {contract.name}: the sm_90 GEMM takes f16 or bf16 tensors")
+            try:
+                resync(contract)
+            except ValueError as err:
+                raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err
             config = contract.config()
             if config.prim_last is not LastType.NONE:
                 raise PassFailedException(
@@ -233,9 +245,14 @@ class ConvertContractionToHopperPass(ModulePass):
             )
             parent = contract.parent_block()
             assert parent is not None
+            for key in KEPT_ATTRS:
+                if key in contract.attributes:
+                    new.attributes[key] = contract.attributes[key]
             parent.insert_op_before(new, contract)
+            if contract.result.name_hint:
+                new.result.name_hint = contract.result.name_hint
             contract.result.replace_all_uses_with(new.result)
             parent.erase_op(contract)
-            if isinstance(fn, func.FuncOp):
+            if isinstance(fn, func.FuncOp) and "kn.workspace_size" not in fn.attributes:
                 fn.attributes["kn.workspace_size"] = IntegerAttr(0, i64)
             count += 1

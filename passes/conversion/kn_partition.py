@@ -19,8 +19,12 @@ group into `kn.customized` op(s) whose threadblock graphs come from the planner 
    that is an unplannable op stays as it is.  A group that is a lone `kn.matmul` (Mirage leaves every one to cuBLAS) is
    generated too unless a library GEMM is estimated cheaper (`library_gemm_us`: compute-bound
    shapes, where cuBLAS's wgmma kernels outrun our mma.sync ones); decode-shaped matmuls of a
-   few rows stream their weights and belong in a generated kernel.  Ops of the function are
-   then re-ordered topologically (stable).
+   few rows stream their weights and belong in a generated kernel.  With `hopper-gemm` (the
+   default) such a library matmul becomes a `contraction.contract` over its recorded strides
+   instead when it has an sm_90 GEMM view (`matmul_contract.hopper_contract`: fp16/bf16,
+   rank 2..4, TMA-compatible strides), which mirage-transpile lowers to `cute.hopper_gemm`
+   (the TMA + wgmma kernel, sm_90a only: pass `hopper-gemm=false` for other targets).  Ops of
+   the function are then re-ordered topologically (stable).
 
 Options: `smem-limit` (bytes per block), `num-sms`, `allow-split`, `k-tiles` (for-loop tile
 candidates along the contracted dim), `candidate` (take the plan of this rank in estimated
@@ -29,9 +33,9 @@ profiles), `always-split` (also enumerate split-K plans when an unsplit grid fil
 `grid-sum` (also enumerate split-K plans that combine their partials in the kernel with
 `tb.grid_sum` instead of a second kernel), `per-op` (one kernel per fusible op, lone matmuls
 included: a megakernel's tasks), `block-threads` (one thread count for every block; 0 =
-the planner's) and `lone-block-max-stages` (the ring depth that
+the planner's), `lone-block-max-stages` (the ring depth that
 tb-plan-pipeline's option of the same name gives wide lone blocks, which their estimate
-counts; pass both passes the same value).
+counts; pass both passes the same value) and `hopper-gemm` (step 3).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from mirage_xdsl.dialects import kn
 from mirage_xdsl.passes.conversion.build_tb_graph import emit_kernel
 from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan
+from mirage_xdsl.passes.conversion.matmul_contract import hopper_contract
 from mirage_xdsl.passes.conversion.plan_cost import DeviceModel
 from mirage_xdsl.passes.conversion.plan_group import fusible_op, group_from_ops
 from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
@@ -167,6 +172,9 @@ class PartitionOptions:
     block_threads: int = 0
     """Threads of every block (0: the planner's choice, 128 or 512): a megakernel runs all of
     its tasks with one thread count."""
+    hopper_gemm: bool = True
+    """A lone matmul left to the library becomes a `contraction.contract` for the sm_90a GEMM
+    when it has a GEMM view (module docstring, step 3); false for targets other than sm_90."""
 
     def partition_options(self) -> dict[str, object]:
         """These options as keyword arguments of `KnPartitionPass` (kn-fuse forwards them)."""
@@ -206,7 +214,7 @@ class KnPartitionPass(ModulePass, PartitionOptions):
         """
         planner = Planner(self.device())
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
-            partition_function(func, planner, self.allow_split, self.candidate, self.per_op)
+            partition_function(func, planner, self.allow_split, self.candidate, self.per_op, self.hopper_gemm)
 
 
 def _plan(planner: Planner, ops: list[Operation], allow_split: bool, cache: dict, rank: int = 0) -> FusionPlan | None:
@@ -265,11 +273,18 @@ def smem_fits(plan: FusionPlan, limit: int) -> bool:
 
 
 def partition_function(
-    func: FuncOp, planner: Planner, allow_split: bool = True, rank: int = 0, per_op: bool = False
+    func: FuncOp,
+    planner: Planner,
+    allow_split: bool = True,
+    rank: int = 0,
+    per_op: bool = False,
+    hopper_gemm: bool = False,
 ) -> list[FusionPlan]:
     """Partition one kernel graph in place (groups chosen with the cheapest plans, then each
     lowered with its `rank`-th cheapest plan); return the applied plans.  `per_op`: every
-    fusible op is a group of its own and a lone matmul becomes a kernel too."""
+    fusible op is a group of its own and a lone matmul becomes a kernel too; `hopper_gemm`: a
+    lone matmul left to the library becomes a `contraction.contract` where it can
+    (module docstring, step 3)."""
     block = func.body.block
     fusible_ops = [o for o in block.ops if fusible_op(o)]
     fusible = set(fusible_ops)
@@ -314,11 +329,29 @@ def partition_function(
         if len(members) == 1 and isinstance(members[0], kn.MatmulOp) and not per_op:
             best = _plan(planner, members, allow_split, cache)
             if best is not None and library_gemm_us(members[0], planner.device) < best.cost_us:
+                if hopper_gemm:
+                    to_contract(members[0])
                 continue
         apply_plan(members, plan)
         applied.append(plan)
     reorder_block(block)
     return applied
+
+
+def to_contract(op: kn.MatmulOp) -> bool:
+    """Replace `op` by its `contraction.contract` (`matmul_contract.hopper_contract`) in
+    place; False (and `op` kept) when it has no sm_90 GEMM view."""
+    contract = hopper_contract(op)
+    if contract is None:
+        return False
+    block = op.parent_block()
+    assert block is not None
+    block.insert_op_before(contract, op)
+    if op.result.name_hint:
+        contract.result.name_hint = op.result.name_hint
+    op.result.replace_all_uses_with(contract.result)
+    block.erase_op(op)
+    return True
 
 
 def library_gemm_us(op: kn.MatmulOp, device: DeviceModel) -> float:

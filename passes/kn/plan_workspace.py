@@ -17,7 +17,7 @@ A `kn.customized` with `tb.grid_sum` ops also gets a scratch buffer for its bloc
 partials (`grid_sum_scratch_bytes`), live only while it runs: `kn.grid_sum_scratch_offset`.
 
 Writes (passes/README.md): `kn.workspace_offset = array<i64>` (bytes per result, -1 = graph
-output) on every kn op with an intermediate result, and `kn.workspace_size = i64` (bytes) on
+output) on every kn op (and `contraction.contract`) with an intermediate result, and `kn.workspace_size = i64` (bytes) on
 the function.
 """
 
@@ -92,6 +92,10 @@ def _strides_of(op: Operation, index: int, value: SSAValue) -> tuple[int, ...]:
 
 
 GRID_SUM_SCRATCH_ATTR = kn.GRID_SUM_SCRATCH_ATTR
+WORKSPACE_DIALECTS = ("kn", "contraction")
+"""Ops whose intermediate results get workspace: kernel-level ops and `contraction.contract`
+(kn-partition's lone matmuls for the sm_90a GEMM; convert-contraction-to-hopper keeps the
+offsets)."""
 
 
 def grid_sum_scratch_bytes(op: Operation) -> int:
@@ -112,7 +116,7 @@ def plan_function(func: FuncOp) -> None:
     buffers: list[Buffer] = []
     owners: list[tuple[Operation, int]] = []
     for i, op in enumerate(ops):
-        if op.dialect_name() != "kn":
+        if op.dialect_name() not in WORKSPACE_DIALECTS:
             continue
         for r, res in enumerate(op.results):
             if res in outputs or not hasattr(res.type, "get_shape"):

@@ -4,7 +4,8 @@ Mirage's `resolve_tensor_layout` (mirage-notes 3.2) as a weighted boolean model 
 `z3.Optimize`.  Unknowns, one finite-domain choice each (encoded as one boolean per value
 with an exactly-one constraint, as Mirage's `di_`/`si_`/`sw_`/`op_iter_dim_` variables):
 
-* every DTensor (graph inputs, kn op results): its innermost dim;
+* every DTensor (graph inputs, kn op results): its innermost dim (fixed for graph inputs and
+  the tensors of a `contraction.contract`: the innermost dims of their recorded strides);
 * every materialised STensor (`tb.input` results and the results of fusion-chain tails; the
   intermediate values of a chain live in registers and take the tail's layout): its
   innermost dim and its swizzled dim (-1 = none);
@@ -55,6 +56,10 @@ from mirage_xdsl.passes.tb.layout_problem import (
 )
 
 PASS_NAME = "tb-resolve-layout"
+CONTRACT_OP = "contraction.contract"
+"""Its tensors keep the innermost dims of the strides it was built with (kn-partition's lone
+matmuls for the sm_90a GEMM, `conversion/matmul_contract.py`): a fixed layout, like a graph
+input's."""
 
 
 @dataclass
@@ -172,6 +177,11 @@ def build_graph(func: FuncOp) -> tuple[_GraphBuilder, dict[SSAValue, SSAValue]]:
             for res in op.outputs:
                 b.tensor(res)
             alias.update(_add_threadblock_graph(b, op))
+            continue
+        if op.name == CONTRACT_OP:
+            for v in (*op.operands, *op.results):
+                dim = innermost_of_strides(kn.shape_of(v), kn.dtensor_strides(v))
+                b.add(op, "fix", (b.tensor(v),), dim, rule=f"{CONTRACT_OP} reads its tensors with the strides of its config")
             continue
         values = [v for v in (*op.operands, *op.results) if hasattr(v.type, "get_shape")]
         if not values or op.dialect_name() != "kn":
