@@ -326,11 +326,12 @@ def partition_function(
         plan = _plan(planner, members, allow_split, cache, rank)
         if plan is None:
             continue
-        if len(members) == 1 and isinstance(members[0], kn.MatmulOp) and not per_op:
+        if len(members) == 1 and isinstance(members[0], kn.MatmulOp) and not per_op and compute_bound(members[0]):
             best = _plan(planner, members, allow_split, cache)
-            if best is not None and library_gemm_us(members[0], planner.device) < best.cost_us:
-                if hopper_gemm:
-                    to_contract(members[0])
+            op = members[0]
+            if best is not None and hopper_gemm and hopper_gemm_us(op, planner.device) < best.cost_us and to_contract(op):
+                continue
+            if best is not None and library_gemm_us(op, planner.device) < best.cost_us:
                 continue
         apply_plan(members, plan)
         applied.append(plan)
@@ -352,6 +353,35 @@ def to_contract(op: kn.MatmulOp) -> bool:
     op.result.replace_all_uses_with(contract.result)
     block.erase_op(op)
     return True
+
+
+LIBRARY_MIN_FLOPS = 2**30
+"""Fewest flops of a lone matmul that may leave the generated kernels (a library or sm_90a GEMM):
+below it a matmul is launch- and bandwidth-bound, where a generated kernel is never slower, and
+the planner's absolute estimates for tiny grids are too coarse to compare with another cost."""
+
+LIBRARY_MIN_ROWS = 128
+"""Fewest rows and columns (M and N) of such a matmul: the sm_90a GEMM computes 128-row tiles
+(two 64-row consumer warp groups, codegen/include/mirage_xdsl/hopper_gemm.cuh) and cuBLAS
+similar ones, so decode-shaped matmuls of a few rows stay with the weight-streaming kernels."""
+
+
+def compute_bound(op: kn.MatmulOp) -> bool:
+    """Whether `op` is large enough in flops and in both M and N for a library or sm_90a GEMM
+    (`LIBRARY_MIN_FLOPS`, `LIBRARY_MIN_ROWS`)."""
+    out = kn.shape_of(op.result)
+    flops = 2 * math.prod(out) * kn.shape_of(op.lhs)[-1]
+    return flops >= LIBRARY_MIN_FLOPS and min(out[-2], out[-1]) >= LIBRARY_MIN_ROWS
+
+
+def hopper_gemm_us(op: kn.MatmulOp, device: DeviceModel) -> float:
+    """Estimated time of `op` as our sm_90a GEMM (µs): one captured launch plus the slower of its
+    flops at `DeviceModel.hopper_gemm_flops_per_us` and its bytes at HBM bandwidth."""
+    a, b = kn.shape_of(op.lhs), kn.shape_of(op.rhs)
+    out = kn.shape_of(op.result)
+    flops = 2.0 * math.prod(out) * a[-1]
+    nbytes = 2.0 * (math.prod(a) + math.prod(b) + math.prod(out))
+    return device.hopper_launch_us + max(flops / device.hopper_gemm_flops_per_us, nbytes / device.hbm_bytes_per_us)
 
 
 def library_gemm_us(op: kn.MatmulOp, device: DeviceModel) -> float:

@@ -94,6 +94,11 @@ class DeviceModel:
     captured segments with an eager host launch between them.  On an H200 (2026-11-26) a GELU
     MLP at batch 1 whose down projection was such a call took 126 µs against 58 for torch's
     CUDA graph of the same two GEMMs."""
+    hopper_gemm_flops_per_us: float = 5.0e8
+    """fp16/bf16 rate of our sm_90a GEMM (`cute.hopper_gemm`): 590-690 TFLOP/s for square GEMMs
+    of 2048-16384 and 300 at 1024 on an H200 (2026-11-26, mirage-bench --contractions)."""
+    hopper_launch_us: float = 4.0
+    """Launch and tail of that persistent-grid kernel inside a captured CUDA graph."""
     library_bf16_traffic: float = 4.0
     """bf16 operands reach the library GEMM through fp32 copies (CuPy has no bfloat16;
     runtime/library_ops.py): every operand byte is read, written and read again as fp32,
