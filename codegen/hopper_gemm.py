@@ -36,6 +36,10 @@ class HopperArchError(CudaEmitError):
     """A module with `cute.hopper_gemm` kernels compiled for an architecture without wgmma."""
 
 
+HOPPER_GEMM_ARCHS = ("sm_90", "sm_90a")
+"""Targets a module holding a `cute.hopper_gemm` may be compiled for (`target_arch`)."""
+
+
 def target_arch(module: ModuleOp, arch: str) -> str:
     """The architecture to compile `module` for, given the requested `arch` (normalized,
     e.g. `sm_90`): `sm_90a` when the module holds a `cute.hopper_gemm` and `sm_90` was asked
@@ -50,7 +54,7 @@ def target_arch(module: ModuleOp, arch: str) -> str:
     gemm = next((op for op in module.walk() if isinstance(op, HopperGemmOp)), None)
     if gemm is None or arch == "sm_90a":
         return arch
-    if arch == "sm_90":
+    if arch in HOPPER_GEMM_ARCHS:
         return "sm_90a"
     raise HopperArchError(
         f"cuda target: {gemm.name} {gemm.kernel_name.data}: the TMA + wgmma GEMM needs sm_90a, not {arch}; "

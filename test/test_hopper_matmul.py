@@ -135,6 +135,14 @@ def test_suite_bmm_nt_lowers_to_the_hopper_gemm() -> None:
     assert off.arch == "sm_90" and [type(s) for s in off.plan.steps] == [LibraryCall]
 
 
+def test_compile_for_another_arch_keeps_the_library_call() -> None:
+    """`prepare` for sm_80 turns the route off (the wgmma GEMM does not exist there): the
+    compute-bound matmul stays a library call instead of failing in the printer."""
+    prepared = prepare(_parse(BMM_NT.read_text()), arch="sm_80")
+    assert prepared.arch == "sm_80" and [type(s) for s in prepared.plan.steps] == [LibraryCall]
+    assert not any(isinstance(o, HopperGemmOp) for o in prepared.module.walk())
+
+
 def test_hopper_gemm_needs_sm_90() -> None:
     module = _parse(BMM_NT.read_text())
     MirageTranspilePass().apply(make_context(), module)
