@@ -27,6 +27,7 @@ from xdsl.traits import Pure
 from mirage_xdsl.dialects import tiling
 from mirage_xdsl.dialects.kn.elementwise_ops import KnBinaryOp
 from mirage_xdsl.dialects.kn.tensors import (
+    check_inferred_shape,
     check_same_dtype,
     check_shape,
     check_tensor_types,
@@ -58,11 +59,9 @@ class MatmulOp(KnBinaryOp):
         """
         check_tensor_types(self)
         check_same_dtype(self, self.lhs, self.rhs, self.result)
-        try:
-            expected = tiling.matmul_shape(shape_of(self.lhs), shape_of(self.rhs), threadblock=False)
-        except tiling.ShapeError as err:
-            raise fail(self, str(err)) from None
-        check_shape(self, expected, shape_of(self.result))
+        check_inferred_shape(
+            self, lambda: tiling.matmul_shape(shape_of(self.lhs), shape_of(self.rhs), threadblock=False), shape_of(self.result)
+        )
 
 
 @irdl_op_definition
@@ -96,11 +95,9 @@ class ReductionOp(IRDLOperation):
         """
         check_tensor_types(self)
         check_same_dtype(self, self.input, self.result)
-        try:
-            expected = tiling.reduction_shape(shape_of(self.input), self.dim.value.data, self.size.value.data)
-        except tiling.ShapeError as err:
-            raise fail(self, str(err)) from None
-        check_shape(self, expected, shape_of(self.result))
+        check_inferred_shape(
+            self, lambda: tiling.reduction_shape(shape_of(self.input), self.dim.value.data, self.size.value.data), shape_of(self.result)
+        )
 
 
 @irdl_op_definition
@@ -139,11 +136,7 @@ class ReductionMaxOp(IRDLOperation):
         """
         check_tensor_types(self)
         check_same_dtype(self, self.input, self.result)
-        try:
-            expected = tiling.reduction_shape(shape_of(self.input), self.dim.value.data, 1)
-        except tiling.ShapeError as err:
-            raise fail(self, str(err)) from None
-        check_shape(self, expected, shape_of(self.result))
+        check_inferred_shape(self, lambda: tiling.reduction_shape(shape_of(self.input), self.dim.value.data, 1), shape_of(self.result))
 
 
 @irdl_op_definition
@@ -208,11 +201,9 @@ class ConcatOp(IRDLOperation):
         """
         check_tensor_types(self)
         check_same_dtype(self, self.lhs, self.rhs, self.result)
-        try:
-            expected = tiling.concat_shape(shape_of(self.lhs), shape_of(self.rhs), self.dim.value.data)
-        except tiling.ShapeError as err:
-            raise fail(self, str(err)) from None
-        check_shape(self, expected, shape_of(self.result))
+        check_inferred_shape(
+            self, lambda: tiling.concat_shape(shape_of(self.lhs), shape_of(self.rhs), self.dim.value.data), shape_of(self.result)
+        )
 
 
 @irdl_op_definition

@@ -23,7 +23,14 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 
 from mirage_xdsl.dialects import tiling
-from mirage_xdsl.dialects.kn.tensors import check_same_dtype, check_shape, check_tensor_types, element_type_of, fail, shape_of
+from mirage_xdsl.dialects.kn.tensors import (
+    check_inferred_shape,
+    check_same_dtype,
+    check_tensor_types,
+    element_type_of,
+    fail,
+    shape_of,
+)
 
 
 class KnUnaryOp(IRDLOperation):
@@ -153,11 +160,7 @@ class KnBinaryOp(IRDLOperation):
         """
         check_tensor_types(self)
         check_same_dtype(self, self.lhs, self.rhs, self.result)
-        try:
-            expected = tiling.broadcast_shape(shape_of(self.lhs), shape_of(self.rhs))
-        except tiling.ShapeError as err:
-            raise fail(self, str(err)) from None
-        check_shape(self, expected, shape_of(self.result))
+        check_inferred_shape(self, lambda: tiling.broadcast_shape(shape_of(self.lhs), shape_of(self.rhs)), shape_of(self.result))
 
 
 @irdl_op_definition

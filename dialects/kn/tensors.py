@@ -6,7 +6,7 @@ checks and error (`KnVerifyError`, messages `kn.<op>: <rule>`) every kn and tb o
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, IntegerType, TensorType, UnitAttr, i64
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
@@ -108,6 +108,20 @@ def check_shape(op: IRDLOperation, expected: Sequence[int], actual: Sequence[int
     """
     if tuple(expected) != tuple(actual):
         raise fail(op, f"{what} shape {tuple(actual)} does not match the inferred shape {tuple(expected)}")
+
+
+def check_inferred_shape(op: IRDLOperation, infer: Callable[[], Sequence[int]], actual: Sequence[int], what: str = "result") -> None:
+    """Check `actual` against the shape `infer()` derives (a `tiling` shape rule).
+
+    Raises:
+        KnVerifyError: the rule rejects the operands (`tiling.ShapeError`'s message), or `actual`
+            differs from the inferred shape (`check_shape`).
+    """
+    try:
+        expected = infer()
+    except tiling.ShapeError as err:
+        raise fail(op, str(err)) from None
+    check_shape(op, expected, actual, what)
 
 
 def element_type_error(element_type: Attribute) -> str | None:

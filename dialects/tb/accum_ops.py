@@ -12,7 +12,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from mirage_xdsl.dialects import tiling
-from mirage_xdsl.dialects.kn.tensors import check_shape, fail, shape_of
+from mirage_xdsl.dialects.kn.tensors import check_inferred_shape, fail, shape_of
 from mirage_xdsl.dialects.tb.compute_ops import MulScalarOp, ReductionOp, ReductionToDimxOp
 from mirage_xdsl.dialects.tb.stensor import STensorType, TbOp, after_accum, check_same_element_type, checked_graph_of
 
@@ -90,11 +90,7 @@ class ForloopAccumOp(TbOp):
         graph = checked_graph_of(self)
         # detached op or malformed graph (reported by kn.customized): trust the result's last dim
         dimx = graph.dimx if graph is not None else shape_of(self.result)[-1]
-        try:
-            expected = tiling.accumulator_shape(kind, shape_of(self.input), dimx)
-        except tiling.ShapeError as err:
-            raise fail(self, str(err)) from None
-        check_shape(self, expected, shape_of(self.result))
+        check_inferred_shape(self, lambda: tiling.accumulator_shape(kind, shape_of(self.input), dimx), shape_of(self.result))
 
     def print(self, printer: Printer) -> None:
         """Print ` KIND %x[, %rescale] {attrs} : T[, Ts] -> R`."""

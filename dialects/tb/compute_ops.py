@@ -14,7 +14,7 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import VarConstraint, base, irdl_op_definition, operand_def, prop_def, result_def
 
 from mirage_xdsl.dialects import tiling
-from mirage_xdsl.dialects.kn.tensors import check_shape, element_type_of, fail, shape_of
+from mirage_xdsl.dialects.kn.tensors import check_inferred_shape, element_type_of, fail, shape_of
 from mirage_xdsl.dialects.tb.stensor import STensorType, TbOp, after_accum, check_same_element_type, checked_graph_of
 
 
@@ -146,11 +146,7 @@ class TbBinaryOp(TbOp):
         if after_accum(self.result) != after_accum(self.lhs):
             raise fail(self, "the result's after_accum must equal the operands'")
         check_same_element_type(self, self.lhs, self.rhs, self.result)
-        try:
-            expected = self.infer_shape(shape_of(self.lhs), shape_of(self.rhs))
-        except tiling.ShapeError as err:
-            raise fail(self, str(err)) from None
-        check_shape(self, expected, shape_of(self.result))
+        check_inferred_shape(self, lambda: self.infer_shape(shape_of(self.lhs), shape_of(self.rhs)), shape_of(self.result))
 
 
 @irdl_op_definition
@@ -222,11 +218,9 @@ class TbReductionBase(TbOp):
         if after_accum(result) != after_accum(self.input):
             raise fail(self, "the result's after_accum must equal the operand's")
         check_same_element_type(self, self.input, result)
-        try:
-            expected = tiling.reduction_shape(shape_of(self.input), self.reduce_dim, self.reduced_size())
-        except tiling.ShapeError as err:
-            raise fail(self, str(err)) from None
-        check_shape(self, expected, shape_of(result))
+        check_inferred_shape(
+            self, lambda: tiling.reduction_shape(shape_of(self.input), self.reduce_dim, self.reduced_size()), shape_of(result)
+        )
 
 
 class TbReduceToOneBase(TbReductionBase):
@@ -375,11 +369,9 @@ class ConcatOp(TbOp):
         if after_accum(self.lhs) != after_accum(self.rhs) or after_accum(self.result) != after_accum(self.lhs):
             raise fail(self, "operands and result must agree on after_accum (both before or both after the for-loop)")
         check_same_element_type(self, self.lhs, self.rhs, self.result)
-        try:
-            expected = tiling.concat_shape(shape_of(self.lhs), shape_of(self.rhs), self.dim.value.data)
-        except tiling.ShapeError as err:
-            raise fail(self, str(err)) from None
-        check_shape(self, expected, shape_of(self.result))
+        check_inferred_shape(
+            self, lambda: tiling.concat_shape(shape_of(self.lhs), shape_of(self.rhs), self.dim.value.data), shape_of(self.result)
+        )
 
 
 UNARY_BY_KIND: dict[str, type[TbUnaryOp]] = {
