@@ -15,7 +15,7 @@ from xdsl.ir import SSAValue
 from mirage_xdsl.codegen.cuda_syntax import c_type, layout_t
 from mirage_xdsl.codegen.printer_base import KernelPrinterBase
 from mirage_xdsl.dialects import cute
-from mirage_xdsl.dialects.cute.row_chains import RowChain
+from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN_FP32, RowChain
 from mirage_xdsl.dialects.kn import element_type_of
 
 
@@ -85,7 +85,8 @@ class RowChainPrinter(KernelPrinterBase):
             fn = f"[](float o, float a, float b, float c) {{ return {body}; }}"
             vector_out = out_copy is not None and contiguous and self.row_vectors(out_copy, op.out, trips)
             call = f"{fn}({o}, {', '.join(args)})"
-            body_lines = [f"{name}[j] = {self.rounded(op.out, call)};"]
+            value = call if ROW_CHAIN_FP32 in op.attributes else self.rounded(op.out, call)
+            body_lines = [f"{name}[j] = {value};"]
             if out_copy is not None and not vector_out:
                 gt = c_type(element_type_of(out_copy.dst))
                 body_lines.append(f"{self.global_element(out_copy, op.out, dims, order)} = mx::from_f<{gt}>({name}[j]);")

@@ -9,6 +9,9 @@ printer reads (passes/cute/row_chains.py explains what a chain is and when one i
 * `ROW_CHAIN_GLOBAL` (unit) on a `cute.copy_g2s` whose tile only chains read (they load it
   from global memory), a `cute.copy_s2g` of an accumulator a chain stores straight to global
   memory, and that accumulator's zero `cute.fill`: the printer skips them.
+* `ROW_CHAIN_FP32` (unit) on a chain op that only squares its operand and whose value only
+  the chain's row sums read: the value stays an fp32 register, unrounded (an fp16 square
+  underflows below |x| ~ 2.4e-4; as `cute-fuse-square-sum` does outside chains).
 * `ROW_CHAINS` (`i64`) on the `cute.kernel`: the number of chains (its presence says the
   decision was made).
 """
@@ -25,6 +28,7 @@ from mirage_xdsl.dialects import cute
 ROW_CHAIN = "cute.row_chain"
 ROW_CHAIN_STORED = "cute.row_chain_stored"
 ROW_CHAIN_GLOBAL = "cute.row_chain_global"
+ROW_CHAIN_FP32 = "cute.row_chain_fp32"
 ROW_CHAINS = "cute.row_chains"
 
 

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 
 from mirage_xdsl.dialects import tiling
 from mirage_xdsl.passes.conversion.kernel_plan import KernelPlan
-from mirage_xdsl.passes.conversion.plan_group import UNARY_KINDS, elem_bytes, is_attention, numel
+from mirage_xdsl.passes.conversion.plan_group import BINARY_KINDS, UNARY_KINDS, elem_bytes, is_attention, numel
 from mirage_xdsl.passes.conversion.register_chain import chain_shape_fits, chain_thr_layout
+from mirage_xdsl.passes.cute.row_chains import MAX_TRIPS as ROW_CHAIN_MAX_ELEMENTS
 from mirage_xdsl.passes.tb.plan_pipeline import (
     LONE_BLOCK_MAX_STAGES,
     WEIGHT_MAX_STAGES,
@@ -49,6 +50,61 @@ def _pad(n: int, multiple: int) -> int:
 
 def _round16(nbytes: int) -> int:
     return (nbytes + 15) // 16 * 16
+
+
+ROW_CHAIN_KINDS = (*UNARY_KINDS, *BINARY_KINDS, "reduction", "reduction_max", "rms_norm")
+"""The kn ops cute-row-chains can keep in registers: elementwise ops, whole-row sums and
+maxima (passes/cute/row_chains.py), and rms_norm over the last dim, which convert-tb-to-cute
+lowers to those."""
+
+ROW_CHAIN_VECTOR_BYTES = 16
+"""Bytes each thread of a row chain loads at once (`mx::load_row`: one 16-byte vector)."""
+
+
+def row_chain_threads(plan: KernelPlan, max_threads: int) -> int | None:
+    """The threads per block with which cute-row-chains will keep all of `plan`'s work in
+    registers, or None if it will not: a loop-free, unsplit plan whose computed values are
+    all tiles of one row ([1, ..., 1, C] or a per-row scalar) made by elementwise ops and
+    sums/maxima over the whole row (the pass's rules, passes/cute/row_chains.py, predicted on
+    the plan).  Each thread then owns `C / threads` consecutive elements: one 16-byte vector
+    (8 fp16 / bf16, 4 fp32), more (at most `ROW_CHAIN_MAX_ELEMENTS`) when a row needs more
+    than `max_threads` threads, fewer when the block would have under 128 threads."""
+    if plan.split > 1 or plan.forloop_range > 1:
+        return None
+    group = plan.group
+    computed = [n for n in plan.needed if n not in plan.skipped and group.nodes[n].kind != "input"]
+    if not computed:
+        return None
+    length = 0
+    smallest = 16
+    for n in computed:
+        node = group.nodes[n]
+        if node.kind not in ROW_CHAIN_KINDS:
+            return None
+        rows = [plan.tiles[n]]
+        if node.kind in ("reduction", "reduction_max"):
+            if node.props["dim"] != len(node.shape) - 1 or node.props.get("size", 1) != 1:
+                return None
+            rows.append(plan.tiles[node.args[0]])
+        for t in rows:
+            if any(d != 1 for d in t[:-1]):
+                return None
+            if t[-1] > 1:
+                if length and t[-1] != length:
+                    return None
+                length = t[-1]
+        smallest = min(smallest, elem_bytes(node.dtype))
+    if length == 0:
+        return None
+    per_thread = ROW_CHAIN_VECTOR_BYTES // smallest
+    while length // per_thread > max_threads and per_thread < ROW_CHAIN_MAX_ELEMENTS:
+        per_thread *= 2
+    while length // per_thread < 128 and per_thread > 1:
+        per_thread //= 2
+    threads = length // per_thread
+    if length % per_thread or threads % 32 or threads > max_threads or per_thread > ROW_CHAIN_MAX_ELEMENTS:
+        return None
+    return threads
 
 
 @dataclass(frozen=True)
@@ -79,6 +135,7 @@ class DeviceModel:
     flight, that share of a double buffer's exposed load latency per iteration) as it does
     the lone blocks' ring."""
     max_threads_per_sm: int = SM90.max_threads_per_sm
+    max_threads_per_block: int = SM90.max_threads_per_block
     max_blocks_per_sm: int = SM90.max_blocks_per_sm
     max_blocks: int = 4096  # Mirage's MAX_NUM_THREADBLOCKS_PER_KERNEL
     max_accum_per_thread: int = 192  # fp32 register accumulator elements (mirage-notes 3.5)
@@ -117,6 +174,16 @@ class DeviceModel:
     (2026-11-22), rank 0 with 16 / 32 / 64:
     gqa bs1 9.0 / 9.4 / 9.4 us, gqa bs8 35.0 / 32.0 / 32.6, mha 14.3 (all), mqa 12.9 / 11.8 /
     11.8."""
+    smem_ops_per_warp_ns: float = 1.25
+    """Element-ops per ns per resident warp of an SM for elementwise and reduction ops that
+    walk shared-memory tiles (each thread loads, computes and stores one element after
+    another, latency-bound, and waits at a barrier after each op).  Fitted to two matmul-free
+    kernels over 4096 x 4096 fp16 on an H200 (2026-11-26) against this model without the term:
+    a layernorm with 2-row tiles at 128 threads (8 warps per SM, 7 ops) 133 µs measured vs
+    38.8 estimated, a softmax with 1-row tiles at 128 threads (36 warps, 5 ops) 40.8 vs 27.5.
+    Row chains (`row_chain_threads`) keep their values in registers and pay none of it; nor
+    do grids of at most one block per SM, where each block's passes are latency
+    (`block_latency_us`), not SM throughput (split-K combine kernels)."""
     launch_us: float = 1.5  # per kernel, incl. the drain/ramp between dependent kernels
     iter_latency_us: float = 0.25  # exposed per for-loop iteration (double-buffered loads)
     mem_latency_us: float = 0.5  # global-load latency under load (Little's law)
@@ -191,13 +258,18 @@ class CostModel:
         self.device = device
 
     def block_threads(self, plan: KernelPlan) -> int:
-        """Threads per block: Mirage's 128, or up to `wide_block_threads` for matmul-free plans
-        whose grid leaves most SMs idle (nTrans: 8 rows, one block each), so each thread of
-        their elementwise/reduction phases handles fewer elements (the phases are
-        latency-bound: each thread's share is a chain of shared-memory loads)."""
+        """Threads per block: Mirage's 128; for matmul-free plans whose work is one register
+        row chain (`row_chain_threads`), the thread count that chain needs; else up to
+        `wide_block_threads` for matmul-free plans whose grid leaves most SMs idle (nTrans: 8
+        rows, one block each), so each thread of their elementwise/reduction phases handles
+        fewer elements (the phases are latency-bound: each thread's share is a chain of
+        shared-memory loads)."""
         dev = self.device
         if any(plan.group.nodes[n].kind == "matmul" for n in plan.needed):
             return dev.threads_per_block
+        chain = row_chain_threads(plan, dev.max_threads_per_block)
+        if chain is not None:
+            return chain
         if math.prod(plan.grid) * 4 > dev.num_sms:
             return dev.threads_per_block
         return dev.wide_block_threads
@@ -217,6 +289,20 @@ class CostModel:
         warps = self.block_threads(plan) // 32
         fits = chain_shape_fits(rows, keys, chain_thr_layout(rows, warps), warps)
         return fits and rows <= self.device.register_chain_max_rows
+
+    @staticmethod
+    def _smem_element_ops(plan: KernelPlan) -> int:
+        """Elements one block's elementwise and reduction ops walk in shared memory (a
+        reduction walks its input tile; skipped and input nodes walk nothing)."""
+        group = plan.group
+        total = 0
+        for n in plan.needed:
+            node = group.nodes[n]
+            if n in plan.skipped or node.kind in ("input", "matmul"):
+                continue
+            walked = plan.tiles[node.args[0]] if node.kind in ("reduction", "reduction_max") else plan.tiles[n]
+            total += numel(walked)
+        return total
 
     def is_wide_lone_block(self, plan: KernelPlan) -> bool:
         """Whether tb-plan-pipeline will give this plan its deeper ring (`lone_block_stages`)."""
@@ -403,9 +489,14 @@ class CostModel:
         full_rate = dev.register_chain_blocks_for_full_mma_rate if self.keeps_p_in_registers(plan) else dev.blocks_for_full_mma_rate
         hiding = min(1.0, resident / full_rate)
         roof = max(unique_dram / bandwidth, loaded / dev.l2_bytes_per_us, mma_flops / (dev.flops_per_us * hiding))
+        passes_us = 0.0
+        if not mma_flops and blocks > dev.num_sms and row_chain_threads(plan, dev.max_threads_per_block) is None:
+            warps = min(occ, max(1.0, blocks / dev.num_sms)) * plan.threads / 32
+            passes_us = self._smem_element_ops(plan) * blocks / dev.num_sms / (warps * dev.smem_ops_per_warp_ns * 1e3)
         cost = (
             dev.launch_us
             + roof / balance
+            + passes_us
             + waves * (R * iter_latency + dev.block_latency_us)
             + (waves * dev.unpipelined_split_penalty_us if R == 1 and plan.split > 1 else 0.0)
             + lifts_max * dev.max_lift_penalty_us

@@ -56,6 +56,7 @@ from xdsl.passes import ModulePass
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects.cute.row_chains import (
     ROW_CHAIN,
+    ROW_CHAIN_FP32,
     ROW_CHAIN_GLOBAL,
     ROW_CHAIN_STORED,
     ROW_CHAINS,
@@ -158,7 +159,8 @@ def global_io(kernel: cute.KernelOp, chains: Sequence[RowChain]) -> GlobalIO:
     """Inputs that only chains read, straight from global memory (their copy is not
     printed), and a chain's accumulator that only its output copy reads, straight to global
     memory (no fill, no copy), when the accumulator collects a single trip (for-loop of one
-    iteration: `0 + value` is what the tile would have held)."""
+    iteration: `0 + value` is what the tile would have held) -- any member of a chain, not only
+    its last op (add + rms_norm stores the sum as a second output)."""
     io = GlobalIO()
     chain_ops = {op for ch in chains for op in ch.ops}
     top = list(kernel.body.block.ops)
@@ -170,15 +172,16 @@ def global_io(kernel: cute.KernelOp, chains: Sequence[RowChain]) -> GlobalIO:
             if readers and all(r in chain_ops and _reads(r, op.dst) for r in readers):
                 io.loads[op.dst] = op
                 io.skipped.add(op)
-    for ch in chains:
-        last = ch.ops[-1]
-        if not single_trip or not isinstance(last, cute.ElementwiseOp) or last.mode.data != "add":
+    if not single_trip:
+        return io
+    for member in (op for ch in chains for op in ch.ops):
+        if not isinstance(member, cute.ElementwiseOp) or member.mode.data != "add":
             continue
-        users = [u.operation for u in last.out.uses if u.operation is not last]
+        users = [u.operation for u in member.out.uses if u.operation is not member]
         fills = [u for u in users if isinstance(u, cute.FillOp) and u.parent is kernel.body.block and u.fill_value == 0.0]
         copies = [u for u in users if isinstance(u, cute.CopyS2GOp) and u.parent is kernel.body.block]
         if len(fills) == 1 and len(copies) == 1 and len(users) == 2:  # nothing else reads it
-            io.stores[last.out] = copies[0]
+            io.stores[member.out] = copies[0]
             io.skipped.update((fills[0], copies[0]))
     return io
 
@@ -206,6 +209,26 @@ def plan_row_chain(
     chain.consumed = consumed
     _mark_stored(chain)
     return chain if _hazard_free(chain) else None
+
+
+def unrounded_squares(chain: RowChain) -> list[cute.ElementwiseOp]:
+    """Members that only square their operand, are not stored, and whose value only the
+    chain's row sums read: kept in fp32 (`ROW_CHAIN_FP32`)."""
+    out = []
+    inside = set(chain.ops)
+    for op in chain.ops:
+        if not isinstance(op, cute.ElementwiseOp) or op.out in chain.stored:
+            continue
+        square = (
+            op.fn.data == "id"
+            and len(op.ins) == 1
+            and op.mode.data == "store"
+            and [getattr(fn, "fn_name", None) for fn in op.epilogue.data] == ["square"]
+        )
+        readers = [u.operation for u in op.out.uses if u.operation is not op]
+        if square and readers and all(r in inside and isinstance(r, cute.ReduceOp) and r.kind.data == "sum" for r in readers):
+            out.append(op)
+    return out
 
 
 def _register_resident(kernel: cute.KernelOp) -> set[SSAValue]:
@@ -251,7 +274,8 @@ class RowChainsPass(ModulePass):
         """Re-mark the row chains of every `cute.kernel` in `op` (old marks removed first).
 
         Writes `cute.row_chain` = the chain's index on each member, `cute.row_chain_stored` on
-        members whose value is also stored, `cute.row_chain_global` on the skipped global I/O ops
+        members whose value is also stored, `cute.row_chain_fp32` on squares only its sums
+        read (`unrounded_squares`), `cute.row_chain_global` on the skipped global I/O ops
         and `cute.row_chains` = the chain count on the kernel.
 
         Raises:
@@ -261,7 +285,7 @@ class RowChainsPass(ModulePass):
             if not isinstance(kernel, cute.KernelOp):
                 continue
             for o in kernel.walk():
-                for name in (ROW_CHAIN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL):
+                for name in (ROW_CHAIN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL, ROW_CHAIN_FP32):
                     o.attributes.pop(name, None)
             chains, io = kernel_row_chains(kernel)
             for index, chain in enumerate(chains):
@@ -269,6 +293,8 @@ class RowChainsPass(ModulePass):
                     member.attributes[ROW_CHAIN] = IntegerAttr(index, i64)
                     if value in chain.stored:
                         member.attributes[ROW_CHAIN_STORED] = UnitAttr()
+                for square in unrounded_squares(chain):
+                    square.attributes[ROW_CHAIN_FP32] = UnitAttr()
             for skipped in io.skipped:
                 skipped.attributes[ROW_CHAIN_GLOBAL] = UnitAttr()
             kernel.attributes[ROW_CHAINS] = IntegerAttr(len(chains), i64)

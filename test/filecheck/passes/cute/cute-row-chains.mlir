@@ -10,9 +10,9 @@
 // CHECK:      cute.kernel(%X) attributes {{{.*}}cute.row_chains = 1 : i64
 // CHECK:      cute.copy_g2s "chunked" %i0 -> %s0 {cute.row_chain_global
 // CHECK:      cute.fill %s4, 0.0 {cute.row_chain_global}
-// CHECK:      cute.reduce "max" %s0 [] "store" %s1 {cute.reduce_threads = 512 : i64, cute.row_chain = 0 : i64
+// CHECK:      cute.reduce "max" %s0 [] "store" %s1 {cute.reduce_threads = 256 : i64, cute.row_chain = 0 : i64
 // CHECK:      cute.elementwise "sub"(%s0, %s1) [#cute.fn<exp>] "store" %s2 {cute.row_chain = 0 : i64, order
-// CHECK:      cute.reduce "sum" %s2 [] "store" %s3 {cute.reduce_threads = 512 : i64, cute.row_chain = 0 : i64
+// CHECK:      cute.reduce "sum" %s2 [] "store" %s3 {cute.reduce_threads = 256 : i64, cute.row_chain = 0 : i64
 // CHECK:      cute.elementwise "div"(%s2, %s3) [] "add" %s4 {cute.row_chain = 0 : i64, cute.row_chain_stored
 // CHECK:      cute.copy_s2g "chunked" %s4 -> %o0 {cute.row_chain_global
 
