@@ -6,5 +6,6 @@
 * `cute`: the CuTe-level kernel IR that the CUDA printer turns into C++;
 * `mpk`: the task graph of a persistent megakernel.
 
-`tiling.py` holds the shape rules the `kn`/`tb` verifiers share.
+`common/` holds the abstract op bases and checks that `kn` and `tb` share (below both, no
+import cycle); `tiling.py` the shape rules their verifiers apply.
 """

@@ -9,11 +9,14 @@ writes that input (model weights), so the generated kernels may load it before t
 kernel has finished (`weight_inputs`).  Op set and shape
 rules: Mirage `include/mirage/kernel/*.h`, `src/kernel/*.cc` (mirage-notes 1.3).
 
-Modules: `tensors.py` (shapes, element types, attributes, shared checks), `elementwise_ops.py`,
+Modules: `tensors.py` (DTensor attributes and checks, `KnOp`), `elementwise_ops.py`,
 `compute_ops.py`, `customized.py` (`kn.customized`), `dialect.py` (the `Kernel` dialect),
-`graph_verify.py` (whole-graph checks), `strides.py` (DTensor strides).
+`graph_verify.py` (whole-graph checks), `strides.py` (DTensor strides).  The ops subclass the
+abstract bases that `tb` shares (`dialects/common/op_bases.py`); this package also re-exports
+the shared checks and accessors (`dialects/common/checks.py`: `shape_of`, `fail`, `KnVerifyError`).
 """
 
+from mirage_xdsl.dialects.common.checks import *  # noqa: F403
 from mirage_xdsl.dialects.kn.compute_ops import *  # noqa: F403
 from mirage_xdsl.dialects.kn.customized import *  # noqa: F403
 from mirage_xdsl.dialects.kn.dialect import *  # noqa: F403

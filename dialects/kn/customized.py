@@ -21,7 +21,8 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 
 from mirage_xdsl.dialects import tiling
-from mirage_xdsl.dialects.kn.tensors import TB_OUTPUT_OP, check_shape, check_tensor_types, element_type_of, fail, int_array, ints, shape_of
+from mirage_xdsl.dialects.common.checks import check_shape, element_type_of, fail, shape_of
+from mirage_xdsl.dialects.kn.tensors import TB_OUTPUT_OP, check_tensor_types, int_array, ints
 from mirage_xdsl.target.device import MAX_FORLOOP_RANGE
 
 

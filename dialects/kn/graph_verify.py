@@ -17,7 +17,8 @@ from collections.abc import Iterable, Sequence
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
-from mirage_xdsl.dialects.kn.tensors import STRIDES_ATTR, KnVerifyError, tensor_type_error
+from mirage_xdsl.dialects.common.checks import KnVerifyError
+from mirage_xdsl.dialects.kn.tensors import STRIDES_ATTR, tensor_type_error
 from mirage_xdsl.target.device import MAX_TENSOR_ELEMENTS
 
 

@@ -1,19 +1,27 @@
-"""Kernel-graph tensors (DTensors, builtin `tensor<...>` types): their shapes, element types
-and the argument / result attributes (`kn.strides` in elements, `kn.weight`), and the
-checks and error (`KnVerifyError`, messages `kn.<op>: <rule>`) every kn and tb op shares.
+"""Kernel-graph tensors (DTensors, builtin `tensor<...>` types): the argument / result
+attributes (`kn.strides` in elements, `kn.weight`), the DTensor checks, and `KnOp`, the
+kernel level's side of the op bases it shares with tb (`dialects/common/op_bases.py`).
+
+The shape / element-type accessors and the error every kn and tb op raises (`KnVerifyError`,
+messages `kn.<op>: <rule>`) live in `dialects/common/checks.py`; the `kn` package re-exports
+them (`kn.shape_of`, `kn.KnVerifyError`, ...).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, IntegerType, TensorType, UnitAttr, i64
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
-from xdsl.irdl import IRDLOperation
+from xdsl.irdl import IRDLOperation, traits_def
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from mirage_xdsl.dialects import tiling
+from mirage_xdsl.dialects.common.checks import element_type_of, fail
+from mirage_xdsl.dialects.common.op_bases import GraphOp
 from mirage_xdsl.target.device import MAX_TENSOR_ELEMENTS
 
 TB_OUTPUT_OP = "tb.output"
@@ -69,18 +77,6 @@ def is_weight(value: object) -> bool:
     return entry and value.index in weight_inputs(fn)
 
 
-def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
-    """Static shape of a tensor-typed value or type (`tensor<...>` or `!tb.stensor<...>`)."""
-    typ = value.type if isinstance(value, SSAValue) else value
-    return tuple(typ.get_shape())  # type: ignore[attr-defined]
-
-
-def element_type_of(value: SSAValue | Attribute) -> Attribute:
-    """Element dtype of a tensor-typed value or type."""
-    typ = value.type if isinstance(value, SSAValue) else value
-    return typ.get_element_type()  # type: ignore[attr-defined]
-
-
 def int_array(values: Sequence[int]) -> DenseArrayBase:
     """`array<i64: ...>` from Python ints."""
     return DenseArrayBase.from_list(i64, list(values))
@@ -89,39 +85,6 @@ def int_array(values: Sequence[int]) -> DenseArrayBase:
 def ints(attr: DenseArrayBase) -> tuple[int, ...]:
     """Python ints of an `array<i64: ...>` attribute."""
     return tuple(int(v) for v in attr.get_values())  # type: ignore[misc]  # xDSL types get_values for integer arrays only
-
-
-class KnVerifyError(VerifyException):
-    """A kernel-graph op breaks one of Mirage's rules; the message names the op and the rule."""
-
-
-def fail(op: IRDLOperation, rule: str) -> KnVerifyError:
-    """Build the exception for `op` breaking `rule` (message: `<op name>: <rule>`)."""
-    return KnVerifyError(f"{op.name}: {rule}")
-
-
-def check_shape(op: IRDLOperation, expected: Sequence[int], actual: Sequence[int], what: str = "result") -> None:
-    """Check that `actual` equals the inferred `expected` shape.
-
-    Raises:
-        KnVerifyError: it does not (`what` names the checked value in the message).
-    """
-    if tuple(expected) != tuple(actual):
-        raise fail(op, f"{what} shape {tuple(actual)} does not match the inferred shape {tuple(expected)}")
-
-
-def check_inferred_shape(op: IRDLOperation, infer: Callable[[], Sequence[int]], actual: Sequence[int], what: str = "result") -> None:
-    """Check `actual` against the shape `infer()` derives (a `tiling` shape rule).
-
-    Raises:
-        KnVerifyError: the rule rejects the operands (`tiling.ShapeError`'s message), or `actual`
-            differs from the inferred shape (`check_shape`).
-    """
-    try:
-        expected = infer()
-    except tiling.ShapeError as err:
-        raise fail(op, str(err)) from None
-    check_shape(op, expected, actual, what)
 
 
 def element_type_error(element_type: Attribute) -> str | None:
@@ -173,3 +136,32 @@ def check_same_dtype(op: IRDLOperation, *values: SSAValue) -> None:
     dtypes = {element_type_of(v) for v in values}
     if len(dtypes) > 1:
         raise fail(op, f"operands and results must share one element type, got {sorted(map(str, dtypes))}")
+
+
+class KnOp(GraphOp):
+    """The kernel level's side of the shared op bases (`common.op_bases`): pure ops on DTensors
+    (builtin `tensor<...>` types), batched shape rules, element types compared as a set."""
+
+    traits = traits_def(Pure())
+    THREADBLOCK: ClassVar[bool] = False
+
+    @classmethod
+    def derived_type(cls, like: SSAValue, shape: Sequence[int]) -> Attribute:
+        """`tensor<shape x E>` with the element type E of `like`."""
+        return TensorType(element_type_of(like), shape)
+
+    def check_level_rules(self) -> None:
+        """Every tensor of the op is a Mirage DTensor (`check_tensor_types`).
+
+        Raises:
+            KnVerifyError: one is not.
+        """
+        check_tensor_types(self)
+
+    def check_element_types(self, *values: SSAValue) -> None:
+        """One element type (`check_same_dtype`).
+
+        Raises:
+            KnVerifyError: `values` have several.
+        """
+        check_same_dtype(self, *values)

@@ -8,7 +8,8 @@ input; after the loop the `after_accum` ops run once and `tb.output` stores the 
 propagates it, and binary ops/matmul/concat require their operands to agree.
 
 Modules: `stensor.py` (the STensor type, `TbOp`), `io_ops.py`, `compute_ops.py`, `accum_ops.py`,
-`dialect.py` (the `Threadblock` dialect).
+`dialect.py` (the `Threadblock` dialect).  The compute ops subclass the abstract bases that `kn`
+shares (`dialects/common/op_bases.py`); the for-loop accumulator, grid sum and I/O ops are tb-only.
 """
 
 from mirage_xdsl.dialects.tb.accum_ops import *  # noqa: F403

@@ -12,7 +12,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from mirage_xdsl.dialects import tiling
-from mirage_xdsl.dialects.kn.tensors import check_inferred_shape, fail, shape_of
+from mirage_xdsl.dialects.common.checks import check_inferred_shape, fail, shape_of
 from mirage_xdsl.dialects.tb.compute_ops import MulScalarOp, ReductionOp, ReductionToDimxOp
 from mirage_xdsl.dialects.tb.stensor import STensorType, TbOp, after_accum, check_same_element_type, checked_graph_of
 

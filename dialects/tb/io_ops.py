@@ -12,8 +12,9 @@ from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, tra
 from xdsl.traits import HasParent, MemoryWriteEffect
 
 from mirage_xdsl.dialects import tiling
+from mirage_xdsl.dialects.common.checks import check_shape, element_type_of, fail, shape_of
 from mirage_xdsl.dialects.kn.customized import CustomizedOp
-from mirage_xdsl.dialects.kn.tensors import check_shape, check_tensor_types, element_type_of, fail, int_array, ints, shape_of
+from mirage_xdsl.dialects.kn.tensors import check_tensor_types, int_array, ints
 from mirage_xdsl.dialects.tb.accum_ops import depends_on_grid_sum
 from mirage_xdsl.dialects.tb.stensor import STensorType, TbOp, after_accum, checked_graph_of
 

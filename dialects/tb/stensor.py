@@ -1,23 +1,27 @@
 """The `tb` STensor type (`!tb.stensor`: a shared-memory tile, `after_accum` when an
 accumulator produced it), the base of every threadblock op (`TbOp`, directly inside a
-`kn.customized` region) and the checks ops share.
+`kn.customized` region; the threadblock level's side of the op bases it shares with kn,
+`dialects/common/op_bases.py`) and the checks ops share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr
 from xdsl.ir import Attribute, ParametrizedAttribute, SSAValue, TypeAttribute
-from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_attr_definition, traits_def
+from xdsl.irdl import IRDLOperation, irdl_attr_definition, traits_def
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from mirage_xdsl.dialects import tiling
+from mirage_xdsl.dialects.common.checks import element_type_of, fail
+from mirage_xdsl.dialects.common.op_bases import GraphOp
 from mirage_xdsl.dialects.kn.customized import CustomizedOp
-from mirage_xdsl.dialects.kn.tensors import element_type_error, element_type_of, fail
+from mirage_xdsl.dialects.kn.tensors import element_type_error
 
 
 @irdl_attr_definition
@@ -144,8 +148,30 @@ def check_same_element_type(op: IRDLOperation, *values: SSAValue) -> None:
         raise fail(op, f"operands and results must share one element type, got {', '.join(map(str, types))}")
 
 
-class TbOp(IRDLOperation):
-    """Base of all threadblock ops: they live directly inside a `kn.customized` region."""
+class TbOp(GraphOp):
+    """Base of all threadblock ops: they live directly inside a `kn.customized` region, on
+    tiles (`!tb.stensor`) under the threadblock shape rules.  As the threadblock level of the
+    shared op bases: a derived tile keeps its operand's after_accum flag, the level adds no
+    rule of its own (a family that checks after_accum overrides `check_level_rules`), and an
+    element-type mismatch lists the types in operand order (`check_same_element_type`)."""
 
     traits = traits_def(HasParent(CustomizedOp), Pure())
-    irdl_options = (ParsePropInAttrDict(),)
+    THREADBLOCK: ClassVar[bool] = True
+
+    @classmethod
+    def derived_type(cls, like: SSAValue, shape: Sequence[int]) -> Attribute:
+        """`like`'s tile type with shape `shape` (element type and after_accum kept)."""
+        typ = like.type
+        assert isinstance(typ, STensorType)
+        return typ.with_shape(shape)
+
+    def check_level_rules(self) -> None:
+        """No rule by default (the families with after_accum rules override this)."""
+
+    def check_element_types(self, *values: SSAValue) -> None:
+        """One element type (`check_same_element_type`).
+
+        Raises:
+            KnVerifyError: `values` have several.
+        """
+        check_same_element_type(self, *values)

@@ -1,0 +1,270 @@
+"""Abstract op bases that the kernel-level (`kn`) and threadblock-level (`tb`) dialects share.
+
+In xDSL's own style (the generic binary-operation bases of `xdsl/dialects/arith.py`, the
+`Generic` register bases of `xdsl/dialects/riscv`): each family base carries the operand,
+result and property definitions, the custom syntax (`assembly_format`, properties written in
+the attribute dictionary) and the verifier, with the tensor type left as the type variable
+`TensorT`.  A level binds it (builtin `tensor<...>` DTensors for `kn`, `!tb.stensor<...>` tiles
+for `tb`) and adds its conventions through one subclass of `GraphOp` that implements the hooks
+below (`kn.tensors.KnOp`, `tb.stensor.TbOp`): traits, how a derived result type is built, the
+level's own type rules and how it words an element-type mismatch.  A concrete op is then a thin
+subclass that gives its `name` and what differs, e.g. `class AddOp(KnBinaryOp): name = "kn.add"`
+with `KnBinaryOp = KnOp + BinaryOpBase[TensorType]`.
+
+Every family verifies in one order, so each level reports its errors as it always did: the
+level's rules (`check_level_rules`: kn, every tensor is a DTensor; tb, the after_accum placement
+as the family states it), one element type (`check_element_types`), then the shape a `tiling`
+rule infers (`checks.check_inferred_shape`).  Shape rules: Mirage `src/kernel/*.cc` and
+`src/threadblock/*.cc` (mirage-notes 1.3-1.7), implemented in `dialects/tiling.py`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import ClassVar, Generic
+
+from typing_extensions import TypeVar
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f64, i64
+from xdsl.ir import Attribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    AttrConstraint,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    irdl_to_attr_constraint,
+    operand_def,
+    prop_def,
+    result_def,
+)
+
+from mirage_xdsl.dialects import tiling
+from mirage_xdsl.dialects.common.checks import check_inferred_shape, fail, shape_of
+
+TensorT = TypeVar("TensorT", bound=TypeAttribute)
+"""The tensor type of one IR level: builtin `TensorType` (kn) or `tb.STensorType` (tb)."""
+
+LEVEL_TENSOR: AttrConstraint = irdl_to_attr_constraint(TensorT, allow_type_var=True)  # type: ignore[misc, arg-type]
+"""`TensorT` as an IRDL constraint, for the operand and result definitions below; xDSL maps it to
+the type a subclass binds (`Base[TensorType]`) when `irdl_op_definition` builds the op.  (mypy
+reads a type variable as a type only, hence the ignore.)"""
+
+
+class GraphOp(IRDLOperation, ABC):
+    """Base of the ops of Mirage's kernel and threadblock graphs; a level's subclass implements
+    the hooks, a family base (below) uses them.
+
+    Properties are written in the attribute dictionary (`{dim = 1 : i64}`, `ParsePropInAttrDict`).
+    """
+
+    irdl_options = (ParsePropInAttrDict(),)
+
+    THREADBLOCK: ClassVar[bool]
+    """Whether the level's shapes follow `tiling`'s threadblock rules (tiles: the leading dims of
+    a matmul operand are 1) rather than its kernel rules (DTensors: leading dims are a batch)."""
+
+    @classmethod
+    @abstractmethod
+    def derived_type(cls, like: SSAValue, shape: Sequence[int]) -> Attribute:
+        """The type of a result of shape `shape` computed from the operand `like` (its element
+        type and, at the tb level, its after_accum flag)."""
+
+    @abstractmethod
+    def check_level_rules(self) -> None:
+        """Check the level's own rules on the op's tensors (first in every family's verifier).
+
+        Raises:
+            KnVerifyError: a rule is broken.
+        """
+
+    @abstractmethod
+    def check_element_types(self, *values: SSAValue) -> None:
+        """Check that `values` share one element type.
+
+        Raises:
+            KnVerifyError: they do not.
+        """
+
+
+class SameTypeUnaryOpBase(GraphOp, Generic[TensorT]):
+    """One operand, one result of exactly the operand's type (shape, element type and, for
+    tiles, after_accum); syntax `OP %x {props} : T`.  Elementwise unary ops, rms_norm and
+    all_reduce."""
+
+    T: ClassVar = VarConstraint("T", LEVEL_TENSOR)
+    input = operand_def(T)
+    result = result_def(T)
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue, **props: Attribute):
+        super().__init__(operands=[input], result_types=[input.type], properties=props)
+
+    def verify_(self) -> None:
+        """Check the level's rules (operand and result share one type by construction).
+
+        Raises:
+            KnVerifyError: see `check_level_rules`.
+        """
+        self.check_level_rules()
+
+
+class ClampOpBase(SameTypeUnaryOpBase[TensorT], Generic[TensorT]):
+    """`min(max(x, min_value), max_value)` elementwise; the bounds are f64 properties."""
+
+    min_value = prop_def(FloatAttr)
+    max_value = prop_def(FloatAttr)
+
+    def __init__(self, input: SSAValue, min_value: float, max_value: float):
+        super().__init__(input, min_value=FloatAttr(min_value, f64), max_value=FloatAttr(max_value, f64))
+
+    def verify_(self) -> None:
+        """Check the level's rules and the bounds.
+
+        Raises:
+            KnVerifyError: see `check_level_rules`, or min_value > max_value.
+        """
+        super().verify_()
+        lo, hi = self.min_value.value.data, self.max_value.value.data
+        if not lo <= hi:
+            raise fail(self, f"min_value ({lo}) must not exceed max_value ({hi})")
+
+
+class MulScalarOpBase(SameTypeUnaryOpBase[TensorT], Generic[TensorT]):
+    """`x * scalar` elementwise; the scalar is an f64 property."""
+
+    scalar = prop_def(FloatAttr)
+
+    def __init__(self, input: SSAValue, scalar: float):
+        super().__init__(input, scalar=FloatAttr(scalar, f64))
+
+
+class BinaryOpBase(GraphOp, Generic[TensorT]):
+    """Two operands and one result whose shape `infer_shape` derives from theirs (default: numpy
+    broadcasting over equal ranks); syntax `OP %a, %b : A, B -> R`."""
+
+    lhs = operand_def(LEVEL_TENSOR)
+    rhs = operand_def(LEVEL_TENSOR)
+    result = result_def(LEVEL_TENSOR)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    @classmethod
+    def infer_shape(cls, lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
+        """The broadcast shape of `lhs` and `rhs` (numpy rules over equal ranks, `tiling.broadcast_shape`).
+
+        Raises:
+            ShapeError: the shapes do not broadcast.
+        """
+        return tiling.broadcast_shape(lhs, rhs)
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        shape = self.infer_shape(shape_of(lhs), shape_of(rhs))
+        super().__init__(operands=[lhs, rhs], result_types=[self.derived_type(lhs, shape)])
+
+    def verify_(self) -> None:
+        """Check the level's rules, one element type and the inferred result shape.
+
+        Raises:
+            KnVerifyError: see `check_level_rules`, different element types, operand shapes that
+                `infer_shape` rejects, or another result shape.
+        """
+        self.check_level_rules()
+        self.check_element_types(self.lhs, self.rhs, self.result)
+        check_inferred_shape(self, lambda: self.infer_shape(shape_of(self.lhs), shape_of(self.rhs)), shape_of(self.result))
+
+
+class MatmulOpBase(BinaryOpBase[TensorT], Generic[TensorT]):
+    """GEMM over the last two dims: [..., M, K] @ [..., K, N] -> [..., M, N]; the leading dims
+    are a batch (equal) at the kernel level and 1 for tiles (`GraphOp.THREADBLOCK`)."""
+
+    @classmethod
+    def infer_shape(cls, lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
+        """The product shape of `lhs` and `rhs` (`tiling.matmul_shape` under the level's rules).
+
+        Raises:
+            ShapeError: ranks differ or are < 2, K differs, or the leading dims break the level's rule.
+        """
+        return tiling.matmul_shape(lhs, rhs, threadblock=cls.THREADBLOCK)
+
+
+class ConcatOpBase(GraphOp, Generic[TensorT]):
+    """Concatenate two tensors along the property `dim`; syntax `OP %a, %b {dim = D : i64} : A, B -> R`."""
+
+    lhs = operand_def(LEVEL_TENSOR)
+    rhs = operand_def(LEVEL_TENSOR)
+    result = result_def(LEVEL_TENSOR)
+    dim = prop_def(IntegerAttr)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, dim: int):
+        shape = tiling.concat_shape(shape_of(lhs), shape_of(rhs), dim)
+        super().__init__(operands=[lhs, rhs], result_types=[self.derived_type(lhs, shape)], properties={"dim": IntegerAttr(dim, i64)})
+
+    def verify_(self) -> None:
+        """Check the level's rules, one element type and the concatenated shape along `dim`.
+
+        Raises:
+            KnVerifyError: see `check_level_rules`, different element types, operands that do not
+                concatenate (`tiling.concat_shape`), or another result shape.
+        """
+        self.check_level_rules()
+        self.check_element_types(self.lhs, self.rhs, self.result)
+        check_inferred_shape(
+            self, lambda: tiling.concat_shape(shape_of(self.lhs), shape_of(self.rhs), self.dim.value.data), shape_of(self.result)
+        )
+
+
+class ReductionOpBase(GraphOp, Generic[TensorT]):
+    """Reduce dim `dim` of `input` to `reduced_size()` elements; every result has that shape
+    (`tiling.reduction_shape`) and the input's element type.  Subclasses give the results."""
+
+    input = operand_def(LEVEL_TENSOR)
+    dim = prop_def(IntegerAttr)
+
+    @property
+    def reduce_dim(self) -> int:
+        """The reduced dimension."""
+        return self.dim.value.data
+
+    def reduced_size(self) -> int:
+        """Size of the reduced dim in the result (1 unless overridden)."""
+        return 1
+
+    def check_result(self, result: SSAValue) -> None:
+        """Check one result: the input's element type and the reduced shape.
+
+        Raises:
+            KnVerifyError: another element type, a bad dim or size (`tiling.reduction_shape`), or
+                another shape.
+        """
+        self.check_element_types(self.input, result)
+        check_inferred_shape(
+            self, lambda: tiling.reduction_shape(shape_of(self.input), self.reduce_dim, self.reduced_size()), shape_of(result)
+        )
+
+    def verify_(self) -> None:
+        """Check the level's rules, then each result in order (`check_result`).
+
+        Raises:
+            KnVerifyError: see `check_level_rules` and `check_result`.
+        """
+        self.check_level_rules()
+        for result in self.results:
+            self.check_result(result)
+
+
+class OneResultReductionOpBase(ReductionOpBase[TensorT], Generic[TensorT]):
+    """A reduction with one result; syntax `OP %x {dim = D : i64[, ...]} : T -> R`."""
+
+    result = result_def(LEVEL_TENSOR)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, dim: int, out_size: int = 1, **props: Attribute):
+        """Reduce dim `dim` of `input` to `out_size` elements; `props` are further properties.
+
+        Raises:
+            ShapeError: `dim` is not a dim of `input` or `out_size` does not divide it.
+        """
+        shape = tiling.reduction_shape(shape_of(input), dim, out_size)
+        super().__init__(
+            operands=[input], result_types=[self.derived_type(input, shape)], properties={"dim": IntegerAttr(dim, i64), **props}
+        )
