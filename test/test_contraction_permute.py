@@ -21,7 +21,7 @@ from mirage_xdsl.dialects.cute.permute_copy import PermuteCopyOp
 from mirage_xdsl.driver.compile import make_context, prepare
 from mirage_xdsl.frontends.einsum import einsum_module
 from mirage_xdsl.passes.contraction.gemm_view import gemm_view
-from mirage_xdsl.passes.contraction.passes import MakeExecutablePass
+from mirage_xdsl.passes.contraction.passes import MakeExecutablePass, SplitDimPass
 from mirage_xdsl.passes.contraction.permute_operands import PermuteOperandsPass, choose_layouts, with_layouts
 from mirage_xdsl.passes.contraction.to_copy import ConvertPermuteToCutePass
 from mirage_xdsl.passes.contraction.to_hopper import ConvertContractionToHopperPass
@@ -70,8 +70,6 @@ def test_permute_operands_errors_name_the_op_and_the_rule() -> None:
         PermuteOperandsPass().apply(make_context(), module)
     module = einsum_module("aebf,dfce->abcd", [(64,) * 4, (64,) * 4])
     ctx = Context()
-    from mirage_xdsl.passes.contraction.passes import SplitDimPass
-
     SplitDimPass(dim=4, outer=2, inner=32).apply(ctx, module)  # K dim e split: not an axis any more
     with pytest.raises(PassFailedException, match="are not the axes of its row-major tensor"):
         PermuteOperandsPass().apply(ctx, module)
