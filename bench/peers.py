@@ -145,20 +145,29 @@ def contraction_peers(equation: str, compile_peer: bool) -> dict[str, Any]:
     """The torch peers of a binary einsum: `torch.einsum`, `torch.matmul` when the einsum is
     a plain (batched) matmul of row-major operands (`cmk,ckn->cmn`, `mk,kn->mn`: cuBLAS with
     no permutes), and, with `compile_peer`, `torch.compile` of the einsum in
-    `COMPILE_MODE` (max-autotune: Triton GEMM templates tuned against cuBLAS).
+    `COMPILE_MODE` (max-autotune: Triton GEMM templates tuned against cuBLAS).  An einsum with
+    an ELWISE_MUL factor (`lhs,rhs,out->out`) is `torch.einsum(lhs,rhs->out, a, b) * d`, and
+    torch.compile compiles that function (Inductor may fuse the multiply into its GEMM).
 
     Raises:
         ImportError: no torch.
     """
     import torch  # type: ignore[import-not-found]
 
-    peers: dict[str, Any] = {"torch.einsum": lambda a, b: torch.einsum(equation, a, b)}
-    lhs, rest = equation.split(",")
-    rhs, out = rest.split("->")
-    if len(lhs) == len(rhs) == len(out) >= 2 and lhs[:-2] == rhs[:-2] == out[:-2]:
+    inputs, out = equation.split("->")
+    operands = inputs.split(",")
+    lhs, rhs = operands[0], operands[1]
+    binary = f"{lhs},{rhs}->{out}"
+
+    def einsum(a: Any, b: Any, *mul: Any) -> Any:
+        product = torch.einsum(binary, a, b)
+        return product * mul[0] if mul else product
+
+    peers: dict[str, Any] = {"torch.einsum": einsum}
+    if len(operands) == 2 and len(lhs) == len(rhs) == len(out) >= 2 and lhs[:-2] == rhs[:-2] == out[:-2]:
         m, k, n = lhs[-2], lhs[-1], rhs[-1]
         if rhs[-2] == k and out[-2:] == m + n:
             peers["torch.matmul"] = torch.matmul
     if compile_peer:
-        peers["torch.compile"] = torch.compile(lambda a, b: torch.einsum(equation, a, b), mode=COMPILE_MODE)
+        peers["torch.compile"] = torch.compile(einsum, mode=COMPILE_MODE)
     return peers

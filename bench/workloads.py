@@ -268,6 +268,8 @@ CONTRACTION_WORKLOADS: tuple[ContractionWorkload, ...] = (
     ContractionWorkload("bshd_hdn", "bshd,hdn->bsn", ((4, 4096, 32, 128), (32, 128, 4096))),
     ContractionWorkload("bhqd_bkhd", "bhqd,bkhd->bhqk", ((8, 32, 1024, 128), (8, 1024, 32, 128))),
     ContractionWorkload("aebf_dfce", "aebf,dfce->abcd", ((64, 64, 64, 64), (64, 64, 64, 64))),
+    # "one with an ELWISE_MUL epilogue": bshd_hdn's projection times an output-shaped factor
+    ContractionWorkload("bshd_hdn_mul", "bshd,hdn,bsn->bsn", ((4, 4096, 32, 128), (32, 128, 4096), (4, 4096, 4096))),
     # the square GEMM sweep, fp16 and bf16
     *(
         ContractionWorkload(f"gemm_{n}_{'bf16' if dt == 'bfloat16' else 'fp16'}", "mk,kn->mn", ((n, n), (n, n)), dt)

@@ -20,9 +20,11 @@ from mirage_xdsl.codegen.cuda_syntax import dtype_name, printer_error
 from mirage_xdsl.codegen.hopper_gemm import hopper_launch
 from mirage_xdsl.codegen.kernel_resources import grid_sum_counters, late_finisher_trips, launch_smem_bytes
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
+from mirage_xdsl.codegen.permute_copy import permute_launch
 from mirage_xdsl.codegen.weight_prefetch import triggers_dependents
 from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
+from mirage_xdsl.dialects.cute.permute_copy import PermuteCopyOp
 from mirage_xdsl.dialects.kn import GRID_SUM_SCRATCH_ATTR, element_type_of, ints, shape_of
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
 from mirage_xdsl.target import SMEM_OPTIN_PER_BLOCK
@@ -158,6 +160,9 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
             continue
         if isinstance(op, HopperGemmOp):
             steps.append(hopper_launch(op, ref))
+            continue
+        if isinstance(op, PermuteCopyOp):
+            steps.append(permute_launch(op, ref))
             continue
         if isinstance(op, kn.CustomizedOp):
             raise printer_error(op, "kn.customized was not lowered; run convert-tb-to-cute (mirage-transpile) first")

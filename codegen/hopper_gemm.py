@@ -9,6 +9,9 @@ The op's attributes are printed as they are (convert-contraction-to-hopper decid
       mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2, 1>(&a, &b, &cm, c, mx::hopper::GemmShape{...});
     }
 
+With an ELWISE_MUL factor (`op.mul`) the kernel takes `const T* d` after `c` and instantiates
+`gemm_ws<..., CLUSTER, 1>` (the epilogue multiplies by D); the launch passes its pointer.
+
 The launch (`KernelLaunch`) carries two `TensorMapSpec`s, A as {k, m, c_inner, c_outer}
 with box {64, BM, 1, 1} and B as {n, k, ...} with box {64, 64, 1, 1} (N-contiguous B) or
 {k, n, ...} with box {64, BN, 1, 1} (K-contiguous B), and for the `tma_store` epilogue C as
@@ -97,9 +100,11 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     ldc, c_in, c_out = op.ints("out_strides")
     shape = f"{m}, {n}, {k}, {b_in * b_out}, {b_in}, {ldc}LL, {c_in}LL, {c_out}LL, {op.group_m.value.data}"
     epilogue = op.epilogue.data
+    has_mul = op.mul is not None
     template = (
         f"{ctype}, {bn}, {op.stages.value.data}, {op.consumers.value.data}, "
         f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}, {op.cluster.value.data}"
+        + (", 1" if has_mul else "")
     )
     cluster = op.cluster.value.data
     dims = f"__cluster_dims__({cluster}, 1, 1) " if cluster > 1 else ""
@@ -111,8 +116,8 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
         [
             f'#include "{HEADER}"',
             f'extern "C" __global__ void {dims}__launch_bounds__({threads(op)}, 1)',
-            f"{name}({maps}, {ctype}* __restrict__ c) {{",
-            f"  mx::hopper::gemm_ws<{template}>(&a, &b, {cmap}, c, mx::hopper::GemmShape{{{shape}}});",
+            f"{name}({maps}, {ctype}* __restrict__ c{f', const {ctype}* __restrict__ d' if has_mul else ''}) {{",
+            f"  mx::hopper::gemm_ws<{template}>(&a, &b, {cmap}, c, mx::hopper::GemmShape{{{shape}}}{', d' if has_mul else ''});",
             "}",
             "",
         ]
@@ -167,7 +172,7 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
         (op.grid.value.data, 1, 1),
         (threads(op), 1, 1),
         smem_bytes(op),
-        (ref(op.result, op),),
+        (ref(op.result, op),) + ((ref(op.mul, op),) if op.mul is not None else ()),
         pdl=False,
         tensor_maps=maps,
     )

@@ -4,11 +4,15 @@
     c = mx.einsum("cmk,ckn->cmn", a, b)        # torch or CuPy fp16/bf16 tensors on an sm_90 GPU
 
 The first call for an (equation, shapes, dtype, options) builds the kernel graph
-(frontends/einsum.py), lowers it with `convert-contraction-to-hopper` (the sm_90a TMA +
-wgmma kernel, passes/contraction/to_hopper.py), prints CUDA and compiles it through
+(frontends/einsum.py), lowers it with `EINSUM_PIPELINE`: `contraction-permute-operands`
+(transposes an operand whose layout has no batched-GEMM view, e.g. both of
+`aebf,dfce->abcd`), `kn-plan-workspace` (their buffers), `convert-contraction-to-hopper` (the
+sm_90a TMA + wgmma kernel, passes/contraction/to_hopper.py) and
+`convert-contraction-permute-to-cute` (our copy kernels), prints CUDA and compiles it through
 `driver.compile` (nvcc's cubin is cached on disk, driver/nvcc.py); the loaded
 `CompiledGraph` is kept in an in-process cache, so later calls only encode the two tensor
-maps and launch.  Inputs must be contiguous (row-major), as the config assumes.
+maps and launch.  Inputs must be contiguous (row-major), as the config assumes.  A third
+operand (`"cmk,ckn,cmn->cmn"`) is the ELWISE_MUL factor the GEMM's epilogue multiplies in.
 """
 
 from __future__ import annotations
@@ -45,38 +49,49 @@ def compile_einsum(
 
     Raises:
         ValueError: a malformed equation/shape/dtype.
-        PassFailedException: the contraction has no sm_90 GEMM view (message says why).
+        PassFailedException: the contraction has no sm_90 GEMM view, not even with its
+            operands permuted (message says why).
         CudaCompileError, LaunchError: see `driver.compile.compile`.
     """
     key = (equation, shapes, dtype, group_m, stages, tile_n, epilogue, cluster, poison_outputs)
     graph = _CACHE.get(key)
     if graph is None:
         from mirage_xdsl.frontends.einsum import einsum_module
+        from mirage_xdsl.passes.contraction.permute_operands import PermuteOperandsPass
+        from mirage_xdsl.passes.contraction.to_copy import ConvertPermuteToCutePass
         from mirage_xdsl.passes.contraction.to_hopper import ConvertContractionToHopperPass
+        from mirage_xdsl.passes.kn.plan_workspace import PlanWorkspacePass
 
         module = einsum_module(equation, shapes, dtype)
-        ConvertContractionToHopperPass(
-            group_m=group_m, stages=stages, tile_n=tile_n, epilogue=epilogue, cluster=cluster
-        ).apply(make_context(), module)
+        ctx = make_context()
+        for p in (
+            PermuteOperandsPass(),
+            PlanWorkspacePass(),
+            ConvertContractionToHopperPass(group_m=group_m, stages=stages, tile_n=tile_n, epilogue=epilogue, cluster=cluster),
+            ConvertPermuteToCutePass(),
+        ):
+            p.apply(ctx, module)
         graph = _compiled(prepare(module, arch=ARCH), None, False, poison_outputs)
         _CACHE[key] = graph
     return graph
 
 
-def einsum(equation: str, a: Any, b: Any, **options: Any) -> Any:
-    """`einsum(equation, a, b)` on the GPU with our sm_90a kernel (same framework out as in).
+def einsum(equation: str, *operands: Any, **options: Any) -> Any:
+    """`einsum(equation, a, b)` (or `einsum("..,..,out->out", a, b, d)`: `(a x b) * d`) on
+    the GPU with our sm_90a kernel (same framework out as in).
 
     Args:
-        equation: a binary einsum, e.g. `cmk,ckn->cmn`.
-        a, b: contiguous fp16 or bf16 CUDA tensors (torch or CuPy), same dtype.
+        equation: a binary einsum, e.g. `cmk,ckn->cmn`, optionally with the output's indices
+            as a third input (the ELWISE_MUL factor).
+        operands: two (or three) contiguous fp16 or bf16 CUDA tensors (torch or CuPy), same dtype.
         options: `compile_einsum` options.
 
     Raises:
         ValueError: dtypes differ; see `compile_einsum` for the rest.
     """
-    ia, ib = describe(a), describe(b)
-    if ia.dtype != ib.dtype:
-        raise ValueError(f"einsum: inputs have dtypes {ia.dtype} and {ib.dtype}; pass one dtype")
-    graph = compile_einsum(equation, (tuple(ia.shape), tuple(ib.shape)), ia.dtype, **options)
-    (out,) = graph(a, b)
+    infos = [describe(x) for x in operands]
+    if len({i.dtype for i in infos}) > 1:
+        raise ValueError(f"einsum: inputs have dtypes {[i.dtype for i in infos]}; pass one dtype")
+    graph = compile_einsum(equation, tuple(tuple(i.shape) for i in infos), infos[0].dtype, **options)
+    (out,) = graph(*operands)
     return out

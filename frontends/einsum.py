@@ -10,7 +10,9 @@ gives
     }
 
 Operands are row-major (the config's strides say so); the output's indices are the einsum's
-right-hand side in order.
+right-hand side in order.  A third input indexed exactly like the output
+(`"cmk,ckn,cmn->cmn"`) becomes the contraction's ELWISE_MUL factor: a third operand of the
+op, `prim_last = ELWISE_MUL`.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ DTYPES = {"float16": (DataType.FLOAT16, Float16Type), "bfloat16": (DataType.BFLO
 
 
 def einsum_module(equation: str, shapes: Sequence[Sequence[int]], dtype: str = "float16", name: str = "einsum") -> ModuleOp:
-    """The kernel graph `name(a, b) -> einsum(equation, a, b)` over row-major tensors.
+    """The kernel graph `name(a, b[, d]) -> einsum(equation, a, b[, d])` over row-major tensors.
 
     Args:
-        equation: `lhs,rhs->out` (letters; every index of out in lhs or rhs).
-        shapes: the two input shapes.
+        equation: `lhs,rhs->out` (letters; every index of out in lhs or rhs), or
+            `lhs,rhs,out->out` (the third input multiplies the result elementwise).
+        shapes: the input shapes (two, or three with the factor).
         dtype: `float16` or `bfloat16` (inputs and output; accumulation is fp32).
         name: the function name.
 
@@ -46,11 +49,14 @@ def einsum_module(equation: str, shapes: Sequence[Sequence[int]], dtype: str = "
     config = generate_config(equation, shapes)
     config.data_type = data_type
     parsed = parse_einsum(equation)
-    sizes = {c: s for ix, shape in zip((parsed.lhs, parsed.rhs), shapes) for c, s in zip(ix, shape)}
-    types = [TensorType(element(), list(shape)) for shape in shapes]
+    sizes = {c: s for ix, shape in zip((parsed.lhs, parsed.rhs), shapes[:2]) for c, s in zip(ix, shape)}
+    types = [TensorType(element(), list(shape)) for shape in shapes[:2]]
     out_type = TensorType(element(), [sizes[c] for c in parsed.out])
+    if parsed.mul:
+        types.append(out_type)
     block = Block(arg_types=types)
-    contract = ContractOp(block.args[0], block.args[1], out_type, config, scheduled=False)
+    mul = block.args[2] if parsed.mul else None
+    contract = ContractOp(block.args[0], block.args[1], out_type, config, scheduled=False, mul=mul)
     block.add_ops([contract, func.ReturnOp(contract.result)])
     fn = func.FuncOp(name, (types, [out_type]), Region(block))
     return ModuleOp([fn])

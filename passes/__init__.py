@@ -47,6 +47,8 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "contraction-make-executable": ("contraction.passes", "MakeExecutablePass"),
     "convert-contraction-to-hopper": ("contraction.to_hopper", "ConvertContractionToHopperPass"),
     "convert-contraction-to-tb": ("contraction.to_tb", "ConvertContractionToTbPass"),
+    "contraction-permute-operands": ("contraction.permute_operands", "PermuteOperandsPass"),
+    "convert-contraction-permute-to-cute": ("contraction.to_copy", "ConvertPermuteToCutePass"),
 }
 
 

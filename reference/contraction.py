@@ -2,8 +2,9 @@
 
 Every dimension d of the config is one index; a tensor's element at the indices (i_d) is its
 flat (row-major) array at sum_d i_d * stride[t][d] (stride 0: d does not index the tensor),
-and out = sum over the K dimensions of A * B, times nothing else (prim_first ZERO); with
-prim_last ELWISE_MUL there is no third operand in the op, so it is rejected here.
+and out = sum over the K dimensions of A * B (prim_first ZERO: the sum starts at zero); with
+prim_last ELWISE_MUL the sum is then multiplied elementwise by the factor D, which has the
+output's shape and is read with the output's strides (dialects/contraction/config.py).
 """
 
 from __future__ import annotations
@@ -23,19 +24,28 @@ def _view(flat: np.ndarray, config: Config, tensor: int, letters: str) -> tuple[
     return as_strided(flat, shape, strides), "".join(letters[d] for d in dims)
 
 
-def run_contraction(config: Config, a: np.ndarray, b: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
-    """out = contract(a, b) as `config` describes it, in float64.
+def run_contraction(
+    config: Config, a: np.ndarray, b: np.ndarray, out_shape: tuple[int, ...], mul: np.ndarray | None = None
+) -> np.ndarray:
+    """out = contract(a, b) (times `mul` elementwise for ELWISE_MUL) as `config` describes it, in float64.
 
     Args:
         config: the op's config (exec types are irrelevant to the result).
         a, b: the operands (any shape; read as row-major flat arrays).
         out_shape: the result tensor's shape.
+        mul: the ELWISE_MUL factor D (the output's element count; read as a row-major flat
+            array with the output's strides); None for prim_last NONE.
 
     Raises:
-        ValueError: more than 52 dimensions, or prim_last is not NONE.
+        ValueError: more than 52 dimensions; ELWISE_MUL without `mul` (or NONE with one),
+            or a `mul` of another element count than the output.
     """
-    if config.prim_last is not LastType.NONE:
-        raise ValueError(f"contraction.contract: prim_last {config.prim_last.name} has no reference semantics yet")
+    wants_mul = config.prim_last is LastType.ELWISE_MUL
+    if wants_mul != (mul is not None):
+        raise ValueError(
+            f"contraction.contract: prim_last {config.prim_last.name} "
+            + ("needs the factor D" if wants_mul else "takes no factor D")
+        )
     letters = string.ascii_letters
     if config.num_dims > len(letters):
         raise ValueError("contraction.contract: too many dimensions for the reference")
@@ -46,4 +56,10 @@ def run_contraction(config: Config, a: np.ndarray, b: np.ndarray, out_shape: tup
     out = np.zeros(int(np.prod(out_shape)), dtype=np.float64)
     vo, io = _view(out, config, 2, letters)
     vo[...] = np.einsum(f"{ia},{ib}->{io}", va, vb)
+    if mul is not None:
+        fm = np.ascontiguousarray(mul, dtype=np.float64).reshape(-1)
+        if fm.size != out.size:
+            raise ValueError(f"contraction.contract: the ELWISE_MUL factor has {fm.size} elements, the output {out.size}")
+        vm, _ = _view(fm, config, 2, letters)
+        vo[...] *= vm
     return out.reshape(out_shape)

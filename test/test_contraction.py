@@ -154,6 +154,13 @@ def test_generated_config_computes_the_einsum(einsum, shapes):
     check_computes(einsum, shapes, generate_config(einsum, shapes))
 
 
+def test_generate_config_elwise_mul():
+    config = generate_config("cmk,ckn,cmn->cmn", [(2, 3, 4), (2, 4, 5), (2, 3, 5)])
+    plain = generate_config("cmk,ckn->cmn", [(2, 3, 4), (2, 4, 5)])
+    assert config.prim_last is LastType.ELWISE_MUL and plain.prim_last is LastType.NONE
+    assert (config.dim_types, config.dim_sizes, config.strides) == (plain.dim_types, plain.dim_sizes, plain.strides)
+
+
 @pytest.mark.parametrize(
     "einsum, shapes, message",
     [
@@ -161,6 +168,10 @@ def test_generated_config_computes_the_einsum(einsum, shapes):
         ("cmk,ckn->cmn->x", [(1, 2, 3), (1, 3, 4)], "exactly one '->'"),
         ("cmk->cm", [(1, 2, 3)], "has 1 input"),
         ("a,b,c->abc", [(1,), (2,), (3,)], "has 3 input"),
+        ("mk,kn,nm->mn", [(2, 3), (3, 4), (4, 2)], "only accepted as an elementwise factor"),
+        ("mk,kn,mn->mn", [(2, 3), (3, 4)], "has 3 inputs but 2 shape"),
+        ("mk,kn,mn->mn", [(2, 3), (3, 4), (2, 5)], "index 'n' has size 4 in input A but 5 in input D"),
+        ("a,b,c,d->abcd", [(1,), (2,), (3,), (4,)], "has 4 input"),
         ("c1k,ckn->cn", [(1, 2, 3), (1, 3, 4)], "non-letter index '1'"),
         ("...k,kn->...n", [(2, 3), (3, 4)], "non-letter index '.'"),
         ("mmk,kn->mn", [(2, 2, 3), (3, 4)], "index 'm' repeats within tensor A"),

@@ -4,7 +4,9 @@ A `Config` describes a binary contraction `A, B -> Out` as a list of *dimensions
 indices).  Every per-dimension list (`dim_types`, `exec_types`, `dim_sizes`, and each
 tensor's stride list) has one entry per dimension, outermost first.  `strides` holds three
 lists, in the order `[A, B, Out]`; strides count elements (not bytes), and a stride of 0
-means the dimension does not index that tensor.
+means the dimension does not index that tensor.  With `prim_last = ELWISE_MUL` a fourth
+tensor D, of the output's shape and layout (addressed with the output's strides), multiplies
+the accumulated result elementwise before it is stored: Out = (A x B) * D.
 
 * `generate_config` builds the basic config of an einsum (seed Task 2).
 * `verify` checks the four executability rules of seed Task 3e.
@@ -124,11 +126,15 @@ class Config:
 
 @dataclass(frozen=True)
 class Einsum:
-    """A parsed binary einsum `a,b->out`: the index letters of each tensor."""
+    """A parsed binary einsum `a,b->out` (or `a,b,out->out`): the index letters of each tensor.
+
+    `mul` is the index string of an elementwise factor, `""` when there is none; it always
+    equals `out` (`a,b,out->out` is `(a x b) * factor`, `LastType.ELWISE_MUL`)."""
 
     lhs: str
     rhs: str
     out: str
+    mul: str = ""
 
 
 def _einsum_error(einsum: str, problem: str) -> ValueError:
@@ -138,10 +144,14 @@ def _einsum_error(einsum: str, problem: str) -> ValueError:
 def parse_einsum(einsum: str) -> Einsum:
     """Split a binary einsum string such as `'cmk,ckn->cmn'` into its three index strings.
 
-    Spaces are ignored; indices are single ASCII letters.
+    Spaces are ignored; indices are single ASCII letters.  A third input whose indices are
+    exactly the output's, in the output's order (`'cmk,ckn,cmn->cmn'`), is an elementwise
+    factor of the result: `Einsum.mul`, the contraction's ELWISE_MUL epilogue (our reading
+    of seed 004's `LastType.ELWISE_MUL`, "an elementwise operation applied after the
+    accumulation").
 
     Raises:
-        ValueError: not of the form `<A>,<B>-><Out>`, an index that is not a letter, an index
+        ValueError: not of the form `<A>,<B>-><Out>` or `<A>,<B>,<Out>-><Out>`, an index that is not a letter, an index
             repeated within one tensor (traces/diagonals are not contractions), an output
             index found in neither input, or an index found in only one input and not in the
             output (a summed-away index of one operand: not a contraction, unsupported).
@@ -153,9 +163,15 @@ def parse_einsum(einsum: str) -> Einsum:
         raise _einsum_error(einsum, "needs exactly one '->' (implicit outputs are not supported)")
     inputs, out = text.split("->")
     operands = inputs.split(",")
-    if len(operands) != 2:
+    if len(operands) == 3 and operands[2] != out:
+        raise _einsum_error(
+            einsum,
+            f"has 3 input(s); a third input is only accepted as an elementwise factor (ELWISE_MUL) indexed exactly "
+            f"like the output ({out!r}), got {operands[2]!r}",
+        )
+    if len(operands) not in (2, 3):
         raise _einsum_error(einsum, f"has {len(operands)} input(s); only binary contractions are supported")
-    parsed = Einsum(operands[0], operands[1], out)
+    parsed = Einsum(operands[0], operands[1], out, operands[2] if len(operands) == 3 else "")
     _check_indices(einsum, parsed)
     return parsed
 
@@ -200,11 +216,12 @@ def classify_index(index: str, parsed: Einsum) -> DimType:
 
 
 def _index_sizes(einsum: str, parsed: Einsum, shapes: Sequence[Sequence[int]]) -> dict[str, int]:
-    if not isinstance(shapes, (list, tuple)) or len(shapes) != 2:
+    inputs = 3 if parsed.mul else 2
+    if not isinstance(shapes, (list, tuple)) or len(shapes) != inputs:
         count = len(shapes) if isinstance(shapes, (list, tuple)) else type(shapes).__name__
-        raise ValueError(f"einsum {einsum!r} has 2 inputs but {count} shape(s) were given; pass one shape per input")
+        raise ValueError(f"einsum {einsum!r} has {inputs} inputs but {count} shape(s) were given; pass one shape per input")
     sizes: dict[str, int] = {}
-    for name, indices, shape in zip(TENSOR_NAMES, (parsed.lhs, parsed.rhs), shapes):
+    for name, indices, shape in zip(("A", "B", "D"), (parsed.lhs, parsed.rhs, parsed.mul), shapes):
         shape = tuple(shape)
         if len(shape) != len(indices):
             raise ValueError(
@@ -247,11 +264,12 @@ def generate_config(einsum: str, shapes: Sequence[Sequence[int]]) -> Config:
     Dimensions are ordered as the output's indices, then the contracted (K) indices in their
     order in input A; e.g. `cmk,ckn->cmn` gives dims `[c, m, n, k]` of types `[C, M, N, K]`.
     Strides are row-major per tensor (0 where an index is absent); all exec types are SEQ;
-    data type FLOAT16, primitive GEMM, last NONE, first ZERO.
+    data type FLOAT16, primitive GEMM, last NONE (ELWISE_MUL for `a,b,out->out`: the third
+    input is the output-shaped factor, addressed with the output's strides), first ZERO.
 
     Args:
-        einsum: e.g. `'cmk,ckn->cmn'` (two inputs, explicit output).
-        shapes: the shapes of the two inputs (one size per index); the output's is implied.
+        einsum: e.g. `'cmk,ckn->cmn'` (two inputs, explicit output) or `'cmk,ckn,cmn->cmn'`.
+        shapes: the shapes of the inputs (one size per index); the output's is implied.
 
     Raises:
         ValueError: malformed einsum (see `parse_einsum`), not exactly two shapes, a shape
@@ -265,7 +283,7 @@ def generate_config(einsum: str, shapes: Sequence[Sequence[int]]) -> Config:
     return Config(
         data_type=DataType.FLOAT16,
         prim_main=PrimType.GEMM,
-        prim_last=LastType.NONE,
+        prim_last=LastType.ELWISE_MUL if parsed.mul else LastType.NONE,
         prim_first=FirstType.ZERO,
         dim_types=[classify_index(c, parsed) for c in order],
         exec_types=[ExecType.SEQ] * len(order),

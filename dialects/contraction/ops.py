@@ -7,6 +7,12 @@
         data_type = "FLOAT16", prim_main = "GEMM", prim_last = "NONE", prim_first = "ZERO"
     }> : (tensor<4x64x16xf16>, tensor<4x16x32xf16>) -> tensor<4x64x32xf16>
 
+With `prim_last = "ELWISE_MUL"` the op takes a third operand D of the result's type, which
+multiplies the accumulated result elementwise (Out = (A x B) * D, D read with Out's strides):
+
+    %out = "contraction.contract"(%a, %b, %d) <{..., prim_last = "ELWISE_MUL", ...}>
+        : (tensor<64x32xf16>, tensor<32x16xf16>, tensor<64x16xf16>) -> tensor<64x16xf16>
+
 Properties mirror the `Config` fields (enum members by name).  `exec_types` is optional:
 an op without it is *unscheduled* (a config straight from `generate_config`, which no
 rule constrains yet); an op with it must pass the four rules of seed Task 3e
@@ -24,7 +30,7 @@ from typing import Any, TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, BFloat16Type, DenseArrayBase, Float16Type, Float32Type, StringAttr, TensorType, i64
 from xdsl.ir import Attribute, Dialect, SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_operand_def, opt_prop_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
 from mirage_xdsl.dialects.contraction.config import (
@@ -39,6 +45,7 @@ from mirage_xdsl.dialects.contraction.config import (
     check_structure,
     verify,
 )
+from mirage_xdsl.dialects.contraction.permute import PermuteOp
 
 _E = TypeVar("_E", bound=Enum)
 
@@ -74,13 +81,15 @@ def _enum(enum_type: type[_E], attr: StringAttr, what: str) -> _E:
 class ContractOp(IRDLOperation):
     """`out = contract(a, b)` as described by a seed-004 `Config` (see the module docstring).
 
-    Operands: `lhs` (tensor A), `rhs` (tensor B); result: the output tensor.
+    Operands: `lhs` (tensor A), `rhs` (tensor B), optional `mul` (tensor D, the ELWISE_MUL
+    factor, of the result's type); result: the output tensor.
     """
 
     name = "contraction.contract"
 
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
+    mul = opt_operand_def(TensorType)
     result = result_def(TensorType)
 
     dim_types = prop_def(ArrayAttr[StringAttr])
@@ -92,8 +101,20 @@ class ContractOp(IRDLOperation):
     prim_last = prop_def(StringAttr)
     prim_first = prop_def(StringAttr)
 
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute, config: Config, scheduled: bool = True):
-        super().__init__(operands=[lhs, rhs], result_types=[result_type], properties=config_properties(config, scheduled))
+    def __init__(
+        self,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        result_type: Attribute,
+        config: Config,
+        scheduled: bool = True,
+        mul: SSAValue | None = None,
+    ):
+        super().__init__(
+            operands=[lhs, rhs, [mul] if mul is not None else []],
+            result_types=[result_type],
+            properties=config_properties(config, scheduled),
+        )
 
     @property
     def is_scheduled(self) -> bool:
@@ -129,7 +150,8 @@ class ContractOp(IRDLOperation):
         Raises:
             VerifyException: a configuration rule is broken (its message), an operand or result
                 has an element type other than `data_type`'s, or its element count differs from
-                the product of the sizes of the dims that index it (stride != 0).
+                the product of the sizes of the dims that index it (stride != 0); prim_last is
+                ELWISE_MUL without a third operand of the result's type, or NONE with one.
         """
         config = self.config()
         try:
@@ -139,6 +161,25 @@ class ContractOp(IRDLOperation):
         except ValueError as err:
             raise VerifyException(f"contraction.contract: {err}") from err
         self._verify_tensor_types(config)
+        self._verify_epilogue(config)
+
+    def _verify_epilogue(self, config: Config) -> None:
+        if config.prim_last is LastType.ELWISE_MUL:
+            if self.mul is None:
+                raise VerifyException(
+                    "contraction.contract: prim_last ELWISE_MUL multiplies the result by a third operand, but the op has "
+                    "two; pass the factor D (of the result's type) as the third operand"
+                )
+            if self.mul.type != self.result.type:
+                raise VerifyException(
+                    f"contraction.contract: the ELWISE_MUL factor has type {self.mul.type} but the result is "
+                    f"{self.result.type}; D must have the result's shape and element type"
+                )
+        elif self.mul is not None:
+            raise VerifyException(
+                f"contraction.contract: a third operand is the ELWISE_MUL factor, but prim_last is {config.prim_last.name}; "
+                'set prim_last = "ELWISE_MUL" or drop the operand'
+            )
 
     def _verify_tensor_types(self, config: Config) -> None:
         expected_element = ELEMENT_TYPES[config.data_type]
@@ -179,4 +220,4 @@ def config_properties(config: Config, scheduled: bool) -> dict[str, Attribute]:
     return props
 
 
-Contraction = Dialect("contraction", [ContractOp], [])
+Contraction = Dialect("contraction", [ContractOp, PermuteOp], [])

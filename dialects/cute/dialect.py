@@ -10,6 +10,7 @@ from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.dialects.cute.kernel import ForOp, KernelOp, YieldOp
 from mirage_xdsl.dialects.cute.memory_ops import BarrierOp, CopyG2SOp, CopyS2GOp, CpAsyncCommitOp, CpAsyncWaitOp, SmemAllocOp
 from mirage_xdsl.dialects.cute.mma_ops import FragStoreOp, MmaChainOp, MmaInitOp, MmaOp
+from mirage_xdsl.dialects.cute.permute_copy import PermuteCopyOp
 
 Cute = Dialect(
     "cute",
@@ -33,6 +34,7 @@ Cute = Dialect(
         ForOp,
         YieldOp,
         HopperGemmOp,
+        PermuteCopyOp,
     ],
     [LayoutAttr, SwizzleAttr, SmemTensorType, TiledMmaAttr, FragmentType, UnaryFnAttr],
 )

@@ -11,7 +11,9 @@
         : (tensor<4x4096x4096xf16>, tensor<4x4096x4096xf16>) -> tensor<4x4096x4096xf16>
 
 The operands are the graph's tensors (any shape: the strides above say how the GEMM walks
-them, in elements).  Every decision is an attribute set by `convert-contraction-to-hopper`
+them, in elements).  An optional third operand `cute.hopper_gemm(%a, %b, %d)` is the
+contraction's ELWISE_MUL factor: of the result's type, read with `out_strides`, multiplied
+into the fp32 accumulators before the store.  Every decision is an attribute set by `convert-contraction-to-hopper`
 (passes/contraction/to_hopper.py); the CUDA printer (codegen/hopper_gemm.py) prints a call
 of `mx::hopper::gemm_ws` (codegen/include/mirage_xdsl/hopper_gemm.cuh) instantiated with
 them.  Tile rules of that header: BM = 64 * consumers, BK = 64, BN in {64, 128, 256}.
@@ -23,7 +25,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, IntegerAttr, StringAttr, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, operand_def, prop_def, result_def
+from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, operand_def, opt_operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
 BK = 64
@@ -50,6 +52,7 @@ class HopperGemmOp(IRDLOperation):
     name = "cute.hopper_gemm"
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
+    mul = opt_operand_def(TensorType)
     result = result_def(TensorType)
     kernel_name = prop_def(StringAttr)
     gemm = prop_def(DenseArrayBase)
@@ -66,7 +69,7 @@ class HopperGemmOp(IRDLOperation):
     cluster = prop_def(IntegerAttr)
 
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "`(` $lhs `,` $rhs `)` attr-dict `:` functional-type(operands, results)"
+    assembly_format = "`(` $lhs `,` $rhs (`,` $mul^)? `)` attr-dict `:` functional-type(operands, results)"
 
     def __init__(
         self,
@@ -87,9 +90,10 @@ class HopperGemmOp(IRDLOperation):
         trans_b: bool,
         epilogue: str,
         cluster: int = 1,
+        mul: SSAValue | None = None,
     ):
         super().__init__(
-            operands=[lhs, rhs],
+            operands=[lhs, rhs, [mul] if mul is not None else []],
             result_types=[result_type],
             properties={
                 "kernel_name": StringAttr(kernel_name),
@@ -122,8 +126,8 @@ class HopperGemmOp(IRDLOperation):
         Raises:
             VerifyException: `gemm` is not 5 positive sizes, the stride arrays do not have 3/4/3
                 entries, the tile or the consumers / stages / grid / cluster are out of range, the
-                cluster does not divide the grid, an unknown epilogue, or operands and result of
-                different element types.
+                cluster does not divide the grid, an unknown epilogue, operands and result of
+                different element types, or an ELWISE_MUL factor whose type is not the result's.
         """
         gemm, tile = self.ints("gemm"), self.ints("tile")
         if len(gemm) != 5 or min(gemm) < 1:
@@ -141,6 +145,8 @@ class HopperGemmOp(IRDLOperation):
             raise VerifyException("cute.hopper_gemm: cluster must be 1 or 2 and divide the grid")
         if self.epilogue.data not in EPILOGUES:
             raise VerifyException(f"cute.hopper_gemm: epilogue {self.epilogue.data!r} is not one of {sorted(EPILOGUES)}")
+        if self.mul is not None and self.mul.type != self.result.type:
+            raise VerifyException(f"cute.hopper_gemm: the ELWISE_MUL factor must have the result's type {self.result.type}")
         for v in (self.lhs, self.rhs, self.result):
             assert isinstance(v.type, TensorType)
             if v.type.element_type not in (self.result.type.element_type,):  # type: ignore[union-attr]

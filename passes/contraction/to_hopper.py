@@ -19,6 +19,9 @@ which the CUDA printer only prints:
   order): the power of two g <= the m-tile count minimising the bytes of the operand panels
   one wave of `grid` tiles touches, g A panels (BM x K) plus ceil(grid / g) B panels (K x BN);
   group_m = 1 is the plain row-major block order;
+- ELWISE_MUL (seed 004's `LastType`): the factor D (the result's type and layout) is the
+  GEMM's third operand; every consumer multiplies its accumulators by D's elements (loaded
+  from global memory, fp32 math) before any of the stores below;
 - epilogue: `tma_store` (a 64 x BN staging tile per consumer written in registers' order
   and stored by TMA, asynchronously, while the next tile's mainloop runs; it costs one
   ring stage of shared memory) when n and C's strides are multiples of 8 elements (16-byte
@@ -172,9 +175,8 @@ class ConvertContractionToHopperPass(ModulePass):
     """Lower every `contraction.contract` to a `cute.hopper_gemm` (module docstring).
 
     Raises:
-        PassFailedException: the contraction is not FP16/BF16, has an ELWISE_MUL epilogue,
-            or has no GEMM view (`gemm_view`'s message, the op named), or an option is out
-            of range.
+        PassFailedException: the contraction is not FP16/BF16, or has no GEMM view
+            (`gemm_view`'s message, the op named), or an option is out of range.
     """
 
     name = "convert-contraction-to-hopper"
@@ -191,9 +193,12 @@ class ConvertContractionToHopperPass(ModulePass):
         consumers, group-m, grid and cluster from `plan_schedule` with this pass's options; the
         enclosing func gets `kn.workspace_size = 0`.
 
+        An ELWISE_MUL contraction's factor D becomes the GEMM's third operand (the epilogue
+        multiplies the fp32 accumulators by D's tile before the store).
+
         Raises:
-            PassFailedException: the result is not f16/bf16, `prim_last` is not NONE, or
-                `gemm_view`/`plan_schedule` rejected the op (their message, the op named).
+            PassFailedException: the result is not f16/bf16, or `gemm_view`/`plan_schedule`
+                rejected the op (their message, the op named).
         """
         count = 0
         for contract in [o for o in op.walk() if isinstance(o, ContractOp)]:
@@ -206,11 +211,6 @@ class ConvertContractionToHopperPass(ModulePass):
             except ValueError as err:
                 raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err
             config = contract.config()
-            if config.prim_last is not LastType.NONE:
-                raise PassFailedException(
-                    f"{self.name}: {contract.name}: prim_last {config.prim_last.name} has no sm_90 epilogue yet; "
-                    "use prim_last = NONE"
-                )
             try:
                 view = gemm_view(config)
                 sched = plan_schedule(
@@ -242,6 +242,7 @@ class ConvertContractionToHopperPass(ModulePass):
                 trans_b=view.trans_b,
                 epilogue=sched.epilogue,
                 cluster=sched.cluster,
+                mul=contract.mul if config.prim_last is LastType.ELWISE_MUL else None,
             )
             parent = contract.parent_block()
             assert parent is not None

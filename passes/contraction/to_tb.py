@@ -16,8 +16,11 @@ chose (issue #31 item 2):
 
 The operands must already be the GEMM's row-major tensors, A [C,] M x K, B [C,] K x N, out
 [C,] M x N (one dimension per type after fusing contiguous ones, as `gemm_view` finds them);
-other layouts, a SEQ dimension of type M or N (an output loop inside a block) and the
-ELWISE_MUL epilogue are rejected with the reason.  The L2 block order (m_l2 x n_l2 groups)
+other layouts and a SEQ dimension of type M or N (an output loop inside a block) are
+rejected with the reason.  ELWISE_MUL: the factor D is a third input of the kernel, its tile
+loaded once per block (forloop_dim -1, the output's map), and each loop step's product is
+multiplied by it before the `nored` accumulator: sum_t (A_t B_t) * D = (A B) * D (a
+threadblock graph has no op that combines an after-loop tile with a loaded one).  The L2 block order (m_l2 x n_l2 groups)
 has no threadblock-graph form: blocks run in the grid's row-major order here; the sm_90 path
 (convert-contraction-to-hopper) implements the grouped order.
 """
@@ -29,12 +32,12 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from mirage_xdsl.dialects import kn, tb
-from mirage_xdsl.dialects.contraction.config import Config, DimType, ExecType, LastType
+from mirage_xdsl.dialects.contraction.config import Config, DimType, ExecType
 from mirage_xdsl.dialects.contraction.ops import ContractOp
 from mirage_xdsl.passes.contraction.gemm_view import gemm_view
 
@@ -108,8 +111,7 @@ class ConvertContractionToTbPass(ModulePass):
     Option `threads`: threads per block (default 128: four warps of mma.sync).
 
     Raises:
-        PassFailedException: an unscheduled op, ELWISE_MUL, or `tb_schedule`'s reasons
-            (the op named).
+        PassFailedException: an unscheduled op, or `tb_schedule`'s reasons (the op named).
     """
 
     name = "convert-contraction-to-tb"
@@ -119,16 +121,14 @@ class ConvertContractionToTbPass(ModulePass):
         """Replace each contraction.contract with the `kn.customized` of its `tb_schedule`.
 
         Raises:
-            PassFailedException: the op has no exec types, `prim_last` is not NONE, `tb_schedule`
-                rejected it, or its operand shapes are not row-major [C,] M x K, K x N -> M x N.
+            PassFailedException: the op has no exec types, `tb_schedule` rejected it, or its
+                operand shapes are not row-major [C,] M x K, K x N -> M x N.
         """
         for contract in [o for o in op.walk() if isinstance(o, ContractOp)]:
             where = f"{self.name}: {contract.name}"
             if not contract.is_scheduled:
                 raise PassFailedException(f"{where}: the op has no exec types; run contraction-make-executable first")
             config = contract.config()
-            if config.prim_last is not LastType.NONE:
-                raise PassFailedException(f"{where}: prim_last {config.prim_last.name} needs a third operand; not supported")
             try:
                 sched = tb_schedule(config)
             except ValueError as err:
@@ -151,10 +151,11 @@ class ConvertContractionToTbPass(ModulePass):
 
 
 def _customized(contract: ContractOp, s: TbSchedule, batched: bool, threads: int) -> kn.CustomizedOp:
-    """The kn.customized op: grid (N tiles, M tiles, batch), one matmul per loop step."""
-    types = [contract.lhs.type, contract.rhs.type]
-    body = Block(arg_types=types)
-    a, b = body.args
+    """The kn.customized op: grid (N tiles, M tiles, batch), one matmul per loop step; with an
+    ELWISE_MUL factor D, each step's product times D's tile (loaded once, forloop_dim -1)."""
+    operands = [contract.lhs, contract.rhs] + ([contract.mul] if contract.mul is not None else [])
+    body = Block(arg_types=[v.type for v in operands])
+    a, b = body.args[:2]
     if batched:
         ta = tb.InputOp(a, (-1, 1, 0), 2, (1, s.m_prim, s.k_prim))
         tbb = tb.InputOp(b, (2, -1, 0), 1, (1, s.k_prim, s.n_prim))
@@ -164,11 +165,18 @@ def _customized(contract: ContractOp, s: TbSchedule, batched: bool, threads: int
         tbb = tb.InputOp(b, (1, -1, -1), 0, (s.k_prim, s.n_prim))
         omap = (1, 0, -1)
     mm = tb.MatmulOp(ta.results[0], tbb.results[0])
-    acc = tb.ForloopAccumOp(mm.results[0], "nored")
+    ops: list[Operation] = [ta, tbb, mm]
+    step = mm.results[0]
+    if contract.mul is not None:
+        td = tb.InputOp(body.args[2], omap, -1, ((1,) if batched else ()) + (s.m_prim, s.n_prim))
+        scaled = tb.MulOp(step, td.results[0])
+        ops += [td, scaled]
+        step = scaled.results[0]
+    acc = tb.ForloopAccumOp(step, "nored")
     out = tb.OutputOp(acc.results[0], omap)
-    body.add_ops([ta, tbb, mm, acc, out])
+    body.add_ops([*ops, acc, out])
     return kn.CustomizedOp(
-        [contract.lhs, contract.rhs],
+        operands,
         [contract.result.type],
         body,
         grid_dim=s.grid,

@@ -26,6 +26,7 @@
 // of `bkhd`) needs no copy.  Out-of-range rows/columns/k are zero-filled by TMA and not
 // stored.
 //
+// Epilogue option MUL (seed 004's ELWISE_MUL): C = (A x B) * D elementwise, D laid out like C.
 // Host side: runtime/tensor_map.py encodes the maps (cuTensorMapEncodeTiled) per call.
 // Requires sm_90a (wgmma, setmaxnreg); the host emulator does not model it.
 #pragma once
@@ -113,6 +114,21 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta)
       "r"(cta)
       : "memory");
 }
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<uint64_t>(p)));
+}
+// MUL epilogue: L2 prefetch of the consumer's 64 x BN slab of the factor, one 128-byte line
+// (64 elements of a row) per thread and step, issued MUL_PREFETCH_KTILES k-tiles before the
+// epilogue reads it, so that its loads hit L2 instead of waiting on DRAM.
+template <class T, int BN>
+__device__ __forceinline__ void prefetch_mul_slab(const T* mbase, const GemmShape& s, int row0, int col0, int tid) {
+  constexpr int LINES = BN / 64;  // 128-byte lines per row (2-byte elements)
+  for (int l = tid; l < 64 * LINES; l += 128) {
+    const int row = row0 + l / LINES, col = col0 + (l % LINES) * 64;
+    if (row < s.m && col < s.n) prefetch_l2(mbase + (long long)row * s.ldc + col);
+  }
+}
+constexpr int MUL_PREFETCH_KTILES = 4;
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
@@ -232,9 +248,14 @@ __device__ __forceinline__ void release(uint64_t* bar, int rank) {
 // half of the B boxes and multicasts them to both, so a ring buffer is refilled only when the
 // consumers of both CTAs have freed it (remote mbarrier arrivals).  A CTA without a tile of its
 // own in the last pair computes its peer's tile and stores nothing.
-template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI, int CLUSTER = 1>
+// MUL = 1 (seed 004's ELWISE_MUL epilogue): `mul` is a tensor laid out like C (ldc and C's batch
+// strides); each accumulator is multiplied by its element, in fp32, before the store.  The
+// consumer prefetches its slab of `mul` into L2 MUL_PREFETCH_KTILES k-tiles before the end of
+// the tile's mainloop; the 16-byte epilogues (n, ldc and strides multiples of 8) load it in
+// 4-byte pairs.
+template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI, int CLUSTER = 1, int MUL = 0>
 __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, const CUtensorMap* tmc,
-                                        T* __restrict__ c, const GemmShape s) {
+                                        T* __restrict__ c, const GemmShape s, const T* __restrict__ mul = nullptr) {
   constexpr int BK = 64;  // 64 fp16/bf16 = one 128-byte swizzle row
   constexpr int BM = 64 * NC;
   constexpr int A_BYTES = BM * BK * (int)sizeof(T);
@@ -333,6 +354,12 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
       tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
       int prev = -1;  // the stage whose wgmma group may still be reading it
       for (int kt = 0; kt < ktiles; ++kt) {
+        if constexpr (MUL) {
+          if (own && kt == (ktiles > MUL_PREFETCH_KTILES ? ktiles - MUL_PREFETCH_KTILES : 0)) {
+            const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
+            prefetch_mul_slab<T, BN>(mul + ci * s.c_inner_stride + co * s.c_outer_stride, s, mb * BM + cw * 64, nb * BN, tid);
+          }
+        }
         mbar_wait(&full[stage], phase);
         const uint32_t a0 = smem_addr(sa + stage * A_BYTES) + cw * 64 * BK * (int)sizeof(T);
         const uint32_t b0 = smem_addr(sb + stage * B_BYTES);
@@ -359,6 +386,30 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
       // Epilogue: accumulator fragment (PTX ISA, wgmma m64nNk16 D layout): register 4j+r holds
       // row 16*warp + lane/4 + 8*(r/2), column 8j + 2*(lane%4) + r%2.
       const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
+      if constexpr (MUL) {  // d[4j + 2h + e] is row row0 + 8h, column col0 + 8j + e
+        const T* mbase = mul + ci * s.c_inner_stride + co * s.c_outer_stride;
+        const int row0 = mb * BM + cw * 64 + warp * 16 + lane / 4;
+        const int col0 = nb * BN + 2 * (lane % 4);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = row0 + 8 * h;
+            const int col = col0 + 8 * j;
+            const T* p = mbase + (long long)row * s.ldc + col;
+            if constexpr (EPI != kStore4) {  // n and the strides are multiples of 8: aligned pairs
+              if (row < s.m && col < s.n) {
+                const uint32_t w = __ldg(reinterpret_cast<const unsigned int*>(p));
+                d[4 * j + 2 * h] *= static_cast<float>(reinterpret_cast<const T*>(&w)[0]);
+                d[4 * j + 2 * h + 1] *= static_cast<float>(reinterpret_cast<const T*>(&w)[1]);
+              }
+            } else {
+              if (row < s.m && col < s.n) d[4 * j + 2 * h] *= static_cast<float>(p[0]);
+              if (row < s.m && col + 1 < s.n) d[4 * j + 2 * h + 1] *= static_cast<float>(p[1]);
+            }
+          }
+        }
+      }
       if constexpr (EPI == kTmaStore) {
         // the staging tile is free once the previous tile's TMA stores have read it
         if (tid == 0) bulk_wait_read0();

@@ -27,3 +27,14 @@ func.func @bmm(%a: tensor<4x4096x4096xf16>, %b: tensor<4x4096x4096xf16>) -> tens
 // CUDA-NEXT: mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2, 1>(&a, &b, &cm, c, mx::hopper::GemmShape{4096, 4096, 4096, 4, 4, 4096LL, 16777216LL, 0LL, 16});
 
 // ERR: convert-contraction-to-hopper: contraction.contract: stages=9 must be in 2..3 for a 128x256x64 tile
+
+// ELWISE_MUL: the factor is the GEMM's third operand and the kernel's `d` pointer (MUL = 1).
+// RUN: mirage-opt %s -p convert-contraction-to-hopper | filecheck %s --check-prefix=MUL
+// RUN: mirage-opt %s -p convert-contraction-to-hopper -t cuda | filecheck %s --check-prefix=MULCUDA
+func.func @gemm_mul(%a: tensor<256x128xf16>, %b: tensor<128x512xf16>, %d: tensor<256x512xf16>) -> tensor<256x512xf16> {
+  %c = "contraction.contract"(%a, %b, %d) <{dim_types = ["M", "N", "K"], dim_sizes = array<i64: 256, 512, 128>, strides = [array<i64: 128, 0, 1>, array<i64: 0, 1, 512>, array<i64: 512, 1, 0>], data_type = "FLOAT16", prim_main = "GEMM", prim_last = "ELWISE_MUL", prim_first = "ZERO"}> : (tensor<256x128xf16>, tensor<128x512xf16>, tensor<256x512xf16>) -> tensor<256x512xf16>
+  func.return %c : tensor<256x512xf16>
+}
+// MUL: cute.hopper_gemm(%a, %b, %d) {kernel_name = "gemm_mul_hopper_gemm_1"
+// MULCUDA: gemm_mul_hopper_gemm_1({{.*}}, half* __restrict__ c, const half* __restrict__ d) {
+// MULCUDA-NEXT: mx::hopper::gemm_ws<half, {{[0-9]+}}, {{[0-9]+}}, 2, 1, 2, 1, 1>(&a, &b, &cm, c, mx::hopper::GemmShape{256, 512, 128, 1, 1, 512LL, 0LL, 0LL, {{[0-9]+}}}, d);

@@ -17,3 +17,17 @@ func.func @bmm(%a: tensor<2x64x128xf16>, %b: tensor<2x128x96xf16>) -> tensor<2x6
 // CHECK-NOT: contraction.contract
 
 // ERR: convert-contraction-to-tb: contraction.contract: the op has no exec types; run contraction-make-executable first
+
+// ELWISE_MUL: the factor D is a third kn.customized input, loaded once per block (forloop_dim
+// -1) with the output's map; each step's product is multiplied by its tile before the nored
+// accumulator (sum_t (A_t B_t) * D = (A B) * D).
+func.func @bmm_mul(%a: tensor<2x64x128xf16>, %b: tensor<2x128x96xf16>, %d: tensor<2x64x96xf16>) -> tensor<2x64x96xf16> {
+  %c = "contraction.contract"(%a, %b, %d) <{dim_types = ["C", "M", "N", "K"], dim_sizes = array<i64: 2, 64, 96, 128>, strides = [array<i64: 8192, 128, 0, 1>, array<i64: 12288, 0, 1, 96>, array<i64: 6144, 96, 1, 0>], data_type = "FLOAT16", prim_main = "GEMM", prim_last = "ELWISE_MUL", prim_first = "ZERO"}> : (tensor<2x64x128xf16>, tensor<2x128x96xf16>, tensor<2x64x96xf16>) -> tensor<2x64x96xf16>
+  func.return %c : tensor<2x64x96xf16>
+}
+// CHECK-LABEL: func.func @bmm_mul
+// CHECK: kn.customized(%a, %b, %d)
+// CHECK: %[[MM:.*]] = tb.matmul
+// CHECK: %[[D:.*]] = tb.input %{{.*}} {input_map = array<i64: 2, 1, 0>, forloop_dim = -1 : i64} : tensor<2x64x96xf16> -> !tb.stensor<1x64x32xf16>
+// CHECK: %[[P:.*]] = tb.mul %[[MM]], %[[D]]
+// CHECK: tb.forloop_accum nored %[[P]]
