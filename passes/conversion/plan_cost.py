@@ -60,15 +60,21 @@ lowers to those."""
 ROW_CHAIN_VECTOR_BYTES = 16
 """Bytes each thread of a row chain loads at once (`mx::load_row`: one 16-byte vector)."""
 
+ROW_CHAIN_MIN_ELEMENTS = 8
+"""Elements per thread a row chain starts from (two 16-byte vectors of fp32): on an H200
+(2026-11-26) a softmax over 4096 x 4096 fp32 rows with 4 elements per thread (1024-thread
+blocks) took 61.7 µs where the op-by-op kernel took 54.8, and fp16 rows with 8 per thread
+(512 threads) ran at 2.0x of the op-by-op kernel."""
+
 
 def row_chain_threads(plan: KernelPlan, max_threads: int) -> int | None:
     """The threads per block with which cute-row-chains will keep all of `plan`'s work in
     registers, or None if it will not: a loop-free, unsplit plan whose computed values are
     all tiles of one row ([1, ..., 1, C] or a per-row scalar) made by elementwise ops and
     sums/maxima over the whole row (the pass's rules, passes/cute/row_chains.py, predicted on
-    the plan).  Each thread then owns `C / threads` consecutive elements: one 16-byte vector
-    (8 fp16 / bf16, 4 fp32), more (at most `ROW_CHAIN_MAX_ELEMENTS`) when a row needs more
-    than `max_threads` threads, fewer when the block would have under 128 threads."""
+    the plan).  Each thread then owns `C / threads` consecutive elements: at least one 16-byte
+    vector and `ROW_CHAIN_MIN_ELEMENTS`, more (at most `ROW_CHAIN_MAX_ELEMENTS`) when a row
+    needs more than `max_threads` threads, fewer when the block would have under 128 threads."""
     if plan.split > 1 or plan.forloop_range > 1:
         return None
     group = plan.group
@@ -96,7 +102,7 @@ def row_chain_threads(plan: KernelPlan, max_threads: int) -> int | None:
         smallest = min(smallest, elem_bytes(node.dtype))
     if length == 0:
         return None
-    per_thread = ROW_CHAIN_VECTOR_BYTES // smallest
+    per_thread = max(ROW_CHAIN_VECTOR_BYTES // smallest, ROW_CHAIN_MIN_ELEMENTS)
     while length // per_thread > max_threads and per_thread < ROW_CHAIN_MAX_ELEMENTS:
         per_thread *= 2
     while length // per_thread < 128 and per_thread > 1:
@@ -183,7 +189,9 @@ class DeviceModel:
     38.8 estimated, a softmax with 1-row tiles at 128 threads (36 warps, 5 ops) 40.8 vs 27.5.
     Row chains (`row_chain_threads`) keep their values in registers and pay none of it; nor
     do grids of at most one block per SM, where each block's passes are latency
-    (`block_latency_us`), not SM throughput (split-K combine kernels)."""
+    (`block_latency_us`), not SM throughput, nor split-K combine kernels (small tiles of
+    partials: with the term, gqa's combine moved to another grid and gqa took 8.5 / 32.5 µs
+    at batch 1 / 8 against 8.2 / 30.6 without it, H200, 2026-11-26)."""
     launch_us: float = 1.5  # per kernel, incl. the drain/ramp between dependent kernels
     iter_latency_us: float = 0.25  # exposed per for-loop iteration (double-buffered loads)
     mem_latency_us: float = 0.5  # global-load latency under load (Little's law)
@@ -490,7 +498,8 @@ class CostModel:
         hiding = min(1.0, resident / full_rate)
         roof = max(unique_dram / bandwidth, loaded / dev.l2_bytes_per_us, mma_flops / (dev.flops_per_us * hiding))
         passes_us = 0.0
-        if not mma_flops and blocks > dev.num_sms and row_chain_threads(plan, dev.max_threads_per_block) is None:
+        combine = any(n.kind == "input" and isinstance(n.ext, tuple) and n.ext[:1] == ("partial",) for n in group.nodes)
+        if not mma_flops and blocks > dev.num_sms and not combine and row_chain_threads(plan, dev.max_threads_per_block) is None:
             warps = min(occ, max(1.0, blocks / dev.num_sms)) * plan.threads / 32
             passes_us = self._smem_element_ops(plan) * blocks / dev.num_sms / (warps * dev.smem_ops_per_warp_ns * 1e3)
         cost = (
