@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,12 @@ class TunedRow:
         failed: of those, how many failed.
         seconds: wall time of the search.
         note: `no genome passed`, `interrupted` or `stopped`, else empty.
+        hand_swept: the label of the fastest hand-swept variant (the space's seed genomes,
+            `driver/tune/space.SEED_VARIANTS`: the variant list `mirage-bench` sweeps) this
+            search measured, side by side with its best.
+        hand_swept_us: its device time (µs).
+        generations: (generation, best label, best µs, evaluated so far) after each
+            generation.
     """
 
     workload: str
@@ -54,6 +60,9 @@ class TunedRow:
     failed: int = 0
     seconds: float = 0.0
     note: str = ""
+    hand_swept: str | None = None
+    hand_swept_us: float | None = None
+    generations: list[tuple[int, str, float, int]] = field(default_factory=list)
 
 
 def tune_workloads(
@@ -89,7 +98,10 @@ def tune_workloads(
     chosen = [w for w in select(workloads) if w.example]
     if not chosen:
         raise BenchError("--tune: none of the selected workloads has a plain kernel graph under examples/")
-    config = GAConfig(population=population, generations=generations, elites=max(1, population // 10), seed=seed).checked()
+    # every hand-swept variant (seed genome) in generation 0 when the population has room:
+    # the search then measures them beside its own genomes in the same run
+    config = GAConfig(population=population, generations=generations, elites=max(1, population // 10), seed=seed,
+                      seed_fraction=1.0).checked()
     log(f"tuning {len(chosen)} workload(s) on {identity['device']} ({identity['arch']}): "
         f"{generations} generation(s) of {population}")
     rows: list[TunedRow] = []
@@ -107,13 +119,15 @@ def tune_workloads(
 
 def _tune_one(workload: str, module: Any, name: str, config: Any, jobs: int, cache_path: Path | None,
               arch: str | None, flag: Any, log: Callable[[str], None]) -> TunedRow:
-    from mirage_xdsl.driver.tune.space import Genome
+    from mirage_xdsl.driver.tune.space import SPACE, Genome
     from mirage_xdsl.driver.tune.tuner import tune
 
     row = TunedRow(workload, name)
     start = time.perf_counter()
 
     def generation(report: Any) -> None:
+        if report.best:
+            row.generations.append((report.generation, report.best.genome.label, report.best.time_us, report.evaluated))
         best = f"{report.best.genome.label} {report.best.time_us:.2f} us" if report.best else "none yet"
         log(f"  {workload} {name} generation {report.generation + 1}/{config.generations}: best {best} "
             f"({report.evaluated} evaluated, {report.failed} failed)")
@@ -126,6 +140,11 @@ def _tune_one(workload: str, module: Any, name: str, config: Any, jobs: int, cac
     row.failed = sum(not e.ok for e in evaluations.values())
     default = evaluations.get(Genome())
     row.default_us = default.time_us if default is not None and default.ok else None
+    seeds = set(SPACE.seeds())
+    swept = [e for g, e in evaluations.items() if g in seeds and e.ok]
+    if swept:
+        fastest = min(swept, key=lambda e: e.time_us)
+        row.hand_swept, row.hand_swept_us = fastest.genome.label, fastest.time_us
     if result.best is not None:
         row.best, row.best_us = result.best.genome.label, result.best.time_us
     else:
@@ -142,12 +161,21 @@ def _f(value: float | None) -> str:
 def report_lines(rows: list[TunedRow], identity: str) -> list[str]:
     """The markdown table of `rows` (µs: device time of one run, median of the timed replays)."""
     out = [f"# mirage-bench --tune ({identity})", "",
-           "| workload | graph | best genome | best µs | default (c0xrf1) µs | speedup | evaluated | failed | s | note |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+           "| workload | graph | best genome | best µs | best hand-swept variant | its µs | best / hand-swept "
+           "| default (c0xrf1) µs | speedup over default | evaluated | failed | s | note |",
+           "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         speedup = f"{r.default_us / r.best_us:.2f}x" if r.default_us and r.best_us else "-"
-        out.append(f"| {r.workload} | {r.graph} | {r.best or '-'} | {_f(r.best_us)} | {_f(r.default_us)} | {speedup} "
+        versus = f"{r.hand_swept_us / r.best_us:.3f}x" if r.hand_swept_us and r.best_us else "-"
+        out.append(f"| {r.workload} | {r.graph} | {r.best or '-'} | {_f(r.best_us)} | {r.hand_swept or '-'} "
+                   f"| {_f(r.hand_swept_us)} | {versus} | {_f(r.default_us)} | {speedup} "
                    f"| {r.evaluated} | {r.failed} | {r.seconds:.0f} | {r.note} |")
+    out += ["", "Best so far after each generation (label, µs, genomes evaluated):", ""]
+    for r in rows:
+        steps = "; ".join(f"{g + 1}: {label} {us:.2f} ({n})" for g, label, us, n in r.generations)
+        out.append(f"- {r.workload} {r.graph}: {steps or '-'}")
+    out += ["", "best / hand-swept: the hand-swept variant's time over the best genome's, both measured by "
+            "this search in this run (>= 1: the tuner's plan is at least as fast)."]
     return out
 
 

@@ -422,8 +422,12 @@ def test_bench_tune_mode_with_a_synthetic_evaluator(monkeypatch: pytest.MonkeyPa
     (row,) = rows
     assert row.workload == "lora" and row.best is not None and row.best_us == synthetic_time_us(genome_from_label(row.best))
     assert row.default_us == synthetic_time_us(Genome())  # the default (c0xrf1) is the first seed of generation 0
+    # population 6 with every slot for seeds: generation 0 is the first six hand-swept variants
+    assert row.hand_swept is not None and row.hand_swept_us is not None and row.best_us <= row.hand_swept_us
+    assert [g for g, *_ in row.generations] == [0, 1] and row.generations[-1][1:3] == (row.best, row.best_us)
     table = report_lines(rows, "synthetic")
-    assert table[-1].startswith(f"| lora | {row.graph} | {row.best} |")
+    assert any(line.startswith(f"| lora | {row.graph} | {row.best} | {row.best_us:.2f} | {row.hand_swept} |") for line in table)
+    assert any(line.startswith(f"- lora {row.graph}: 1: ") for line in table)
 
 
 @pytest.mark.skipif(has_gpu(), reason="checks the message shown without a GPU")
