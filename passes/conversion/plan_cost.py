@@ -60,21 +60,25 @@ lowers to those."""
 ROW_CHAIN_VECTOR_BYTES = 16
 """Bytes each thread of a row chain loads at once (`mx::load_row`: one 16-byte vector)."""
 
-ROW_CHAIN_MIN_ELEMENTS = 8
-"""Elements per thread a row chain starts from (two 16-byte vectors of fp32): on an H200
-(2026-11-26) a softmax over 4096 x 4096 fp32 rows with 4 elements per thread (1024-thread
-blocks) took 61.7 µs where the op-by-op kernel took 54.8, and fp16 rows with 8 per thread
-(512 threads) ran at 2.0x of the op-by-op kernel."""
+ROW_CHAIN_BYTES_PER_THREAD = 32
+"""Bytes of streamed rows (inputs read once, not broadcast rows such as a norm's weight) each
+thread of a row chain loads, split among those rows: the loads in flight per SM are what
+bounds these kernels, and the registers they take bound the blocks per SM.  H200,
+2026-11-26, 4096 x 4096 rows, 8 / 16 elements per thread (µs): softmax fp16 27.1 / 23.8,
+layernorm fp16 30.6 / 27.5, rmsnorm fp16 22.6 / 20.3 (one streamed row: 32 bytes wins);
+add + rmsnorm fp16 35.9 / 42.1 (two streamed rows: 16 bytes each); layernorm fp32 53.6 /
+56.1 (8 elements); softmax fp32 with 4 elements (1024 threads) 61.7 where 8 took 41.3."""
 
 
-def row_chain_threads(plan: KernelPlan, max_threads: int) -> int | None:
+def row_chain_threads(plan: KernelPlan, max_threads: int, num_sms: int) -> int | None:
     """The threads per block with which cute-row-chains will keep all of `plan`'s work in
     registers, or None if it will not: a loop-free, unsplit plan whose computed values are
     all tiles of one row ([1, ..., 1, C] or a per-row scalar) made by elementwise ops and
     sums/maxima over the whole row (the pass's rules, passes/cute/row_chains.py, predicted on
     the plan).  Each thread then owns `C / threads` consecutive elements: at least one 16-byte
-    vector and `ROW_CHAIN_MIN_ELEMENTS`, more (at most `ROW_CHAIN_MAX_ELEMENTS`) when a row
-    needs more than `max_threads` threads, fewer when the block would have under 128 threads."""
+    vector, `ROW_CHAIN_BYTES_PER_THREAD` of streamed rows when the grid has a block per SM, more (at most
+    `ROW_CHAIN_MAX_ELEMENTS`) when a row needs more than `max_threads` threads, fewer when the
+    block would have under 128 threads."""
     if plan.split > 1 or plan.forloop_range > 1:
         return None
     group = plan.group
@@ -102,7 +106,15 @@ def row_chain_threads(plan: KernelPlan, max_threads: int) -> int | None:
         smallest = min(smallest, elem_bytes(node.dtype))
     if length == 0:
         return None
-    per_thread = max(ROW_CHAIN_VECTOR_BYTES // smallest, ROW_CHAIN_MIN_ELEMENTS)
+    streamed = sum(
+        1
+        for n in plan.needed
+        if group.nodes[n].kind == "input" and plan.tiles[n][-1] == length and numel(group.nodes[n].shape) > length
+    )
+    # a grid that leaves SMs idle gains from more threads per row, not more bytes per thread
+    # (nTrans: 8 rows, 512 threads each)
+    wanted = ROW_CHAIN_BYTES_PER_THREAD // max(1, streamed) if math.prod(plan.grid) >= num_sms else 0
+    per_thread = max(ROW_CHAIN_VECTOR_BYTES, wanted) // smallest
     while length // per_thread > max_threads and per_thread < ROW_CHAIN_MAX_ELEMENTS:
         per_thread *= 2
     while length // per_thread < 128 and per_thread > 1:
@@ -275,7 +287,7 @@ class CostModel:
         dev = self.device
         if any(plan.group.nodes[n].kind == "matmul" for n in plan.needed):
             return dev.threads_per_block
-        chain = row_chain_threads(plan, dev.max_threads_per_block)
+        chain = row_chain_threads(plan, dev.max_threads_per_block, dev.num_sms)
         if chain is not None:
             return chain
         if math.prod(plan.grid) * 4 > dev.num_sms:
@@ -502,7 +514,7 @@ class CostModel:
         # of its SM hide its latency, wave after wave (H200, 2026-11-26: layernorm over 4096 x
         # 4096 fp16, 4096 one-row blocks, 4 per SM: 30.8 µs measured, 38.8 estimated with a
         # block latency per wave)
-        chained = not mma_flops and row_chain_threads(plan, dev.max_threads_per_block) is not None
+        chained = not mma_flops and row_chain_threads(plan, dev.max_threads_per_block, dev.num_sms) is not None
         combine = any(n.kind == "input" and isinstance(n.ext, tuple) and n.ext[:1] == ("partial",) for n in group.nodes)
         if not mma_flops and blocks > dev.num_sms and not combine and not chained:
             warps = min(occ, max(1.0, blocks / dev.num_sms)) * plan.threads / 32
