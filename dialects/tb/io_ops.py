@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, i64
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import Attribute, BlockArgument, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def, traits_def
 from xdsl.traits import HasParent, MemoryWriteEffect
 
@@ -48,7 +48,7 @@ class InputOp(TbOp):
         tile_shape: Sequence[int],
         view: tuple[Sequence[int], Sequence[int]] | None = None,
     ):
-        props = {"input_map": int_array(input_map), "forloop_dim": IntegerAttr(forloop_dim, i64)}
+        props: dict[str, Attribute] = {"input_map": int_array(input_map), "forloop_dim": IntegerAttr(forloop_dim, i64)}
         if view is not None:
             props["view_offset"] = int_array(view[0])
             props["view_shape"] = int_array(view[1])
@@ -147,7 +147,7 @@ class OutputOp(TbOp):
     def __init__(
         self, input: SSAValue, output_map: Sequence[int], result_index: int | None = None, view_offset: Sequence[int] | None = None
     ):
-        props = {"output_map": int_array(output_map)}
+        props: dict[str, Attribute] = {"output_map": int_array(output_map)}
         if result_index is not None:
             props["result_index"] = IntegerAttr(result_index, i64)
         if view_offset is not None:

@@ -19,8 +19,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from mirage_xdsl.passes.conversion.kn_partition import KnPartitionPass, PartitionOptions
-from mirage_xdsl.passes.kn.fold_views import KnFoldViewsPass
 from mirage_xdsl.passes.kn.expand_composites import KnExpandCompositesPass, KnRecognizeCompositesPass
+from mirage_xdsl.passes.kn.fold_views import KnFoldViewsPass
 from mirage_xdsl.passes.kn.simplify import KnSimplifyPass
 
 

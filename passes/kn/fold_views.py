@@ -4,10 +4,13 @@ A chunk of a tensor is a view of it (the same strides, an element offset along `
 concat is one buffer written through views into disjoint boxes (`dialects/views.py`).  So,
 instead of library copies before and after the kernels (`runtime/library_ops.py`):
 
-| pattern | rewrite |
-|---|---|
-| a `kn.customized` input that is result `i` of `kn.chunk %X {dim = d}` (part size `p`) | the kernel reads `%X` itself; every `tb.input` of that input gets `view_offset` (`i * p` along `d`, added to a view it already has) and `view_shape` (the chunk's shape, or its view's) |
-| `kn.concat %a, %b {dim = d}` where `%a` and `%b` are results of one `kn.customized` | the kernel gets one result of the concat's shape; the `tb.output` ops of `%a` store into it at their offsets, those of `%b` at `+ size_a` along `d` (`result_index` and `view_offset` on every `tb.output`); a result that other ops still read is kept (its outputs are stored twice) |
+* A `kn.customized` input that is result `i` of `kn.chunk %X {dim = d}` (part size `p`): the
+  kernel reads `%X` itself; every `tb.input` of that input gets `view_offset` (`i * p` along
+  `d`, added to a view it already has) and `view_shape` (the chunk's shape, or its view's).
+* `kn.concat %a, %b {dim = d}` where `%a` and `%b` are results of one `kn.customized`: the
+  kernel gets one result of the concat's shape; the `tb.output` ops of `%a` store into it at
+  their offsets, those of `%b` at `+ size_a` along `d` (`result_index` and `view_offset` on
+  every `tb.output`); a result that other ops still read is kept (its outputs store twice).
 
 Both are repeated until nothing changes (a chunk of a chunk, a concat of concats); a chunk whose
 results are all folded is erased.  Anything else -- a concat of two kernels' results, of a
