@@ -92,7 +92,7 @@ class KernelPrinterBase:
         return self.names[value]
 
     def gmem_ptr(self, op: cute.CopyG2SOp | cute.CopyS2GOp, arg: SSAValue) -> str:
-        """C expression of the global address a copy of `arg` starts at: its block offsets, the
+        """C expression of the global address a copy of `arg` starts at: its view offset, its block offsets, the
         iteration's offset in the loop (or a prologue's fixed one), the late finisher's first split
         iteration `gs_k0` on the split axis."""
         terms = []
@@ -109,6 +109,8 @@ class KernelPrinterBase:
             terms.append(f"{it} * {op.iter_stride.value.data}")
         elif isinstance(op, cute.CopyG2SOp) and op.iter_offset.value.data and op.iter_stride.value.data:
             terms.append(str(op.iter_offset.value.data * op.iter_stride.value.data))  # prologue load
+        if op.view_elems:
+            terms.insert(0, str(op.view_elems))  # a view's first element (dialects/views.py)
         base = self.names[arg]
         return base if not terms else f"{base} + {' + '.join(terms)}"
 

@@ -185,6 +185,14 @@ class _Exporter:
     ) -> tuple[dict[str, Any], list[SSAValue]]:
         block = op.body.block
         inputs = list(op.inputs)
+        for o in block.ops:
+            if (isinstance(o, tb.InputOp) and o.view_offset is not None) or (
+                isinstance(o, tb.OutputOp) and (o.view_offset is not None or o.result_index is not None)
+            ):
+                raise self.fail(
+                    f"{o.name} with a view (view_offset / result_index, from kn-fold-views) has no muGraph "
+                    "equivalent; export the graph before kn-fuse, or with kn.chunk / kn.concat as kernel-level ops"
+                )
         tb_inputs = [o for o in block.ops if isinstance(o, tb.InputOp)]
         order = []
         for o in tb_inputs:

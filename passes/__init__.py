@@ -38,6 +38,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "kn-recognize-composites": ("kn.expand_composites", "KnRecognizeCompositesPass"),
     "kn-simplify": ("kn.simplify", "KnSimplifyPass"),
     "kn-partition": ("conversion.kn_partition", "KnPartitionPass"),
+    "kn-fold-views": ("kn.fold_views", "KnFoldViewsPass"),
     "kn-fuse": ("conversion.kn_fuse", "KnFusePass"),
     "kn-to-task-graph": ("mpk.task_graph", "KnToTaskGraphPass"),
     "mirage-megakernel": ("mpk.pipeline", "MirageMegakernelPass"),

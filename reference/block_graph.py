@@ -211,7 +211,7 @@ def run_customized(kop: Any, kn_inputs: list[np.ndarray], storage_rounding: bool
                 raise ReferenceExecutionError("tb.input: the operand must be a block argument of the kn.customized")
             imap = tuple(int(v) for v in op.input_map.get_values())
             fdim = int_prop(op, "forloop_dim")
-            tiles = _tile_input(kn_inputs[arg_index[src]], grid, imap, fdim, iters)
+            tiles = _tile_input(_view_of(op, kn_inputs[arg_index[src]]), grid, imap, fdim, iters)
             check_shape(op, "tile", tiles.shape[1 + NUM_BLOCK_AXES :], value_shape(op.result))
             loaders[op.result] = tiles
             if fdim < 0:
@@ -264,16 +264,30 @@ def run_customized(kop: Any, kn_inputs: list[np.ndarray], storage_rounding: bool
     for op in post_ops:
         run(op, iters - 1)
 
-    if len(outputs) != len(kop.results):
-        raise ReferenceExecutionError(
-            f"kn.customized: {len(outputs)} tb.output ops for {len(kop.results)} results"
-        )
     store_grid = kop.store_grid  # a tb.grid_sum axis stores once
-    results = []
-    for out_op in outputs:
+    results: list[np.ndarray | None] = [None] * len(kop.results)
+    for out_op, r, offset in kop.output_slots():
+        if not 0 <= r < len(results):
+            raise ReferenceExecutionError(f"tb.output: result_index {r} names no result of the kn.customized")
         omap = tuple(int(v) for v in out_op.output_map.get_values())
-        results.append(_scatter_output(out_op, env[out_op.operands[0]], store_grid, omap))
-    return results
+        part = _scatter_output(out_op, env[out_op.operands[0]], store_grid, omap)
+        shape = value_shape(kop.results[r])
+        if results[r] is None:
+            results[r] = np.full(shape, np.nan, dtype=part.dtype)
+        box = tuple(slice(o, o + n) for o, n in zip(offset, part.shape))
+        results[r][box] = part  # type: ignore[index]
+    if any(x is None for x in results):
+        raise ReferenceExecutionError(f"kn.customized: {len(outputs)} tb.output ops leave a result unwritten")
+    return results  # type: ignore[return-value]
+
+
+def _view_of(op: Any, array: np.ndarray) -> np.ndarray:
+    """The box of `array` a `tb.input` reads (its `view_offset` / `view_shape`; all of it without)."""
+    if op.view_offset is None:
+        return array
+    offset = [int(v) for v in op.view_offset.get_values()]
+    shape = [int(v) for v in op.view_shape.get_values()]
+    return array[tuple(slice(o, o + n) for o, n in zip(offset, shape))]
 
 
 def _run_tb_op(op: Any, xs: list[np.ndarray], max_state: dict[Any, np.ndarray]) -> list[np.ndarray]:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerAttr, StringAttr, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, prop_def, result_def
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, opt_prop_def, prop_def, result_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -147,6 +147,14 @@ class _CopyBase(CuteOp):
     tile = prop_def(LayoutAttr)
     block_offset = prop_def(DenseArrayBase)
     vec = prop_def(IntegerAttr)
+    view_offset = opt_prop_def(IntegerAttr)
+    """Elements from the DTensor's start to its view's first element (a `tb.input` /
+    `tb.output` view, dialects/views.py); absent = 0."""
+
+    @property
+    def view_elems(self) -> int:
+        """`view_offset` in elements (0 without a view)."""
+        return self.view_offset.value.data if self.view_offset is not None else 0
 
     def _check_common(self, gmem: SSAValue, smem: SmemTensorType, modes: Sequence[str]) -> None:
         if self.mode.data not in modes:
@@ -173,6 +181,10 @@ class _CopyBase(CuteOp):
                 raise rule_error(self, "a chunked copy needs every other DTensor stride to be a multiple of vec")
             if any(o % vec for o in dense_ints(self.block_offset)):
                 raise rule_error(self, "a chunked copy needs block offsets that are multiples of vec")
+            if self.view_elems % vec:
+                raise rule_error(self, "a chunked copy needs a view_offset that is a multiple of vec")
+        if self.view_elems < 0:
+            raise rule_error(self, f"view_offset must be non-negative, got {self.view_elems}")
 
 
 L2_EVICT_FIRST = "cute.l2_evict_first"
@@ -184,7 +196,7 @@ blocks read again (set by cute-late-finisher)."""
 @irdl_op_definition
 class CopyG2SOp(_CopyBase):
     """Load one tile of DTensor `src` into `dst`.  The tile of block (x, y, z) in iteration
-    `it` starts at element `x*bo[0] + y*bo[1] + z*bo[2] + (it + iter_offset)*iter_stride`;
+    `it` starts at element `view_offset + x*bo[0] + y*bo[1] + z*bo[2] + (it + iter_offset)*iter_stride`;
     without an iteration operand (a pipeline prologue) `iter_offset` is the iteration itself.
     A ring `dst` of N buffers receives it in buffer `(it + iter_offset) % N`; inside a loop a
     positive `iter_offset` is skipped past the last iteration.  `tile` gives the tile shape
@@ -209,25 +221,26 @@ class CopyG2SOp(_CopyBase):
         iter: SSAValue | None = None,
         iter_stride: int = 0,
         iter_offset: int = 0,
+        view_offset: int = 0,
     ):
-        super().__init__(
-            operands=[src, dst, [iter] if iter is not None else []],
-            properties={
-                "mode": StringAttr(mode),
-                "tile": tile,
-                "block_offset": dense(block_offset),
-                "vec": IntegerAttr(vec, i64),
-                "iter_stride": IntegerAttr(iter_stride, i64),
-                "iter_offset": IntegerAttr(iter_offset, i64),
-            },
-        )
+        props: dict[str, Attribute] = {
+            "mode": StringAttr(mode),
+            "tile": tile,
+            "block_offset": dense(block_offset),
+            "vec": IntegerAttr(vec, i64),
+            "iter_stride": IntegerAttr(iter_stride, i64),
+            "iter_offset": IntegerAttr(iter_offset, i64),
+        }
+        if view_offset:
+            props["view_offset"] = IntegerAttr(view_offset, i64)
+        super().__init__(operands=[src, dst, [iter] if iter is not None else []], properties=props)
 
     def verify_(self) -> None:
         """Check the common copy rules (`_check_common`) and those of a load.
 
         Raises:
             CuteVerifyError: a mode outside `COPY_MODES_G2S`, a tile shape or rank mismatch, a bad
-                `block_offset` or `vec`, chunked/async copies that are not 16-byte vectors along one
+                `block_offset`, `vec` or `view_offset`, chunked/async copies that are not 16-byte vectors along one
                 unit-stride dim, a DTensor and tile of different element types, a negative
                 `iter_offset`, or an async copy whose iteration stride is not a multiple of `vec`.
         """
@@ -247,7 +260,7 @@ class CopyG2SOp(_CopyBase):
 
 @irdl_op_definition
 class CopyS2GOp(_CopyBase):
-    """Store tile `src` into DTensor `dst` at element `x*bo[0] + y*bo[1] + z*bo[2]`
+    """Store tile `src` into DTensor `dst` at element `view_offset + x*bo[0] + y*bo[1] + z*bo[2]`
     (converting from fp32 when `src` is an accumulator)."""
 
     name = "cute.copy_s2g"
@@ -255,23 +268,25 @@ class CopyS2GOp(_CopyBase):
     dst = operand_def(TensorType)
     assembly_format = "$mode $src `->` $dst attr-dict `:` type($src) `->` type($dst)"
 
-    def __init__(self, mode: str, src: SSAValue, dst: SSAValue, tile: LayoutAttr, block_offset: Sequence[int], vec: int):
-        super().__init__(
-            operands=[src, dst],
-            properties={
-                "mode": StringAttr(mode),
-                "tile": tile,
-                "block_offset": dense(block_offset),
-                "vec": IntegerAttr(vec, i64),
-            },
-        )
+    def __init__(
+        self, mode: str, src: SSAValue, dst: SSAValue, tile: LayoutAttr, block_offset: Sequence[int], vec: int, view_offset: int = 0
+    ):
+        props: dict[str, Attribute] = {
+            "mode": StringAttr(mode),
+            "tile": tile,
+            "block_offset": dense(block_offset),
+            "vec": IntegerAttr(vec, i64),
+        }
+        if view_offset:
+            props["view_offset"] = IntegerAttr(view_offset, i64)
+        super().__init__(operands=[src, dst], properties=props)
 
     def verify_(self) -> None:
         """Check the common copy rules (`_check_common`) with the store modes.
 
         Raises:
             CuteVerifyError: a mode outside `COPY_MODES_S2G`, a tile shape or rank mismatch, a bad
-                `block_offset` or `vec`, or a chunked copy that is not 16-byte vectors along one
+                `block_offset`, `vec` or `view_offset`, or a chunked copy that is not 16-byte vectors along one
                 unit-stride dim.
         """
         self._check_common(self.dst, smem_type(self.src), COPY_MODES_S2G)

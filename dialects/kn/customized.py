@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, i64
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -20,7 +20,7 @@ from xdsl.irdl import (
 )
 from xdsl.traits import IsolatedFromAbove, NoTerminator
 
-from mirage_xdsl.dialects import tiling
+from mirage_xdsl.dialects import tiling, views
 from mirage_xdsl.dialects.common.checks import check_shape, element_type_of, fail, shape_of
 from mirage_xdsl.dialects.kn.tensors import TB_OUTPUT_OP, check_tensor_types, int_array, ints
 from mirage_xdsl.target.device import MAX_FORLOOP_RANGE
@@ -31,7 +31,8 @@ class CustomizedOp(IRDLOperation):
     """A graph-defined kernel: its region is a threadblock graph (`tb` ops).
 
     The region's block arguments are the kernel's view of `inputs` (positionally); the
-    i-th `tb.output` op in the region produces result i.  Graph attributes: `grid_dim` and
+    i-th `tb.output` op in the region produces result i, unless the outputs name their
+    results (`result_index`, with `view_offset` boxes: `output_slots`).  Graph attributes: `grid_dim` and
     `block_dim` (x, y, z), `forloop_range` (iterations, >= 1), `reduction_dimx` (target
     size of `*_to_dimx` reductions, Mirage default 64).
     """
@@ -113,6 +114,25 @@ class CustomizedOp(IRDLOperation):
         """Target size of the graph's `*_to_dimx` reductions (`reduction_dimx`, Mirage default 64)."""
         return self.reduction_dimx.value.data
 
+    def output_slots(self) -> list[tuple[Operation, int, tuple[int, ...]]]:
+        """(the `tb.output` op, the result it stores into, the element offset of its box per dim)
+        for every `tb.output` in region order: result i for the i-th output at offset 0, unless
+        the outputs carry `result_index` / `view_offset` (tb.output's docstring)."""
+        slots = []
+        outputs = [op for op in self.body.block.ops if op.name == TB_OUTPUT_OP] if self.body.blocks else []
+        for i, op in enumerate(outputs):
+            index = op.properties.get("result_index")
+            offset = op.properties.get("view_offset")
+            rank = len(shape_of(op.operands[0]))
+            slots.append(
+                (
+                    op,
+                    index.value.data if isinstance(index, IntegerAttr) else i,
+                    ints(offset) if isinstance(offset, DenseArrayBase) else (0,) * rank,
+                )
+            )
+        return slots
+
     def graph_error(self) -> str | None:
         """Why the graph attributes (grid_dim, block_dim, forloop_range, reduction_dimx) or the
         region's shape are unusable, or None when they are well formed.
@@ -149,9 +169,11 @@ class CustomizedOp(IRDLOperation):
         Raises:
             KnVerifyError: `graph_error`'s reason (launch geometry, forloop_range, region shape), a
                 tensor that is not a Mirage DTensor, block arguments that do not match the inputs, a
-                kn op inside the region, not one `tb.output` per result, `tb.grid_sum` ops over
-                different grid axes, or a result whose shape (`tiling.output_dtensor_shape`) or element
-                type differs from its `tb.output` tile's.
+                kn op inside the region, not one `tb.output` per result (without `result_index`),
+                `result_index` on some outputs only or naming no result, `tb.grid_sum` ops over
+                different grid axes, a result whose shape (`tiling.output_dtensor_shape`) or element
+                type differs from its `tb.output` tile's, or view boxes that do not cover their
+                result exactly once (`views.check_cover`).
         """
         if (err := self.graph_error()) is not None:
             raise fail(self, err)
@@ -166,25 +188,44 @@ class CustomizedOp(IRDLOperation):
         for op in self.body.block.ops:
             if op.dialect_name() == "kn":
                 raise fail(self, f"kernel op {op.name} cannot appear inside a threadblock graph; use the tb op")
-        # by name: the tb dialect builds on this one, so this one does not import it
-        outputs = [op for op in self.body.block.ops if op.name == TB_OUTPUT_OP]
-        if len(outputs) != len(self.outputs):
-            raise fail(
-                self, f"{len(outputs)} tb.output ops for {len(self.outputs)} results; each result needs one tb.output"
-            )
         axes = {op.properties["dim"] for op in self.body.block.ops if op.name == "tb.grid_sum"}
         if len(axes) > 1:
             raise fail(self, "all tb.grid_sum ops of a graph must reduce the same grid axis (one synchronisation)")
+        self._verify_outputs()
+
+    def _verify_outputs(self) -> None:
+        # by name: the tb dialect builds on this one, so this one does not import it
+        slots = self.output_slots()
+        named = [op.properties.get("result_index") is not None for op, _, _ in slots]
+        if any(named) and not all(named):
+            raise fail(self, "either every tb.output names its result (result_index) or none does")
+        if not any(named) and len(slots) != len(self.outputs):
+            raise fail(
+                self, f"{len(slots)} tb.output ops for {len(self.outputs)} results; each result needs one tb.output"
+            )
         store_grid = self.store_grid
-        for i, (out_op, res) in enumerate(zip(outputs, self.outputs)):
+        boxes: dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]] = {}
+        for i, (out_op, r, offset) in enumerate(slots):
+            if not 0 <= r < len(self.outputs):
+                raise fail(self, f"tb.output #{i}: result_index {r} is not a result (the op has {len(self.outputs)})")
+            res = self.outputs[r]
             try:
-                expected = tiling.output_dtensor_shape(shape_of(out_op.input), store_grid, ints(out_op.output_map))
+                box = tiling.output_dtensor_shape(shape_of(out_op.operands[0]), store_grid, ints(out_op.properties["output_map"]))  # type: ignore[arg-type]
             except tiling.ShapeError as err:
                 raise fail(self, f"tb.output #{i}: {err}") from None
-            check_shape(self, expected, shape_of(res), what=f"result #{i}")
-            if element_type_of(res) != element_type_of(out_op.input):
+            if out_op.properties.get("view_offset") is None and out_op.properties.get("result_index") is None:
+                check_shape(self, box, shape_of(res), what=f"result #{r}")
+            boxes.setdefault(r, []).append((offset, box))
+            if element_type_of(res) != element_type_of(out_op.operands[0]):
                 raise fail(
                     self,
-                    f"result #{i} element type {element_type_of(res)} differs from its tb.output tile's "
-                    f"{element_type_of(out_op.input)}",
+                    f"result #{r} element type {element_type_of(res)} differs from its tb.output tile's "
+                    f"{element_type_of(out_op.operands[0])}",
                 )
+        for r, res in enumerate(self.outputs):
+            if r not in boxes:
+                raise fail(self, f"result #{r} has no tb.output; each result needs at least one")
+            try:
+                views.check_cover(shape_of(res), boxes[r])
+            except tiling.ShapeError as err:
+                raise fail(self, f"result #{r}: the boxes of its tb.output ops must cover it exactly once: {err}") from None

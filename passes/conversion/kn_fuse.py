@@ -1,11 +1,12 @@
 """`kn-fuse`: the graph-kernel fusion pipeline of seed 001 on kernel graphs.
 
-    kn-expand-composites  ->  kn-simplify  ->  kn-recognize-composites  ->  kn-partition
+    kn-expand-composites  ->  kn-simplify  ->  kn-recognize-composites  ->  kn-partition  ->  kn-fold-views
 
 Composite expansion opens `kn.rms_norm`; simplification (CSE + algebra) moves row factors
 across matmuls; recognition folds row-local rms norms back and records softmax / attention /
 rms-matmul patterns; partition aggregates the ops into fused `kn.customized` kernels with
-default block graphs (`default_tb_graph`).  The output is accepted by `mirage-transpile`.
+default block graphs (`default_tb_graph`); the kernels then read `kn.chunk` results as views
+of the chunked tensors and write `kn.concat` results through views (`kn-fold-views`).  The output is accepted by `mirage-transpile`.
 Options are forwarded to `kn-partition`.
 """
 
@@ -19,17 +20,18 @@ from xdsl.passes import ModulePass
 
 from mirage_xdsl.passes.conversion.kn_partition import KnPartitionPass, PartitionOptions
 from mirage_xdsl.passes.kn.expand_composites import KnExpandCompositesPass, KnRecognizeCompositesPass
+from mirage_xdsl.passes.kn.fold_views import KnFoldViewsPass
 from mirage_xdsl.passes.kn.simplify import KnSimplifyPass
 
 
 @dataclass(frozen=True)
 class KnFusePass(ModulePass, PartitionOptions):
-    """Expand composites, simplify, recognise patterns, partition into fused kernels."""
+    """Expand composites, simplify, recognise patterns, partition into fused kernels, fold views."""
 
     name = "kn-fuse"
 
     def passes(self) -> list[ModulePass]:
-        """The four passes run by `apply`, in order; the partition gets this pass's options.
+        """The five passes run by `apply`, in order; the partition gets this pass's options.
 
         Raises:
             Nothing.
@@ -39,13 +41,14 @@ class KnFusePass(ModulePass, PartitionOptions):
             KnSimplifyPass(),
             KnRecognizeCompositesPass(),
             KnPartitionPass(**self.partition_options()),  # type: ignore[arg-type]
+            KnFoldViewsPass(),
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Run `passes()` on `op` in order, in place.
 
         Raises:
-            PassFailedException: from any of the four passes.
+            PassFailedException: from any of the five passes.
         """
         for p in self.passes():
             p.apply(ctx, op)

@@ -5,7 +5,9 @@ groups that one fused kernel can compute, then split what cannot be fused, and t
 group into `kn.customized` op(s) whose threadblock graphs come from the planner (`default_tb_graph`).
 
 1. *Aggregation.*  The fusible kn ops (elementwise, matmul, reduction, last-dim rms_norm;
-   see `plan_group.fusible_op`) of a function are split into connected components.  A
+   see `plan_group.fusible_op`) of a function are split into connected components (the
+   producers of a `kn.concat`'s operands count as connected: one kernel writes both parts of
+   its result through views, `kn-fold-views`).  A
    component that `Planner.plan` can lower as a whole (legal phases, fits 227 KiB of shared
    memory and the register budget) becomes one group.
 2. *Partition.*  Otherwise the component is grown greedily in program order: each op joins
@@ -86,6 +88,12 @@ def _components(ops: list[Operation]) -> list[list[Operation]]:
     for op in ops:
         for p in _producers(op, fusible):
             parent[find(p)] = find(op)
+    # a concat of two fused results is written through views by their one kernel (kn-fold-views)
+    block = ops[0].parent_block() if ops else None
+    for concat in [o for o in block.ops if isinstance(o, kn.ConcatOp)] if block is not None else []:
+        prods = _producers(concat, fusible)
+        for p in prods[1:]:
+            parent[find(p)] = find(prods[0])
     comps: dict[Operation, list[Operation]] = {}
     for op in ops:
         comps.setdefault(find(op), []).append(op)

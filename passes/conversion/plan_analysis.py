@@ -128,6 +128,12 @@ def analyse_axes(group: Group) -> AxisInfo | None:
                 whole_keys.add((n.idx, dim))
         else:
             return None
+    for p, q in group.aligned:  # concat operands, chunks of one tensor (plan_group.Group)
+        sp, sq = group.nodes[p].shape, group.nodes[q].shape
+        if len(sp) == len(sq):
+            for d in range(len(sp)):
+                if sp[d] == sq[d]:
+                    union((p, d), (q, d))
     extent: dict[int, int] = {}
     axes: dict[int, tuple[int | None, ...]] = {}
     ids: dict[tuple[int, int], int] = {}

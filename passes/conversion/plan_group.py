@@ -50,6 +50,10 @@ class Group:
     nodes: list[Node] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
     records: tuple[str, ...] = ()
+    aligned: list[tuple[int, int]] = field(default_factory=list)
+    """Pairs of nodes whose dims of equal size share axes although no op relates them: the two
+    operands of a `kn.concat` (one kernel writes both into one buffer, kn-fold-views) and two
+    results of one `kn.chunk` (views of one tensor)."""
 
     def add(
         self,
@@ -147,6 +151,18 @@ def group_from_ops(ops: Sequence[Operation]) -> tuple[Group, list[SSAValue]]:
         if any(use.operation not in opset for use in res.uses):
             group.outputs.append(index[res])
             out_values.append(res)
+        for use in res.uses:
+            user = use.operation
+            if isinstance(user, kn.ConcatOp) and user.lhs in index and user.rhs in index:
+                group.aligned.append((index[user.lhs], index[user.rhs]))
+    chunked: dict[Operation, int] = {}
+    for v, n in index.items():
+        owner = v.owner
+        if isinstance(owner, kn.ChunkOp):
+            if owner in chunked:
+                group.aligned.append((chunked[owner], n))
+            chunked.setdefault(owner, n)
+    group.aligned = list(dict.fromkeys(group.aligned))
     group.records = tuple(records)
     return group, out_values
 

@@ -71,8 +71,7 @@ class _KernelBuilder(IoLowering, ChainLowering):
         graph = self.graph
         smem_size = self.int_attr(graph, "tb.smem_size")
         ops = list(graph.body.block.ops)
-        outputs = [op for op in ops if isinstance(op, tb.OutputOp)]
-        out_index = {op: i for i, op in enumerate(outputs)}
+        out_index = {op: r for op, r, _ in self.graph.output_slots()}
         out_types = list(graph.outputs.types)
         in_types = list(graph.inputs.types)
         self.kernel_arg_strides = [dtensor_strides(v) for v in graph.outputs] + [

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
-from mirage_xdsl.dialects import cute, tb
+from mirage_xdsl.dialects import cute, tb, views
 from mirage_xdsl.dialects.kn import element_type_of, shape_of
 from mirage_xdsl.passes.conversion.tb_to_cute_base import KernelBuilderBase, convert_error, ints_of
 
@@ -96,9 +96,10 @@ class IoLowering(KernelBuilderBase):
     def input_geometry(self, op: tb.InputOp) -> tuple[tuple[int, ...], list[int], int]:
         """(global element strides of the dtensor, element offset of the tile per block index along
         each grid axis x/y/z (0 where the axis does not partition it), element step per loop
-        iteration along `fdim` (0 without a for-loop dim)) of input `op`."""
+        iteration along `fdim` (0 without a for-loop dim)) of input `op`; a view's tiles partition
+        its box (`view_offset` itself is `view_elements`)."""
         src = op.dtensor
-        dims = shape_of(src)
+        dims = op.view_dims
         assert isinstance(src, BlockArgument)
         gstrides = self.kernel_arg_strides[src.index + len(self.graph.outputs)]
         grid = self.graph.grid
@@ -110,6 +111,12 @@ class IoLowering(KernelBuilderBase):
         step = tile_dims[op.fdim] * gstrides[op.fdim] if op.fdim >= 0 else 0
         return gstrides, offsets, step
 
+    def view_elements(self, op: tb.InputOp) -> int:
+        """Elements from the start of input `op`'s dtensor to its view's first element (0 without a view)."""
+        assert isinstance(op.dtensor, BlockArgument)
+        gstrides = self.kernel_arg_strides[op.dtensor.index + len(self.graph.outputs)]
+        return views.element_offset(op.view_offsets, gstrides)
+
     def async_ok(self, op: tb.InputOp, typ: cute.SmemTensorType) -> bool:
         """Whether input `op` can be loaded with 16-byte cp.async into `typ`: it iterates a for-loop dim,
         and both the global tile (`gmem_vec_ok`) and the shared tile (`smem_vec_ok`) are 16-byte vectorisable.
@@ -117,7 +124,7 @@ class IoLowering(KernelBuilderBase):
         if op.fdim < 0:
             return False
         gstrides, offsets, step = self.input_geometry(op)
-        di = self.gmem_vec_ok(shape_of(op.result), gstrides, [*offsets, step], typ.element_type)
+        di = self.gmem_vec_ok(shape_of(op.result), gstrides, [*offsets, step, self.view_elements(op)], typ.element_type)
         return di is not None and self.smem_vec_ok(typ, di, 16 // cute.elem_bytes(typ.element_type))
 
     def lower_input(
@@ -129,6 +136,7 @@ class IoLowering(KernelBuilderBase):
         typ = dst.type
         assert isinstance(typ, cute.SmemTensorType)
         gstrides, offsets, step = self.input_geometry(op)
+        view = self.view_elements(op)
         tile = cute.LayoutAttr(shape_of(op.result), gstrides)
         src = kargs[len(self.graph.outputs) + self.dtensor_arg(op.dtensor)]
         vec = 16 // cute.elem_bytes(typ.element_type)
@@ -136,7 +144,7 @@ class IoLowering(KernelBuilderBase):
         if op in self.pipelined:
             mode = "async"
         elif "tb.chunked" in op.attributes:
-            if self.gmem_vec_ok(tile.dims, gstrides, [*offsets, step], typ.element_type) is not None:
+            if self.gmem_vec_ok(tile.dims, gstrides, [*offsets, step, view], typ.element_type) is not None:
                 mode = "chunked"
         iterated = op.fdim >= 0
         return [
@@ -150,12 +158,13 @@ class IoLowering(KernelBuilderBase):
                 iter=iv if (iterated and prologue is None) else None,
                 iter_stride=step,
                 iter_offset=(self.num_stages - 1 if mode == "async" else 0) if prologue is None else prologue,
+                view_offset=view,
             )
         ]
 
     def lower_output(self, op: tb.OutputOp, index: int, kargs: Sequence[SSAValue]) -> list[Operation]:
-        """The `cute.copy_s2g` of output `op` (kernel parameter `index`): "chunked" 16-byte stores when
-        marked `tb.chunked` and vectorisable, else element by element ("sync").
+        """The `cute.copy_s2g` of output `op` (kernel parameter `index`, at its `view_offset`): "chunked"
+        16-byte stores when marked `tb.chunked` and vectorisable, else element by element ("sync").
 
         Raises:
             ConvertError: the output's input tile is not in shared memory.
@@ -169,7 +178,8 @@ class IoLowering(KernelBuilderBase):
             if g > 1 and m >= 0:
                 offsets[a] = tile_dims[m] * gstrides[m]
         elem = element_type_of(dst)
+        view = views.element_offset(op.view_offsets, gstrides)
         mode, vec = "sync", 1
-        if "tb.chunked" in op.attributes and self.gmem_vec_ok(tile_dims, gstrides, offsets, elem) is not None:
+        if "tb.chunked" in op.attributes and self.gmem_vec_ok(tile_dims, gstrides, [*offsets, view], elem) is not None:
             mode, vec = "chunked", 16 // cute.elem_bytes(elem)
-        return [cute.CopyS2GOp(mode, src, dst, cute.LayoutAttr(tile_dims, gstrides), offsets, vec)]
+        return [cute.CopyS2GOp(mode, src, dst, cute.LayoutAttr(tile_dims, gstrides), offsets, vec, view)]

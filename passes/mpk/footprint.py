@@ -2,8 +2,8 @@
 one block reads and writes.
 
 A `cute.copy_g2s` of block (x, y, z) in iteration `it` reads the tile of `tile.dims` elements
-starting at linear element `x*bo[0] + y*bo[1] + z*bo[2] + it*iter_stride`
-(dialects/cute/ops.py); a `cute.copy_s2g` writes the tile at `x*bo[0] + y*bo[1] + z*bo[2]`.
+starting at linear element `view_offset + x*bo[0] + y*bo[1] + z*bo[2] + it*iter_stride`
+(dialects/cute/ops.py); a `cute.copy_s2g` writes the tile at `view_offset + x*bo[0] + y*bo[1] + z*bo[2]`.
 The linear start is split into coordinates with the DTensor's strides (largest stride first;
 dims of size 1 stay at 0), and the iterations a copy runs (`[iter_offset, iterations)` inside
 the loop, `iter_offset` alone for a prologue load) widen the box to their bounding box.  A
@@ -67,7 +67,7 @@ def _copy_box(
 ) -> Box:
     full = tuple((0, s) for s in shape)
     bo = cute.dense_ints(op.block_offset)
-    base = sum(c * o for c, o in zip(xyz, bo))
+    base = op.view_elems + sum(c * o for c, o in zip(xyz, bo))
     first = last = 0
     step = 0
     if isinstance(op, cute.CopyG2SOp):

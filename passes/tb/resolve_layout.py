@@ -140,7 +140,7 @@ def _add_threadblock_graph(b: _GraphBuilder, graph: kn.CustomizedOp) -> dict[SSA
             dten = b.tensor(graph.inputs[arg.index])
             b.add(leader, "tb_input", (dten, b.tensor_of[leader.result]), rule="tb.input copy")
         elif isinstance(leader, tb.OutputOp):
-            index = [o for o in block.ops if isinstance(o, tb.OutputOp)].index(leader)
+            index = next(r for o, r, _ in graph.output_slots() if o is leader)
             b.add(leader, "tb_output", (b.tensor_of[alias[leader.input]], b.tensor(graph.outputs[index])), rule="tb.output copy")
         elif isinstance(leader, tb.MatmulOp):
             ts: Sequence[int] = (b.tensor_of[alias[leader.lhs]], b.tensor_of[alias[leader.rhs]], b.tensor_of[tail.results[0]])

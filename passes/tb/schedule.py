@@ -47,6 +47,7 @@ from mirage_xdsl.dialects import tb
 from mirage_xdsl.dialects.kn import CustomizedOp, element_type_of, ints, shape_of
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
 from mirage_xdsl.dialects.tiling import row_major_strides
+from mirage_xdsl.dialects.views import element_offset
 from mirage_xdsl.passes.tb.layout_math import alignment_elems, calc_tensor_strides, elem_bytes_of, storage_elem_bytes, stores_fp32
 from mirage_xdsl.passes.tb.schedule_order import SchedOp, Schedule, TensorLife, _chains, asap_levels, schedule_ops, tensor_lifetimes
 from mirage_xdsl.target import ELEMENTWISE_ACCUM_MAX_REGS
@@ -230,11 +231,12 @@ def graph_records(graph: CustomizedOp) -> tuple[list[Operation], list[SchedOp]]:
 
 def input_copy_steps(op: tb.InputOp, graph: CustomizedOp) -> list[int]:
     """Element offsets between neighbouring blocks (each partitioned grid axis) and between
-    iterations of a tb.input."""
-    dims = shape_of(op.dtensor)
-    strides = dtensor_strides(graph.inputs[op.dtensor.index]) if isinstance(op.dtensor, BlockArgument) else row_major_strides(dims)
+    iterations of a tb.input, and its view's first element (a view's tiles partition its box)."""
+    dims = op.view_dims
+    full = shape_of(op.dtensor)
+    strides = dtensor_strides(graph.inputs[op.dtensor.index]) if isinstance(op.dtensor, BlockArgument) else row_major_strides(full)
     tile = shape_of(op.result)
-    steps = []
+    steps = [element_offset(op.view_offsets, strides)]
     for g, m in zip(graph.grid, op.imap):
         if g > 1 and m >= 0:
             steps.append(dims[m] // g * strides[m])
@@ -257,17 +259,8 @@ def input_is_chunked(op: tb.InputOp, graph: CustomizedOp) -> bool:
     )
 
 
-def output_index(op: tb.OutputOp) -> int:
-    k = 0
-    for o in op.parent_block().ops:  # type: ignore[union-attr]
-        if o is op:
-            return k
-        if isinstance(o, tb.OutputOp):
-            k += 1
-    raise ValueError("tb.output not in its block")
-
-
 def output_is_chunked(op: tb.OutputOp, graph: CustomizedOp, index: int) -> bool:
+    """Whether output `op`, storing result `index` of `graph`, can be stored in 16-byte chunks."""
     dvalue = graph.outputs[index]
     dstrides = dtensor_strides(dvalue)
     src = op.input
@@ -275,6 +268,7 @@ def output_is_chunked(op: tb.OutputOp, graph: CustomizedOp, index: int) -> bool:
     strides, _ = stensor_layout(src.op, src.index)
     tile = shape_of(src)
     steps = [tile[m] * dstrides[m] for g, m in zip(graph.grid, op.omap) if g > 1 and m >= 0]
+    steps.append(element_offset(op.view_offsets, dstrides))
     if result_elem_bytes(src) != elem_bytes_of(element_type_of(dvalue)):
         return False  # an fp32 accumulator tile stored to an fp16 tensor converts per element
     return can_chunk_copy(dstrides, shape_of(dvalue), tile, strides, elem_bytes_of(element_type_of(dvalue)), steps)
@@ -318,7 +312,7 @@ class SchedulePass(ModulePass):
         ops, recs = graph_records(graph)
         threads = graph.block[0] * graph.block[1] * graph.block[2]
         pipelined: set[int] = set()
-        outputs_seen = 0
+        result_of = {o: r for o, r, _ in graph.output_slots()}
         for i, o in enumerate(ops):
             if isinstance(o, tb.InputOp):
                 chunked = input_is_chunked(o, graph)
@@ -328,8 +322,7 @@ class SchedulePass(ModulePass):
                 if pipe:
                     pipelined.add(i)
             elif isinstance(o, tb.OutputOp):
-                set_flag(o, "tb.chunked", output_is_chunked(o, graph, outputs_seen))
-                outputs_seen += 1
+                set_flag(o, "tb.chunked", output_is_chunked(o, graph, result_of[o]))
         numel = {}
         for i, o in enumerate(ops):
             if isinstance(o, tb.ForloopAccumOp):

@@ -100,3 +100,25 @@ func.func @misc(%x: tensor<4x64xf32>) -> tensor<4x128xf32> {
 
 // CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "misc"
 // CHECK-GENERIC:       "cute.fill"(%m) <{value = 0xfff0000000000000 : f64}>
+
+// -----
+
+// A view: the copies start view_offset elements into their DTensor (the second half of X's rows).
+func.func @view(%x: tensor<4x64xf16>) -> tensor<4x64xf16> {
+  %o = cute.kernel(%x) attributes {kernel_name = "v", grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, smem_size = 1024 : i64, forloop_range = 1 : i64, arg_strides = [array<i64: 64, 1>, array<i64: 64, 1>]} : (tensor<4x64xf16>) -> tensor<4x64xf16> {
+  ^bb0(%o0: tensor<4x64xf16>, %i0: tensor<4x64xf16>):
+    %s = cute.smem_alloc [128] : !cute.smem<f16, (4,32):(32,1)>
+    cute.copy_g2s "chunked" %i0 -> %s {tile = #cute.layout<(4,32):(64,1)>, block_offset = array<i64: 0, 0, 0>, vec = 8 : i64, iter_stride = 0 : i64, iter_offset = 0 : i64, view_offset = 32 : i64} : tensor<4x64xf16> -> !cute.smem<f16, (4,32):(32,1)>
+    cute.barrier
+    cute.copy_s2g "chunked" %s -> %o0 {tile = #cute.layout<(4,32):(64,1)>, block_offset = array<i64: 0, 0, 0>, vec = 8 : i64} : !cute.smem<f16, (4,32):(32,1)> -> tensor<4x64xf16>
+    cute.copy_s2g "chunked" %s -> %o0 {tile = #cute.layout<(4,32):(64,1)>, block_offset = array<i64: 0, 0, 0>, vec = 8 : i64, view_offset = 32 : i64} : !cute.smem<f16, (4,32):(32,1)> -> tensor<4x64xf16>
+  }
+  func.return %o : tensor<4x64xf16>
+}
+
+// CHECK-LABEL: func.func @view
+// CHECK:       cute.copy_g2s "chunked" %i0 -> %s {{{.*}}view_offset = 32 : i64}
+// CHECK:       cute.copy_s2g "chunked" %s -> %o0 {{{.*}}vec = 8 : i64}
+// CHECK:       cute.copy_s2g "chunked" %s -> %o0 {{{.*}}view_offset = 32 : i64}
+// CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "view"
+// CHECK-GENERIC:       "cute.copy_g2s"{{.*}}view_offset = 32 : i64

@@ -105,6 +105,18 @@ func.func @chunk_vec(%x: tensor<64xf16>) -> tensor<64xf16> {
 
 // -----
 
+func.func @chunk_view(%x: tensor<64xf16>) -> tensor<32xf16> {
+  %o = cute.kernel(%x) attributes {kernel_name = "k", grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 64, 1, 1>, smem_size = 1024 : i64, forloop_range = 1 : i64, arg_strides = [array<i64: 1>, array<i64: 1>]} : (tensor<64xf16>) -> tensor<32xf16> {
+  ^bb0(%o0: tensor<32xf16>, %i0: tensor<64xf16>):
+    %s = cute.smem_alloc [128] : !cute.smem<f16, (32):(1)>
+    cute.copy_g2s "chunked" %i0 -> %s {tile = #cute.layout<(32):(1)>, block_offset = array<i64: 0, 0, 0>, vec = 8 : i64, iter_stride = 0 : i64, iter_offset = 0 : i64, view_offset = 4 : i64} : tensor<64xf16> -> !cute.smem<f16, (32):(1)>
+  }
+  func.return %o : tensor<32xf16>
+}
+// CHECK: cute.copy_g2s: a chunked copy needs a view_offset that is a multiple of vec
+
+// -----
+
 func.func @mma_shape(%x: tensor<64xf16>) -> tensor<64xf16> {
   %o = cute.kernel(%x) attributes {kernel_name = "k", grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, smem_size = 8192 : i64, forloop_range = 1 : i64, arg_strides = [array<i64: 1>, array<i64: 1>]} : (tensor<64xf16>) -> tensor<64xf16> {
   ^bb0(%o0: tensor<64xf16>, %i0: tensor<64xf16>):
