@@ -95,17 +95,22 @@ class _KernelBuilder(IoLowering, ChainLowering):
         chains = self.chains(ops)
         body: list[Operation] = list(allocs)
         fused = self.register_chains(chains)
-        fused_by_op = {op: rc for rc in fused for op in (*rc.first, rc.total, *rc.second)}
+        fused_by_op = {op: rc for rc in fused for op in rc.ops}
 
         # prologue: accumulator state
         reg_accums: dict[Operation, SSAValue] = {}
         inits: list[Operation] = []
         for rc in fused:
             p_shape = shape_of(rc.first_matmul.result)[-2:]
-            init = cute.MmaInitOp(cute.FragmentType(p_shape, self.chain_mma(rc.first_matmul)))
+            init = cute.MmaInitOp(cute.FragmentType(p_shape, self.chain_sum_mma(rc)))
             init.result.name_hint = f"psum{len(self.chain_sums)}"
             self.chain_sums[rc] = init.result
             inits.append(init)
+            if rc.online is not None:  # its P @ V accumulator (nored_rescale) lives in registers too
+                acc_init = cute.MmaInitOp(self.chain_acc_type(rc))
+                acc_init.result.name_hint = f"racc{len(reg_accums)}"
+                reg_accums[rc.second[-1]] = acc_init.result
+                inits.append(acc_init)
         for ch in chains:
             lead = ch.ops[0]
             if self.is_register_accum(ch):
@@ -204,9 +209,11 @@ class _KernelBuilder(IoLowering, ChainLowering):
             body += self.lower_grid_sums(sums, post)
             post = [ch for ch in post if ch not in feeding]
         body += emit_stage(post, None)
-        # P of a cute.mma_chain was planned a shared tile (tb-plan-smem runs before this
-        # lowering decides) that nothing reads now
+        # P of a cute.mma_chain (and the scores, maxima and rescale factors of an online one)
+        # was planned a shared tile (tb-plan-smem runs before this lowering decides) that
+        # nothing reads now
         p_tiles = {self.smem.get(rc.first[-1].results[0]) for rc in fused}
+        p_tiles |= {self.smem.get(v) for rc in fused if rc.online is not None for op in rc.online.ops for v in op.results}
         body = [op for op in body if not (isinstance(op, cute.SmemAllocOp) and op.result in p_tiles and not op.result.uses)]
         block.add_ops(body)
 

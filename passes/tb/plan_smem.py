@@ -48,6 +48,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects.kn import CustomizedOp, int_array
+from mirage_xdsl.passes.conversion.register_chain import IN_REGISTERS
 from mirage_xdsl.passes.tb import dsa
 from mirage_xdsl.passes.tb.schedule import schedule_of
 from mirage_xdsl.passes.tb.schedule_order import SchedOp, tensor_lifetimes
@@ -140,7 +141,7 @@ class PlanSmemPass(ModulePass):
                 the graph, with the size and lower bound).
         """
         ops, recs, stages, levels = schedule_of(graph)
-        in_reg = {i for i, o in enumerate(ops) if "tb.accum_in_reg" in o.attributes}
+        in_reg = {i for i, o in enumerate(ops) if "tb.accum_in_reg" in o.attributes or IN_REGISTERS in o.attributes}
         pipelined = {i for i, o in enumerate(ops) if "tb.pipelined" in o.attributes}
         nbuf = {i: pipeline_stages(ops[i]) for i in pipelined}
         dropped: list[int] = []
