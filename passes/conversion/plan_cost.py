@@ -236,9 +236,9 @@ class DeviceModel:
     (`CostModel._online_chain_smem_bytes`) at `online_chain_smem_bytes_per_us`: a warp of
     16 rows reads every key and value fragment for 16 rows only, and those reads, not the
     MMAs, separate its tilings.  Both fitted to the prefill suite on an H200 (2026-11-26,
-    8 heads, d = 128, fp16): 4096 tokens, 64 rows x 64 keys 286 us, 128 x 32 256 us,
-    64 x 32 301 us (estimates 286 / 259 / 328); 1024 tokens, 64 x 64 28.8 us, 64 x 32 34.8
-    (estimates 33 / 37)."""
+    8 heads, d = 128, fp16, benchmarks/results/prefill-h200-2026-11-26.md): 4096 tokens,
+    64 rows x 64 keys 286 us, 128 x 32 256 us, 64 x 32 301 us (estimates 285 / 258 / 328);
+    1024 tokens, 64 x 64 28.8 us, 64 x 32 34.8 (estimates 32 / 44)."""
     online_k_tiles: tuple[int, ...] = (64, 32)
     """Key tiles (loop tiles) of online-softmax plans instead of `k_tiles`: the scores of a
     tile stay in registers (`register_chain.ONLINE_CHAIN_MAX_REGS`), so 32-row warps take

@@ -34,7 +34,9 @@ always.  The MMA atom and the warp layout (tg_m, tg_n) follow Mirage's data-move
 CUDA-core `UniversalFMA` fallback.  Flash decoding's loop body (`P = exp(Q @ K)`, `L += P`,
 `O += P @ V`, see passes/conversion/register_chain.py) becomes one `cute.mma_chain`: P stays in
 registers, L accumulates in P's fragment layout and is stored after the loop like the
-register accumulators, the warps split the keys of `P @ V`.
+register accumulators, the warps split the keys of `P @ V`.  An online-softmax body (running max, `exp(S - max)`,
+rescaled row sums and `P @ V`, the values tb-schedule marked `tb.in_registers`) becomes one
+`cute.mma_chain ... online` (FlashAttention-2's loop).
 
 Modules: `tiled_mma.py` (the MMA atom and warp layout), `tb_to_cute_base.py` (attribute
 reads, tiles, errors), `tb_to_cute_io.py` (tile allocation, input and output copies),
@@ -59,6 +61,7 @@ from xdsl.utils.exceptions import PassFailedException
 from mirage_xdsl.dialects import cute, tb
 from mirage_xdsl.dialects.kn import CustomizedOp, element_type_of, shape_of
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
+from mirage_xdsl.passes.conversion.register_chain import IN_REGISTERS
 from mirage_xdsl.passes.conversion.tb_to_cute_base import MAX_OFFSET, Chain, ConvertError, convert_error
 from mirage_xdsl.passes.conversion.tb_to_cute_chains import ChainLowering
 from mirage_xdsl.passes.conversion.tb_to_cute_io import IoLowering
@@ -96,6 +99,13 @@ class _KernelBuilder(IoLowering, ChainLowering):
         body: list[Operation] = list(allocs)
         fused = self.register_chains(chains)
         fused_by_op = {op: rc for rc in fused for op in rc.ops}
+        for op in ops:
+            if IN_REGISTERS in op.attributes and op not in fused_by_op:
+                raise convert_error(
+                    op,
+                    "tb-schedule planned this value in registers (an online register chain) but no "
+                    "cute.mma_chain can hold it here (tensor cores off?); run tb-schedule for this lowering",
+                )
 
         # prologue: accumulator state
         reg_accums: dict[Operation, SSAValue] = {}

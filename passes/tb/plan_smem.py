@@ -7,6 +7,7 @@ a buffer is freed at the first barrier after its last use, and by category
 |---|---|
 | pre-loop input | from its load until the loop ends, or its last post-loop use |
 | register accumulator (`tb.accum_in_reg`) | from the write-back after the loop to its last use |
+| register-chain value (`tb.in_registers`) | never (no tile) |
 | shared-memory accumulator | from the clear before the loop to its last post-loop use, or one step past the loop |
 | loop-carried result (`tb.reduction_max`'s running max) | from its fill before the loop to the loop's end, or its last post-loop use |
 | loop intermediate (non-pipelined loop inputs, chain results in the loop) | within the iteration |

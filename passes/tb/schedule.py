@@ -27,6 +27,11 @@ metadata below and writes everything back.
   after the matmul accumulators.  The printer holds it as an `mx::RegTile` and stores it
   once after the loop, so tb-plan-smem gives its shared tile only that post-loop lifetime
   (Mirage reserves it for the whole loop).
+* `tb.in_registers` on the values of an online-softmax attention body that
+  convert-tb-to-cute lowers to a flash `cute.mma_chain` (scores, running max, rescale factor,
+  P, P @ V; `register_chain.planned_online_chains`, the same matcher the lowering uses), and
+  `tb.accum_in_reg` on its two `nored_rescale` accumulators: tb-plan-smem then gives the
+  values no tile and the accumulators one only after the loop.
 * `tb.stage`, `tb.level` on every op, `tb.num_barriers` (barriers between levels, summed
   over the stages) on the `kn.customized`. Stage boundaries (after the pre-loop loads, at the
   end of each iteration, after the loop, after the register write-back) always have a
