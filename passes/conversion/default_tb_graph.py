@@ -13,6 +13,7 @@ the block-graph semantics used here.  The planner is split by concept:
 | `plan_analysis.py` | axes, for-loop phases, online softmax |
 | `kernel_plan.py` | the plan records (`KernelPlan`, `FusionPlan`) |
 | `plan_cost.py` | the device model and the estimate of one plan |
+| `online_plan.py` | online-softmax attention plans that lower to a flash register chain |
 | `default_tb_graph.py` | this module: enumeration and choice of plans |
 | `build_tb_graph.py` | the `kn.customized` op of a plan |
 

@@ -30,13 +30,9 @@ from dataclasses import dataclass
 
 from mirage_xdsl.dialects import tiling
 from mirage_xdsl.passes.conversion.kernel_plan import KernelPlan
+from mirage_xdsl.passes.conversion.online_plan import online_chain_rows, online_chain_smem_bytes
 from mirage_xdsl.passes.conversion.plan_group import BINARY_KINDS, UNARY_KINDS, elem_bytes, is_attention, numel
-from mirage_xdsl.passes.conversion.register_chain import (
-    ONLINE_CHAIN_WARPS,
-    chain_shape_fits,
-    chain_thr_layout,
-    online_chain_fits,
-)
+from mirage_xdsl.passes.conversion.register_chain import ONLINE_CHAIN_WARPS, chain_shape_fits, chain_thr_layout
 from mirage_xdsl.passes.cute.row_chains import MAX_TRIPS as ROW_CHAIN_MAX_ELEMENTS
 from mirage_xdsl.passes.tb.plan_pipeline import (
     LONE_BLOCK_MAX_STAGES,
@@ -233,7 +229,7 @@ class DeviceModel:
     online_chain_smem_bytes_per_us: float = 5.4e7
     """An online chain's compute time is its MMA flops at `online_chain_flops_per_us` (over the
     MMA hiding of 2-block chains) plus its shared-memory operand reads
-    (`CostModel._online_chain_smem_bytes`) at `online_chain_smem_bytes_per_us`: a warp of
+    (`online_plan.online_chain_smem_bytes`) at `online_chain_smem_bytes_per_us`: a warp of
     16 rows reads every key and value fragment for 16 rows only, and those reads, not the
     MMAs, separate its tilings.  Both fitted to the prefill suite on an H200 (2026-11-26,
     8 heads, d = 128, fp16, benchmarks/results/prefill-h200-2026-11-26.md): 4096 tokens,
@@ -301,7 +297,7 @@ class CostModel:
         fewer elements (the phases are latency-bound: each thread's share is a chain of
         shared-memory loads)."""
         dev = self.device
-        if self._online_chain_rows(plan):
+        if online_chain_rows(plan):
             return 32 * ONLINE_CHAIN_WARPS
         if any(plan.group.nodes[n].kind == "matmul" for n in plan.needed):
             return dev.threads_per_block
@@ -312,34 +308,6 @@ class CostModel:
             return dev.threads_per_block
         return dev.wide_block_threads
 
-    def _online_chain_rows(self, plan: KernelPlan) -> int:
-        """Query rows per block of an online-softmax attention plan that convert-tb-to-cute
-        lowers to a flash `cute.mma_chain` (`register_chain.online_chain_fits`: 4 warps of
-        16 or 32 rows, all keys per warp, P @ V and the score tile within the register
-        budget); 0 if not."""
-        if plan.online is None or not is_attention(plan.group):
-            return 0
-        matmuls = [n for n in plan.needed if plan.group.nodes[n].kind == "matmul" and n not in plan.skipped]
-        if len(matmuls) != 2:
-            return 0
-        rows, keys = plan.tiles[matmuls[0]][-2:]
-        d = plan.tiles[matmuls[1]][-1]
-        return rows if online_chain_fits(rows, keys, d) else 0
-
-    def _online_chain_smem_bytes(self, plan: KernelPlan) -> int:
-        """Bytes of MMA operand fragments the warps of an online chain read from shared memory
-        over the whole grid: per block and iteration its query rows once (each warp its own)
-        and the key and value tiles once per warp (every warp owns all keys)."""
-        group = plan.group
-        first, second = [n for n in plan.needed if group.nodes[n].kind == "matmul" and n not in plan.skipped]
-        a, b = group.nodes[first].args
-        eb = elem_bytes(group.nodes[a].dtype)
-        rows, k1 = plan.tiles[a][-2:]
-        keys, d = plan.tiles[first][-1], plan.tiles[second][-1]
-        warps = plan.threads // 32
-        per_iter = rows * k1 * eb + warps * (k1 * keys + keys * d) * eb
-        return math.prod(plan.grid) * plan.forloop_range * per_iter
-
     def keeps_p_in_registers(self, plan: KernelPlan) -> bool:
         """Whether convert-tb-to-cute will keep this attention plan's P in registers
         (`cute.mma_chain`, predicted before the lowering sees the threadblock graph: a warp row
@@ -349,7 +317,7 @@ class CostModel:
         if not is_attention(plan.group):
             return False
         if plan.online is not None:
-            return self._online_chain_rows(plan) > 0 and plan.threads == self.block_threads(plan)
+            return online_chain_rows(plan) > 0 and plan.threads == self.block_threads(plan)
         matmuls = [n for n in plan.needed if plan.group.nodes[n].kind == "matmul" and n not in plan.skipped]
         if not matmuls:
             return False
@@ -570,7 +538,7 @@ class CostModel:
         mma_us = mma_flops / (dev.flops_per_us * hiding)
         if online_chain:
             mma_us = mma_flops / (dev.online_chain_flops_per_us * hiding)
-            mma_us += self._online_chain_smem_bytes(plan) / dev.online_chain_smem_bytes_per_us
+            mma_us += online_chain_smem_bytes(plan) / dev.online_chain_smem_bytes_per_us
         roof = max(unique_dram / bandwidth, loaded / dev.l2_bytes_per_us, mma_us)
         passes_us = 0.0
         # a row chain's block is one load, shuffles and one store: the other resident blocks
