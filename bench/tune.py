@@ -141,10 +141,9 @@ def _tune_one(workload: str, module: Any, name: str, config: Any, jobs: int, cac
     default = evaluations.get(Genome())
     row.default_us = default.time_us if default is not None and default.ok else None
     seeds = set(SPACE.seeds())
-    swept = [e for g, e in evaluations.items() if g in seeds and e.ok]
+    swept = [(e.time_us, e.genome.label) for g, e in evaluations.items() if g in seeds and e.ok and e.time_us is not None]
     if swept:
-        fastest = min(swept, key=lambda e: e.time_us)
-        row.hand_swept, row.hand_swept_us = fastest.genome.label, fastest.time_us
+        row.hand_swept_us, row.hand_swept = min(swept)
     if result.best is not None:
         row.best, row.best_us = result.best.genome.label, result.best.time_us
     else:

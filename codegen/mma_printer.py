@@ -14,6 +14,11 @@ from mirage_xdsl.codegen.square_sum_mma import SquareSum
 from mirage_xdsl.dialects import cute
 
 
+def _online_sum(user: object, frag: object) -> bool:
+    """Whether `user` is an online `cute.mma_chain` whose row-sum fragment is `frag`."""
+    return isinstance(user, cute.MmaChainOp) and user.online is not None and user.sum is frag
+
+
 class MmaPrinter(KernelPrinterBase):
     """The tensor-core part of the kernel printer (a mixin of `cuda_printer._KernelPrinter`)."""
 
@@ -44,6 +49,11 @@ class MmaPrinter(KernelPrinterBase):
             note = f", K sliced over {ks} warp groups" if ks > 1 else ""
             self.emit(f"mx::MmaAcc<{m}, {n}, {tgm}, {tgn}, {ak}{sliced}> {name};  // {atom}, thr_layout ({tgm},{tgn}){note}")
         self.emit(f"{name}.zero();")
+        if any(_online_sum(u.operation, op.result) for u in op.result.uses):
+            # the running row max of an online chain: rows g and g + 8 of each lane's warp row
+            blocks = -(-m // (16 * tgm))  # m16 row blocks per warp
+            self.emit(f"float {name}_max[{2 * blocks}];  // running row max (online softmax): rows g, g + 8 per row block")
+            self.emit(f"for (int r = 0; r < {2 * blocks}; ++r) {name}_max[r] = mx::neg_inf();")
 
     def mma(self, op: cute.MmaOp) -> None:
         """One tiled MMA step `acc += A @ B` over the shared tiles (`mx::mma_run` / `mx::fma_run`)."""
@@ -74,7 +84,8 @@ class MmaPrinter(KernelPrinterBase):
 
     def mma_chain(self, op: cute.MmaChainOp) -> None:
         """`P = epilogue(A @ B)` kept in registers, then `acc += P @ C` and `sum += P`
-        (`mx::mma_chain_run`)."""
+        (`mx::mma_chain_run`); with `online`, the running max and rescaled sums of
+        `mx::mma_chain_online_run`, whose row max the sum's `mma_init` declares."""
         acc, total = op.acc.type, op.sum.type
         assert isinstance(acc, cute.FragmentType) and isinstance(total, cute.FragmentType)
         m, n1, atom, tgm, warps, _, bf = self.frag_info(total)
@@ -92,6 +103,14 @@ class MmaPrinter(KernelPrinterBase):
         cm = cm if cm == "kLdsmT" else "kLdElem"  # mma_chain_run reads C by ldmatrix.trans or elements
         value = self.apply_epilogue("v", op.epilogue)
         acc_name, sum_name = self.names[op.acc], self.names[op.sum]
+        if op.online is not None:
+            self.emit(
+                f"mx::mma_chain_online_run<{self.nt}, decltype({acc_name}), decltype({sum_name}), {m}, {n1}, {k1}, {d}, "
+                f"{tgm}, {str(bf).lower()}, {la}, {lb}, mx::{am}, mx::{bm}, {lc}, mx::{cm}>({acc_name}, {sum_name}, "
+                f"{sum_name}_max, {self.tile_ptr(op.a)}, {self.tile_ptr(op.b)}, {self.tile_ptr(op.c)}, smem, tid,"
+            )
+            self.emit(f"    [](float v) {{ return {value}; }});  // {atom}: online softmax, S and P stay in registers")
+            return
         self.emit(
             f"mx::mma_chain_run<{self.nt}, decltype({acc_name}), decltype({sum_name}), {m}, {n1}, {k1}, {d}, {tgm}, {warps}, "
             f"{str(bf).lower()}, {la}, {lb}, mx::{am}, mx::{bm}, {lc}, mx::{cm}>({acc_name}, {sum_name}, "

@@ -133,7 +133,9 @@ KNOWN_GAPS = {
 the kernels equal the storage-rounded reference (every kn intermediate rounded to the graph's
 dtype, as the graph declares it), so the error is the scores' rounding to fp16/bf16 between
 `Q @ K` and `exp` (bf16 keeps 8 bits: +-0.125 at 50, exp off by 13 %), not a kernel bug.
-Keeping the scores in fp32 up to `exp`, as FlashAttention does, would remove it."""
+Keeping the scores in fp32 up to `exp`, as FlashAttention does, removes it: the online chain
+the planner picks at the suite's sizes does (test_online_chain.py checks it at +-50); these
+reduced sizes fill no GPU and keep the partitioned plan."""
 
 
 def _stable_params() -> list[Any]:

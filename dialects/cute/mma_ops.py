@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, StringAttr
-from xdsl.ir import SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def
+from xdsl.dialects.builtin import ArrayAttr, StringAttr, UnitAttr
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
 
 from mirage_xdsl.dialects.cute.attrs import FragmentType, SmemTensorType, UnaryFnAttr, rule_error
 from mirage_xdsl.dialects.cute.kernel import CuteOp, KernelOp, check_epilogue, check_mode, smem_type
@@ -93,7 +93,13 @@ class MmaChainOp(CuteOp):
     (M x D) has thr_layout (TGM, 1): the W warps of a row block split the second product's
     K (= N1) and sum their slices when `acc` is stored (sliced K).  Rules: 16x8x16 atoms of
     one element type, one 16-row block per warp row (M <= 16 TGM), N1 a multiple of 16 W
-    (two atom blocks per k16 step), the block has exactly TGM x W warps."""
+    (two atom blocks per k16 step), the block has exactly TGM x W warps.
+
+    With `online` (FlashAttention-2's loop body, Dao 2023, algorithm 1): `S = epilogue(A @ B)`
+    in fp32, a running row max `m` (registers, -inf before the loop), `r = exp(m_old - m)`,
+    `acc = r acc + round(exp(S - m)) @ C` and `sum`'s row totals `= r sum + rowsum(P)` (kept in
+    its first column block; a row sum of `sum` after the loop is the softmax denominator).
+    Needs W = 1: every warp owns all keys of its rows, 16 or 32 (two row blocks)."""
 
     name = "cute.mma_chain"
     acc = operand_def(FragmentType)
@@ -102,13 +108,26 @@ class MmaChainOp(CuteOp):
     b = operand_def(SmemTensorType)
     c = operand_def(SmemTensorType)
     epilogue = prop_def(ArrayAttr)
+    online = opt_prop_def(UnitAttr)
     assembly_format = (
-        "$acc `,` $sum `,` $a `,` $b `,` $c $epilogue attr-dict `:` type($acc) `,` type($sum) `,` type($a) `,` "
-        "type($b) `,` type($c)"
+        "$acc `,` $sum `,` $a `,` $b `,` $c $epilogue (`online` $online^)? attr-dict `:` type($acc) `,` type($sum) `,` "
+        "type($a) `,` type($b) `,` type($c)"
     )
 
-    def __init__(self, acc: SSAValue, sum: SSAValue, a: SSAValue, b: SSAValue, c: SSAValue, epilogue: Sequence[UnaryFnAttr]):
-        super().__init__(operands=[acc, sum, a, b, c], properties={"epilogue": ArrayAttr(epilogue)})
+    def __init__(
+        self,
+        acc: SSAValue,
+        sum: SSAValue,
+        a: SSAValue,
+        b: SSAValue,
+        c: SSAValue,
+        epilogue: Sequence[UnaryFnAttr],
+        online: bool = False,
+    ):
+        props: dict[str, Attribute] = {"epilogue": ArrayAttr(epilogue)}
+        if online:
+            props["online"] = UnitAttr()
+        super().__init__(operands=[acc, sum, a, b, c], properties=props)
 
     def verify_(self) -> None:
         """Check the chain's shapes, types, atoms and warp layout.
@@ -116,8 +135,9 @@ class MmaChainOp(CuteOp):
         Raises:
             CuteVerifyError: a bad epilogue; A, B not matrices with equal K; C not an N1-row matrix;
                 sum / acc not M x N1 / M x D; A, B, C not of one 16-bit type matching a 16x8x16 atom;
-                acc's thr_layout not (tg_m, 1); M > 16 tg_m; N1 not a multiple of 16 x the key
-                groups; or an enclosing kernel without exactly tg_m x key-group warps.
+                acc's thr_layout not (tg_m, 1); M > 16 tg_m (32 tg_m online); N1 not a multiple of 16 x the key
+                groups; an online chain with more than one key group; or an enclosing kernel
+                without exactly tg_m x key-group warps.
         """
         check_epilogue(self, self.epilogue)
         m, n1, _ = _matmul_dims(self, self.a, self.b)
@@ -139,10 +159,13 @@ class MmaChainOp(CuteOp):
             if types != {want}:
                 raise rule_error(self, f"atom {frag.mma.atom_name} needs {want} tiles")
         tgm, key_groups = total.mma.tg
+        if self.online is not None and key_groups != 1:
+            raise rule_error(self, f"an online chain needs one key group (thr_layout ({tgm}, 1)), got {key_groups}")
         if acc.mma.tg != (tgm, 1):
             raise rule_error(self, f"acc needs thr_layout ({tgm}, 1), the rows of sum's ({tgm}, {key_groups})")
-        if m > 16 * tgm:
-            raise rule_error(self, f"A has {m} rows; at most 16 per warp row ({16 * tgm}) are supported")
+        per_warp = 32 if self.online is not None else 16  # an online chain's warps take 1 or 2 row blocks
+        if m > per_warp * tgm:
+            raise rule_error(self, f"A has {m} rows; at most {per_warp} per warp row ({per_warp * tgm}) are supported")
         if n1 % (16 * key_groups):
             raise rule_error(
                 self,

@@ -13,6 +13,7 @@ the block-graph semantics used here.  The planner is split by concept:
 | `plan_analysis.py` | axes, for-loop phases, online softmax |
 | `kernel_plan.py` | the plan records (`KernelPlan`, `FusionPlan`) |
 | `plan_cost.py` | the device model and the estimate of one plan |
+| `online_plan.py` | online-softmax attention plans that lower to a flash register chain |
 | `default_tb_graph.py` | this module: enumeration and choice of plans |
 | `build_tb_graph.py` | the `kn.customized` op of a plan |
 
@@ -181,8 +182,8 @@ class Planner:
             return []
         found: list[FusionPlan] = []
         loops: list[int | None] = [None, *ax.loopable()]
-        online = self.device.online_softmax
-        has_loop = any(phases_for(group, ax, L, online) is not None for L in ax.loopable())
+        online = self.device.online_softmax or self.device.auto_online_softmax
+        has_loop = any(phases_for(group, ax, L, self.device.online_softmax) is not None for L in ax.loopable())
         combine_cache: dict[Any, FusionPlan | None] = {}
         # split-K only where no unsplit grid fills the SMs without recomputing matmuls
         fills = False
@@ -195,6 +196,8 @@ class Planner:
                     continue
                 for fp in self._configs(group, ax, L, ph, split, has_loop, combine_cache):
                     k = fp.kernels[0]
+                    if not self.device.online_softmax and k.online is not None and not self._auto_online(k):
+                        continue
                     fills = fills or (k.balance >= self.device.min_balance and k.redundancy <= 1.01)
                     found.append(fp)
         found.sort(key=lambda fp: (fp.cost_us, fp.tiebreak))
@@ -238,7 +241,10 @@ class Planner:
                 ktiles: list[int] = [1]
             else:
                 per = ax.extent[L] // S
-                ktiles = sorted({k for k in dev.k_tiles if per % k == 0} | ({per} if per <= max(dev.k_tiles) else set()))
+                k_tiles = dev.k_tiles
+                if any(ph[n] == "loop" and ax.reduce_axis.get(n) == L for n in ph):  # a running max
+                    k_tiles = dev.online_k_tiles
+                ktiles = sorted({k for k in k_tiles if per % k == 0} | ({per} if per <= max(k_tiles) else set()))
                 if gsum:
                     ktiles = [k for k in ktiles if k <= dev.grid_sum_max_k_tile]
             for combo in itertools.product(*choices):
@@ -402,6 +408,18 @@ class Planner:
             return None
         plan.template = _template(group, plan, "main")
         return plan
+
+    def _auto_online(self, plan: KernelPlan) -> bool:
+        """Whether an online-softmax plan that was not asked for (`DeviceModel.auto_online_softmax`)
+        is kept: a flash register chain (`CostModel.keeps_p_in_registers`) whose unsplit grid
+        fills the SMs without recomputing a matmul."""
+        dev = self.device
+        return (
+            dev.auto_online_softmax
+            and self.cost.keeps_p_in_registers(plan)
+            and plan.balance >= dev.min_balance
+            and plan.redundancy <= 1.01
+        )
 
     @staticmethod
     def _loop_work_is_matmuls(plan: KernelPlan) -> bool:

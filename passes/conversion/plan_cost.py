@@ -30,8 +30,9 @@ from dataclasses import dataclass
 
 from mirage_xdsl.dialects import tiling
 from mirage_xdsl.passes.conversion.kernel_plan import KernelPlan
+from mirage_xdsl.passes.conversion.online_plan import online_chain_rows, online_chain_smem_bytes
 from mirage_xdsl.passes.conversion.plan_group import BINARY_KINDS, UNARY_KINDS, elem_bytes, is_attention, numel
-from mirage_xdsl.passes.conversion.register_chain import chain_shape_fits, chain_thr_layout
+from mirage_xdsl.passes.conversion.register_chain import ONLINE_CHAIN_WARPS, chain_shape_fits, chain_thr_layout
 from mirage_xdsl.passes.cute.row_chains import MAX_TRIPS as ROW_CHAIN_MAX_ELEMENTS
 from mirage_xdsl.passes.tb.plan_pipeline import (
     LONE_BLOCK_MAX_STAGES,
@@ -227,6 +228,29 @@ class DeviceModel:
     by default: without a split of the loop axis, its one block per row group lost to the
     partitioned plan on an H200 (stable decode attention at mha's shapes, 2026-11-26: 77.8
     against 30.4 us), and a split needs a combine that rescales by the partial maxima."""
+    auto_online_softmax: bool = True
+    """Without `online_softmax`, still plan a group whose loop reads a max over the loop axis
+    (attention's `exp(s - max)`) as an online softmax when nothing else can fuse it, keeping
+    only the plans the flash-attention register chain lowers (`keeps_p_in_registers`, 4
+    warps of 16 or 32 query rows, `register_chain.online_chain_fits`) whose unsplit grid fills the
+    SMs (balance >= `min_balance`, no recomputed matmul): the one condition under which the
+    loop axis needs no split, which online softmax cannot do (decode attention keeps its
+    partitioned flash-decoding plans).  Prefill attention becomes one FlashAttention-2
+    kernel (Dao 2023)."""
+    online_chain_flops_per_us: float = 4.5e8
+    online_chain_smem_bytes_per_us: float = 5.4e7
+    """An online chain's compute time is its MMA flops at `online_chain_flops_per_us` (over the
+    MMA hiding of 2-block chains) plus its shared-memory operand reads
+    (`online_plan.online_chain_smem_bytes`) at `online_chain_smem_bytes_per_us`: a warp of
+    16 rows reads every key and value fragment for 16 rows only, and those reads, not the
+    MMAs, separate its tilings.  Both fitted to the prefill suite on an H200 (2026-11-26,
+    8 heads, d = 128, fp16, benchmarks/results/prefill-h200-2026-11-26.md): 4096 tokens,
+    64 rows x 64 keys 286 us, 128 x 32 256 us, 64 x 32 301 us (estimates 285 / 258 / 328);
+    1024 tokens, 64 x 64 28.8 us, 64 x 32 34.8 (estimates 32 / 44)."""
+    online_k_tiles: tuple[int, ...] = (64, 32)
+    """Key tiles (loop tiles) of online-softmax plans instead of `k_tiles`: the scores of a
+    tile stay in registers (`register_chain.ONLINE_CHAIN_MAX_REGS`), so 32-row warps take
+    32 keys per iteration and 16-row warps 64, as FlashAttention-2's head-dim-128 kernels."""
     grid_sum_us: float = 0.8
     grid_sum_us_per_split: float = 0.1
     """Added latency of an in-kernel combine (`grid_sum_us + S * grid_sum_us_per_split` for S
@@ -285,6 +309,8 @@ class CostModel:
         fewer elements (the phases are latency-bound: each thread's share is a chain of
         shared-memory loads)."""
         dev = self.device
+        if online_chain_rows(plan):
+            return 32 * ONLINE_CHAIN_WARPS
         if any(plan.group.nodes[n].kind == "matmul" for n in plan.needed):
             return dev.threads_per_block
         chain = row_chain_threads(plan, dev.max_threads_per_block, dev.num_sms)
@@ -302,6 +328,8 @@ class CostModel:
         rule was measured on; taller chains keep the 4-block rule."""
         if not is_attention(plan.group):
             return False
+        if plan.online is not None:
+            return online_chain_rows(plan) > 0 and plan.threads == self.block_threads(plan)
         matmuls = [n for n in plan.needed if plan.group.nodes[n].kind == "matmul" and n not in plan.skipped]
         if not matmuls:
             return False
@@ -395,6 +423,7 @@ class CostModel:
         unique_dram = 0.0  # unique bytes, narrow-row input tiles weighted by narrow_row_penalty
         lifts_max = 0
         align_penalty = 0
+        online_chain = plan.online is not None and self.keeps_p_in_registers(plan)
         for n in plan.needed:
             node = group.nodes[n]
             eb = elem_bytes(node.dtype)
@@ -424,6 +453,16 @@ class CostModel:
                     unique_stage_iter += b / replication
                 continue
             reduces_loop = plan.loop_axis is not None and ax.reduce_axis.get(n) == plan.loop_axis
+            if online_chain and (ph[n] == "loop" or reduces_loop):
+                # a flash register chain: scores, maxima, P and the accumulators stay in
+                # registers through the loop (tb-schedule's tb.in_registers / tb.accum_in_reg)
+                if node.kind == "matmul":
+                    a, b = node.args
+                    m, k, nn = plan.tiles[a][-2], plan.tiles[a][-1], plan.tiles[b][-1]
+                    flops += blocks * 2 * m * k * nn * R
+                    mma_flops += blocks * 2 * _pad(m, 16) * _pad(k, 16) * _pad(nn, 8) * R
+                    ideal_flops += 2 * numel(node.shape) * group.nodes[a].shape[-1]
+                continue
             if n in plan.rms:
                 x = plan.rms[n]
                 smem += _round16(numel(plan.tiles[x]) * 4) + _round16(numel(t) * eb)
@@ -508,7 +547,11 @@ class CostModel:
         resident = min(occ, max(1.0, blocks / dev.num_sms)) * plan.threads / dev.threads_per_block
         full_rate = dev.register_chain_blocks_for_full_mma_rate if self.keeps_p_in_registers(plan) else dev.blocks_for_full_mma_rate
         hiding = min(1.0, resident / full_rate)
-        roof = max(unique_dram / bandwidth, loaded / dev.l2_bytes_per_us, mma_flops / (dev.flops_per_us * hiding))
+        mma_us = mma_flops / (dev.flops_per_us * hiding)
+        if online_chain:
+            mma_us = mma_flops / (dev.online_chain_flops_per_us * hiding)
+            mma_us += online_chain_smem_bytes(plan) / dev.online_chain_smem_bytes_per_us
+        roof = max(unique_dram / bandwidth, loaded / dev.l2_bytes_per_us, mma_us)
         passes_us = 0.0
         # a row chain's block is one load, shuffles and one store: the other resident blocks
         # of its SM hide its latency, wave after wave (H200, 2026-11-26: layernorm over 4096 x

@@ -27,19 +27,43 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.dialects import cute, tb
 from mirage_xdsl.dialects.kn import element_type_of, shape_of
+from mirage_xdsl.passes.conversion.tiled_mma import mma_atom_for
+
+
+@dataclass(frozen=True)
+class OnlineParts:
+    """The online softmax between the two matmuls of an online chain: the running max of the
+    scores, its rescale factor `exp(old max - new max)` and `P = exp(scores - max)`."""
+
+    running_max: tb.ReductionMaxOp
+    rescale: tb.ExpOp
+    shift: tuple[tb.SubOp, tb.ExpOp]
+
+    @property
+    def ops(self) -> tuple[Operation, ...]:
+        """Every tb op of the online part."""
+        return (self.running_max, self.rescale, *self.shift)
 
 
 @dataclass(frozen=True)
 class RegisterChain:
-    """One fusible chain: the three tb chains that `cute.mma_chain` replaces."""
+    """One fusible chain: the tb chains that `cute.mma_chain` replaces.  `second` is the
+    matmul P @ V and its accumulator (one tb chain, or two for an online chain, whose
+    `nored_rescale` accumulator stands alone); `online` the running-max part, if any."""
 
     first: Sequence[Operation]
     total: tb.ForloopAccumOp
     second: Sequence[Operation]
+    online: OnlineParts | None = None
+
+    @property
+    def ops(self) -> tuple[Operation, ...]:
+        """Every tb op the `cute.mma_chain` replaces."""
+        return (*self.first, self.total, *self.second, *(self.online.ops if self.online is not None else ()))
 
     @property
     def first_matmul(self) -> tb.MatmulOp:
@@ -70,6 +94,39 @@ def chain_shape_fits(rows: int, keys: int, thr_layout: tuple[int, int], warps: i
     block's warps, one 16-row block per warp row, two atom blocks per warp and k16 step."""
     tgm, w = thr_layout
     return tgm * w == warps and rows <= 16 * tgm and keys % (16 * w) == 0
+
+
+ONLINE_CHAIN_WARPS = 4
+"""Warps of a block running an online (flash-attention) chain: FlashAttention-2's forward
+kernels use 4 warps, each owning whole rows and every key of them (Dao 2023, section 3.3)."""
+
+ONLINE_CHAIN_ROWS = (64, 128)
+"""Query rows per block of an online chain: 16 or 32 rows per warp (one or two m16 row
+blocks).  A warp of 32 rows reads each key / value fragment from shared memory once for
+both row blocks, half the shared-memory traffic per MMA of a 16-row warp."""
+
+ONLINE_CHAIN_MAX_REGS = 176
+"""fp32 registers per thread an online chain may hold across an iteration, per row block:
+the P @ V accumulator (D / 2 per lane), the scores (N1 / 2) and P packed to 16 bits
+(N1 / 4).  Ours: of the 255 a thread may address (CUDA C++ Programming Guide, Table 21)
+about 80 stay for addresses, maxima and operand fragments; d = 128 fits 64-key tiles with
+16-row warps (112) and 32-key tiles with 32-row warps (176), as FlashAttention-2's
+head-dim-128 kernels tile them."""
+
+
+def online_chain_fits(rows: int, keys: int, d: int) -> bool:
+    """Whether an online-softmax attention tile -- `rows` query rows, `keys` keys per
+    iteration, head dim `d` -- fits `mx::mma_chain_online_run` on `ONLINE_CHAIN_WARPS` warps
+    (`ONLINE_CHAIN_ROWS`; keys in whole k16 steps; `ONLINE_CHAIN_MAX_REGS`)."""
+    lo, hi = ONLINE_CHAIN_ROWS
+    blocks = rows // (16 * ONLINE_CHAIN_WARPS)  # m16 row blocks per warp
+    return (
+        lo <= rows <= hi
+        and rows % (16 * ONLINE_CHAIN_WARPS) == 0
+        and keys % 16 == 0
+        and d % 8 == 0
+        and blocks * (d // 2 + 3 * keys // 4) <= ONLINE_CHAIN_MAX_REGS
+    )
 
 
 def _is_register_accum(op: Operation) -> bool:
@@ -108,9 +165,129 @@ def find_register_chains(
     return found
 
 
-def _shapes_fit(first: tb.MatmulOp, second: tb.MatmulOp, mma: cute.TiledMmaAttr, warps: int) -> bool:
+def _types_fit(first: tb.MatmulOp, second: tb.MatmulOp) -> bool:
+    """Whether both matmuls of a chain have 16-bit operands of one type."""
     elems = {type(element_type_of(v)) for v in (first.lhs, first.rhs, first.result, second.rhs)}
-    if len(elems) != 1 or elems.pop() not in (Float16Type, BFloat16Type):
+    return len(elems) == 1 and elems.pop() in (Float16Type, BFloat16Type)
+
+
+def _shapes_fit(first: tb.MatmulOp, second: tb.MatmulOp, mma: cute.TiledMmaAttr, warps: int) -> bool:
+    if not _types_fit(first, second):
         return False
     m, n1 = shape_of(first.result)[-2:]
     return mma.atom_shape == (16, 8, 16) and chain_shape_fits(m, n1, mma.tg, warps)
+
+
+def _only_user(value: SSAValue) -> Operation | None:
+    users = {use.operation for use in value.uses}
+    return users.pop() if len(users) == 1 else None
+
+
+def find_online_chains(
+    loop_chains: Sequence[Sequence[Operation]],
+    is_unary: Callable[[Operation], bool],
+    first_mma: Callable[[tb.MatmulOp], cute.TiledMmaAttr],
+    warps: int,
+) -> list[RegisterChain]:
+    """The online-softmax attention bodies among the loop stage's `loop_chains`, each one
+    flash `cute.mma_chain` (FlashAttention-2's loop, Dao 2023, algorithm 1):
+
+    * `first` = [tb.matmul, unary ops...] -> S, read by a running `tb.reduction_max` and by
+      `tb.sub(S, max)` only;
+    * [`tb.sub`, `tb.exp`] -> P (one chain), read by the row-sum accumulator `total` and by
+      the matmul P @ V only; `tb.exp(diff)` -> r, read by the two accumulators only;
+    * `total` = `nored_rescale(P, r)` whose one reader after the loop is a `tb.reduction`
+      of its last dim (so the chain may keep row totals instead of P's columns);
+    * [tb.matmul P @ V] whose one reader is `nored_rescale(P @ V, r)`;
+
+    16-bit operands of one type, `ONLINE_CHAIN_WARPS` warps side by side along the rows
+    (`first_mma` gives thr_layout (TGM, 1)), and a tile `online_chain_fits` admits."""
+    by_leader = {ops[0]: ops for ops in loop_chains}
+    found: list[RegisterChain] = []
+    for first in loop_chains:
+        mm = first[0]
+        if not isinstance(mm, tb.MatmulOp) or not all(is_unary(op) for op in first[1:]):
+            continue
+        rc = _online_chain(first, by_leader)
+        if rc is None:
+            continue
+        second = rc.second_matmul
+        m, n1 = shape_of(mm.result)[-2:]
+        d = shape_of(second.result)[-1]
+        mma = first_mma(mm)
+        if not online_chain_fits(m, n1, d) or warps != ONLINE_CHAIN_WARPS or mma.tg != (warps, 1):
+            continue
+        if not _types_fit(mm, second) or mma.atom_shape != (16, 8, 16):
+            continue
+        found.append(rc)
+    return found
+
+
+def _online_chain(first: Sequence[Operation], by_leader: dict[Operation, Sequence[Operation]]) -> RegisterChain | None:
+    """The online chain starting with `first` (`find_online_chains`'s pattern), or None."""
+    s = first[-1].results[0]
+    users = {use.operation for use in s.uses}
+    rmax = next((u for u in users if isinstance(u, tb.ReductionMaxOp)), None)
+    sub = next((u for u in users if isinstance(u, tb.SubOp)), None)
+    if len(users) != 2 or rmax is None or sub is None or list(by_leader.get(rmax, ())) != [rmax]:
+        return None
+    if rmax.reduce_dim != len(shape_of(s)) - 1 or sub.lhs is not s or sub.rhs is not rmax.max:
+        return None
+    shift = by_leader.get(sub)
+    if shift is None or len(shift) != 2 or not isinstance(shift[1], tb.ExpOp) or _only_user(rmax.max) is not sub:
+        return None
+    rescale = _only_user(rmax.diff)
+    if not isinstance(rescale, tb.ExpOp) or list(by_leader.get(rescale, ())) != [rescale]:
+        return None
+    p, r = shift[1].results[0], rescale.result
+    p_users = {use.operation for use in p.uses}
+    total = next((u for u in p_users if isinstance(u, tb.ForloopAccumOp)), None)
+    mm2 = next((u for u in p_users if isinstance(u, tb.MatmulOp)), None)
+    if len(p_users) != 2 or total is None or mm2 is None or mm2.lhs is not p or mm2.rhs is p:
+        return None
+    acc = _only_user(mm2.result)
+    if list(by_leader.get(mm2, ())) != [mm2] or not isinstance(acc, tb.ForloopAccumOp):
+        return None
+    for a in (total, acc):
+        if a.accum_kind != "nored_rescale" or a.rescale is not r or list(by_leader.get(a, ())) != [a]:
+            return None
+    if {use.operation for use in r.uses} != {total, acc}:
+        return None
+    row_sum = _only_user(total.result)
+    if not isinstance(row_sum, tb.ReductionOp) or row_sum.reduce_dim != len(shape_of(p)) - 1:
+        return None
+    online = OnlineParts(rmax, rescale, (sub, shift[1]))  # type: ignore[arg-type]
+    return RegisterChain(tuple(first), total, (mm2, acc), online)
+
+
+IN_REGISTERS = "tb.in_registers"
+"""Unit attribute tb-schedule writes on the tb ops of an online chain whose results never
+reach shared memory (the scores, maxima, rescale factor, P and P @ V): tb-plan-smem gives
+them no tile.  Their two accumulators get `tb.accum_in_reg`."""
+
+
+def online_chain_mma(mm: tb.MatmulOp, warps: int) -> cute.TiledMmaAttr:
+    """The tiled MMA of S = A @ B in an online chain (convert-tb-to-cute's and tb-schedule's
+    alike), from the tb operand types: the 16-bit atom for A's K, the warps side by side
+    along the rows (thr_layout (warps, 1): every warp owns all keys of its rows)."""
+    k = shape_of(mm.lhs)[-1]
+    atom = mma_atom_for(element_type_of(mm.lhs), element_type_of(mm.rhs), k) or "UniversalFMA"
+    return cute.TiledMmaAttr(atom, (warps, 1))
+
+
+def planned_online_chains(ops: Sequence[Operation], chain_of: Callable[[Operation], tuple[int, int]], warps: int) -> list[RegisterChain]:
+    """The online chains (`find_online_chains`) of a block's `ops`, grouped into fusion chains
+    by `chain_of` (op -> (chain id, position)): what tb-schedule marks `IN_REGISTERS` so that
+    tb-plan-smem and convert-tb-to-cute agree."""
+    groups: dict[int, list[tuple[int, Operation]]] = {}
+    for op in ops:
+        cid, pos = chain_of(op)
+        groups.setdefault(cid, []).append((pos, op))
+    chains = [[op for _, op in sorted(g, key=lambda t: t[0])] for g in groups.values()]
+    return find_online_chains(chains, lambda op: isinstance(op, tb.TbUnaryOp), lambda mm: online_chain_mma(mm, warps), warps)
+
+
+def online_register_values(rc: RegisterChain) -> list[Operation]:
+    """The ops of online chain `rc` whose results stay in registers (`IN_REGISTERS`)."""
+    assert rc.online is not None
+    return [rc.first[-1], *rc.online.ops, rc.second[0]]

@@ -34,7 +34,9 @@ always.  The MMA atom and the warp layout (tg_m, tg_n) follow Mirage's data-move
 CUDA-core `UniversalFMA` fallback.  Flash decoding's loop body (`P = exp(Q @ K)`, `L += P`,
 `O += P @ V`, see passes/conversion/register_chain.py) becomes one `cute.mma_chain`: P stays in
 registers, L accumulates in P's fragment layout and is stored after the loop like the
-register accumulators, the warps split the keys of `P @ V`.
+register accumulators, the warps split the keys of `P @ V`.  An online-softmax body (running max, `exp(S - max)`,
+rescaled row sums and `P @ V`, the values tb-schedule marked `tb.in_registers`) becomes one
+`cute.mma_chain ... online` (FlashAttention-2's loop).
 
 Modules: `tiled_mma.py` (the MMA atom and warp layout), `tb_to_cute_base.py` (attribute
 reads, tiles, errors), `tb_to_cute_io.py` (tile allocation, input and output copies),
@@ -59,6 +61,7 @@ from xdsl.utils.exceptions import PassFailedException
 from mirage_xdsl.dialects import cute, tb
 from mirage_xdsl.dialects.kn import CustomizedOp, element_type_of, shape_of
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
+from mirage_xdsl.passes.conversion.register_chain import IN_REGISTERS
 from mirage_xdsl.passes.conversion.tb_to_cute_base import MAX_OFFSET, Chain, ConvertError, convert_error
 from mirage_xdsl.passes.conversion.tb_to_cute_chains import ChainLowering
 from mirage_xdsl.passes.conversion.tb_to_cute_io import IoLowering
@@ -94,17 +97,29 @@ class _KernelBuilder(IoLowering, ChainLowering):
         chains = self.chains(ops)
         body: list[Operation] = list(allocs)
         fused = self.register_chains(chains)
-        fused_by_op = {op: rc for rc in fused for op in (*rc.first, rc.total, *rc.second)}
+        fused_by_op = {op: rc for rc in fused for op in rc.ops}
+        for op in ops:
+            if IN_REGISTERS in op.attributes and op not in fused_by_op:
+                raise convert_error(
+                    op,
+                    "tb-schedule planned this value in registers (an online register chain) but no "
+                    "cute.mma_chain can hold it here (tensor cores off?); run tb-schedule for this lowering",
+                )
 
         # prologue: accumulator state
         reg_accums: dict[Operation, SSAValue] = {}
         inits: list[Operation] = []
         for rc in fused:
             p_shape = shape_of(rc.first_matmul.result)[-2:]
-            init = cute.MmaInitOp(cute.FragmentType(p_shape, self.chain_mma(rc.first_matmul)))
+            init = cute.MmaInitOp(cute.FragmentType(p_shape, self.chain_sum_mma(rc)))
             init.result.name_hint = f"psum{len(self.chain_sums)}"
             self.chain_sums[rc] = init.result
             inits.append(init)
+            if rc.online is not None:  # its P @ V accumulator (nored_rescale) lives in registers too
+                acc_init = cute.MmaInitOp(self.chain_acc_type(rc))
+                acc_init.result.name_hint = f"racc{len(reg_accums)}"
+                reg_accums[rc.second[-1]] = acc_init.result
+                inits.append(acc_init)
         for ch in chains:
             lead = ch.ops[0]
             if self.is_register_accum(ch):
@@ -203,9 +218,11 @@ class _KernelBuilder(IoLowering, ChainLowering):
             body += self.lower_grid_sums(sums, post)
             post = [ch for ch in post if ch not in feeding]
         body += emit_stage(post, None)
-        # P of a cute.mma_chain was planned a shared tile (tb-plan-smem runs before this
-        # lowering decides) that nothing reads now
+        # P of a cute.mma_chain (and the scores, maxima and rescale factors of an online one)
+        # was planned a shared tile (tb-plan-smem runs before this lowering decides) that
+        # nothing reads now
         p_tiles = {self.smem.get(rc.first[-1].results[0]) for rc in fused}
+        p_tiles |= {self.smem.get(v) for rc in fused if rc.online is not None for op in rc.online.ops for v in op.results}
         body = [op for op in body if not (isinstance(op, cute.SmemAllocOp) and op.result in p_tiles and not op.result.uses)]
         block.add_ops(body)
 

@@ -13,7 +13,13 @@ from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.dialects import cute, tb
 from mirage_xdsl.dialects.kn import element_type_of, shape_of
-from mirage_xdsl.passes.conversion.register_chain import RegisterChain, chain_thr_layout, find_register_chains
+from mirage_xdsl.passes.conversion.register_chain import (
+    RegisterChain,
+    chain_thr_layout,
+    find_online_chains,
+    find_register_chains,
+    online_chain_mma,
+)
 from mirage_xdsl.passes.conversion.tb_to_cute_base import (
     BINARY_FN,
     UNARY_FN,
@@ -166,18 +172,21 @@ class ChainLowering(KernelBuilderBase):
         )
 
     def register_chains(self, chains: Sequence[Chain]) -> list[RegisterChain]:
-        """The loop's matmul -> epilogue -> matmul chains lowered to `cute.mma_chain`."""
+        """The loop's matmul -> epilogue -> matmul chains (and online-softmax attention bodies)
+        lowered to `cute.mma_chain`."""
         if not self.tensor_cores:
             return []
 
         loop = [ch.ops for ch in chains if ch.stage == "loop"]
         found = find_register_chains(loop, lambda op: type(op) in UNARY_FN, self.chain_mma, self.nt // 32)
+        warps = self.nt // 32
+        found += find_online_chains(loop, lambda op: type(op) in UNARY_FN, lambda mm: online_chain_mma(mm, warps), warps)
         # the warps' partial P @ V meet in a scratch appended to the planned shared memory
         # (mma_store, sliced K): keep the chains whose scratch still fits the block
         room = cute.MAX_SMEM_BYTES - (self.int_attr(self.graph, "tb.smem_size") + 15) // 16 * 16
         kept = []
         for rc in found:
-            scratch = self.chain_acc_type(rc).slice_scratch_bytes(self.chain_mma(rc.first_matmul).tg[1])
+            scratch = self.chain_acc_type(rc).slice_scratch_bytes(self.chain_sum_mma(rc).tg[1])
             if scratch <= room:
                 kept.append(rc)
                 room -= scratch
@@ -192,10 +201,17 @@ class ChainLowering(KernelBuilderBase):
         atom = mma_atom_for(ta.element_type, element_type_of(mm.rhs), k) or "UniversalFMA"
         return cute.TiledMmaAttr(atom, chain_thr_layout(m, self.nt // 32))
 
+    def chain_sum_mma(self, rc: RegisterChain) -> cute.TiledMmaAttr:
+        """The tiled MMA of `rc`'s P (and of its row-sum fragment): `chain_mma`, or
+        `register_chain.online_chain_mma` for an online chain."""
+        if rc.online is not None:
+            return online_chain_mma(rc.first_matmul, self.nt // 32)
+        return self.chain_mma(rc.first_matmul)
+
     def chain_acc_type(self, rc: RegisterChain) -> cute.FragmentType:
         """The fragment of `rc`'s P @ V accumulator: the rows of P's warp layout, its key
         groups splitting K (thr_layout (TGM, 1), sliced by the printer)."""
-        mma = self.chain_mma(rc.first_matmul)
+        mma = self.chain_sum_mma(rc)
         return cute.FragmentType(shape_of(rc.second_matmul.result)[-2:], cute.TiledMmaAttr(mma.atom_name, (mma.tg[0], 1)))
 
     def lower_register_chain(self, rc: RegisterChain, reg_accums: dict[Operation, SSAValue]) -> list[Operation]:
@@ -203,7 +219,8 @@ class ChainLowering(KernelBuilderBase):
         first, second = rc.first_matmul, rc.second_matmul
         a, b, c = self.tile(first, first.lhs), self.tile(first, first.rhs), self.tile(second, second.rhs)
         epilogue = self.epilogue_of(rc.first[1:])
-        return [cute.MmaChainOp(reg_accums[rc.second[-1]], self.chain_sums[rc], a, b, c, epilogue)]
+        online = rc.online is not None
+        return [cute.MmaChainOp(reg_accums[rc.second[-1]], self.chain_sums[rc], a, b, c, epilogue, online)]
 
     def lower_matmul(self, chain: Chain, reg_accums: dict[Operation, SSAValue]) -> list[Operation]:
         """The cute ops of a matmul chain.

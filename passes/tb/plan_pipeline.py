@@ -47,6 +47,7 @@ from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects.kn import CustomizedOp, is_weight
 from mirage_xdsl.dialects.tb import InputOp
+from mirage_xdsl.passes.conversion.register_chain import IN_REGISTERS
 from mirage_xdsl.passes.tb.plan_smem import SM90_SMEM_LIMIT, PlanSmemPass
 from mirage_xdsl.passes.tb.schedule import schedule_of
 from mirage_xdsl.target import SM90
@@ -217,7 +218,7 @@ class PlanPipelinePass(ModulePass):
         pipelined = {i for i, o in enumerate(ops) if "tb.pipelined" in o.attributes}
         if not pipelined:
             return None
-        in_reg = {i for i, o in enumerate(ops) if "tb.accum_in_reg" in o.attributes}
+        in_reg = {i for i, o in enumerate(ops) if "tb.accum_in_reg" in o.attributes or IN_REGISTERS in o.attributes}
         threads = graph.block[0] * graph.block[1] * graph.block[2]
         num_blocks = graph.grid[0] * graph.grid[1] * graph.grid[2]
         # a forced depth is bounded only by the hardware-independent cap and the loop length

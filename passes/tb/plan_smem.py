@@ -7,6 +7,7 @@ a buffer is freed at the first barrier after its last use, and by category
 |---|---|
 | pre-loop input | from its load until the loop ends, or its last post-loop use |
 | register accumulator (`tb.accum_in_reg`) | from the write-back after the loop to its last use |
+| register-chain value (`tb.in_registers`) | never (no tile) |
 | shared-memory accumulator | from the clear before the loop to its last post-loop use, or one step past the loop |
 | loop-carried result (`tb.reduction_max`'s running max) | from its fill before the loop to the loop's end, or its last post-loop use |
 | loop intermediate (non-pipelined loop inputs, chain results in the loop) | within the iteration |
@@ -48,6 +49,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects.kn import CustomizedOp, int_array
+from mirage_xdsl.passes.conversion.register_chain import IN_REGISTERS
 from mirage_xdsl.passes.tb import dsa
 from mirage_xdsl.passes.tb.schedule import schedule_of
 from mirage_xdsl.passes.tb.schedule_order import SchedOp, tensor_lifetimes
@@ -140,7 +142,7 @@ class PlanSmemPass(ModulePass):
                 the graph, with the size and lower bound).
         """
         ops, recs, stages, levels = schedule_of(graph)
-        in_reg = {i for i, o in enumerate(ops) if "tb.accum_in_reg" in o.attributes}
+        in_reg = {i for i, o in enumerate(ops) if "tb.accum_in_reg" in o.attributes or IN_REGISTERS in o.attributes}
         pipelined = {i for i, o in enumerate(ops) if "tb.pipelined" in o.attributes}
         nbuf = {i: pipeline_stages(ops[i]) for i in pipelined}
         dropped: list[int] = []

@@ -27,6 +27,11 @@ metadata below and writes everything back.
   after the matmul accumulators.  The printer holds it as an `mx::RegTile` and stores it
   once after the loop, so tb-plan-smem gives its shared tile only that post-loop lifetime
   (Mirage reserves it for the whole loop).
+* `tb.in_registers` on the values of an online-softmax attention body that
+  convert-tb-to-cute lowers to a flash `cute.mma_chain` (scores, running max, rescale factor,
+  P, P @ V; `register_chain.planned_online_chains`, the same matcher the lowering uses), and
+  `tb.accum_in_reg` on its two `nored_rescale` accumulators: tb-plan-smem then gives the
+  values no tile and the accumulators one only after the loop.
 * `tb.stage`, `tb.level` on every op, `tb.num_barriers` (barriers between levels, summed
   over the stages) on the `kn.customized`. Stage boundaries (after the pre-loop loads, at the
   end of each iteration, after the loop, after the register write-back) always have a
@@ -48,6 +53,7 @@ from mirage_xdsl.dialects.kn import CustomizedOp, element_type_of, ints, shape_o
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
 from mirage_xdsl.dialects.tiling import row_major_strides
 from mirage_xdsl.dialects.views import element_offset
+from mirage_xdsl.passes.conversion.register_chain import IN_REGISTERS, online_register_values, planned_online_chains
 from mirage_xdsl.passes.tb.layout_math import alignment_elems, calc_tensor_strides, elem_bytes_of, storage_elem_bytes, stores_fp32
 from mirage_xdsl.passes.tb.schedule_order import SchedOp, Schedule, TensorLife, _chains, asap_levels, schedule_ops, tensor_lifetimes
 from mirage_xdsl.target import ELEMENTWISE_ACCUM_MAX_REGS
@@ -332,9 +338,16 @@ class SchedulePass(ModulePass):
                 numel[i] = n
         elementwise = elementwise_chain_accumulators(ops, recs)
         in_reg = register_accumulators(recs, numel, threads, self.max_accum_regs, elementwise)
+        # online-softmax attention bodies run as one register chain (register_chain.py):
+        # their accumulators live in registers, their intermediates nowhere in shared memory
+        index = {o: i for i, o in enumerate(ops)}
+        online = planned_online_chains(ops, lambda o: (recs[index[o]].chain, recs[index[o]].chain_pos), threads // 32)
+        in_registers = {o for rc in online for o in online_register_values(rc)}
+        in_reg |= {index[a] for rc in online for a in (rc.total, rc.second[-1])}
         for i, o in enumerate(ops):
             if isinstance(o, tb.ForloopAccumOp):
                 set_flag(o, "tb.accum_in_reg", i in in_reg)
+            set_flag(o, IN_REGISTERS, o in in_registers)
         sched = schedule_ops(recs, in_reg, pipelined)
         block = graph.body.block
         for i in sched.order:

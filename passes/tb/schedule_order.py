@@ -230,7 +230,8 @@ def tensor_lifetimes(
     A buffer is freed at the first barrier after its last use: at the end of the last
     consumer's level; a tensor used inside the loop but made before it (pre-loop inputs,
     shared-memory accumulators) lives until the loop ends. Chain-internal results take no
-    shared memory. Register accumulators only need shared memory for the write-back.
+    shared memory. Register accumulators only need shared memory for the write-back; other
+    ops in `in_reg` (values of a register chain, `tb.in_registers`) none.
     """
     p, loop_base, w = time_axis(ops, stages, levels)
     tails = chain_tails(ops)
@@ -246,8 +247,8 @@ def tensor_lifetimes(
 
     lives: list[TensorLife] = []
     for op in ops:
-        if op.idx not in tails:
-            continue
+        if op.idx not in tails or (op.idx in in_reg and not op.is_accum):
+            continue  # chain-internal, or a value of a register chain (register_chain.IN_REGISTERS)
         for r, size in enumerate(op.result_bytes):
             st = stages[op.idx]
             if op.is_input and st == "pre":

@@ -168,6 +168,16 @@ inline float shfl_idx(float v, int src) {
   return r;
 }
 
+inline bool any(bool v) {
+  Warp& w = warp();
+  w.fslot[lane()] = v ? 1.0f : 0.0f;
+  warp_barrier();
+  bool r = false;
+  for (int l = 0; l < w.size; ++l) r = r || w.fslot[l] != 0.0f;
+  warp_barrier();
+  return r;
+}
+
 // ---- numbers ---------------------------------------------------------------------------
 
 inline float bits_to_float(uint32_t u) {
@@ -344,5 +354,6 @@ inline float __int_as_float(int i) { return mxh::bits_to_float((uint32_t)i); }
 inline float __uint_as_float(unsigned u) { return mxh::bits_to_float(u); }
 inline unsigned __float_as_uint(float f) { return mxh::float_to_bits(f); }
 inline float __shfl_sync(unsigned, float v, int src) { return mxh::shfl_idx(v, src); }
+inline int __any_sync(unsigned, int pred) { return mxh::any(pred != 0) ? 1 : 0; }
 
 #endif  // MX_HOST

@@ -371,6 +371,184 @@ __device__ __forceinline__ void mma_chain_run(Acc& acc, SAcc& sum, const T* a, c
   }
 }
 
+// 2^x with the MUFU.EX2 approximation, subnormal results flushed to 0 (ex2.approx.ftz.f32:
+// PTX ISA, "ex2"): online-softmax weights below 2^-126 vanish beside a row sum of at least 1.
+__device__ __forceinline__ float ex2_ftz(float x) {
+#ifdef MX_HOST
+  return exp2f(x);
+#else
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#endif
+}
+
+// Two floats rounded to T and packed (lo in the low half): one cvt.rn.{f16,bf16}x2.f32.
+__device__ __forceinline__ unsigned pack2_bits(float lo, float hi, f16) {
+#ifdef MX_HOST
+  return bits16(from_f<f16>(lo)) | (bits16(from_f<f16>(hi)) << 16);
+#else
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#endif
+}
+__device__ __forceinline__ unsigned pack2_bits(float lo, float hi, bf16) {
+#ifdef MX_HOST
+  return bits16(from_f<bf16>(lo)) | (bits16(from_f<bf16>(hi)) << 16);
+#else
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#endif
+}
+template <class T>
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return pack2_bits(lo, hi, T{});
+}
+
+// mma_chain_run with FlashAttention-2's online softmax (Dao 2023, algorithm 1; cute.mma_chain
+// `online`): S = scale(A @ B) in fp32, a running row max m (rmax: rows g and g + 8 of each
+// of the lane's FM row blocks, -inf before the loop), r = exp(m_old - m) rescales acc and
+// sum's row totals, and P = round(exp(S - m)) feeds acc += P @ C.  W = 1: each warp owns all
+// N1 keys of its rows (FM row blocks: wm, wm + TGM, ...), so row maxima and sums need quad
+// shuffles only, and every key / value fragment read from shared memory serves all FM row
+// blocks.  sum keeps row totals in column 2t of its first n8 block (per lane: the lane's
+// share of the row); a row sum over sum's columns after the loop is the softmax
+// denominator, summed from P in fp32 before P is rounded to T for P @ C.  exp(x) = exp2(x log2 e)
+// (ex2_ftz).  C is read by ldmatrix.x4.trans, two n8 blocks of
+// D per load, when CM is kLdsmT and D a multiple of 16.
+template <int NT, class Acc, class SAcc, int M, int N1, int K1, int D, int TGM, bool BF16, class LA, class LB,
+          int AM, int BM, class LC, int CM, class T, class F>
+__device__ __forceinline__ void mma_chain_online_run(Acc& acc, SAcc& sum, float (&rmax)[2 * Acc::FM], const T* a,
+                                                     const T* b, const T* c, const void* zero, int tid, F scale) {
+  constexpr int FM = Acc::FM;
+  static_assert(SAcc::FM == FM && SAcc::FN % 2 == 0 && Acc::KS == 1, "mma_chain_online_run: see above");
+  constexpr float kLog2e = 1.4426950408889634f;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int q = lane >> 3, i8 = lane & 7;
+  SAcc s;
+  s.zero();
+  if constexpr (AM == kLdsm && BM == kLdsm && K1 % 16 == 0 && M == 16 * TGM * FM) {
+    // S = A @ B with ldmatrix.x4 for two n8 blocks of B at once (mma_run loads them one
+    // by one); every row and key is inside the tile
+    if (warp >= TGM) return;
+    // a k-step's fragments are all loaded before its MMAs (as mma_run does), the next
+    // step's while these run
+    unsigned af[2][FM][4];
+    unsigned bf[2][SAcc::FN / 2][4];
+    const auto load = [&](int buf, int k0) {
+#pragma unroll
+      for (int i = 0; i < FM; ++i)
+        ldsm<4, false>(af[buf][i], a + LA::off((warp + i * TGM) * 16 + i8 + 8 * (q & 1), k0 + 8 * (q >> 1)));
+#pragma unroll
+      for (int j = 0; j < SAcc::FN / 2; ++j) ldsm<4, false>(bf[buf][j], b + LB::off(16 * j + i8 + 8 * (q >> 1), k0 + 8 * (q & 1)));
+    };
+    load(0, 0);
+#pragma unroll
+    for (int ks = 0; ks < K1 / 16; ++ks) {
+      const int cur = ks & 1;
+      if (ks + 1 < K1 / 16) load(cur ^ 1, 16 * (ks + 1));
+#pragma unroll
+      for (int j = 0; j < SAcc::FN / 2; ++j) {
+        const unsigned b0[2] = {bf[cur][j][0], bf[cur][j][1]}, b1[2] = {bf[cur][j][2], bf[cur][j][3]};
+#pragma unroll
+        for (int i = 0; i < FM; ++i) {
+          mma_16x8x16<BF16>(s.c[i][2 * j], af[cur][i], b0);
+          mma_16x8x16<BF16>(s.c[i][2 * j + 1], af[cur][i], b1);
+        }
+      }
+    }
+  } else {
+    mma_run<NT, SAcc, M, N1, K1, TGM, 1, 16, BF16, LA, LB, AM, BM>(s, a, b, zero, tid);
+    if (warp >= TGM) return;
+  }
+  unsigned p[FM][SAcc::FN][2];  // per row block, row g and row g + 8: packed (col 2t, col 2t + 1)
+#pragma unroll
+  for (int i = 0; i < FM; ++i) {
+    float mx[2] = {rmax[2 * i], rmax[2 * i + 1]};
+#pragma unroll
+    for (int j = 0; j < SAcc::FN; ++j) {
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        const float v = scale(s.c[i][j][h]);
+        s.c[i][j][h] = v;
+        mx[h >> 1] = fmaxf(mx[h >> 1], v);
+      }
+    }
+    float base[2], alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      base[r] = mx[r] == neg_inf() ? 0.0f : mx[r] * kLog2e;  // a row of -inf scores stays 0
+      alpha[r] = ex2_ftz(rmax[2 * i + r] * kLog2e - base[r]);
+      rmax[2 * i + r] = mx[r];
+    }
+    float rs[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < SAcc::FN; ++j) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float lo = ex2_ftz(fmaf(s.c[i][j][2 * r], kLog2e, -base[r]));
+        const float hi = ex2_ftz(fmaf(s.c[i][j][2 * r + 1], kLog2e, -base[r]));
+        rs[r] += lo + hi;  // the row sum of P before its rounding to T
+        p[i][j][r] = pack2<T>(lo, hi);
+      }
+    }
+    sum.c[i][0][0] = fmaf(sum.c[i][0][0], alpha[0], rs[0]);
+    sum.c[i][0][2] = fmaf(sum.c[i][0][2], alpha[1], rs[1]);
+#ifndef MX_ONLINE_ALWAYS_RESCALE
+    // once the running maxima settle, whole warps skip the rescale (alpha = 1 exactly)
+    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f))
+#endif
+    {
+#pragma unroll
+      for (int nb = 0; nb < Acc::FN; ++nb) {
+#pragma unroll
+        for (int h = 0; h < 4; ++h) acc.c[i][nb][h] *= alpha[h >> 1];
+      }
+    }
+  }
+  constexpr bool X4 = CM == kLdsmT && D % 16 == 0 && Acc::FN * 8 == D;
+#pragma unroll
+  for (int jp = 0; jp < SAcc::FN / 2; ++jp) {
+    const int key0 = 16 * jp, key1 = 16 * jp + 8;  // first key of each half
+#pragma unroll
+    for (int nb = 0; nb < Acc::FN; nb += (X4 ? 2 : 1)) {
+      const int n0 = nb * 8;
+      unsigned bfr[2][2];
+      if constexpr (X4) {
+        // lanes 8q..8q+7 address key row (q & 1 ? key1 : key0) + i8 of n8 block nb + (q >> 1)
+        unsigned r4[4];
+        ldsm<4, true>(r4, c + LC::off(n0 + 8 * (q >> 1), ((q & 1) ? key1 : key0) + i8));
+        bfr[0][0] = r4[0];
+        bfr[0][1] = r4[1];
+        bfr[1][0] = r4[2];
+        bfr[1][1] = r4[3];
+      } else if constexpr (CM == kLdsmT) {
+        const int key = ((q & 1) ? key1 : key0) + i8;
+        ldsm<2, true>(bfr[0], (Acc::FN * 8 <= D || n0 < D) ? static_cast<const void*>(c + LC::off(n0, key)) : zero);
+      } else {
+        const int n = n0 + g;
+        const auto el = [&](int key) { return n < D ? bits16(c[LC::off(n, key)]) : 0u; };
+        bfr[0][0] = el(key0 + 2 * t) | (el(key0 + 2 * t + 1) << 16);
+        bfr[0][1] = el(key1 + 2 * t) | (el(key1 + 2 * t + 1) << 16);
+      }
+#pragma unroll
+      for (int i = 0; i < FM; ++i) {
+        const unsigned af[4] = {p[i][2 * jp][0], p[i][2 * jp][1], p[i][2 * jp + 1][0], p[i][2 * jp + 1][1]};
+#pragma unroll
+        for (int u = 0; u < (X4 ? 2 : 1); ++u) {
+          if (n0 + 8 * u < D) mma_16x8x16<BF16>(acc.c[i][nb + u], af, bfr[u]);
+        }
+      }
+    }
+  }
+}
+
 // The stores of one lane of thr_layout warp (wm, wn).
 template <class Acc, int M, int N, int TGM, int TGN, class LC, bool READ, class TC, class F>
 __device__ __forceinline__ void mma_store_lane(const Acc& acc, TC* c, int g, int t, int wm, int wn, F f) {

@@ -169,3 +169,32 @@ func.func @gated(%X: tensor<8x4096xf16>, %W1: tensor<4096x4096xf16>, %W2: tensor
 // CHECK-NEXT:      tb.output {{.*}}output_map = array<i64: 1, -1, -1>
 // SMALL-LABEL: func.func @gated
 // SMALL:         kn.smem_estimate = {{([0-9]{1,4}|1[0-5][0-9]{3}|16[0-3][0-9]{2})}} : i64, {{.*}}grid_dim = array<i64: 512, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 32 : i64
+
+// -----
+
+// Stable prefill attention (8 heads, 1024 queries and keys, d = 64): nothing fuses it
+// without a running max, and its 8 x 16 blocks of 64 query rows fill the SMs, so the planner
+// keeps the online-softmax plan (DeviceModel.auto_online_softmax): ONE kernel of 4 warps,
+// Mirage's running tb.reduction_max with rescaled accumulators over 64-key tiles, which
+// convert-tb-to-cute lowers to a flash cute.mma_chain (test/filecheck/codegen/online-chain.mlir).
+// Decode attention, whose grid over query rows leaves most SMs idle, keeps its partition
+// (test_kn_fusion.py: mha_stable).
+
+func.func @prefill(%Q: tensor<8x1024x64xf16>, %K: tensor<8x64x1024xf16> {kn.strides = array<i64: 65536, 1, 64>}, %V: tensor<8x1024x64xf16>) -> tensor<8x1024x64xf16> {
+  %s = kn.matmul %Q, %K : tensor<8x1024x64xf16>, tensor<8x64x1024xf16> -> tensor<8x1024x1024xf16>
+  %c = kn.mul_scalar %s {scalar = 0.125 : f64} : tensor<8x1024x1024xf16>
+  %m = kn.reduction_max %c {dim = 2 : i64} : tensor<8x1024x1024xf16> -> tensor<8x1024x1xf16>
+  %d = kn.sub %c, %m : tensor<8x1024x1024xf16>, tensor<8x1024x1xf16> -> tensor<8x1024x1024xf16>
+  %e = kn.exp %d : tensor<8x1024x1024xf16>
+  %l = kn.reduction %e {dim = 2 : i64, size = 1 : i64} : tensor<8x1024x1024xf16> -> tensor<8x1024x1xf16>
+  %pv = kn.matmul %e, %V : tensor<8x1024x1024xf16>, tensor<8x1024x64xf16> -> tensor<8x1024x64xf16>
+  %o = kn.div %pv, %l : tensor<8x1024x64xf16>, tensor<8x1024x1xf16> -> tensor<8x1024x64xf16>
+  func.return %o : tensor<8x1024x64xf16>
+}
+// CHECK-LABEL: func.func @prefill
+// CHECK-NEXT:    %o = kn.customized(%Q, %K, %V) attributes {kn.template = "attention", {{.*}}grid_dim = array<i64: 8, 16, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 16 : i64
+// CHECK:           tb.input %k {{.*}}forloop_dim = 2 : i64} : tensor<8x64x1024xf16> -> !tb.stensor<1x64x64xf16>
+// CHECK:           tb.reduction_max
+// CHECK:           tb.forloop_accum red_ld_sum_rescale
+// CHECK:           tb.forloop_accum nored_rescale
+// CHECK-NOT:     kn.customized
