@@ -69,10 +69,11 @@ def _sha(*parts: object) -> str:
 
 @functools.lru_cache(maxsize=1)
 def sources_digest() -> str:
-    """sha256 over the names and bytes of the compiler's `.py`/`.cuh` sources."""
+    """sha256 over the names and bytes of the compiler's `.py`/`.cuh` sources and the TC grammar
+    (`.lark`: a `.tc` input file compiles through it)."""
     paths = [PACKAGE_ROOT / f for f in SOURCE_FILES]
     for d in SOURCE_DIRS:
-        paths += [p for p in (PACKAGE_ROOT / d).rglob("*") if p.suffix in (".py", ".cuh")]
+        paths += [p for p in (PACKAGE_ROOT / d).rglob("*") if p.suffix in (".py", ".cuh", ".lark")]
     h = hashlib.sha256()
     for path in sorted(p for p in paths if p.is_file() and "__pycache__" not in p.parts):
         h.update(str(path.relative_to(PACKAGE_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")

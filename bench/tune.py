@@ -2,10 +2,12 @@
 instead of the fixed variant list.
 
     mirage-bench tuned.md --tune --workloads rmsnorm_bs1,lora --tune-generations 4 --tune-population 16
+    mirage-bench tuned.md --tune --files examples/tc/lora.tc gqa.tc --tc-sizes G=4   # TC files
 
-For every selected workload with a plain kernel graph under examples/, every function of that
-file is tuned in this process (compiles in `--jobs` worker processes, checks and timings on
-the GPU, the tuning cache reused and updated), and one row is reported: the best genome and
+For every selected workload with a plain kernel graph under examples/ (or every `--files`
+file: `.mlir`, `.tc` with its `# sizes:` line and `--tc-sizes` overriding it, or a muGraph
+`.json`), every function of that file is tuned in this process (compiles in `--jobs` worker
+processes, checks and timings on the GPU, the tuning cache reused and updated), and one row is reported: the best genome and
 its time, the time of the pipeline's default genome (`c0xr`) when the search evaluated it,
 and how many genomes were evaluated and failed.  The torch peers and the saved muGraphs are
 not part of this mode (run `mirage-bench` without `--tune` for them).  Ctrl-C stops the
@@ -17,13 +19,13 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mirage_xdsl.bench import BenchError
-from mirage_xdsl.bench.workloads import EXAMPLES, select
+from mirage_xdsl.bench.workloads import EXAMPLES, resolve_files, select
 
 EXIT_INTERRUPTED = 130
 
@@ -68,6 +70,9 @@ class TunedRow:
 def tune_workloads(
     workloads: str | None,
     *,
+    files: Sequence[str] | None = None,
+    tc_sizes: Mapping[str, int] | None = None,
+    mugraph_dirs: Sequence[Path] = (),
     generations: int,
     population: int,
     jobs: int,
@@ -76,12 +81,20 @@ def tune_workloads(
     arch: str | None,
     log: Callable[[str], None] = print,
 ) -> tuple[list[TunedRow], bool]:
-    """Tune the plain graph of every selected workload; return the rows and whether a SIGINT
-    stopped the run.
+    """Tune the plain graph of every selected workload (or every graph of `files`, those of
+    the `workloads` named when both are given); return the rows and whether a SIGINT stopped
+    the run.
+
+    Args:
+        files: `--files`: names or paths (bench/workloads.py `resolve_files`, looked up in
+            `mugraph_dirs` and under examples/).
+        tc_sizes: sizes overriding the `# sizes:` line of every `.tc` file of `files`.
 
     Raises:
-        BenchError: no GPU, an unknown workload name, or no selected workload has a plain
-            graph.
+        BenchError: no GPU, an unknown workload name, no selected workload has a plain
+            graph, a file is found nowhere, a `workloads` name matches none of `files`, or
+            `tc_sizes` without a `.tc` file.
+        TcError: a `.tc` file does not compile (located, one line).
         ValueError: a bad `generations` or `population` (`GAConfig.checked`).
         DeviceBroken: a candidate broke the CUDA context (the tuning cache holds what was
             measured).
@@ -95,26 +108,54 @@ def tune_workloads(
         identity = gpu_identity()
     except NoGpuError as err:
         raise BenchError(f"--tune needs a GPU: {err}") from None
-    chosen = [w for w in select(workloads) if w.example]
-    if not chosen:
-        raise BenchError("--tune: none of the selected workloads has a plain kernel graph under examples/")
+    targets = _targets(workloads, files, tc_sizes, mugraph_dirs)
     # every hand-swept variant (seed genome) in generation 0 when the population has room:
     # the search then measures them beside its own genomes in the same run
     config = GAConfig(population=population, generations=generations, elites=max(1, population // 10), seed=seed,
                       seed_fraction=1.0).checked()
-    log(f"tuning {len(chosen)} workload(s) on {identity['device']} ({identity['arch']}): "
+    log(f"tuning {len(targets)} file(s) on {identity['device']} ({identity['arch']}): "
         f"{generations} generation(s) of {population}")
     rows: list[TunedRow] = []
     flag = StopFlag()
     with flag.catch_sigint(log):
-        for w in chosen:
-            assert w.example is not None  # chosen keeps workloads with an example only
-            module = load_module(EXAMPLES / w.example)
+        for name, path in targets:
+            if flag.interrupted:
+                break
+            sizes = tc_sizes if path.suffix == ".tc" else None
+            module = load_module(path, sizes=sizes)
             for func in functions(module):
                 if flag.interrupted:
                     break
-                rows.append(_tune_one(w.name, module, func.sym_name.data, config, jobs, cache_path, arch, flag, log))
+                rows.append(_tune_one(name, module, func.sym_name.data, config, jobs, cache_path, arch, flag, log))
     return rows, flag.interrupted
+
+
+def _targets(
+    workloads: str | None, files: Sequence[str] | None, tc_sizes: Mapping[str, int] | None, mugraph_dirs: Sequence[Path]
+) -> list[tuple[str, Path]]:
+    """(workload name, file) of every file to tune: the selected workloads' plain graphs, or
+    the `files` (of the selected workloads when both are given)."""
+    if not files:
+        if tc_sizes:
+            raise BenchError("--tc-sizes applies to Tensor Comprehensions files: give them with --files")
+        chosen = [w for w in select(workloads) if w.example]
+        if not chosen:
+            raise BenchError("--tune: none of the selected workloads has a plain kernel graph under examples/")
+        return [(w.name, EXAMPLES / w.example) for w in chosen if w.example is not None]
+    resolved = resolve_files(files, mugraph_dirs)
+    if workloads:
+        import fnmatch
+
+        # the files' workload names (the table's, `tc_<stem>`, a stem) or patterns of them
+        wanted = [n.strip() for n in workloads.split(",") if n.strip()]
+        for name in wanted:
+            if not any(fnmatch.fnmatchcase(r.name, name) for r in resolved):
+                raise BenchError(f"--workloads {name}: none of the --files (workloads: {', '.join(r.name for r in resolved)})")
+        resolved = [r for r in resolved if any(fnmatch.fnmatchcase(r.name, n) for n in wanted)]
+    targets = [(r.name, path) for r in resolved for path in r.files]
+    if tc_sizes and not any(path.suffix == ".tc" for _, path in targets):
+        raise BenchError("--tc-sizes applies to Tensor Comprehensions files (.tc): none among --files")
+    return targets
 
 
 def _tune_one(workload: str, module: Any, name: str, config: Any, jobs: int, cache_path: Path | None,
@@ -190,12 +231,16 @@ def run_tune_mode(args: Any) -> int:
         OSError: REPORT cannot be written.
     """
     from mirage_xdsl.driver.tune.evaluate import gpu_identity
+    from mirage_xdsl.frontends.tc import TcError, parse_sizes
 
-    rows, interrupted = tune_workloads(
-        args.workloads, generations=args.tune_generations, population=args.tune_population, jobs=args.jobs,
-        seed=args.seed or 0, cache_path=args.tune_cache, arch=args.arch,
-        log=lambda text: print(text, flush=True),
-    )
+    try:
+        tc_sizes = parse_sizes(args.tc_sizes or "")
+    except ValueError as err:
+        raise BenchError(f"--tc-sizes: {err}") from None
+    try:
+        rows, interrupted = _run_tune(args, tc_sizes)
+    except TcError as err:
+        raise BenchError(f"{err.location}: {err.message}") from None
     ident = gpu_identity()
     lines = report_lines(rows, f"{ident['device']}, {ident['arch']}")
     print("\n".join(lines[2:]), flush=True)
@@ -206,3 +251,12 @@ def run_tune_mode(args: Any) -> int:
         print("mirage-bench: interrupted (the tuning cache was saved)", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0 if all(r.best is not None for r in rows) else 1
+
+
+def _run_tune(args: Any, tc_sizes: Mapping[str, int]) -> tuple[list[TunedRow], bool]:
+    return tune_workloads(
+        args.workloads, files=args.files, tc_sizes=tc_sizes, mugraph_dirs=[*args.mugraphs, args.shared],
+        generations=args.tune_generations, population=args.tune_population, jobs=args.jobs,
+        seed=args.seed or 0, cache_path=args.tune_cache, arch=args.arch,
+        log=lambda text: print(text, flush=True),
+    )

@@ -146,7 +146,11 @@ def resolve(workloads: Sequence[Workload], mugraph_dirs: Sequence[Path], example
 
 
 def workload_of_file(path: Path) -> str:
-    """The workload a file belongs to: the table's entry naming it, else the file's stem."""
+    """The workload a file belongs to: the table's entry naming it, else the file's stem
+    (`tc_<stem>` for a Tensor Comprehensions `.tc` file, whose stem may be a workload's
+    name: examples/tc/lora.tc computes lora's program with other outputs)."""
+    if path.suffix == ".tc":
+        return f"tc_{path.stem}"
     for w in WORKLOADS:
         if path.name in (w.mugraph, w.example and Path(w.example).name):
             return w.name
@@ -155,8 +159,8 @@ def workload_of_file(path: Path) -> str:
 
 def resolve_files(files: Sequence[str], mugraph_dirs: Sequence[Path]) -> list[Resolved]:
     """`--files`: names or paths (a bare name is looked up in `mugraph_dirs`, then under
-    examples/ and examples/suite/), grouped by workload: table order first, then files of no known workload, each
-    its own workload named after the file's stem.
+    examples/, examples/suite/ and examples/tc/), grouped by workload: table order first, then files of no known
+    workload, each its own workload named after the file's stem (`workload_of_file`).
 
     Raises:
         BenchError: a file is found nowhere.
@@ -166,10 +170,11 @@ def resolve_files(files: Sequence[str], mugraph_dirs: Sequence[Path]) -> list[Re
         path = Path(text)
         if not path.is_file():
             path = find_mugraph(text, mugraph_dirs) or EXAMPLES / text
-            if not path.is_file() and (EXAMPLES / "suite" / text).is_file():
-                path = EXAMPLES / "suite" / text
+            for sub in ("suite", "tc"):
+                if not path.is_file() and (EXAMPLES / sub / text).is_file():
+                    path = EXAMPLES / sub / text
         if not path.is_file():
-            where = ", ".join([str(d) for d in mugraph_dirs] + ["examples/", "examples/suite/"])
+            where = ", ".join([str(d) for d in mugraph_dirs] + ["examples/", "examples/suite/", "examples/tc/"])
             raise BenchError(f"{text}: no such file (looked in {where})")
         paths = groups.setdefault(workload_of_file(path), [])
         if path.resolve() not in [p.resolve() for p in paths]:

@@ -1,8 +1,10 @@
-"""Reading a kernel graph from disk: a muGraph JSON file (Mirage's saved format) or textual
-IR, into a verified `builtin.module`."""
+"""Reading a kernel graph from disk: a muGraph JSON file (Mirage's saved format), a Tensor
+Comprehensions file (`.tc`, sizes from its `# sizes:` line) or textual IR, into a verified
+`builtin.module`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,15 +13,21 @@ class ModuleLoadError(ValueError):
     """The file is missing or does not hold a `builtin.module`; the message names the file."""
 
 
-def load_module(path: Path, era: str | None = None) -> Any:
-    """A verified `builtin.module` from a muGraph JSON file (`.json`) or textual IR (anything else).
+def load_module(path: Path, era: str | None = None, sizes: Mapping[str, int] | None = None) -> Any:
+    """A verified `builtin.module` from a muGraph JSON file (`.json`), a Tensor Comprehensions
+    file (`.tc`: every definition, frontends/tc/files.py `tc_file`) or textual IR (anything else).
 
     Args:
         path: the file.
         era: for muGraph files, which Mirage JSON layout to read (see `frontends/mugraph_schema.py`).
+        sizes: for `.tc` files, sizes that override those of the file's `# sizes:` line
+            (`--tc-sizes`); must be None or empty for other files.
 
     Raises:
-        ModuleLoadError: no such file, or the IR's top-level op is not a `builtin.module`.
+        ModuleLoadError: no such file, the IR's top-level op is not a `builtin.module`, or
+            `sizes` given for a file that is not `.tc`.
+        TcError: a `.tc` file that does not parse, check or lower, or a size that neither its
+            sizes line nor `sizes` gives (located, one line).
         ParseError, VerifyException, MugraphError: the file does not parse or verify (their
             messages carry the location); VerifyException also for the module-level checks of
             `dialects/kn/graph_verify.py` (dominance, signature tensors and strides).
@@ -27,7 +35,12 @@ def load_module(path: Path, era: str | None = None) -> Any:
     """
     if not path.is_file():
         raise ModuleLoadError(f"{path}: no such file")
-    if path.suffix.lower() == ".json":
+    suffix = path.suffix.lower()
+    if sizes and suffix != ".tc":
+        raise ModuleLoadError(f"{path}: sizes (--tc-sizes) apply to Tensor Comprehensions files (.tc) only")
+    if suffix == ".tc":
+        return _load_tc(path, sizes)
+    if suffix == ".json":
         from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
 
         return load_mugraph_file(path, era=era)
@@ -43,6 +56,16 @@ def load_module(path: Path, era: str | None = None) -> Any:
     module = Parser(make_context(), text, str(path)).parse_module()
     if not isinstance(module, ModuleOp):
         raise ModuleLoadError(f"{path}: expected a builtin.module")
+    module.verify()
+    verify_kernel_graphs(module)
+    return module
+
+
+def _load_tc(path: Path, sizes: Mapping[str, int] | None) -> Any:
+    from mirage_xdsl.dialects.kn.graph_verify import verify_kernel_graphs
+    from mirage_xdsl.frontends.tc.files import tc_file
+
+    module = tc_file(path.read_text(), str(path), sizes)
     module.verify()
     verify_kernel_graphs(module)
     return module

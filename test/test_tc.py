@@ -547,6 +547,6 @@ def test_mirage_opt_prints_located_errors(tmp_path) -> None:
     path.write_text(MATMUL)
     proc = run_opt(str(path), "--tc-sizes", "M=4,K=8")
     assert proc.returncode == 1
-    assert proc.stderr == f"mirage-opt: error: {path}:1:36: missing size for 'N' (give it in sizes / --tc-sizes, e.g. N=64)\n"
+    assert proc.stderr == f"mirage-opt: error: {path}:1:36: missing size for 'N' (give it in a '# sizes: N=64' line or with --tc-sizes)\n"
     proc = run_opt(str(path), "--tc-sizes", "M=4,K8")
     assert proc.returncode == 1 and proc.stderr == "mirage-opt: error: bad size 'K8' (expected NAME=INT, e.g. N=64)\n"

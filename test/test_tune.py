@@ -374,6 +374,18 @@ def test_mirage_tune_dry_run(tmp_path: Path) -> None:
     assert not (tmp_path / "tune.json").exists()  # a dry run times nothing and caches nothing
 
 
+def test_mirage_tune_reads_tc_files(tmp_path: Path) -> None:
+    """A `.tc` file is tuned like any graph: sizes from its `# sizes:` line, `--tc-sizes`
+    overriding them (the fake evaluator: no GPU needed)."""
+    tc = REPO / "examples" / "tc" / "gqa.tc"
+    proc = run_tool(TOOL, str(tc), "--fake-evaluator", "0", "--population", "4", "--generations", "1", "--no-cache",
+                    "--tc-sizes", "G=1,L=256", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1].startswith("best: c")
+    proc = run_tool(TOOL, str(tc), "--fake-evaluator", "0", "--no-cache", "--tc-sizes", "Q=1", timeout=120)
+    assert_one_line_error("mirage-tune", proc, f"{tc}:6:5: unknown size symbol 'Q' in the sizes given")
+
+
 # ---------------------------------------------------------------------------------------
 # On a GPU
 
@@ -428,6 +440,34 @@ def test_bench_tune_mode_with_a_synthetic_evaluator(monkeypatch: pytest.MonkeyPa
     table = report_lines(rows, "synthetic")
     assert any(line.startswith(f"| lora | {row.graph} | {row.best} | {row.best_us:.2f} | {row.hand_swept} |") for line in table)
     assert any(line.startswith(f"- lora {row.graph}: 1: ") for line in table)
+
+
+def test_bench_tune_mode_tunes_tc_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`mirage-bench --tune --files X.tc Y.mlir`: one row per graph, a `.tc` file is workload
+    `tc_<stem>` with its sizes line overridden by `--tc-sizes`; --workloads filters the files."""
+    pytest.importorskip("mirage_xdsl.passes.pipeline")
+    from mirage_xdsl.bench import BenchError
+    from mirage_xdsl.bench.tune import tune_workloads
+    from mirage_xdsl.driver.tune import evaluate, tuner
+
+    monkeypatch.setattr(evaluate, "gpu_identity", lambda: {"device": "synthetic", "arch": "sm_00"})
+    seen: list[str] = []
+
+    def fake(single, name, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202 - make_evaluator's signature
+        seen.append(str(single))
+        return SyntheticEvaluator()
+
+    monkeypatch.setattr(tuner, "make_evaluator", fake)
+    files = [str(REPO / "examples" / "tc" / "lora.tc"), "lora.mlir"]
+    kwargs = dict(generations=1, population=4, jobs=1, seed=0, cache_path=tmp_path / "t.json", arch=None, log=lambda s: None)
+    rows, _ = tune_workloads(None, files=files, tc_sizes={"M": 8}, **kwargs)  # type: ignore[arg-type]
+    assert [(r.workload, r.graph) for r in rows] == [("lora", "lora"), ("tc_lora", "lora")]
+    assert all(r.best is not None for r in rows)
+    assert "tensor<8x256xf16>" in seen[1] and "tensor<16x256xf16>" in seen[0]
+    rows, _ = tune_workloads("tc_lora", files=files, **kwargs)  # type: ignore[arg-type]
+    assert [r.workload for r in rows] == ["tc_lora"]
+    with pytest.raises(BenchError, match="--tc-sizes applies to Tensor Comprehensions files"):
+        tune_workloads("lora", tc_sizes={"M": 8}, **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.mark.skipif(has_gpu(), reason="checks the message shown without a GPU")

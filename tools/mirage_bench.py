@@ -32,9 +32,14 @@ Mirage and plain-graph µs, each peer's µs, speedup over the best peer, MB move
 fraction of the copy bandwidth), and the markdown report with every candidate.
 
 `--tune` (bench/tune.py): instead of the fixed variant list, the genetic tuner of
-driver/tune/ searches the pass options of each workload's plain graph (`--tune-generations`,
-`--tune-population`, the tuning cache `--tune-cache`); one row per graph: the best genome and
-its µs against the default genome's.
+driver/tune/ searches the pass options of each workload's plain graph, or of every graph of
+`--files` (Tensor Comprehensions `.tc` files too: sizes from their `# sizes:` line,
+`--tc-sizes` overriding them) (`--tune-generations`, `--tune-population`, the tuning cache
+`--tune-cache`); one row per graph: the best genome and its µs against the default genome's
+and the fastest hand-swept variant's.
+
+A `.tc` file given to `--files` is a workload of its own, `tc_<stem>` (examples/tc/lora.tc:
+`tc_lora`); bare names are also looked up under examples/tc/.
 
 Exit status: 0 when every candidate passed or was rejected at compile time (more shared
 memory than the GPU has), 1 otherwise and on errors (one line on stderr, no traceback), 130
@@ -95,7 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("report", nargs="?", type=Path, help="markdown file to write the report to")
     p.add_argument("--workloads", metavar="A,B", help="workloads or groups to run (default: "
                    f"{','.join(w.name for w in WORKLOADS if w.name not in GROUPS['suite'])}; group: suite)")
-    p.add_argument("--files", nargs="+", metavar="FILE", help="muGraph / .mlir files (names or paths) instead of the workload table")
+    p.add_argument("--files", nargs="+", metavar="FILE",
+                   help="muGraph / .mlir / Tensor Comprehensions .tc files (names or paths) instead of the workload table")
+    p.add_argument("--tc-sizes", metavar="N=64,...",
+                   help="with --tune: sizes overriding the '# sizes:' line of the .tc files of --files")
     p.add_argument("--mugraphs", action="append", type=Path, default=[], metavar="DIR",
                    help="extra directory of muGraph files (e.g. mha_bs1.json), searched before the shared one")
     p.add_argument("--shared", type=Path, default=default_mugraph_dir(), metavar="DIR",
@@ -205,6 +213,9 @@ def _main(args: argparse.Namespace) -> int:
         if args.prepare_only is not None or args.from_dir is not None or args.variants is not None:
             raise BenchError("--tune replaces --variants and runs in one process: leave out --variants, --prepare-only and --from")
         return run_tune_mode(args)
+    if args.tc_sizes is not None:
+        raise BenchError("--tc-sizes goes with --tune (the CPU-phase cache keys on file bytes: "
+                         "write the sizes in the .tc file's '# sizes:' line)")
     from mirage_xdsl.bench.prepare import load_prepared, parse_variants, save_prepared
     from mirage_xdsl.bench.workloads import select
 

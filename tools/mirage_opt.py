@@ -4,6 +4,7 @@ Mirage muGraph JSON frontend registered.
     mirage-opt rmsnorm_bs1.json                       # import a saved muGraph file (.json => mugraph)
     mirage-opt graph.mlir -p mirage-transpile -t cuda # full pipeline, print CUDA
     mirage-opt softmax.tc --tc-sizes N=64,D=128       # Tensor Comprehensions (.tc => tc)
+    mirage-opt examples/tc/lora.tc                    # sizes from the file's '# sizes:' line
 
 Errors (bad input, failed verification, failed pass) are printed as one located message on
 stderr with exit code 1, never as a Python traceback.
@@ -92,11 +93,12 @@ class MirageOptMain(xDSLOptMain):
         self.available_frontends["tc"] = self._parse_tc
 
     def _parse_tc(self, stream: IO[bytes]) -> ModuleOp:
-        """Tensor Comprehensions source -> kernel graph, sizes from `--tc-sizes`."""
-        from mirage_xdsl.frontends.tc import parse_sizes, tc
+        """Tensor Comprehensions source -> kernel graph: every definition (or `--tc-def`), sizes
+        from the source's `# sizes:` line, `--tc-sizes` overriding them."""
+        from mirage_xdsl.frontends.tc import parse_sizes, tc_file
 
         sizes = parse_sizes(self.args.tc_sizes)
-        return tc(stream.read().decode(), self.args.tc_def, sizes, filename=self.get_input_name())
+        return tc_file(stream.read().decode(), self.get_input_name(), sizes, name=self.args.tc_def)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -108,9 +110,10 @@ class MirageOptMain(xDSLOptMain):
             "default: era A when detected (code 921 or tb_accum_* names), else C",
         )
         arg_parser.add_argument(
-            "--tc-sizes", default="", help="sizes of a Tensor Comprehensions input, e.g. N=64,D=128"
+            "--tc-sizes", default="",
+            help="sizes of a Tensor Comprehensions input, e.g. N=64,D=128 (override its '# sizes:' line)"
         )
-        arg_parser.add_argument("--tc-def", default=None, help="the TC definition to compile (default: the only one)")
+        arg_parser.add_argument("--tc-def", default=None, help="the TC definition to compile (default: every one)")
 
 
 def _one_line(err: BaseException) -> str:

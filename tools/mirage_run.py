@@ -4,12 +4,13 @@
     mirage-run gqa_bs1.json --graph 3 --check --bench  # one candidate, timed against torch
     mirage-run graph.mlir --check
 
-Steps per graph: import (`.json`: Mirage muGraph file; anything else: textual IR with our
-dialects), the default pipeline (`mirage-transpile`), `emit_cuda`, nvcc (disk cache), then
-on the GPU one run on fresh seeded random inputs with NaN-poisoned outputs.  `--check`
-compares with the float64 reference executor: error = max|out - ref| / max|ref| over the
-outputs, passing at `--atol-rel` (1e-2, right for fp16).  `--bench` times the graph with CUDA
-events (warm-up, then the median of many timed sweeps over several rotated input sets):
+Steps per graph: import (`.json`: Mirage muGraph file; `.tc`: Tensor Comprehensions, sizes
+from its `# sizes:` line or `--tc-sizes`; anything else: textual IR with our dialects), the
+default pipeline (`mirage-transpile`), `emit_cuda`, nvcc (disk cache), then on the GPU one
+run on fresh seeded random inputs with NaN-poisoned outputs.  `--check` compares with the
+float64 reference executor: error = max|out - ref| / max|ref| over the outputs, passing at
+`--atol-rel` (1e-2, right for fp16).  `--bench` times the graph with CUDA events
+(warm-up, then the median of many timed sweeps over several rotated input sets):
 "ours" = a call of the compiled graph (checks, allocation, launches), "ours graph" = a call
 in CUDA-graph mode, "ours dev" = device time alone (one CUDA graph over all input sets,
 replayed), and the torch program of the same workload in the same run (eager and CUDA
@@ -60,10 +61,19 @@ class RunError(Exception):
 # Import
 
 
-def load_module(path: Path, era: str | None = None) -> Any:
-    """`driver.load.load_module`, its file errors as `RunError`."""
+def load_module(path: Path, era: str | None = None, tc_sizes: str | None = None) -> Any:
+    """`driver.load.load_module`, its file errors (and those of a `.tc` file or of
+    `tc_sizes`, the `--tc-sizes` text) as `RunError`."""
+    from mirage_xdsl.frontends.tc import TcError, parse_sizes
+
     try:
-        return _load_module(path, era)
+        sizes = parse_sizes(tc_sizes or "")
+    except ValueError as err:
+        raise RunError(f"--tc-sizes: {err}") from None
+    try:
+        return _load_module(path, era, sizes=sizes)
+    except TcError as err:
+        raise RunError(f"{err.location}: {err.message}") from None
     except ModuleLoadError as err:
         raise RunError(str(err)) from None
 
@@ -397,9 +407,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
-        description="Compile a Mirage kernel graph (muGraph .json or .mlir), run it on the GPU, check and time it.",
+        description="Compile a Mirage kernel graph (muGraph .json, .mlir or TC .tc), run it on the GPU, check and time it.",
     )
-    p.add_argument("file", type=Path, help="a Mirage muGraph JSON file or a textual IR (.mlir) file")
+    p.add_argument("file", type=Path, help="a Mirage muGraph JSON file, a textual IR (.mlir) file or a Tensor "
+                   "Comprehensions file (.tc, sizes from its '# sizes:' line)")
+    p.add_argument("--tc-sizes", metavar="N=64,...", help="sizes of a .tc file, overriding its '# sizes:' line")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--graph", metavar="N", help="graph index in the file (or function name); default 0")
     which.add_argument("--all", action="store_true", help="run every graph of the file")
@@ -455,7 +467,7 @@ def _main(args: argparse.Namespace) -> int:
 
     if args.atol_rel <= 0:
         raise RunError("--atol-rel must be positive")
-    module = load_module(args.file, args.era)
+    module = load_module(args.file, args.era, args.tc_sizes)
     funcs, note = select(functions(module), args.graph, args.all)
     gpu = gpu_available()
     nvcc = find_nvcc()

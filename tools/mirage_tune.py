@@ -4,6 +4,7 @@
     mirage-tune examples/lora.mlir --generations 4 --population 16 --budget-s 120
     mirage-tune ../shared/mugraphs/rmsnorm_bs1.json --graph 0 --jobs 16
     mirage-tune examples/lora.mlir --dry-run                       # no GPU: build generation 0
+    mirage-tune examples/tc/gqa.tc --tc-sizes G=4                  # TC: sizes from '# sizes:', overridden
 
 Genes are `mirage-transpile` options (driver/tune/space.py: plan rank, pipeline stages,
 split-K, grid sums, reduced partials, late finisher, lone-block ring depth).  Each generation
@@ -50,7 +51,9 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Genetic autotuning of the compiler's pass options for one kernel graph.")
-    p.add_argument("file", type=Path, help="kernel graph: textual IR (.mlir) or a Mirage muGraph file (.json)")
+    p.add_argument("file", type=Path, help="kernel graph: textual IR (.mlir), a Mirage muGraph file (.json) or "
+                   "Tensor Comprehensions (.tc, sizes from its '# sizes:' line)")
+    p.add_argument("--tc-sizes", metavar="N=64,...", help="sizes of a .tc file, overriding its '# sizes:' line")
     p.add_argument("--graph", help="function name or index in the file (default: the only one)")
     p.add_argument("--generations", type=int, default=25, help="generations (default 25)")
     p.add_argument("--population", type=int, default=100, help="genomes per generation (default 100)")
@@ -108,9 +111,16 @@ def _config(args: argparse.Namespace) -> Any:
 
 def _load(args: argparse.Namespace) -> tuple[Any, str]:
     from mirage_xdsl.driver.load import ModuleLoadError, functions, load_module
+    from mirage_xdsl.frontends.tc import TcError, parse_sizes
 
     try:
-        module = load_module(args.file)
+        sizes = parse_sizes(args.tc_sizes or "")
+    except ValueError as err:
+        raise TuneError(f"--tc-sizes: {err}") from None
+    try:
+        module = load_module(args.file, sizes=sizes)
+    except TcError as err:
+        raise TuneError(f"{err.location}: {err.message}") from None
     except ModuleLoadError as err:
         raise TuneError(str(err)) from None
     names = [f.sym_name.data for f in functions(module)]

@@ -9,7 +9,8 @@
 
 Pipeline: `parser.parse` (lark LALR grammar `grammar.lark`), `checks.check` (names, types,
 ranges, shapes, DAG), `lower.lower` (builder API); `interpret.interpret` evaluates a checked
-definition directly in numpy.  Every problem is a located `TcError`
+definition directly in numpy.  `files.tc_file` compiles a `.tc` file: every definition, with
+the sizes of its `# sizes: N=64,D=128` comment line (examples/tc/ holds such files).  Every problem is a located `TcError`
 (`FILE:LINE:COL: error: MESSAGE`).
 """
 
@@ -22,11 +23,23 @@ from xdsl.dialects.builtin import ModuleOp
 from mirage_xdsl.frontends.tc.checked_def import CheckedDef
 from mirage_xdsl.frontends.tc.checks import check
 from mirage_xdsl.frontends.tc.errors import TcError
+from mirage_xdsl.frontends.tc.files import parse_sizes, read_sizes_header, tc_file
 from mirage_xdsl.frontends.tc.interpret import interpret
 from mirage_xdsl.frontends.tc.lower import lower
 from mirage_xdsl.frontends.tc.parser import parse
 
-__all__ = ["TcError", "check", "check_source", "interpret", "lower", "parse", "parse_sizes", "tc"]
+__all__ = [
+    "TcError",
+    "check",
+    "check_source",
+    "interpret",
+    "lower",
+    "parse",
+    "parse_sizes",
+    "read_sizes_header",
+    "tc",
+    "tc_file",
+]
 
 
 def check_source(source: str, name: str | None = None, filename: str = "<tc>") -> CheckedDef:
@@ -60,21 +73,3 @@ def tc(
         TcError: a syntax, semantic or size error, or a construct kn cannot express yet.
     """
     return lower(check_source(source, name, filename), dict(sizes or {}))
-
-
-def parse_sizes(text: str) -> dict[str, int]:
-    """Read `N=64,D=128` (the `mirage-opt --tc-sizes` syntax) into `{"N": 64, "D": 128}`.
-
-    Raises:
-        ValueError: an entry that is not `NAME=INT`, or a name given twice.
-    """
-    sizes: dict[str, int] = {}
-    for entry in filter(None, (part.strip() for part in text.split(","))):
-        key, sep, value = entry.partition("=")
-        key = key.strip()
-        if not sep or not key.isidentifier() or not value.strip().lstrip("-").isdigit():
-            raise ValueError(f"bad size '{entry}' (expected NAME=INT, e.g. N=64)")
-        if key in sizes:
-            raise ValueError(f"size '{key}' given twice")
-        sizes[key] = int(value)
-    return sizes
