@@ -200,11 +200,12 @@ class DeviceModel:
     kernels over 4096 x 4096 fp16 on an H200 (2026-11-26) against this model without the term:
     a layernorm with 2-row tiles at 128 threads (8 warps per SM, 7 ops) 133 µs measured vs
     38.8 estimated, a softmax with 1-row tiles at 128 threads (36 warps, 5 ops) 40.8 vs 27.5.
-    Row chains (`row_chain_threads`) keep their values in registers and pay none of it; nor
-    do grids of at most one block per SM, where each block's passes are latency
-    (`block_latency_us`), not SM throughput, nor split-K combine kernels (small tiles of
-    partials: with the term, gqa's combine moved to another grid and gqa took 8.5 / 32.5 µs
-    at batch 1 / 8 against 8.2 / 30.6 without it, H200, 2026-11-26)."""
+    Row chains (`row_chain_threads`) keep their values in registers and pay none of it, nor
+    do split-K combine kernels (small tiles of partials: with the term, gqa's combine moved to
+    another grid and gqa took 8.5 / 32.5 µs at batch 1 / 8 against 8.2 / 30.6 without it,
+    H200, 2026-11-26).  Grids of at most one block per SM pay it too: a row sum over 16 x
+    1024 x 4096 fp16 planned as 128 blocks walking 32 loop tiles took 106 µs where the
+    2048-block plan it then beat on the estimate took 56."""
     launch_us: float = 1.5  # per kernel, incl. the drain/ramp between dependent kernels
     iter_latency_us: float = 0.25  # exposed per for-loop iteration (double-buffered loads)
     mem_latency_us: float = 0.5  # global-load latency under load (Little's law)
@@ -559,7 +560,7 @@ class CostModel:
         # block latency per wave)
         chained = not mma_flops and row_chain_threads(plan, dev.max_threads_per_block, dev.num_sms) is not None
         combine = any(n.kind == "input" and isinstance(n.ext, tuple) and n.ext[:1] == ("partial",) for n in group.nodes)
-        if not mma_flops and blocks > dev.num_sms and not combine and not chained:
+        if not mma_flops and not combine and not chained:
             warps = min(occ, max(1.0, blocks / dev.num_sms)) * plan.threads / 32
             passes_us = self._smem_element_ops(plan) * blocks / dev.num_sms / (warps * dev.smem_ops_per_warp_ns * 1e3)
         cost = (
