@@ -8,9 +8,10 @@ schedule and writes it as attributes of `cute.hopper_gemm` (dialects/cute/hopper
 which the CUDA printer only prints:
 
 - tile: BM = 128 (two consumer warpgroups of m64 wgmma each; 64 and one consumer when
-  m <= 64), BN one of wgmma's N extents 256, 128, 64 (`choose_tile_n`: the least padded
-  work over the persistent grid's rounds, the widest on ties), BK = 64 (one 128-byte
-  swizzle row);
+  m <= 64, or when only 64-row tiles fill at least `MIN_ROUND_FILL` of the SM rounds: a
+  128 x 4096 x 12288 GEMM has 64 tiles of 128 x 64 but 128 of 64 x 64), BN one of wgmma's
+  N extents 256, 128, 64 (`choose_tile_n`: the least padded work over the persistent grid's
+  rounds, the widest on ties), BK = 64 (one 128-byte swizzle row);
 - stages: the deepest ring of (BM + BN) x BK stage buffers that fits the 227 KiB opt-in
   shared memory of sm_90 (CUDA C++ Programming Guide, "Technical Specifications per Compute
   Capability"), at most `MAX_STAGES`;
@@ -90,6 +91,12 @@ rounds: a narrower tile re-reads more operand bytes per output, (1/BM + 1/BN) x 
 output element, so it only pays when the wide tile leaves many SMs idle in its last round."""
 
 
+def _fill(view: GemmView, bm: int, bn: int, num_sms: int = SM90.num_sms) -> float:
+    """The share of the persistent grid's SM rounds that `bm` x `bn` tiles keep busy."""
+    tiles = math.ceil(view.m / bm) * math.ceil(view.n / bn) * view.batch
+    return tiles / (math.ceil(tiles / num_sms) * num_sms)
+
+
 def choose_tile_n(view: GemmView, bm: int, num_sms: int = SM90.num_sms) -> int:
     """BN: the widest of wgmma's 256, 128, 64 (at most n, rounded up to 64) whose persistent
     grid fills >= `MIN_ROUND_FILL` of its rounds, fill = tiles / (ceil(tiles / SMs) x SMs)
@@ -102,8 +109,7 @@ def choose_tile_n(view: GemmView, bm: int, num_sms: int = SM90.num_sms) -> int:
     candidates = sorted((t for t in TILE_N if t <= max(view.n, TILE_N[0])), reverse=True)
 
     def fill(bn: int) -> float:
-        tiles = math.ceil(view.m / bm) * math.ceil(view.n / bn) * view.batch
-        return tiles / (math.ceil(tiles / num_sms) * num_sms)
+        return _fill(view, bm, bn, num_sms)
 
     for bn in candidates:
         if fill(bn) >= MIN_ROUND_FILL:
@@ -135,6 +141,11 @@ def plan_schedule(
     consumers = 1 if view.m <= 64 else 2
     bm = 64 * consumers
     bn = tile_n or choose_tile_n(view, bm)
+    if not tile_n and consumers == 2 and _fill(view, bm, bn) < MIN_ROUND_FILL <= _fill(view, 64, choose_tile_n(view, 64)):
+        # a skinny GEMM (an MLP at batch 128: 64 tiles of 128 x 64 on 132 SMs) fills the
+        # GPU only with one consumer warpgroup per block, 64-row tiles
+        consumers, bm = 1, 64
+        bn = choose_tile_n(view, bm)
     if bn not in TILE_N:
         raise ValueError(f"tile-n={bn} is not one of {TILE_N}")
     aligned = view.n % 8 == 0 and all(s % 8 == 0 for s in view.out_strides)
