@@ -73,21 +73,46 @@ add + rmsnorm fp16 35.9 / 42.1 (two streamed rows: 16 bytes each); layernorm fp3
 
 def row_chain_threads(plan: KernelPlan, max_threads: int, num_sms: int) -> int | None:
     """The threads per block with which cute-row-chains will keep all of `plan`'s work in
-    registers, or None if it will not: a loop-free, unsplit plan whose computed values are
-    all tiles of one row ([1, ..., 1, C] or a per-row scalar) made by elementwise ops and
+    registers, or None if it will not (`row_chain_length`).  Each thread then owns
+    `C / threads` consecutive elements: at least one 16-byte vector,
+    `ROW_CHAIN_BYTES_PER_THREAD` of streamed rows when the grid has a block per SM, more (at
+    most `ROW_CHAIN_MAX_ELEMENTS`) when a row needs more than `max_threads` threads, fewer
+    when the block would have under 128 threads."""
+    row = row_chain_length(plan)
+    if row is None:
+        return None
+    length, elem = row
+    group = plan.group
+    streamed = sum(
+        1
+        for n in plan.needed
+        if group.nodes[n].kind == "input" and plan.tiles[n][-1] == length and numel(group.nodes[n].shape) > length
+    )
+    # a grid that leaves SMs idle gains from more threads per row, not more bytes per thread
+    # (nTrans: 8 rows, 512 threads each)
+    wanted = ROW_CHAIN_BYTES_PER_THREAD // max(1, streamed) if math.prod(plan.grid) >= num_sms else 0
+    per_thread = max(ROW_CHAIN_VECTOR_BYTES, wanted) // elem
+    while length // per_thread > max_threads and per_thread < ROW_CHAIN_MAX_ELEMENTS:
+        per_thread *= 2
+    while length // per_thread < 128 and per_thread > 1:
+        per_thread //= 2
+    threads = length // per_thread
+    if length % per_thread or threads % 32 or threads > max_threads or per_thread > ROW_CHAIN_MAX_ELEMENTS:
+        return None
+    return threads
+
+
+def row_chain_length(plan: KernelPlan) -> tuple[int, int] | None:
+    """(C, the smallest element size in bytes) when cute-row-chains will keep all of `plan`'s
+    work in registers, else None: a loop-free, unsplit plan whose computed values are all
+    tiles of one row ([1, ..., 1, C] or a per-row scalar) made by elementwise ops and
     sums/maxima over the whole row (the pass's rules, passes/cute/row_chains.py, predicted on
-    the plan).  Each thread then owns `C / threads` consecutive elements: at least one 16-byte
-    vector, `ROW_CHAIN_BYTES_PER_THREAD` of streamed rows when the grid has a block per SM, more (at most
-    `ROW_CHAIN_MAX_ELEMENTS`) when a row needs more than `max_threads` threads, fewer when the
-    block would have under 128 threads."""
+    the plan)."""
     if plan.split > 1 or plan.forloop_range > 1:
         return None
     group = plan.group
     computed = [n for n in plan.needed if n not in plan.skipped and group.nodes[n].kind != "input"]
-    if not computed:
-        return None
-    length = 0
-    smallest = 16
+    length, smallest = 0, 16
     for n in computed:
         node = group.nodes[n]
         if node.kind not in ROW_CHAIN_KINDS:
@@ -98,32 +123,12 @@ def row_chain_threads(plan: KernelPlan, max_threads: int, num_sms: int) -> int |
                 return None
             rows.append(plan.tiles[node.args[0]])
         for t in rows:
-            if any(d != 1 for d in t[:-1]):
+            if any(d != 1 for d in t[:-1]) or (t[-1] > 1 and length and t[-1] != length):
                 return None
             if t[-1] > 1:
-                if length and t[-1] != length:
-                    return None
                 length = t[-1]
         smallest = min(smallest, elem_bytes(node.dtype))
-    if length == 0:
-        return None
-    streamed = sum(
-        1
-        for n in plan.needed
-        if group.nodes[n].kind == "input" and plan.tiles[n][-1] == length and numel(group.nodes[n].shape) > length
-    )
-    # a grid that leaves SMs idle gains from more threads per row, not more bytes per thread
-    # (nTrans: 8 rows, 512 threads each)
-    wanted = ROW_CHAIN_BYTES_PER_THREAD // max(1, streamed) if math.prod(plan.grid) >= num_sms else 0
-    per_thread = max(ROW_CHAIN_VECTOR_BYTES, wanted) // smallest
-    while length // per_thread > max_threads and per_thread < ROW_CHAIN_MAX_ELEMENTS:
-        per_thread *= 2
-    while length // per_thread < 128 and per_thread > 1:
-        per_thread //= 2
-    threads = length // per_thread
-    if length % per_thread or threads % 32 or threads > max_threads or per_thread > ROW_CHAIN_MAX_ELEMENTS:
-        return None
-    return threads
+    return (length, smallest) if length else None
 
 
 @dataclass(frozen=True)
