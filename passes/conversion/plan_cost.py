@@ -596,7 +596,7 @@ class CostModel:
             round(abs(per_sm - dev.blocks_for_full_mma_rate), 1),
             align_penalty,
             blocks,
-            -self._shortest_input_row(plan),
+            -self._shortest_input_row(plan) if unique > SM90.l2_bytes else 0,
             -kt if R > 1 else 0,
             n_ops,
         )
@@ -606,8 +606,11 @@ class CostModel:
     def _shortest_input_row(plan: KernelPlan) -> int:
         """Bytes of the shortest contiguous run of any input tile (its last dim when that dim
         is cut, else the whole tensor row): among plans the estimate cannot tell apart, longer
-        runs stream better (a sum over dim 0 of [16, 1024, 4096] tied 32-column tiles, 64-byte
-        runs, with 1024-column ones)."""
+        runs stream better from DRAM (a sum over dim 0 of [16, 1024, 4096] tied 32-column
+        tiles, 64-byte runs, with 1024-column ones: 68.3 / 42.4 µs on an H200, 2026-11-26).
+        The tie-break asks for it only when the group's bytes exceed the L2 (`SM90.l2_bytes`):
+        below that, tiles are shaped by the other criteria (a megakernel's per-op kernels keep
+        the column tiles whose consumers read one producer tile each)."""
         runs = [
             plan.tiles[n][-1] * elem_bytes(plan.group.nodes[n].dtype)
             for n in plan.needed
