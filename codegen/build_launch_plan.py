@@ -159,7 +159,8 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
             )
             continue
         if isinstance(op, HopperGemmOp):
-            steps.append(hopper_launch(op, ref))
+            steps.append(hopper_launch(op, ref, counters))
+            counters += op.counter_words()
             continue
         if isinstance(op, PermuteCopyOp):
             steps.append(permute_launch(op, ref))

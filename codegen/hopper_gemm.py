@@ -10,7 +10,9 @@ The op's attributes are printed as they are (convert-contraction-to-hopper decid
     }
 
 With an ELWISE_MUL factor (`op.mul`) the kernel takes `const T* d` after `c` and instantiates
-`gemm_ws<..., CLUSTER, 1>` (the epilogue multiplies by D); the launch passes its pointer.
+`gemm_ws<..., CLUSTER, 1>` (the epilogue multiplies by D); the launch passes its pointer.  With
+an `activation` the source defines `struct <kernel>_act { apply(x) }` from the op's functions
+(the same `mx::f_*` expressions as every other epilogue) and passes it as `ACT`.
 
 The launch (`KernelLaunch`) carries two `TensorMapSpec`s, A as {k, m, c_inner, c_outer}
 with box {64, BM, 1, 1} and B as {n, k, ...} with box {64, 64, 1, 1} (N-contiguous B) or
@@ -28,11 +30,13 @@ from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorMapSpec, TensorRef
+from mirage_xdsl.codegen.printer_base import KernelPrinterBase
 from mirage_xdsl.dialects.cute.hopper_gemm import BK, EPILOGUES, HopperGemmOp
 
 HEADER = "mirage_xdsl/hopper_gemm.cuh"
 _CTYPES = {Float16Type: ("half", "float16"), BFloat16Type: ("__nv_bfloat16", "bfloat16")}
 _BARRIER_SLACK = 1024  # alignment of the ring to 1024 B (hopper_gemm.cuh: gemm_ws_smem_bytes)
+_SPLIT_TICKETS = 16  # the split-K arrival words of the consumers (hopper_gemm.cuh: gemm_ws_smem_bytes)
 
 
 class HopperArchError(CudaEmitError):
@@ -80,7 +84,7 @@ def smem_bytes(op: HopperGemmOp) -> int:
     bm, bn, bk = op.ints("tile")
     stages = op.stages.value.data
     staging = bm * bn * 2 if op.epilogue.data == "tma_store" else 0
-    return stages * (bm + bn) * bk * 2 + staging + 2 * stages * 8 + _BARRIER_SLACK
+    return stages * (bm + bn) * bk * 2 + staging + 2 * stages * 8 + _SPLIT_TICKETS + _BARRIER_SLACK
 
 
 def threads(op: HopperGemmOp) -> int:
@@ -101,23 +105,45 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     shape = f"{m}, {n}, {k}, {b_in * b_out}, {b_in}, {ldc}LL, {c_in}LL, {c_out}LL, {op.group_m.value.data}"
     epilogue = op.epilogue.data
     has_mul = op.mul is not None
+    name = op.kernel_name.data
+    act = f"{name}_act" if op.activation is not None else ""
+    split = op.splits
+    # trailing template arguments only as far as they differ from the header's defaults
+    tail = [str(1 if has_mul else 0), act or "mx::hopper::NoActivation", str(split)]
+    keep = 3 if split > 1 else 2 if act else 1 if has_mul else 0
     template = (
         f"{ctype}, {bn}, {op.stages.value.data}, {op.consumers.value.data}, "
         f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}, {op.cluster.value.data}"
-        + (", 1" if has_mul else "")
+        + "".join(f", {t}" for t in tail[:keep])
     )
+    params = f", const {ctype}* __restrict__ d" if has_mul else ""
+    call_args = ", d" if has_mul else ", nullptr" if split > 1 else ""
+    if split > 1:
+        params += ", float* __restrict__ ws, unsigned* __restrict__ cnt"
+        call_args += ", ws, cnt"
     cluster = op.cluster.value.data
     dims = f"__cluster_dims__({cluster}, 1, 1) " if cluster > 1 else ""
-    name = op.kernel_name.data
     maps = "const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b"
     maps += ", const __grid_constant__ CUtensorMap cm" if epilogue == "tma_store" else ""
     cmap = "&cm" if epilogue == "tma_store" else "nullptr"
+    act_struct = []
+    if act:
+        assert op.activation is not None
+        value = KernelPrinterBase.apply_epilogue("x", op.activation)
+        act_struct = [
+            '#include "mirage_xdsl/core.cuh"',
+            f"struct {act} {{",
+            "  static constexpr bool kIdentity = false;",
+            f"  static __device__ __forceinline__ float apply(float x) {{ return {value}; }}",
+            "};",
+        ]
     return "\n".join(
         [
             f'#include "{HEADER}"',
+            *act_struct,
             f'extern "C" __global__ void {dims}__launch_bounds__({threads(op)}, 1)',
-            f"{name}({maps}, {ctype}* __restrict__ c{f', const {ctype}* __restrict__ d' if has_mul else ''}) {{",
-            f"  mx::hopper::gemm_ws<{template}>(&a, &b, {cmap}, c, mx::hopper::GemmShape{{{shape}}}{', d' if has_mul else ''});",
+            f"{name}({maps}, {ctype}* __restrict__ c{params}) {{",
+            f"  mx::hopper::gemm_ws<{template}>(&a, &b, {cmap}, c, mx::hopper::GemmShape{{{shape}}}{call_args});",
             "}",
             "",
         ]
@@ -138,12 +164,15 @@ def _span(value: SSAValue, elem: int) -> int:
     return -(-total * elem // 16) * 16
 
 
-def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorRef]) -> KernelLaunch:
-    """The `KernelLaunch` of `op`: grid, block, shared memory, tensor maps and C's pointer.
+def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorRef], counters: int = 0) -> KernelLaunch:
+    """The `KernelLaunch` of `op`: grid, block, shared memory, tensor maps and C's pointer
+    (then D's; for split-K the partial tiles in the workspace and its arrival counters).
 
     Args:
         op: the kernel.
         ref: where a value lives (graph input/output/workspace), as the CUDA printer resolves it.
+        counters: the first 32-bit word of the plan's counter buffer that a split GEMM's
+            arrival counters take (`HopperGemmOp.counter_words` of them).
 
     Raises:
         ValueError: the element type is not f16/bf16.
@@ -172,7 +201,15 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
         (op.grid.value.data, 1, 1),
         (threads(op), 1, 1),
         smem_bytes(op),
-        (ref(op.result, op),) + ((ref(op.mul, op),) if op.mul is not None else ()),
+        (ref(op.result, op),)
+        + ((ref(op.mul, op),) if op.mul is not None else ())
+        + (_split_refs(op, counters) if op.splits > 1 else ()),
         pdl=False,
         tensor_maps=maps,
     )
+
+
+def _split_refs(op: HopperGemmOp, counters: int) -> tuple[TensorRef, TensorRef]:
+    """The partial tiles (workspace at `scratch_offset`) and the arrival counters of a split GEMM."""
+    assert op.scratch_offset is not None
+    return TensorRef("workspace", 0, op.scratch_offset.value.data), TensorRef("counters", 0, 4 * counters)

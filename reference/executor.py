@@ -187,7 +187,8 @@ def _run_kn_op(op: Any, xs: list[np.ndarray], storage_rounding: bool = False) ->
     if name == "contraction.contract":
         from mirage_xdsl.reference.contraction import run_contraction
 
-        return [run_contraction(op.config(), xs[0], xs[1], value_shape(op.result), xs[2] if len(xs) > 2 else None)]
+        act = [(f.fn_name, f.values) for f in op.activation_fns]
+        return [run_contraction(op.config(), xs[0], xs[1], value_shape(op.result), xs[2] if len(xs) > 2 else None, act)]
     if name == "contraction.permute":
         return [np.transpose(xs[0], op.perm())]
     if not name.startswith("kn."):

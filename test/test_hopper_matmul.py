@@ -21,7 +21,7 @@ from mirage_xdsl.dialects import kn
 from mirage_xdsl.dialects.contraction.ops import ContractOp
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.driver.compile import make_context, prepare
-from mirage_xdsl.passes.conversion.kn_partition import to_contract
+from mirage_xdsl.passes.conversion.gemm_epilogue import EpilogueChain, lower_chain
 from mirage_xdsl.passes.conversion.matmul_contract import hopper_contract, matmul_config, resync
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
 from mirage_xdsl.reference.executor import run_reference
@@ -67,7 +67,8 @@ def forced(text: str) -> ModuleOp:
     the compute-bound ones), whatever the estimate says."""
     module = _parse(text)
     for op in [o for o in module.walk() if isinstance(o, kn.MatmulOp)]:
-        assert to_contract(op)
+        assert hopper_contract(op) is not None
+        lower_chain(EpilogueChain(op))
     return module
 
 

@@ -13,6 +13,11 @@ multiplies the accumulated result elementwise (Out = (A x B) * D, D read with Ou
     %out = "contraction.contract"(%a, %b, %d) <{..., prim_last = "ELWISE_MUL", ...}>
         : (tensor<64x32xf16>, tensor<32x16xf16>, tensor<64x16xf16>) -> tensor<64x16xf16>
 
+An optional `activation` (our extension of the seed's epilogues) lists unary functions applied,
+in order, to each fp32 result element after the ELWISE_MUL factor, before the store:
+`Out = act_n(...act_1((A x B) [* D]))`, e.g. `activation = [#cute.fn<gelu>]` for an MLP's
+first projection.  kn-partition sets it when it lowers `kn.matmul` + unary ops to the sm_90 GEMM.
+
 Properties mirror the `Config` fields (enum members by name).  `exec_types` is optional:
 an op without it is *unscheduled* (a config straight from `generate_config`, which no
 rule constrains yet); an op with it must pass the four rules of seed Task 3e
@@ -46,6 +51,7 @@ from mirage_xdsl.dialects.contraction.config import (
     verify,
 )
 from mirage_xdsl.dialects.contraction.permute import PermuteOp
+from mirage_xdsl.dialects.cute.attrs import UnaryFnAttr
 
 _E = TypeVar("_E", bound=Enum)
 
@@ -100,6 +106,7 @@ class ContractOp(IRDLOperation):
     prim_main = prop_def(StringAttr)
     prim_last = prop_def(StringAttr)
     prim_first = prop_def(StringAttr)
+    activation = opt_prop_def(ArrayAttr[UnaryFnAttr])
 
     def __init__(
         self,
@@ -109,12 +116,17 @@ class ContractOp(IRDLOperation):
         config: Config,
         scheduled: bool = True,
         mul: SSAValue | None = None,
+        activation: Sequence[UnaryFnAttr] = (),
     ):
-        super().__init__(
-            operands=[lhs, rhs, [mul] if mul is not None else []],
-            result_types=[result_type],
-            properties=config_properties(config, scheduled),
-        )
+        props = config_properties(config, scheduled)
+        if activation:
+            props["activation"] = ArrayAttr(activation)
+        super().__init__(operands=[lhs, rhs, [mul] if mul is not None else []], result_types=[result_type], properties=props)
+
+    @property
+    def activation_fns(self) -> list[UnaryFnAttr]:
+        """The unary functions applied after the accumulation (and the ELWISE_MUL factor), in order."""
+        return list(self.activation.data) if self.activation is not None else []
 
     @property
     def is_scheduled(self) -> bool:
@@ -141,8 +153,11 @@ class ContractOp(IRDLOperation):
         )
 
     def set_config(self, config: Config, scheduled: bool) -> None:
-        """Replace the properties by `config` (exec types only when `scheduled`)."""
-        self.properties = config_properties(config, scheduled)
+        """Replace the properties by `config` (exec types only when `scheduled`); the activation stays."""
+        props = config_properties(config, scheduled)
+        if self.activation is not None:
+            props["activation"] = self.activation
+        self.properties = props
 
     def verify_(self) -> None:
         """Check the configuration (`check_structure`, and `verify`'s rules 1-4 when scheduled) and the tensor types.

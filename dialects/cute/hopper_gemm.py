@@ -13,7 +13,13 @@
 The operands are the graph's tensors (any shape: the strides above say how the GEMM walks
 them, in elements).  An optional third operand `cute.hopper_gemm(%a, %b, %d)` is the
 contraction's ELWISE_MUL factor: of the result's type, read with `out_strides`, multiplied
-into the fp32 accumulators before the store.  Every decision is an attribute set by `convert-contraction-to-hopper`
+into the fp32 accumulators before the store.  An optional `activation = [#cute.fn<silu>, ...]`
+applies unary functions to each fp32 accumulator first, in order: the result is
+`act(A x B) [* D]` (kn-partition's epilogue chains, passes/conversion/gemm_epilogue.py).
+`split_k = S` (S > 1) cuts each tile's K range into S work units that add their fp32 partial
+tiles through `S x tiles x BM x BN x 4` bytes of the graph's workspace at `scratch_offset`
+and one arrival counter per tile and consumer (the runtime's zeroed counter buffer); the
+last unit of a tile runs the epilogue.  Every decision is an attribute set by `convert-contraction-to-hopper`
 (passes/contraction/to_hopper.py); the CUDA printer (codegen/hopper_gemm.py) prints a call
 of `mx::hopper::gemm_ws` (codegen/include/mirage_xdsl/hopper_gemm.cuh) instantiated with
 them.  Tile rules of that header: BM = 64 * consumers, BK = 64, BN in {64, 128, 256}.
@@ -23,10 +29,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, IntegerAttr, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import ArrayAttr, BoolAttr, DenseArrayBase, IntegerAttr, StringAttr, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, operand_def, opt_operand_def, prop_def, result_def
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+)
 from xdsl.utils.exceptions import VerifyException
+
+from mirage_xdsl.dialects.cute.attrs import UnaryFnAttr
 
 BK = 64
 """K extent of one pipeline stage: 64 fp16/bf16 elements = one 128-byte swizzle row."""
@@ -67,6 +84,9 @@ class HopperGemmOp(IRDLOperation):
     trans_b = prop_def(BoolAttr)
     epilogue = prop_def(StringAttr)
     cluster = prop_def(IntegerAttr)
+    activation = opt_prop_def(ArrayAttr[UnaryFnAttr])
+    split_k = opt_prop_def(IntegerAttr)
+    scratch_offset = opt_prop_def(IntegerAttr)
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "`(` $lhs `,` $rhs (`,` $mul^)? `)` attr-dict `:` functional-type(operands, results)"
@@ -91,7 +111,13 @@ class HopperGemmOp(IRDLOperation):
         epilogue: str,
         cluster: int = 1,
         mul: SSAValue | None = None,
+        activation: Sequence[UnaryFnAttr] = (),
+        split_k: int = 1,
+        scratch_offset: int = 0,
     ):
+        extra: dict[str, Attribute] = {"activation": ArrayAttr(activation)} if activation else {}
+        if split_k > 1:
+            extra |= {"split_k": _int(split_k), "scratch_offset": _int(scratch_offset)}
         super().__init__(
             operands=[lhs, rhs, [mul] if mul is not None else []],
             result_types=[result_type],
@@ -109,8 +135,34 @@ class HopperGemmOp(IRDLOperation):
                 "trans_b": BoolAttr.from_bool(trans_b),
                 "epilogue": StringAttr(epilogue),
                 "cluster": _int(cluster),
+                **extra,
             },
         )
+
+    @property
+    def splits(self) -> int:
+        """K splits of each tile (1: none)."""
+        return self.split_k.value.data if self.split_k is not None else 1
+
+    def tiles(self) -> int:
+        """Output tiles of the GEMM: m-blocks x n-blocks x batches."""
+        m, n, _, b_in, b_out = self.ints("gemm")
+        bm, bn, _ = self.ints("tile")
+        return -(-m // bm) * -(-n // bn) * b_in * b_out
+
+    def scratch_bytes(self) -> int:
+        """Workspace bytes of the split-K partial tiles (0 without split)."""
+        bm, bn, _ = self.ints("tile")
+        return self.splits * self.tiles() * bm * bn * 4 if self.splits > 1 else 0
+
+    def counter_words(self) -> int:
+        """32-bit arrival counters of the split-K tiles (one per tile and consumer; 0 without split)."""
+        return self.tiles() * self.consumers.value.data if self.splits > 1 else 0
+
+    @property
+    def activation_fns(self) -> list[UnaryFnAttr]:
+        """The unary functions the epilogue applies to each accumulator, in order (may be empty)."""
+        return list(self.activation.data) if self.activation is not None else []
 
     def ints(self, name: str) -> list[int]:
         """The values of an `array<i64>` property (`gemm`, `tile`, `a_strides`, ...)."""
@@ -126,7 +178,8 @@ class HopperGemmOp(IRDLOperation):
         Raises:
             VerifyException: `gemm` is not 5 positive sizes, the stride arrays do not have 3/4/3
                 entries, the tile or the consumers / stages / grid / cluster are out of range, the
-                cluster does not divide the grid, an unknown epilogue, operands and result of
+                cluster does not divide the grid, a split_k below 1, above the k-tile count or
+                with a cluster or without scratch_offset, an unknown epilogue, operands and result of
                 different element types, or an ELWISE_MUL factor whose type is not the result's.
         """
         gemm, tile = self.ints("gemm"), self.ints("tile")
@@ -145,6 +198,10 @@ class HopperGemmOp(IRDLOperation):
             raise VerifyException("cute.hopper_gemm: cluster must be 1 or 2 and divide the grid")
         if self.epilogue.data not in EPILOGUES:
             raise VerifyException(f"cute.hopper_gemm: epilogue {self.epilogue.data!r} is not one of {sorted(EPILOGUES)}")
+        if self.splits < 1 or (self.splits > 1 and (self.cluster.value.data != 1 or self.scratch_offset is None)):
+            raise VerifyException("cute.hopper_gemm: split_k must be >= 1; a split GEMM needs cluster = 1 and a scratch_offset")
+        if self.splits > 1 and -(-gemm[2] // BK) < self.splits:
+            raise VerifyException(f"cute.hopper_gemm: split_k = {self.splits} exceeds the {-(-gemm[2] // BK)} k-tiles of K = {gemm[2]}")
         if self.mul is not None and self.mul.type != self.result.type:
             raise VerifyException(f"cute.hopper_gemm: the ELWISE_MUL factor must have the result's type {self.result.type}")
         for v in (self.lhs, self.rhs, self.result):

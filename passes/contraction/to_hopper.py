@@ -8,10 +8,14 @@ schedule and writes it as attributes of `cute.hopper_gemm` (dialects/cute/hopper
 which the CUDA printer only prints:
 
 - tile: BM = 128 (two consumer warpgroups of m64 wgmma each; 64 and one consumer when
-  m <= 64, or when only 64-row tiles fill at least `MIN_ROUND_FILL` of the SM rounds: a
-  128 x 4096 x 12288 GEMM has 64 tiles of 128 x 64 but 128 of 64 x 64), BN one of wgmma's
-  N extents 256, 128, 64 (`choose_tile_n`: the least padded work over the persistent grid's
-  rounds, the widest on ties), BK = 64 (one 128-byte swizzle row);
+  m <= 64), BN one of wgmma's N extents 256, 128, 64 (`choose_tile_n`: the least padded
+  work over the persistent grid's rounds, the widest on ties), BK = 64 (one 128-byte
+  swizzle row); a skinny GEMM (64 < m <= `SKINNY_ROWS`, weight streaming) takes the BM,
+  BN and K split whose busiest block moves the fewest bytes (`skinny_tile`);
+- split-K (skinny GEMMs whose tiles alone leave SMs idle, e.g. a down projection of 32
+  tiles): S units per tile add fp32 partial tiles through the function's workspace
+  (appended to `kn.workspace_size`, offset in `scratch_offset`) and per-tile arrival
+  counters; the tile's last unit runs the epilogue;
 - stages: the deepest ring of (BM + BN) x BK stage buffers that fits the 227 KiB opt-in
   shared memory of sm_90 (CUDA C++ Programming Guide, "Technical Specifications per Compute
   Capability"), at most `MAX_STAGES`;
@@ -30,7 +34,8 @@ which the CUDA printer only prints:
   `epilogue=store16` picks the 16-byte direct stores.
 
 Options override the decisions: `group-m` (>= 1), `stages` (>= 2), `tile-n` (64/128/256),
-`epilogue` (store4 / store16 / tma_store); `cluster=2` runs CTA pairs that share the B tile
+`epilogue` (store4 / store16 / tma_store), `split-k` (1: none; S: S units per tile);
+`cluster=2` runs CTA pairs that share the B tile
 through TMA multicast, halving B's L2 reads -- correct, but 20-30 % slower than without on an
 H200 (2026-11-26: the pair refills a ring buffer only when both CTAs freed it), so off.
 After the pass each touched function carries `kn.workspace_size` (0 unless kn-plan-workspace
@@ -49,6 +54,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -79,6 +85,7 @@ class HopperSchedule:
     grid: int
     epilogue: str
     cluster: int = 1
+    split: int = 1
 
 
 def _panel_bytes(g: int, grid: int, a_panel: int, b_panel: int) -> int:
@@ -117,6 +124,60 @@ def choose_tile_n(view: GemmView, bm: int, num_sms: int = SM90.num_sms) -> int:
     return max(candidates, key=fill)
 
 
+SKINNY_ROWS = 256
+"""At most this many rows (M) make a GEMM *skinny*: it streams the weights B once (an MLP at
+batch 128-256), and `skinny_tile` sizes its tiles by the bytes each block loads."""
+
+SPLITS = (1, 2, 4, 8)
+"""K splits `skinny_tile` considers; each unit keeps at least `MIN_SPLIT_KTILES` k-tiles."""
+MIN_SPLIT_KTILES = 8
+"""Fewest k-tiles of a split-K unit: its ring fills and drains once per unit."""
+PARTIAL_BYTE_COST = 4
+"""Cost of one byte of split-K partial tiles in pipelined operand bytes: the partials are
+stored, fenced, counted and re-read outside the TMA ring, so nothing overlaps them.  Fitted on
+an H200 to a 128-row MLP's two projections: the first (128 x 12288 x 4096) is fastest
+unsplit in 128 x 128 tiles (36 us against 53-56 us for the splits in two of 128 x 256 or
+128 x 128 tiles, which the plain byte count would prefer), the down projection
+(128 x 4096 x 12288) in 128 x 64 tiles split in two (35 us; 38 us split in four, 41 us
+unsplit in 64 x 64 tiles)."""
+
+
+def skinny_tile(view: GemmView, num_sms: int = SM90.num_sms, elem_bytes: int = 2) -> tuple[int, int, int]:
+    """(BM, BN, split) of a skinny GEMM: the tile and K split whose busiest block moves the
+    fewest bytes, ties to no split, then the larger BM (two consumer warpgroups), then the
+    larger BN.  A skinny GEMM's blocks stream their panels at a rate set by the loads each
+    keeps in flight, so the busiest block's bytes, not the tile count, set the time:
+    rounds x (BM + BN) x 64 x `elem_bytes` per k-tile of a unit, plus, when split, its fp32
+    partial tile stored and the last unit's reads of all the partials (BM x BN x 4 x
+    (1 + split)), each byte weighted `PARTIAL_BYTE_COST`.  E.g. 128 x 12288 x 4096 (an MLP's
+    first projection): 128 x 128 tiles, one round of 96 blocks, no split; 128 x 4096 x 12288
+    (its down projection): 64 tiles of 128 x 64, each cut into 2 units of 96 k-tiles (128
+    units, one round).
+
+    Raises:
+        Nothing.
+    """
+    ktiles = math.ceil(view.k / BK)
+
+    def cost(option: tuple[int, int, int]) -> tuple[float, int, int, int]:
+        bm, bn, split = option
+        units = math.ceil(view.m / bm) * math.ceil(view.n / bn) * view.batch * split
+        rounds = math.ceil(units / num_sms)
+        loads = (bm + bn) * BK * elem_bytes * math.ceil(ktiles / split)
+        partials = PARTIAL_BYTE_COST * bm * bn * 4 * (1 + split) if split > 1 else 0
+        return rounds * (loads + partials), split, -bm, -bn
+
+    options = [
+        (bm, bn, split)
+        for bm in (64, 128)
+        for bn in TILE_N
+        if bn <= max(view.n, TILE_N[0])
+        for split in SPLITS
+        if split == 1 or ktiles >= split * MIN_SPLIT_KTILES
+    ]
+    return min(options, key=cost)
+
+
 def plan_schedule(
     view: GemmView,
     elem_bytes: int = 2,
@@ -126,12 +187,13 @@ def plan_schedule(
     tile_n: int = 0,
     epilogue: str = "",
     cluster: int = 1,
+    split_k: int = 0,
 ) -> HopperSchedule:
     """Choose tile, stages, grid, L2 group and epilogue for `view` (module docstring).
 
     Args:
         view: the GEMM; elem_bytes: bytes per element (2).
-        group_m, stages, tile_n, epilogue: overrides (-1 / 0 / 0 / "": decide).
+        group_m, stages, tile_n, epilogue, split_k: overrides (-1 / 0 / 0 / "" / 0: decide).
         cluster: 2 runs CTA pairs sharing B by TMA multicast (needs an even m-block count and an
             even group_m, so that both tiles of a pair have one n-block); 1: no clusters.
 
@@ -141,11 +203,14 @@ def plan_schedule(
     consumers = 1 if view.m <= 64 else 2
     bm = 64 * consumers
     bn = tile_n or choose_tile_n(view, bm)
-    if not tile_n and consumers == 2 and _fill(view, bm, bn) < MIN_ROUND_FILL <= _fill(view, 64, choose_tile_n(view, 64)):
-        # a skinny GEMM (an MLP at batch 128: 64 tiles of 128 x 64 on 132 SMs) fills the
-        # GPU only with one consumer warpgroup per block, 64-row tiles
-        consumers, bm = 1, 64
-        bn = choose_tile_n(view, bm)
+    split = 1
+    if not tile_n and 64 < view.m <= SKINNY_ROWS and cluster == 1:
+        bm, bn, split = skinny_tile(view)
+        consumers = bm // 64
+    if split_k:
+        if not 1 <= split_k <= math.ceil(view.k / BK) or (split_k > 1 and cluster != 1):
+            raise ValueError(f"split-k={split_k} must be in 1..{math.ceil(view.k / BK)} (the k-tiles) and needs cluster=1")
+        split = split_k
     if bn not in TILE_N:
         raise ValueError(f"tile-n={bn} is not one of {TILE_N}")
     aligned = view.n % 8 == 0 and all(s % 8 == 0 for s in view.out_strides)
@@ -162,7 +227,7 @@ def plan_schedule(
         raise ValueError(f"stages={stages} must be in 2..{fit} for a {bm}x{bn}x{BK} tile")
     stages = stages or min(fit, MAX_STAGES)
     mtiles, ntiles = math.ceil(view.m / bm), math.ceil(view.n / bn)
-    grid = min(mtiles * ntiles * view.batch, SM90.num_sms)
+    grid = min(mtiles * ntiles * view.batch * split, SM90.num_sms)
     if group_m == -1:
         a_panel, b_panel = bm * view.k * elem_bytes, bn * view.k * elem_bytes
         choices = [1 << i for i in range(mtiles.bit_length()) if (1 << i) <= mtiles and (cluster == 1 or i > 0)] or [2]
@@ -178,7 +243,25 @@ def plan_schedule(
                 "a cluster share one n-block"
             )
         grid = 2 * min(math.ceil(mtiles * ntiles * view.batch / 2), SM90.num_sms // 2)
-    return HopperSchedule((bm, bn, BK), stages, consumers, group_m, grid, epilogue, cluster)
+    return HopperSchedule((bm, bn, BK), stages, consumers, group_m, grid, epilogue, cluster, split)
+
+
+SCRATCH_ALIGN = 256
+"""Byte alignment of a split GEMM's partial tiles in the workspace (cudaMalloc's alignment)."""
+
+
+def _claim_scratch(fn: Operation | None, sched: HopperSchedule, view: GemmView) -> int:
+    """Append the split-K partial tiles of `sched` to the function's workspace (`kn.workspace_size`
+    grows) and return their byte offset."""
+    if not isinstance(fn, func.FuncOp):
+        raise ValueError("a split-K GEMM must sit in a func.func (its partial tiles live in the function's workspace)")
+    bm, bn, _ = sched.tile
+    tiles = math.ceil(view.m / bm) * math.ceil(view.n / bn) * view.batch
+    size = fn.attributes.get("kn.workspace_size")
+    offset = size.value.data if isinstance(size, IntegerAttr) else 0
+    offset = -(-offset // SCRATCH_ALIGN) * SCRATCH_ALIGN
+    fn.attributes["kn.workspace_size"] = IntegerAttr(offset + sched.split * tiles * bm * bn * 4, i64)
+    return offset
 
 
 @dataclass(frozen=True)
@@ -196,6 +279,7 @@ class ConvertContractionToHopperPass(ModulePass):
     tile_n: int = 0
     epilogue: str = ""
     cluster: int = 1
+    split_k: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Replace each contraction.contract with a `cute.hopper_gemm` named `<func>_hopper_gemm_<i>`.
@@ -205,7 +289,8 @@ class ConvertContractionToHopperPass(ModulePass):
         enclosing func gets `kn.workspace_size = 0`.
 
         An ELWISE_MUL contraction's factor D becomes the GEMM's third operand (the epilogue
-        multiplies the fp32 accumulators by D's tile before the store).
+        multiplies the fp32 accumulators by D's tile before the store); its `activation`
+        functions become the GEMM's (applied to the accumulators before D).
 
         Raises:
             PassFailedException: the result is not f16/bf16, or `gemm_view`/`plan_schedule`
@@ -231,11 +316,16 @@ class ConvertContractionToHopperPass(ModulePass):
                     tile_n=self.tile_n,
                     epilogue=self.epilogue,
                     cluster=self.cluster,
+                    split_k=self.split_k,
                 )
             except ValueError as err:
                 raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err
             fn = contract.parent_op()
             fname = fn.sym_name.data if isinstance(fn, func.FuncOp) else "graph"
+            try:
+                scratch = _claim_scratch(fn, sched, view) if sched.split > 1 else 0
+            except ValueError as err:
+                raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err
             new = HopperGemmOp(
                 contract.lhs,
                 contract.rhs,
@@ -254,6 +344,9 @@ class ConvertContractionToHopperPass(ModulePass):
                 epilogue=sched.epilogue,
                 cluster=sched.cluster,
                 mul=contract.mul if config.prim_last is LastType.ELWISE_MUL else None,
+                activation=contract.activation_fns,
+                split_k=sched.split,
+                scratch_offset=scratch,
             )
             parent = contract.parent_block()
             assert parent is not None

@@ -25,8 +25,11 @@ group into `kn.customized` op(s) whose threadblock graphs come from the planner 
    default) such a library matmul becomes a `contraction.contract` over its recorded strides
    instead when it has an sm_90 GEMM view (`matmul_contract.hopper_contract`: fp16/bf16,
    rank 2..4, TMA-compatible strides), which mirage-transpile lowers to `cute.hopper_gemm`
-   (the TMA + wgmma kernel, sm_90a only: pass `hopper-gemm=false` for other targets).  Ops of
-   the function are then re-ordered topologically (stable).
+   (the TMA + wgmma kernel, sm_90a only: pass `hopper-gemm=false` for other targets).  So
+   does a group of compute-bound matmuls whose other ops are their epilogues (unary ops, then
+   one `kn.mul` by a tensor of the result's type: `gemm_epilogue`), when the GEMMs' estimates
+   sum below the group's best fused plan.  Ops of the function are then re-ordered
+   topologically (stable).
 
 Options: `smem-limit` (bytes per block), `num-sms`, `allow-split`, `k-tiles` (for-loop tile
 candidates along the contracted dim), `candidate` (take the plan of this rank in estimated
@@ -57,8 +60,8 @@ from xdsl.utils.exceptions import DiagnosticException
 from mirage_xdsl.dialects import kn
 from mirage_xdsl.passes.conversion.build_tb_graph import emit_kernel
 from mirage_xdsl.passes.conversion.default_tb_graph import Planner
+from mirage_xdsl.passes.conversion.gemm_epilogue import factor_bytes, lower_chain, split_into_chains
 from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan
-from mirage_xdsl.passes.conversion.matmul_contract import hopper_contract
 from mirage_xdsl.passes.conversion.plan_cost import DeviceModel
 from mirage_xdsl.passes.conversion.plan_group import fusible_op, group_from_ops
 from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
@@ -334,33 +337,30 @@ def partition_function(
         plan = _plan(planner, members, allow_split, cache, rank)
         if plan is None:
             continue
-        if len(members) == 1 and isinstance(members[0], kn.MatmulOp) and not per_op and compute_bound(members[0]):
-            best = _plan(planner, members, allow_split, cache)
-            op = members[0]
-            if best is not None and hopper_gemm and hopper_gemm_us(op, planner.device) < best.cost_us and to_contract(op):
-                continue
-            if best is not None and library_gemm_us(op, planner.device) < best.cost_us:
-                continue
+        if not per_op and _leave_to_gemm(members, planner, allow_split, cache, hopper_gemm):
+            continue
         apply_plan(members, plan)
         applied.append(plan)
     reorder_block(block)
     return applied
 
 
-def to_contract(op: kn.MatmulOp) -> bool:
-    """Replace `op` by its `contraction.contract` (`matmul_contract.hopper_contract`) in
-    place; False (and `op` kept) when it has no sm_90 GEMM view."""
-    contract = hopper_contract(op)
-    if contract is None:
+def _leave_to_gemm(members: list[Operation], planner: Planner, allow_split: bool, cache: dict, hopper_gemm: bool) -> bool:
+    """Whether the group leaves the generated kernels (module docstring, step 3): to sm_90 GEMMs
+    whose epilogues apply the group's elementwise ops (`gemm_epilogue`, lowered here when their
+    estimates sum below the group's best plan), or a lone compute-bound matmul to a library call."""
+    best = _plan(planner, members, allow_split, cache)
+    if best is None:
         return False
-    block = op.parent_block()
-    assert block is not None
-    block.insert_op_before(contract, op)
-    if op.result.name_hint:
-        contract.result.name_hint = op.result.name_hint
-    op.result.replace_all_uses_with(contract.result)
-    block.erase_op(op)
-    return True
+    device = planner.device
+    if hopper_gemm and (chains := split_into_chains(members, compute_bound)) is not None:
+        gemm_us = sum(hopper_gemm_us(c.matmul, device) + factor_bytes(c) / device.hbm_bytes_per_us for c in chains)
+        if gemm_us < best.cost_us:
+            for chain in chains:
+                lower_chain(chain)
+            return True
+    lone = members[0] if len(members) == 1 and isinstance(members[0], kn.MatmulOp) else None
+    return lone is not None and compute_bound(lone) and library_gemm_us(lone, device) < best.cost_us
 
 
 LIBRARY_MIN_FLOPS = 2**30

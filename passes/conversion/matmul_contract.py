@@ -101,7 +101,9 @@ def resync(contract: ContractOp) -> None:
         ValueError: see `matmul_config` (not for a contraction `hopper_contract` made).
     """
     if FROM_MATMUL_ATTR in contract.attributes:
-        contract.set_config(config_of(contract.lhs, contract.rhs, contract.result), scheduled=contract.is_scheduled)
+        config = config_of(contract.lhs, contract.rhs, contract.result)
+        config.prim_last = contract.config().prim_last  # an epilogue chain's ELWISE_MUL stays
+        contract.set_config(config, scheduled=contract.is_scheduled)
 
 
 def hopper_contract(op: kn.MatmulOp) -> ContractOp | None:

@@ -185,11 +185,12 @@ enum Epilogue : int {
 };
 
 // Bytes of dynamic shared memory `gemm_ws` needs: the ring, for kTmaStore one 64 x BN staging
-// tile per consumer, the mbarriers and 1 KiB for the 1024-B alignment of the swizzled tiles.
+// tile per consumer, the mbarriers, two split-K arrival words and 1 KiB for the 1024-B
+// alignment of the swizzled tiles.
 template <class T, int BN, int STAGES, int NC, int EPI>
 constexpr int gemm_ws_smem_bytes() {
   return STAGES * (64 * NC + BN) * 64 * (int)sizeof(T) + (EPI == kTmaStore ? NC * 64 * BN * (int)sizeof(T) : 0) +
-         2 * STAGES * 8 + 1024;
+         2 * STAGES * 8 + 16 + 1024;
 }
 
 __device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, const void* src, int c0, int c1, int c2, int c3) {
@@ -228,6 +229,12 @@ __device__ __forceinline__ uint4 quad_row16(const float (&d)[N], int jg, int h, 
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
+// The default activation of `gemm_ws`: none (the accumulators are stored as they are).
+struct NoActivation {
+  static constexpr bool kIdentity = true;
+  static __device__ __forceinline__ float apply(float x) { return x; }
+};
+
 // Free a ring buffer: arrive on its `empty` barrier in this CTA and, in a cluster, in the peer
 // (which multicasts into this CTA's buffer too).
 template <int CLUSTER>
@@ -253,15 +260,27 @@ __device__ __forceinline__ void release(uint64_t* bar, int rank) {
 // consumer prefetches its slab of `mul` into L2 MUL_PREFETCH_KTILES k-tiles before the end of
 // the tile's mainloop; the 16-byte epilogues (n, ldc and strides multiples of 8) load it in
 // 4-byte pairs.
-template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI, int CLUSTER = 1, int MUL = 0>
+// SPLIT > 1 (split-K, CLUSTER = 1): each tile's k-tiles are cut into SPLIT consecutive ranges,
+// work units t * SPLIT + sp of the persistent sweep; every unit stores its fp32 accumulators to
+// its slab of `ws` (SPLIT * tiles * BM * BN floats, in register order), then takes a ticket on
+// the tile's arrival counter `cnt[t * NC + consumer]` (zero before the launch); the unit that
+// arrives last sums the SPLIT slabs in split order (deterministic), re-arms the counter to
+// zero and runs the epilogue.
+// ACT (kn-partition's epilogue chains): a type with `static constexpr bool kIdentity = false`
+// and `static __device__ float apply(float)`, applied to every fp32 accumulator before MUL's
+// factor: the stored value is ACT(A x B) [* D].
+template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI, int CLUSTER = 1, int MUL = 0,
+          class ACT = NoActivation, int SPLIT = 1>
 __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, const CUtensorMap* tmc,
-                                        T* __restrict__ c, const GemmShape s, const T* __restrict__ mul = nullptr) {
+                                        T* __restrict__ c, const GemmShape s, const T* __restrict__ mul = nullptr,
+                                        float* __restrict__ ws = nullptr, unsigned* __restrict__ cnt = nullptr) {
   constexpr int BK = 64;  // 64 fp16/bf16 = one 128-byte swizzle row
   constexpr int BM = 64 * NC;
   constexpr int A_BYTES = BM * BK * (int)sizeof(T);
   constexpr int B_BYTES = BN * BK * (int)sizeof(T);
   constexpr int C_BYTES = 64 * BN * (int)sizeof(T);  // one consumer's staging tile (kTmaStore)
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN must be 64, 128 or 256");
+  static_assert(SPLIT == 1 || CLUSTER == 1, "split-K runs without clusters");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem =
       smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // the 128-B swizzle needs 1024-B alignment
@@ -270,6 +289,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
   unsigned char* sc = sb + STAGES * B_BYTES;
   uint64_t* full = reinterpret_cast<uint64_t*>(sc + (EPI == kTmaStore ? NC * C_BYTES : 0));
   uint64_t* empty = full + STAGES;
+  int* split_ticket = reinterpret_cast<int*>(empty + STAGES);  // one word per consumer (SPLIT > 1)
   const int wg = threadIdx.x / 128;
   const int tid = threadIdx.x % 128;
   if (threadIdx.x == 0) {
@@ -290,9 +310,10 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
   const int mblocks = (s.m + BM - 1) / BM;
   const int nblocks = (s.n + BN - 1) / BN;
   const int tiles = mblocks * nblocks * s.batch;
+  const int units = tiles * SPLIT;  // split-K work units, t * SPLIT + sp
   const int ktiles = (s.k + BK - 1) / BK;
   const int rank = CLUSTER > 1 ? (int)cluster_rank() : 0;
-  const int groups = (tiles + CLUSTER - 1) / CLUSTER;  // tile groups of one cluster
+  const int groups = (units + CLUSTER - 1) / CLUSTER;  // unit groups of one cluster
   const int first_group = blockIdx.x / CLUSTER, group_step = gridDim.x / CLUSTER;
   if (wg == 0) {
     // register budget of the SM's 64K registers (PTX ISA setmaxnreg): the producer warpgroup
@@ -303,11 +324,12 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
       int stage = 0;
       unsigned phase = 0;
       for (int g = first_group; g < groups; g += group_step) {
-        const int t = g * CLUSTER + rank < tiles ? g * CLUSTER + rank : g * CLUSTER;
+        const int u = g * CLUSTER + rank < units ? g * CLUSTER + rank : g * CLUSTER;
+        const int t = u / SPLIT, sp = u % SPLIT;
         int cb, mb, nb;
         tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
         const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
-        for (int kt = 0; kt < ktiles; ++kt) {
+        for (int kt = sp * ktiles / SPLIT; kt < (sp + 1) * ktiles / SPLIT; ++kt) {
           mbar_wait(&empty[stage], phase ^ 1);
           mbar_expect_tx(&full[stage], A_BYTES + B_BYTES);
           tma_load_4d(sa + stage * A_BYTES, tma, &full[stage], kt * BK, mb * BM, ci, co);
@@ -348,14 +370,16 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
     int stage = 0;
     unsigned phase = 0;
     for (int g = first_group; g < groups; g += group_step) {
-      const bool own = g * CLUSTER + rank < tiles;  // else: the peer's tile, not stored
-      const int t = own ? g * CLUSTER + rank : g * CLUSTER;
+      const bool own = g * CLUSTER + rank < units;  // else: the peer's tile, not stored
+      const int u = own ? g * CLUSTER + rank : g * CLUSTER;
+      const int t = u / SPLIT, sp = u % SPLIT;
       int cb, mb, nb;
       tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
       int prev = -1;  // the stage whose wgmma group may still be reading it
-      for (int kt = 0; kt < ktiles; ++kt) {
+      const int k0 = sp * ktiles / SPLIT, k1 = (sp + 1) * ktiles / SPLIT;
+      for (int kt = k0; kt < k1; ++kt) {
         if constexpr (MUL) {
-          if (own && kt == (ktiles > MUL_PREFETCH_KTILES ? ktiles - MUL_PREFETCH_KTILES : 0)) {
+          if (own && kt == (k1 - k0 > MUL_PREFETCH_KTILES ? k1 - MUL_PREFETCH_KTILES : k0)) {
             const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
             prefetch_mul_slab<T, BN>(mul + ci * s.c_inner_stride + co * s.c_outer_stride, s, mb * BM + cw * 64, nb * BN, tid);
           }
@@ -368,7 +392,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
         for (int kk = 0; kk < BK / 16; ++kk) {
           const uint64_t da = smem_desc(a0 + kk * 32, 16, 1024);
           const uint64_t db = TRANS_B ? smem_desc(b0 + kk * 16 * 128, BK * 128, 1024) : smem_desc(b0 + kk * 32, 16, 1024);
-          Wgmma<BN>::template run<TRANS_B, T>(d, da, db, (kt > 0 || kk > 0) ? 1 : 0);
+          Wgmma<BN>::template run<TRANS_B, T>(d, da, db, (kt > k0 || kk > 0) ? 1 : 0);
         }
         wgmma_commit();
         // keep this k-tile's group in flight; the previous one is done, so free its buffer
@@ -383,9 +407,33 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
       wgmma_wait<0>();
       if (prev >= 0 && lane == 0) release<CLUSTER>(&empty[prev], rank);
       if (!own) continue;
+      if constexpr (SPLIT > 1) {
+        // this unit's partial tile, register order: float i of thread tid at i * 128 + tid
+        float* slab = ws + ((long long)u * NC + cw) * (64 * BN);
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) __stcg(slab + i * 128 + tid, d[i]);
+        __threadfence();
+        named_barrier(1 + cw, 128);
+        if (tid == 0) split_ticket[cw] = (int)atomicAdd(cnt + t * NC + cw, 1u);
+        named_barrier(1 + cw, 128);
+        if (split_ticket[cw] != SPLIT - 1) continue;  // another unit of the tile finishes it
+        __threadfence();
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+        for (int p = 0; p < SPLIT; ++p) {
+          const float* q = ws + ((long long)(t * SPLIT + p) * NC + cw) * (64 * BN);
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) d[i] += __ldcg(q + i * 128 + tid);
+        }
+        if (tid == 0) cnt[t * NC + cw] = 0u;  // re-armed for the next launch
+      }
       // Epilogue: accumulator fragment (PTX ISA, wgmma m64nNk16 D layout): register 4j+r holds
       // row 16*warp + lane/4 + 8*(r/2), column 8j + 2*(lane%4) + r%2.
       const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
+      if constexpr (!ACT::kIdentity) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) d[i] = ACT::apply(d[i]);
+      }
       if constexpr (MUL) {  // d[4j + 2h + e] is row row0 + 8h, column col0 + 8j + e
         const T* mbase = mul + ci * s.c_inner_stride + co * s.c_outer_stride;
         const int row0 = mb * BM + cw * 64 + warp * 16 + lane / 4;

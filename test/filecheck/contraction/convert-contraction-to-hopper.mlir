@@ -37,4 +37,4 @@ func.func @gemm_mul(%a: tensor<256x128xf16>, %b: tensor<128x512xf16>, %d: tensor
 }
 // MUL: cute.hopper_gemm(%a, %b, %d) {kernel_name = "gemm_mul_hopper_gemm_1"
 // MULCUDA: gemm_mul_hopper_gemm_1({{.*}}, half* __restrict__ c, const half* __restrict__ d) {
-// MULCUDA-NEXT: mx::hopper::gemm_ws<half, {{[0-9]+}}, {{[0-9]+}}, 2, 1, 2, 1, 1>(&a, &b, &cm, c, mx::hopper::GemmShape{256, 512, 128, 1, 1, 512LL, 0LL, 0LL, {{[0-9]+}}}, d);
+// MULCUDA-NEXT: mx::hopper::gemm_ws<half, {{[0-9]+}}, {{[0-9]+}}, {{[12]}}, 1, 2, 1, 1>(&a, &b, &cm, c, mx::hopper::GemmShape{256, 512, 128, 1, 1, 512LL, 0LL, 0LL, {{[0-9]+}}}, d);

@@ -61,3 +61,64 @@ func.func @a_m_major(%A: tensor<8x1024x1024xf16> {kn.strides = array<i64: 104857
 // CHECK-NEXT:    %o = kn.matmul %A, %B
 // CUTE-LABEL: func.func @a_m_major
 // CUTE-NEXT:     %o = kn.matmul %A, %B
+
+// -----
+
+// Epilogue chains (passes/conversion/gemm_epilogue.py): an MLP at 128 rows.  gelu(X @ W1) is one
+// contraction whose activation is the gelu; the down projection is a lone GEMM.  On the cute
+// level the activation is an attribute of the hopper GEMM and the CUDA defines it as a struct.
+func.func @gelu_mlp(%X: tensor<128x1024xf16>, %W1: tensor<1024x4096xf16> {kn.weight}, %W2: tensor<4096x1024xf16> {kn.weight}) -> tensor<128x1024xf16> {
+  %h = kn.matmul %X, %W1 : tensor<128x1024xf16>, tensor<1024x4096xf16> -> tensor<128x4096xf16>
+  %g = kn.gelu %h : tensor<128x4096xf16>
+  %o = kn.matmul %g, %W2 : tensor<128x4096xf16>, tensor<4096x1024xf16> -> tensor<128x1024xf16>
+  func.return %o : tensor<128x1024xf16>
+}
+// CHECK-LABEL: func.func @gelu_mlp
+// CHECK-NEXT:    %g = "contraction.contract"(%X, %W1) <{dim_types = ["M", "N", "K"], dim_sizes = array<i64: 128, 4096, 1024>
+// CHECK-SAME:    prim_last = "NONE", prim_first = "ZERO", activation = [#cute.fn<gelu>]}>
+// CHECK-NEXT:    %o = "contraction.contract"(%g, %W2)
+// CHECK-NOT:     activation
+// CHECK-NEXT:    func.return %o
+// OFF-LABEL: func.func @gelu_mlp
+// OFF-NOT:     contraction.contract
+// CUTE-LABEL: func.func @gelu_mlp
+// CUTE:          %g = cute.hopper_gemm(%X, %W1) {{.*}}activation = [#cute.fn<gelu>]
+// CUTE-NEXT:     %o = cute.hopper_gemm(%g, %W2)
+// CUDA: struct gelu_mlp_hopper_gemm_0_act {
+// CUDA-NEXT:   static constexpr bool kIdentity = false;
+// CUDA-NEXT:   static __device__ __forceinline__ float apply(float x) { return mx::f_gelu(x); }
+// CUDA: mx::hopper::gemm_ws<half, {{[0-9]+}}, {{[0-9]+}}, {{[12]}}, 1, 2, 1, 0, gelu_mlp_hopper_gemm_0_act>(
+
+// -----
+
+// SwiGLU: silu(X @ W1) * (X @ W3).  The first matmul's chain takes the silu and the mul, whose
+// other operand (the second matmul, a lone GEMM) is its ELWISE_MUL factor.
+func.func @swiglu(%X: tensor<128x1024xbf16>, %W1: tensor<1024x4096xbf16> {kn.weight}, %W3: tensor<1024x4096xbf16> {kn.weight}) -> tensor<128x4096xbf16> {
+  %a = kn.matmul %X, %W1 : tensor<128x1024xbf16>, tensor<1024x4096xbf16> -> tensor<128x4096xbf16>
+  %s = kn.silu %a : tensor<128x4096xbf16>
+  %b = kn.matmul %X, %W3 : tensor<128x1024xbf16>, tensor<1024x4096xbf16> -> tensor<128x4096xbf16>
+  %h = kn.mul %s, %b : tensor<128x4096xbf16>, tensor<128x4096xbf16> -> tensor<128x4096xbf16>
+  func.return %h : tensor<128x4096xbf16>
+}
+// CHECK-LABEL: func.func @swiglu
+// CHECK-NEXT:    %b = "contraction.contract"(%X, %W3)
+// CHECK-SAME:    prim_last = "NONE"
+// CHECK-NEXT:    %h = "contraction.contract"(%X, %W1, %b)
+// CHECK-SAME:    prim_last = "ELWISE_MUL", prim_first = "ZERO", activation = [#cute.fn<silu>]}>
+// CHECK-NEXT:    func.return %h
+// CUTE-LABEL: func.func @swiglu
+// CUTE:          %h = cute.hopper_gemm(%X, %W1, %b) {{.*}}activation = [#cute.fn<silu>]
+// CUDA: mx::hopper::gemm_ws<__nv_bfloat16, {{[0-9]+}}, {{[0-9]+}}, {{[12]}}, 1, 2, 1, 1, swiglu_hopper_gemm_1_act>(&a, &b, &cm, c, mx::hopper::GemmShape{{.*}}, d);
+
+// -----
+
+// At 16 rows the matmul streams its weights (not compute bound): one generated kernel keeps
+// the gelu as its epilogue.
+func.func @gelu_small(%X: tensor<16x1024xf16>, %W1: tensor<1024x4096xf16> {kn.weight}) -> tensor<16x4096xf16> {
+  %h = kn.matmul %X, %W1 : tensor<16x1024xf16>, tensor<1024x4096xf16> -> tensor<16x4096xf16>
+  %g = kn.gelu %h : tensor<16x4096xf16>
+  func.return %g : tensor<16x4096xf16>
+}
+// CHECK-LABEL: func.func @gelu_small
+// CHECK-NOT:     contraction.contract
+// CHECK:         kn.customized
