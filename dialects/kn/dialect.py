@@ -6,6 +6,7 @@ from xdsl.ir import Dialect
 
 from mirage_xdsl.dialects.kn.compute_ops import AllReduceOp, ChunkOp, ConcatOp, MatmulOp, ReductionMaxOp, ReductionOp, RmsNormOp
 from mirage_xdsl.dialects.kn.customized import CustomizedOp
+from mirage_xdsl.dialects.kn.mask_ops import CausalMaskOp
 from mirage_xdsl.dialects.kn.elementwise_ops import (
     AddOp,
     ClampOp,
@@ -49,6 +50,7 @@ Kernel = Dialect(
         ConcatOp,
         ChunkOp,
         AllReduceOp,
+        CausalMaskOp,
         CustomizedOp,
     ],
     [],
