@@ -11,8 +11,7 @@ from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, String
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
 
-from mirage_xdsl.dialects.cute.attrs import FragmentType, SmemTensorType, UnaryFnAttr, rule_error
-from mirage_xdsl.dialects.cute.attrs import dense_ints
+from mirage_xdsl.dialects.cute.attrs import FragmentType, SmemTensorType, UnaryFnAttr, dense_ints, rule_error
 from mirage_xdsl.dialects.cute.kernel import CuteOp, KernelOp, check_epilogue, check_mode, smem_type
 from mirage_xdsl.dialects.cute.mask_ops import check_mask, mask_props
 

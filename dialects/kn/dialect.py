@@ -6,7 +6,6 @@ from xdsl.ir import Dialect
 
 from mirage_xdsl.dialects.kn.compute_ops import AllReduceOp, ChunkOp, ConcatOp, MatmulOp, ReductionMaxOp, ReductionOp, RmsNormOp
 from mirage_xdsl.dialects.kn.customized import CustomizedOp
-from mirage_xdsl.dialects.kn.mask_ops import CausalMaskOp
 from mirage_xdsl.dialects.kn.elementwise_ops import (
     AddOp,
     ClampOp,
@@ -24,6 +23,7 @@ from mirage_xdsl.dialects.kn.elementwise_ops import (
     SquareOp,
     SubOp,
 )
+from mirage_xdsl.dialects.kn.mask_ops import CausalMaskOp
 
 Kernel = Dialect(
     "kn",

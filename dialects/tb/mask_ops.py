@@ -2,7 +2,8 @@
 
 `tb.causal_mask %s {offset = N, grid_dims = array<i64: gr, gc>, forloop_dims = array<i64: lr, lc>}`
 keeps element (i, j) of the tile's last two dims where its global row I and column J satisfy
-`J <= I + N` (`dialects/common/mask_base.py`) and sets the rest to -inf.  The tile does not know where it sits in the kernel's tensor, so the op
+`J <= I + N` (`dialects/common/mask_base.py`) and sets the rest to -inf.  The tile does not
+know where it sits in the kernel's tensor, so the op
 says it, per masked dim (row, column), as a `tb.input` says it of a loaded tile
 (mirage-notes 1.4): `grid_dims` the grid axis (0 = x, 1 = y, 2 = z) that partitions that dim
 (-1: none) and `forloop_dims` 1 if the for-loop walks it (0: not).  With the tile extent t
