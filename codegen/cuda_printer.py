@@ -25,6 +25,7 @@ pointers then input pointers, `__launch_bounds__(threads)`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Sequence
 
 from xdsl.dialects import func
@@ -188,6 +189,8 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
             self.reduce(op)
         elif isinstance(op, cute.ConcatOp):
             self.concat(op)
+        elif isinstance(op, cute.CausalMaskOp):
+            self.causal_mask(op)
         elif isinstance(op, cute.MmaInitOp):
             self.mma_init(op)
         elif isinstance(op, cute.MmaOp):
@@ -366,6 +369,26 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
             f"{self.tile_ptr(outs[0])}, {self.tile_ptr(op.input)}, {scratch}, tid,"
         )
         self.emit(f"    [](float o, float v) {{ return {body}; }});")
+
+    def causal_mask(self, op: cute.CausalMaskOp) -> None:
+        """`mx::causal_mask` over the output tile in the op's order: the row and column modes'
+        divisors within that order, the origins of dialects/cute/mask_ops.py."""
+        out = op.out.type
+        assert isinstance(out, cute.SmemTensorType)
+        order = cute.dense_ints(op.order)
+        dims = out.get_shape()
+        rank = len(dims)
+        div = {d: math.prod(dims[e] for e in order[: order.index(d)]) for d in (rank - 2, rank - 1)}
+        body, read = self.store_expr(op.mode.data, self.apply_epilogue("a", op.epilogue))
+        lo = layout_t([dims[d] for d in order], [out.strides[d] for d in order], out.swizzle)
+        la = self.operand_layout(op.input, dims, order)
+        rows, cols = op.origins
+        self.emit(
+            f"mx::causal_mask<{self.nt}, {lo}, {la}, {div[rank - 2]}, {dims[rank - 2]}, {div[rank - 1]}, {dims[rank - 1]}, "
+            f"{str(read).lower()}>({self.tile_ptr(op.out)}, {self.tile_ptr(op.input)}, {self.mask_origin(rows)}, "
+            f"{self.mask_origin(cols)}, {op.offset.value.data}, tid,"
+        )
+        self.emit(f"    [](float o, float a) {{ return {body}; }});  // causal mask: column <= row + offset")
 
     def concat(self, op: cute.ConcatOp) -> None:
         out = op.out.type

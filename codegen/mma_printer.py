@@ -109,7 +109,14 @@ class MmaPrinter(KernelPrinterBase):
                 f"{tgm}, {str(bf).lower()}, {la}, {lb}, mx::{am}, mx::{bm}, {lc}, mx::{cm}>({acc_name}, {sum_name}, "
                 f"{sum_name}_max, {self.tile_ptr(op.a)}, {self.tile_ptr(op.b)}, {self.tile_ptr(op.c)}, smem, tid,"
             )
-            self.emit(f"    [](float v) {{ return {value}; }});  // {atom}: online softmax, S and P stay in registers")
+            mask = op.mask
+            if mask is None:
+                self.emit(f"    [](float v) {{ return {value}; }});  // {atom}: online softmax, S and P stay in registers")
+                return
+            offset, rows, cols = mask
+            diag = f"{self.mask_origin(rows)} + {offset} - ({self.mask_origin(cols)})"
+            self.emit(f"    [](float v) {{ return {value}; }},  // {atom}: online softmax, S and P stay in registers")
+            self.emit(f"    mx::CausalMask{{{diag}}});  // causal mask: key column <= query row + offset")
             return
         self.emit(
             f"mx::mma_chain_run<{self.nt}, decltype({acc_name}), decltype({sum_name}), {m}, {n1}, {k1}, {d}, {tgm}, {warps}, "

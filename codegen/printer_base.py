@@ -91,6 +91,21 @@ class KernelPrinterBase:
             return expr
         return self.names[value]
 
+    def mask_origin(self, origin: tuple[int, ...]) -> str:
+        """C expression of a causal mask's global row or column origin (dialects/cute/mask_ops.py:
+        elements per blockIdx.x, .y, .z and iteration `it`); with the late finisher the split
+        axis starts at its first iteration `gs_k0`, as `gmem_ptr` reads it."""
+        split_axis = self.grid_sum_op.grid_axis if self.late is not None and self.grid_sum_op is not None else -1
+        terms = []
+        for axis, coef in enumerate(origin[:3]):
+            if coef and axis == split_axis:
+                terms.append(f"gs_k0 * {origin[3]}")
+            elif coef:
+                terms.append(f"(int){self.bidx}.{'xyz'[axis]} * {coef}")
+        if origin[3]:
+            terms.append(f"it * {origin[3]}")
+        return " + ".join(terms) if terms else "0"
+
     def gmem_ptr(self, op: cute.CopyG2SOp | cute.CopyS2GOp, arg: SSAValue) -> str:
         """C expression of the global address a copy of `arg` starts at: its view offset, its block offsets, the
         iteration's offset in the loop (or a prologue's fixed one), the late finisher's first split

@@ -217,6 +217,28 @@ class KNGraph:
         """
         return self._unary("mul_scalar", kn.MulScalarOp, A, number_arg("mul_scalar", "scalar", scalar))
 
+    def causal_mask(self, A: DTensor, offset: int | None = None) -> DTensor:
+        """A where `col <= row + offset` over its last two dims [..., q, k], -inf elsewhere
+        (`kn.causal_mask`, applied to attention scores before the softmax); same shape and
+        dtype.  `offset` defaults to `k - q` (FlashAttention's bottom-right alignment; the
+        lower triangle when q == k).
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph, has rank < 2, or `offset` is not
+                an int >= 0 (row 0 would have no key; needs q <= k by default).
+        """
+        (a,) = self._own("causal_mask", A)
+        shape = kn.shape_of(a)
+        if len(shape) < 2:
+            raise GraphBuildError(f"causal_mask: needs a tensor of rank >= 2 ([..., q, k]), got shape {shape}")
+        off = shape[-1] - shape[-2] if offset is None else int_arg("causal_mask", "offset", offset)
+        if off < 0:
+            raise GraphBuildError(
+                f"causal_mask: offset {off} < 0 leaves row 0 without a key (q = {shape[-2]} > k = {shape[-1]}?); "
+                "pass offset >= 0"
+            )
+        return self._add(kn.CausalMaskOp(a, off))[0]
+
     def _binary(self, name: str, cls: type, A: DTensor, B: DTensor) -> DTensor:
         a, b = self._own(name, A, B)
         self._same_dtype(name, a, b)

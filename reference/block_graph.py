@@ -24,6 +24,9 @@ Threadblock execution model (one block, all blocks at once here):
   what the online-softmax rescale accumulators expect (`acc = 0 * 0 + x`).
 * `tb.grid_sum` sums the tiles of the blocks along its grid axis (a split group); the
   outputs are then scattered as if that axis had one block (the last block stores).
+* `tb.causal_mask` sets to -inf the elements whose global column exceeds their global row +
+  `offset` (the block's grid position and the iteration give the tile's place,
+  dialects/tb/mask_ops.py);
 * `tb.reduction` sums a dim to 1, `tb.reduce_max` takes its max (no state across calls);
   `tb.reduction_to_dimx` sums STRIDED groups of a dim down to the graph's `reduction_dimx`
   (read off the result type); `tb.rms_norm` normalises the last dim without epsilon;
@@ -248,7 +251,7 @@ def run_customized(kop: Any, kn_inputs: list[np.ndarray], storage_rounding: bool
                 acc = accums[op] = _Accumulator(op, iters)
             acc.fold(xs[0], xs[1] if len(xs) > 1 else None)
             return
-        results = _run_tb_op(op, xs, max_state)
+        results = [_causal_mask(op, xs[0], grid, iters, it)] if name == "tb.causal_mask" else _run_tb_op(op, xs, max_state)
         for res, arr in zip(op.results, results):
             check_shape(op, "tile", arr.shape[NUM_BLOCK_AXES:], value_shape(res))
             env[res] = round_to_storage(arr, res) if storage_rounding else arr
@@ -279,6 +282,30 @@ def run_customized(kop: Any, kn_inputs: list[np.ndarray], storage_rounding: bool
     if any(x is None for x in results):
         raise ReferenceExecutionError(f"kn.customized: {len(outputs)} tb.output ops leave a result unwritten")
     return results  # type: ignore[return-value]
+
+
+def _causal_mask(op: Any, x: np.ndarray, grid: Sequence[int], iters: int, it: int) -> np.ndarray:
+    """`tb.causal_mask` on every block's tile `x` ([gx|1, gy|1, gz|1, *tile]) in iteration
+    `it`: element (i, j) kept where the global column J <= the global row I + offset
+    (dialects/tb/mask_ops.py gives I and J), -inf elsewhere."""
+    rank = x.ndim - NUM_BLOCK_AXES
+    rows, cols = x.shape[-2:]
+    (row_coef, col_coef) = op.index_origin(iters)
+
+    def global_index(coef: Sequence[int], n: int, dim: int) -> np.ndarray:
+        shape = [1] * (NUM_BLOCK_AXES + rank)
+        shape[NUM_BLOCK_AXES + dim] = n
+        idx = np.arange(n).reshape(shape) + coef[3] * it
+        for a in range(NUM_BLOCK_AXES):
+            if coef[a]:
+                bshape = [1] * (NUM_BLOCK_AXES + rank)
+                bshape[a] = grid[a]
+                idx = idx + coef[a] * np.arange(grid[a]).reshape(bshape)
+        return idx
+
+    i = global_index(row_coef, rows, rank - 2)
+    j = global_index(col_coef, cols, rank - 1)
+    return np.where(j <= i + op.offset_value, x, -np.inf)
 
 
 def _view_of(op: Any, array: np.ndarray) -> np.ndarray:

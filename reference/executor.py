@@ -7,6 +7,7 @@ the numerical oracle for the importer, the passes and the CUDA runtime.  Semanti
 * Kernel ops: batched matmul, elementwise unary ops (clamp with its *real* bounds), binary ops
   with equal-rank numpy broadcast, reduction with size > 1 over STRIDED groups
   (`out[..., j, ...] = sum_k in[..., j + k*size, ...]`), reduction_max over one dim to 1,
+  causal_mask (element (i, j) of the last two dims kept where j <= i + offset, else -inf),
   rms_norm over the trailing normalized
   dims without epsilon, concat, chunk, all_reduce (identity on one GPU) and customized.
 * `kn.customized` runs its threadblock graph for every block and every for-loop iteration,
@@ -32,6 +33,7 @@ from mirage_xdsl.reference.numpy_ops import (
     UNARY,
     ReferenceExecutionError,
     apply_unary,
+    causal_mask,
     check_shape,
     int_prop,
     rms_normalize,
@@ -204,6 +206,8 @@ def _run_kn_op(op: Any, xs: list[np.ndarray], storage_rounding: bool = False) ->
         return [strided_sum(xs[0], int_prop(op, "dim"), int_prop(op, "size"))]
     if kind == "reduction_max":
         return [xs[0].max(axis=int_prop(op, "dim"), keepdims=True)]
+    if kind == "causal_mask":
+        return [causal_mask(xs[0], int_prop(op, "offset"))]
     if kind == "rms_norm":
         k = len(op.normalized_shape.get_values())
         x = xs[0]

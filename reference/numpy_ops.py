@@ -67,6 +67,14 @@ def apply_unary(op: Any, kind: str, x: np.ndarray) -> np.ndarray:
     return UNARY[kind](x)
 
 
+def causal_mask(x: np.ndarray, offset: int) -> np.ndarray:
+    """`x` where column j <= row i + `offset` over its last two dims, -inf elsewhere
+    (`kn.causal_mask`, dialects/common/mask_base.py)."""
+    i = np.arange(x.shape[-2])[:, None]
+    j = np.arange(x.shape[-1])[None, :]
+    return np.where(j <= i + offset, x, -np.inf)
+
+
 def strided_sum(x: np.ndarray, axis: int, size: int) -> np.ndarray:
     """Sum `axis` down to `size` elements over STRIDED groups:
     `out[..., j, ...] = sum_k x[..., j + k*size, ...]` (mirage-notes 1.7)."""

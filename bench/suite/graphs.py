@@ -100,10 +100,13 @@ def swiglu_mlp(dtype: str, name: str, batch: int, hidden: int, ffn: int) -> Modu
     return g.module
 
 
-def _attention(g: KNGraph, Q: DTensor, K: DTensor, V: DTensor, head_dim: int) -> DTensor:
+def _attention(g: KNGraph, Q: DTensor, K: DTensor, V: DTensor, head_dim: int, causal: bool = False) -> DTensor:
     """`softmax(Q @ K / sqrt(head_dim)) @ V` over the last dim, max subtracted, the division
-    by the row sum after the second matmul (one [rows, head_dim] division, not [rows, keys])."""
+    by the row sum after the second matmul (one [rows, head_dim] division, not [rows, keys]);
+    with `causal`, the scaled scores go through `kn.causal_mask` (bottom-right aligned)."""
     s = g.mul_scalar(g.matmul(Q, K), 1.0 / math.sqrt(head_dim))
+    if causal:
+        s = g.causal_mask(s)
     e, z = _stable_softmax_rows(g, s, s.num_dims - 1)
     return g.div(g.matmul(e, V), z)
 
@@ -135,6 +138,17 @@ def prefill_attention(dtype: str, name: str, heads: int, seq: int, head_dim: int
     K = g.new_input((heads, head_dim, seq), strides=_key_strides(head_dim, seq), dtype=dtype, name="K")
     V = g.new_input((heads, seq, head_dim), dtype=dtype, name="V")
     g.mark_output(_attention(g, Q, K, V, head_dim))
+    return g.module
+
+
+def prefill_attention_causal(dtype: str, name: str, heads: int, seq: int, head_dim: int) -> ModuleOp:
+    """Prefill attention, causal: as `prefill_attention`, the scaled scores masked by
+    `kn.causal_mask` (query i sees keys 0..i)."""
+    g = new_kernel_graph(name)
+    Q = g.new_input((heads, seq, head_dim), dtype=dtype, name="Q")
+    K = g.new_input((heads, head_dim, seq), strides=_key_strides(head_dim, seq), dtype=dtype, name="K")
+    V = g.new_input((heads, seq, head_dim), dtype=dtype, name="V")
+    g.mark_output(_attention(g, Q, K, V, head_dim, causal=True))
     return g.module
 
 

@@ -69,7 +69,11 @@ PROGRAMS: tuple[SuiteProgram, ...] = (
                  stable=True, scaled_inputs={"Q": 6.0, "K": 6.0}),
     SuiteProgram("prefill_attention", tuple((f"_s{s}", {"heads": 8, "seq": s, "head_dim": 128}) for s in (1024, 4096)),
                  {"heads": 2, "seq": 256, "head_dim": 128}, stable=True, scaled_inputs={"Q": 6.0, "K": 6.0},
-                 notes="not causal: kn has no mask op"),
+                 notes="not causal"),
+    SuiteProgram("prefill_attention_causal",
+                 tuple((f"_s{s}", {"heads": 8, "seq": s, "head_dim": 128}) for s in (1024, 4096)),
+                 {"heads": 2, "seq": 256, "head_dim": 128}, stable=True, scaled_inputs={"Q": 6.0, "K": 6.0},
+                 notes="causal: kn.causal_mask on the scaled scores"),
     SuiteProgram("rotary", (("", {"tokens": 4096, "heads": 32, "head_dim": 128}),),
                  {"tokens": 64, "heads": 4, "head_dim": 128}, ALL),
     SuiteProgram("bmm_nt", (("", {"batch": 8, "m": 1024, "n": 1024, "k": 1024}),),
@@ -100,7 +104,9 @@ class SuiteWorkload:
 
 
 def _short(program: str) -> str:
-    return {"decode_attention": "decode", "prefill_attention": "prefill"}.get(program, program)
+    return {"decode_attention": "decode", "prefill_attention": "prefill", "prefill_attention_causal": "prefill_causal"}.get(
+        program, program
+    )
 
 
 SUITE: tuple[SuiteWorkload, ...] = tuple(

@@ -62,13 +62,15 @@ def swiglu_mlp(x: Any, w1: Any, w3: Any, w2: Any) -> Any:
     return (torch.nn.functional.silu(x @ w1) * (x @ w3)) @ w2
 
 
-def _sdpa(q: Any, k: Any, v: Any) -> Any:
+def _sdpa(q: Any, k: Any, v: Any, causal: bool = False) -> Any:
     """`scaled_dot_product_attention` (FlashAttention / memory-efficient kernels where they
     apply) of q [h, rows, d], k [h, d, keys] (transposed back: a contiguous [h, keys, d]),
-    v [h, keys, d], as one batch of h heads."""
+    v [h, keys, d], as one batch of h heads; `causal`: `is_causal=True` (the lower triangle;
+    the suite's causal programs have as many queries as keys)."""
     import torch
 
-    return torch.nn.functional.scaled_dot_product_attention(q[None], k.transpose(-1, -2)[None], v[None])[0]
+    qkv = (q[None], k.transpose(-1, -2)[None], v[None])
+    return torch.nn.functional.scaled_dot_product_attention(*qkv, is_causal=causal)[0]
 
 
 def decode_attention(q: Any, k: Any, v: Any) -> Any:
@@ -79,6 +81,11 @@ def decode_attention(q: Any, k: Any, v: Any) -> Any:
 def prefill_attention(q: Any, k: Any, v: Any) -> Any:
     """Prefill attention, not causal."""
     return _sdpa(q, k, v)
+
+
+def prefill_attention_causal(q: Any, k: Any, v: Any) -> Any:
+    """Prefill attention, causal (`is_causal=True`)."""
+    return _sdpa(q, k, v, causal=True)
 
 
 def rotary(x: Any, c: Any, s: Any) -> Any:
@@ -120,6 +127,7 @@ PROGRAMS: dict[str, Callable[..., Any]] = {
     "swiglu_mlp": swiglu_mlp,
     "decode_attention": decode_attention,
     "prefill_attention": prefill_attention,
+    "prefill_attention_causal": prefill_attention_causal,
     "rotary": rotary,
     "bmm_nt": bmm_nt,
     "reduce_sum": reduce_sum,

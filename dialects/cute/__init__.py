@@ -15,13 +15,14 @@
   epilogue + store/accumulate), `cute.reduce` (sum or running max over one dim with
   STRIDED groups), `cute.concat`, `cute.mma_init` / `cute.mma` / `cute.frag_store` (a tiled
   MMA whose fp32 accumulator fragment lives in registers; `cute.mma_chain` = matmul ->
-  epilogue -> matmul with the intermediate kept in registers), `cute.barrier`, `cute.for`.
+  epilogue -> matmul with the intermediate kept in registers), `cute.causal_mask` (the
+  attention mask at the tile's global position), `cute.barrier`, `cute.for`.
 
 Every verifier message reads `cute.<op>: <rule>`.  Math is fp32; tiles produced by
 accumulators are fp32 in shared memory (passes/README.md, "Storage precision").
 
 Modules: `attrs.py` (attributes, types, limits), `kernel.py` (`cute.kernel`, `CuteOp`,
-`cute.for`), `memory_ops.py`, `compute_ops.py`, `mma_ops.py`, `dialect.py` (the `Cute`
+`cute.for`), `memory_ops.py`, `compute_ops.py`, `mask_ops.py`, `mma_ops.py`, `dialect.py` (the `Cute`
 dialect); the decisions of the cute passes that several layers read: `grid_sum_epilogue.py`,
 `row_chains.py`.
 """
@@ -30,5 +31,6 @@ from mirage_xdsl.dialects.cute.attrs import *  # noqa: F403
 from mirage_xdsl.dialects.cute.compute_ops import *  # noqa: F403
 from mirage_xdsl.dialects.cute.dialect import *  # noqa: F403
 from mirage_xdsl.dialects.cute.kernel import *  # noqa: F403
+from mirage_xdsl.dialects.cute.mask_ops import *  # noqa: F403
 from mirage_xdsl.dialects.cute.memory_ops import *  # noqa: F403
 from mirage_xdsl.dialects.cute.mma_ops import *  # noqa: F403

@@ -8,6 +8,7 @@ from mirage_xdsl.dialects.cute.attrs import FragmentType, LayoutAttr, SmemTensor
 from mirage_xdsl.dialects.cute.compute_ops import ConcatOp, ElementwiseOp, FillOp, GridSumOp, ReduceOp
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.dialects.cute.kernel import ForOp, KernelOp, YieldOp
+from mirage_xdsl.dialects.cute.mask_ops import CausalMaskOp
 from mirage_xdsl.dialects.cute.memory_ops import BarrierOp, CopyG2SOp, CopyS2GOp, CpAsyncCommitOp, CpAsyncWaitOp, SmemAllocOp
 from mirage_xdsl.dialects.cute.mma_ops import FragStoreOp, MmaChainOp, MmaInitOp, MmaOp
 from mirage_xdsl.dialects.cute.permute_copy import PermuteCopyOp
@@ -27,6 +28,7 @@ Cute = Dialect(
         ReduceOp,
         GridSumOp,
         ConcatOp,
+        CausalMaskOp,
         MmaInitOp,
         MmaOp,
         MmaChainOp,

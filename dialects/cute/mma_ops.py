@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, StringAttr, UnitAttr
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, StringAttr, UnitAttr
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
 
-from mirage_xdsl.dialects.cute.attrs import FragmentType, SmemTensorType, UnaryFnAttr, rule_error
+from mirage_xdsl.dialects.cute.attrs import FragmentType, SmemTensorType, UnaryFnAttr, dense_ints, rule_error
 from mirage_xdsl.dialects.cute.kernel import CuteOp, KernelOp, check_epilogue, check_mode, smem_type
+from mirage_xdsl.dialects.cute.mask_ops import check_mask, mask_props
 
 KSLICES = "cute.kslices"
 """`i64` on a `cute.mma_init` (written by cute-slice-mma): the accumulator's K is sliced over
@@ -99,7 +100,11 @@ class MmaChainOp(CuteOp):
     in fp32, a running row max `m` (registers, -inf before the loop), `r = exp(m_old - m)`,
     `acc = r acc + round(exp(S - m)) @ C` and `sum`'s row totals `= r sum + rowsum(P)` (kept in
     its first column block; a row sum of `sum` after the loop is the softmax denominator).
-    Needs W = 1: every warp owns all keys of its rows, 16 or 32 (two row blocks)."""
+    Needs W = 1: every warp owns all keys of its rows, 16 or 32 (two row blocks).
+
+    An online chain may carry a causal mask (`mask_offset`, `mask_rows`, `mask_cols`: the
+    `offset`, `row_origin`, `col_origin` of dialects/cute/mask_ops.py): S's element (i, j) is
+    -inf unless `col0 + j <= row0 + i + offset`, applied after the epilogue, before the max."""
 
     name = "cute.mma_chain"
     acc = operand_def(FragmentType)
@@ -109,6 +114,9 @@ class MmaChainOp(CuteOp):
     c = operand_def(SmemTensorType)
     epilogue = prop_def(ArrayAttr)
     online = opt_prop_def(UnitAttr)
+    mask_offset = opt_prop_def(IntegerAttr)
+    mask_rows = opt_prop_def(DenseArrayBase)
+    mask_cols = opt_prop_def(DenseArrayBase)
     assembly_format = (
         "$acc `,` $sum `,` $a `,` $b `,` $c $epilogue (`online` $online^)? attr-dict `:` type($acc) `,` type($sum) `,` "
         "type($a) `,` type($b) `,` type($c)"
@@ -123,11 +131,22 @@ class MmaChainOp(CuteOp):
         c: SSAValue,
         epilogue: Sequence[UnaryFnAttr],
         online: bool = False,
+        mask: tuple[int, Sequence[int], Sequence[int]] | None = None,
     ):
         props: dict[str, Attribute] = {"epilogue": ArrayAttr(epilogue)}
         if online:
             props["online"] = UnitAttr()
+        if mask is not None:
+            m = mask_props(*mask)
+            props.update({"mask_offset": m["offset"], "mask_rows": m["row_origin"], "mask_cols": m["col_origin"]})
         super().__init__(operands=[acc, sum, a, b, c], properties=props)
+
+    @property
+    def mask(self) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+        """(offset, row origin, column origin) of the causal mask, or None."""
+        if self.mask_offset is None or self.mask_rows is None or self.mask_cols is None:
+            return None
+        return self.mask_offset.value.data, dense_ints(self.mask_rows), dense_ints(self.mask_cols)
 
     def verify_(self) -> None:
         """Check the chain's shapes, types, atoms and warp layout.
@@ -135,11 +154,19 @@ class MmaChainOp(CuteOp):
         Raises:
             CuteVerifyError: a bad epilogue; A, B not matrices with equal K; C not an N1-row matrix;
                 sum / acc not M x N1 / M x D; A, B, C not of one 16-bit type matching a 16x8x16 atom;
+                mask properties incomplete, bad, or on a chain that is not online;
                 acc's thr_layout not (tg_m, 1); M > 16 tg_m (32 tg_m online); N1 not a multiple of 16 x the key
                 groups; an online chain with more than one key group; or an enclosing kernel
                 without exactly tg_m x key-group warps.
         """
         check_epilogue(self, self.epilogue)
+        given = [p is not None for p in (self.mask_offset, self.mask_rows, self.mask_cols)]
+        if any(given) and not all(given):
+            raise rule_error(self, "mask_offset, mask_rows and mask_cols go together")
+        if self.mask is not None:
+            if self.online is None:
+                raise rule_error(self, "a causal mask needs an online chain (mx::mma_chain_online_run applies it)")
+            check_mask(self, *self.mask)
         m, n1, _ = _matmul_dims(self, self.a, self.b)
         c_shape = smem_type(self.c).get_shape()
         if len(c_shape) < 2 or any(d != 1 for d in c_shape[:-2]) or c_shape[-2] != n1:

@@ -23,6 +23,7 @@ from mirage_xdsl.dialects.kn.elementwise_ops import (
     SquareOp,
     SubOp,
 )
+from mirage_xdsl.dialects.kn.mask_ops import CausalMaskOp
 
 Kernel = Dialect(
     "kn",
@@ -49,6 +50,7 @@ Kernel = Dialect(
         ConcatOp,
         ChunkOp,
         AllReduceOp,
+        CausalMaskOp,
         CustomizedOp,
     ],
     [],

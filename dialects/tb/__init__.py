@@ -7,7 +7,7 @@ input; after the loop the `after_accum` ops run once and `tb.output` stores the 
 `after_accum` is part of the STensor type: accumulators produce it, every other op
 propagates it, and binary ops/matmul/concat require their operands to agree.
 
-Modules: `stensor.py` (the STensor type, `TbOp`), `io_ops.py`, `compute_ops.py`, `accum_ops.py`,
+Modules: `stensor.py` (the STensor type, `TbOp`), `io_ops.py`, `compute_ops.py`, `mask_ops.py` (`tb.causal_mask`), `accum_ops.py`,
 `dialect.py` (the `Threadblock` dialect).  The compute ops subclass the abstract bases that `kn`
 shares (`dialects/common/op_bases.py`); the for-loop accumulator, grid sum and I/O ops are tb-only.
 """
@@ -16,4 +16,5 @@ from mirage_xdsl.dialects.tb.accum_ops import *  # noqa: F403
 from mirage_xdsl.dialects.tb.compute_ops import *  # noqa: F403
 from mirage_xdsl.dialects.tb.dialect import *  # noqa: F403
 from mirage_xdsl.dialects.tb.io_ops import *  # noqa: F403
+from mirage_xdsl.dialects.tb.mask_ops import *  # noqa: F403
 from mirage_xdsl.dialects.tb.stensor import *  # noqa: F403

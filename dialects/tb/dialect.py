@@ -30,6 +30,7 @@ from mirage_xdsl.dialects.tb.compute_ops import (
     SubOp,
 )
 from mirage_xdsl.dialects.tb.io_ops import InputOp, OutputOp
+from mirage_xdsl.dialects.tb.mask_ops import CausalMaskOp
 from mirage_xdsl.dialects.tb.stensor import STensorType
 
 Threadblock = Dialect(
@@ -59,6 +60,7 @@ Threadblock = Dialect(
         ReduceMaxOp,
         RmsNormOp,
         ConcatOp,
+        CausalMaskOp,
         ForloopAccumOp,
         GridSumOp,
     ],

@@ -5,7 +5,8 @@
 op reducing the loop axis becomes a `tb.forloop_accum`: `nored` after a matmul or per-tile
 reduction, `red_ld_sum`, `redtox_ld_sum`, `red_ld_rms`, or `max`; the online softmax's
 running `tb.reduction_max` with `nored_rescale` / `red_ld_sum_rescale`), `tb.grid_sum` after
-split accumulators of a grid-sum plan, and `tb.output` ops with their omaps.  The op
+split accumulators of a grid-sum plan, and `tb.output` ops with their omaps; a `kn.causal_mask` becomes `tb.causal_mask` with the
+grid axis and loop flag of its row and column axes (`mask_index_map`).  The op
 carries the plan's template name and estimates (`kn.template`, `kn.smem_estimate` in bytes,
 `kn.cost_estimate_us` in µs).
 """
@@ -27,6 +28,19 @@ TB_BINARY = tb.BINARY_BY_KIND
 TEMPLATE_ATTR = "kn.template"
 SMEM_ATTR = "kn.smem_estimate"
 COST_ATTR = "kn.cost_estimate_us"
+
+
+def mask_index_map(plan: KernelPlan, node: int, after_loop: bool) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(`grid_dims`, `forloop_dims`) of the `tb.causal_mask` of group node `node`
+    (dialects/tb/mask_ops.py): per masked dim (row, column), the grid axis that partitions
+    its axis (-1: none) and whether the for-loop walks it (never after the loop)."""
+    axes = plan.ax.axes[node][-2:]
+    grid_dims, loop_dims = [], []
+    for a in axes:
+        g = next((i for i, (n, ga) in enumerate(zip(plan.grid, plan.grid_axes)) if a is not None and ga == a and n > 1), -1)
+        grid_dims.append(g)
+        loop_dims.append(int(a is not None and not after_loop and a == plan.loop_axis and plan.forloop_range > 1))
+    return (grid_dims[0], grid_dims[1]), (loop_dims[0], loop_dims[1])
 
 
 def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.CustomizedOp:
@@ -136,6 +150,8 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
             val[n] = add(tb.ReduceMaxOp(xs[0], node.props["dim"]))
         elif k == "rms_norm":
             val[n] = add(tb.RmsNormOp(xs[0]))
+        elif k == "causal_mask":
+            val[n] = add(tb.CausalMaskOp(xs[0], node.props["offset"], *mask_index_map(plan, n, ph[n] == "post")))
         else:  # pragma: no cover - fusible_op() admits nothing else
             raise AssertionError(f"cannot place kn.{k} in a block graph")
     out_types = []

@@ -5,7 +5,7 @@ The planner (`default_tb_graph.Planner`) asks this module three questions about 
 block-graph semantics used here.
 
 1. **Axes** (`analyse_axes`).  Every dim of every value of the group gets an axis by
-   unification (einsum-like): elementwise ops keep their operand's axes (broadcast size-1
+   unification (einsum-like): elementwise ops (and the causal mask) keep their operand's axes (broadcast size-1
    dims have none), a matmul ties `lhs[-1]` to `rhs[-2]` (the contracted axis), batch dims to
    batch dims.  An axis is *reduced* if a matmul contracts it or a `kn.reduction` sums it;
    *whole* if it must stay entire in every tile (normalised by `kn.rms_norm`, the target dim
@@ -91,7 +91,7 @@ def analyse_axes(group: Group) -> AxisInfo | None:
             continue
         args = [group.nodes[a] for a in n.args]
         rank = len(n.shape)
-        if k in UNARY_KINDS or k == "rms_norm":
+        if k in UNARY_KINDS or k in ("rms_norm", "causal_mask"):
             for d in range(rank):
                 union((n.idx, d), (args[0].idx, d))
             if k == "rms_norm":

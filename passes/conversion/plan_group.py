@@ -21,7 +21,7 @@ from mirage_xdsl.dialects import kn
 
 UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar")
 BINARY_KINDS = ("add", "sub", "mul", "div", "pow")
-FUSIBLE_KINDS = (*UNARY_KINDS, *BINARY_KINDS, "matmul", "reduction", "reduction_max", "rms_norm")
+FUSIBLE_KINDS = (*UNARY_KINDS, *BINARY_KINDS, "matmul", "reduction", "reduction_max", "rms_norm", "causal_mask")
 """The kn op names (without `kn.`) a block graph can hold (`fusible_op`)."""
 
 
@@ -122,6 +122,8 @@ def _props_of(op: Operation) -> dict[str, Any]:
         return {"dim": op.dim.value.data, "size": 1}
     if isinstance(op, kn.RmsNormOp):
         return {"normalized": len(kn.ints(op.normalized_shape))}
+    if isinstance(op, kn.CausalMaskOp):
+        return {"offset": op.offset_value}
     return {}
 
 

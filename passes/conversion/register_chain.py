@@ -42,11 +42,14 @@ class OnlineParts:
     running_max: tb.ReductionMaxOp
     rescale: tb.ExpOp
     shift: tuple[tb.SubOp, tb.ExpOp]
+    mask: tb.CausalMaskOp | None = None
+    """a causal mask between the scores and the softmax (alone in its fusion chain), applied
+    to the scores in registers"""
 
     @property
     def ops(self) -> tuple[Operation, ...]:
         """Every tb op of the online part."""
-        return (self.running_max, self.rescale, *self.shift)
+        return (*((self.mask,) if self.mask is not None else ()), self.running_max, self.rescale, *self.shift)
 
 
 @dataclass(frozen=True)
@@ -193,7 +196,8 @@ def find_online_chains(
     flash `cute.mma_chain` (FlashAttention-2's loop, Dao 2023, algorithm 1):
 
     * `first` = [tb.matmul, unary ops...] -> S, read by a running `tb.reduction_max` and by
-      `tb.sub(S, max)` only;
+      `tb.sub(S, max)` only -- or by a `tb.causal_mask` alone in its chain, whose result is
+      read so (the chain masks S in registers);
     * [`tb.sub`, `tb.exp`] -> P (one chain), read by the row-sum accumulator `total` and by
       the matmul P @ V only; `tb.exp(diff)` -> r, read by the two accumulators only;
     * `total` = `nored_rescale(P, r)` whose one reader after the loop is a `tb.reduction`
@@ -227,6 +231,13 @@ def _online_chain(first: Sequence[Operation], by_leader: dict[Operation, Sequenc
     """The online chain starting with `first` (`find_online_chains`'s pattern), or None."""
     s = first[-1].results[0]
     users = {use.operation for use in s.uses}
+    mask = users.pop() if len(users) == 1 else None
+    if mask is not None:
+        # scores -> tb.causal_mask (its own chain, not walked by the loop's rows) -> softmax
+        if not isinstance(mask, tb.CausalMaskOp) or list(by_leader.get(mask, ())) != [mask] or mask.walked[0]:
+            return None
+        s = mask.result
+        users = {use.operation for use in s.uses}
     rmax = next((u for u in users if isinstance(u, tb.ReductionMaxOp)), None)
     sub = next((u for u in users if isinstance(u, tb.SubOp)), None)
     if len(users) != 2 or rmax is None or sub is None or list(by_leader.get(rmax, ())) != [rmax]:
@@ -256,7 +267,7 @@ def _online_chain(first: Sequence[Operation], by_leader: dict[Operation, Sequenc
     row_sum = _only_user(total.result)
     if not isinstance(row_sum, tb.ReductionOp) or row_sum.reduce_dim != len(shape_of(p)) - 1:
         return None
-    online = OnlineParts(rmax, rescale, (sub, shift[1]))  # type: ignore[arg-type]
+    online = OnlineParts(rmax, rescale, (sub, shift[1]), mask)  # type: ignore[arg-type]
     return RegisterChain(tuple(first), total, (mm2, acc), online)
 
 

@@ -1,7 +1,7 @@
 """convert-tb-to-cute, fusion chains: each chain of tb-fusion-chains becomes one op -- a
 matmul leader `cute.mma_init` + `cute.mma` + `cute.frag_store` (unary ops as the fragment's
 epilogue, a trailing `nored` as `add`), reductions `cute.reduce`, grid sums `cute.grid_sum`,
-everything else `cute.elementwise` / `cute.concat` -- and flash decoding's
+a causal mask `cute.causal_mask`, everything else `cute.elementwise` / `cute.concat` -- and flash decoding's
 `matmul -> exp -> matmul` one `cute.mma_chain` (passes/conversion/register_chain.py).
 """
 
@@ -109,6 +109,12 @@ class ChainLowering(KernelBuilderBase):
             kind = "max" if isinstance(leader, tb.ReduceMaxOp) else "sum"
             return [cute.ReduceOp(kind, x, [dst], d, group, g, rest, mode, order)]
         order = self.order_for(leader, rank)
+        if isinstance(leader, tb.CausalMaskOp):
+            if mode not in ("store", "add"):
+                raise convert_error(leader, f"a causal mask chain ends in mode '{mode}'; only store and add lower")
+            x = self.tile(leader, leader.input)
+            rows, cols = leader.index_origin(self.iters)
+            return [cute.CausalMaskOp(x, dst, leader.offset_value, rows, cols, rest, mode, order)]
         if type(leader) in UNARY_FN:
             x = self.tile(leader, leader.operands[0])
             return [cute.ElementwiseOp("id", [x], dst, self.epilogue_of([leader]) + rest, mode, order)]
@@ -220,7 +226,11 @@ class ChainLowering(KernelBuilderBase):
         a, b, c = self.tile(first, first.lhs), self.tile(first, first.rhs), self.tile(second, second.rhs)
         epilogue = self.epilogue_of(rc.first[1:])
         online = rc.online is not None
-        return [cute.MmaChainOp(reg_accums[rc.second[-1]], self.chain_sums[rc], a, b, c, epilogue, online)]
+        mask = None
+        if rc.online is not None and rc.online.mask is not None:
+            rows, cols = rc.online.mask.index_origin(self.iters)
+            mask = (rc.online.mask.offset_value, rows, cols)
+        return [cute.MmaChainOp(reg_accums[rc.second[-1]], self.chain_sums[rc], a, b, c, epilogue, online, mask)]
 
     def lower_matmul(self, chain: Chain, reg_accums: dict[Operation, SSAValue]) -> list[Operation]:
         """The cute ops of a matmul chain.

@@ -30,6 +30,22 @@ __device__ __forceinline__ void elementwise(TO* o, const TA* a, const TB* b, con
   });
 }
 
+// The causal mask of a tile (cute.causal_mask, dialects/cute/mask_ops.py):
+// o[LO(i)] = f(o, a[LA(i)]) where element i's global column col0 + (i / CDIV) % CN is at most
+// its global row row0 + (i / RDIV) % RN + offset, f(o, -inf) elsewhere.  RDIV / CDIV are the
+// products of the modes of LO before the row / column mode (LO walks the tile in its order).
+template <int NT, class LO, class LA, int RDIV, int RN, int CDIV, int CN, bool READ, class TO, class TA, class F>
+__device__ __forceinline__ void causal_mask(TO* o, const TA* a, int row0, int col0, int offset, int tid, F f) {
+  for_each_mine<NT, LO::size>(tid, [&](int i) {
+    const int r = row0 + (i / RDIV) % RN, c = col0 + (i / CDIV) % CN;
+    const float va = c <= r + offset ? to_f(a[LA::off(i)]) : neg_inf();
+    const int oo = LO::swz(LO::raw(i));
+    float vo = 0.0f;
+    if constexpr (READ) vo = to_f(o[oo]);
+    o[oo] = from_f<TO>(f(vo, va));
+  });
+}
+
 // How reduce_rows / block_reduce combine values: a sum (identity 0), a sum of squares (each
 // element squared in fp32 as it is read) or a max (identity -inf).  `in` maps an element read
 // from the tile; `apply` combines values, partial results included.

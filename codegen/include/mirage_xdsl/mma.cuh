@@ -407,6 +407,19 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
   return pack2_bits(lo, hi, T{});
 }
 
+// The causal mask an online chain applies to its scores (cute.mma_chain mask_*): element
+// (r, c) of the iteration's score tile is kept when c <= r + diag, diag = the tile's global
+// first row + offset - its global first column (dialects/cute/mask_ops.py).  NoMask: none.
+struct NoMask {
+  static constexpr bool kActive = false;
+  __device__ __forceinline__ bool keep(int, int) const { return true; }
+};
+struct CausalMask {
+  static constexpr bool kActive = true;
+  int diag;
+  __device__ __forceinline__ bool keep(int r, int c) const { return c <= r + diag; }
+};
+
 // mma_chain_run with FlashAttention-2's online softmax (Dao 2023, algorithm 1; cute.mma_chain
 // `online`): S = scale(A @ B) in fp32, a running row max m (rmax: rows g and g + 8 of each
 // of the lane's FM row blocks, -inf before the loop), r = exp(m_old - m) rescales acc and
@@ -417,11 +430,13 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
 // share of the row); a row sum over sum's columns after the loop is the softmax
 // denominator, summed from P in fp32 before P is rounded to T for P @ C.  exp(x) = exp2(x log2 e)
 // (ex2_ftz).  C is read by ldmatrix.x4.trans, two n8 blocks of
-// D per load, when CM is kLdsmT and D a multiple of 16.
+// D per load, when CM is kLdsmT and D a multiple of 16.  `mask` (CausalMask) sets the scores
+// it does not keep to -inf after `scale`.
 template <int NT, class Acc, class SAcc, int M, int N1, int K1, int D, int TGM, bool BF16, class LA, class LB,
-          int AM, int BM, class LC, int CM, class T, class F>
+          int AM, int BM, class LC, int CM, class T, class F, class MK = NoMask>
 __device__ __forceinline__ void mma_chain_online_run(Acc& acc, SAcc& sum, float (&rmax)[2 * Acc::FM], const T* a,
-                                                     const T* b, const T* c, const void* zero, int tid, F scale) {
+                                                     const T* b, const T* c, const void* zero, int tid, F scale,
+                                                     MK mask = MK{}) {
   constexpr int FM = Acc::FM;
   static_assert(SAcc::FM == FM && SAcc::FN % 2 == 0 && Acc::KS == 1, "mma_chain_online_run: see above");
   constexpr float kLog2e = 1.4426950408889634f;
@@ -473,7 +488,11 @@ __device__ __forceinline__ void mma_chain_online_run(Acc& acc, SAcc& sum, float 
     for (int j = 0; j < SAcc::FN; ++j) {
 #pragma unroll
       for (int h = 0; h < 4; ++h) {
-        const float v = scale(s.c[i][j][h]);
+        float v = scale(s.c[i][j][h]);
+        if constexpr (MK::kActive) {
+          // the m16n8 C fragment: rows g, g + 8 of row block warp + i TGM; columns 2t, 2t + 1
+          if (!mask.keep((warp + i * TGM) * 16 + g + 8 * (h >> 1), 8 * j + 2 * t + (h & 1))) v = neg_inf();
+        }
         s.c[i][j][h] = v;
         mx[h >> 1] = fmaxf(mx[h >> 1], v);
       }
