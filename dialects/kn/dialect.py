@@ -23,6 +23,7 @@ from mirage_xdsl.dialects.kn.elementwise_ops import (
     SquareOp,
     SubOp,
 )
+from mirage_xdsl.dialects.kn.reshape_op import ReshapeOp
 
 Kernel = Dialect(
     "kn",
@@ -48,6 +49,7 @@ Kernel = Dialect(
         RmsNormOp,
         ConcatOp,
         ChunkOp,
+        ReshapeOp,
         AllReduceOp,
         CustomizedOp,
     ],
