@@ -77,15 +77,55 @@ def check(graph: Any, module: Any, seed: int) -> float:
     return relative_error(host, refs)
 
 
-PER_OP = {"chain3": True, "chain40": True, "decoder_mlp": False}
+PER_OP = {
+    "chain3": True,
+    "chain40": True,
+    "decoder_mlp": False,
+    "decoder_layer": False,
+    "decoder_layer_bs8": False,
+    "decoder_4layers": False,
+}
 """Whether the workload's megakernel runs one task per op's block (seed 003's microbenchmark)
 or kn-fuse's fused kernels (a layer: fewer, larger tasks)."""
+
+
+def trace_summary(graph: Any, path: str) -> str:
+    """Run `graph` (compiled with trace=true) once more, write its Chrome trace JSON to `path`
+    and summarise it: span, per-worker busy time (min / median / max, µs) and the kernels'
+    task windows (first start, last end, µs from the first start)."""
+    import statistics
+
+    from mirage_xdsl.runtime.megakernel import megakernel_info, read_trace, write_chrome_trace
+
+    write_chrome_trace(graph, path)
+    info = megakernel_info(graph)
+    assert info is not None
+    records = read_trace(graph)  # (task, worker, start ns, end ns)
+    t0 = min(r[2] for r in records)
+    span = (max(r[3] for r in records) - t0) / 1e3
+    busy: dict[int, float] = {}
+    windows: dict[str, list[float]] = {}
+    for task, worker, start, end in records:
+        busy[worker] = busy.get(worker, 0.0) + (end - start) / 1e3
+        kernel = info.tasks[task].split(" block")[0]
+        w = windows.setdefault(kernel, [float("inf"), 0.0, 0])
+        w[0], w[1], w[2] = min(w[0], (start - t0) / 1e3), max(w[1], (end - t0) / 1e3), w[2] + 1
+    vals = [busy.get(w, 0.0) for w in range(info.workers)]
+    lines = [
+        f"trace: {len(records)} tasks on {info.workers} workers, span {span:.1f} us; busy per worker "
+        f"min {min(vals):.1f} / median {statistics.median(vals):.1f} / max {max(vals):.1f} us"
+    ]
+    lines += [f"  {k}: {int(n)} tasks, {a:.1f}-{b:.1f} us" for k, (a, b, n) in windows.items()]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Check and time each workload named in `argv` (default chain3, chain40); print a table:
     megakernel, our per-kernel graph (CUDA graph + PDL), torch CUDA graph and torch.compile
-    (bench/peers.py), µs of device time each."""
+    (bench/peers.py), µs of device time each, and the megakernel's GB/s over the bytes of
+    its inputs.  `--no-compile NAME` skips torch.compile for that workload (its compile time);
+    `--trace NAME=PATH` writes the Chrome trace of NAME's megakernel to PATH and prints
+    `trace_summary`."""
     import cupy
 
     from mirage_xdsl.bench.peers import time_peers
@@ -94,11 +134,25 @@ def main(argv: list[str] | None = None) -> int:
     from mirage_xdsl.runtime.measure import device_sets, device_us, plan_bytes, rotation_sets, to_device
     from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
 
-    names = (sys.argv[1:] if argv is None else argv) or ["chain3", "chain40"]
+    args = list(sys.argv[1:] if argv is None else argv)
+    no_compile: set[str] = set()
+    traces: dict[str, str] = {}
+    names = []
+    while args:
+        a = args.pop(0)
+        if a == "--no-compile":
+            no_compile.add(args.pop(0))
+        elif a == "--trace":
+            name, path = args.pop(0).split("=", 1)
+            traces[name] = path
+        else:
+            names.append(a)
+    names = names or ["chain3", "chain40"]
     dev = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"device: {dev}, {time.strftime('%Y-%m-%d')}")
     heads = ("mk us", "ops us", "torch gr", "t.compil")
-    print(f"{'workload':12} {'tasks':>6} {'err mk':>9} {'err ops':>9} " + " ".join(f"{h:>8}" for h in heads) + f" {'mk/ops':>7}")
+    cols = " ".join(f"{h:>8}" for h in heads)
+    print(f"{'workload':17} {'tasks':>6} {'err mk':>9} {'err ops':>9} {cols} {'mk/ops':>7} {'mk GB/s':>8}")
     stream = cupy.cuda.get_current_stream()
     for name in names:
         module = workload(name)
@@ -113,14 +167,27 @@ def main(argv: list[str] | None = None) -> int:
         t_ops = device_us(ops, sets, stream)
         inputs = random_inputs(mk.plan.inputs, 2)
         refs = run_reference(module, [numpy_values(x, s.dtype) for x, s in zip(inputs, mk.plan.inputs)])
-        peers = time_peers(cupy, name, mk.plan.inputs, sets, [to_device(cupy, x) for x in inputs], refs, atol_rel=1e-2)
+        peers = time_peers(
+            cupy, name, mk.plan.inputs, sets, [to_device(cupy, x) for x in inputs], refs, atol_rel=1e-2,
+            compile_peer=name not in no_compile,
+        )
+        gbs = plan_bytes(mk.plan.inputs) / (t_mk * 1e3) if t_mk else float("nan")
         tasks = len(mk.plan.megakernel["tasks"]) if mk.plan.megakernel else 0
         speed = (t_ops / t_mk) if t_mk and t_ops else float("nan")
         nan = float("nan")
         cells = [t_mk or nan, t_ops or nan, peers.graph_us or nan, peers.compile_us or nan]
-        print(f"{name:12} {tasks:>6} {err_mk:>9.2e} {err_ops:>9.2e} " + " ".join(f"{c:>8.2f}" for c in cells) + f" {speed:>6.2f}x")
+        print(
+            f"{name:17} {tasks:>6} {err_mk:>9.2e} {err_ops:>9.2e} " + " ".join(f"{c:>8.2f}" for c in cells)
+            + f" {speed:>6.2f}x {gbs:>8.0f}",
+            flush=True,
+        )
         for peer, note in peers.notes.items():
             print(f"  {peer}: {note}")
+        if name in traces:
+            traced = compile(module, megakernel={"per_op": per_op, "trace": True})
+            traced(*[to_device(cupy, x) for x in inputs])
+            cupy.cuda.runtime.deviceSynchronize()
+            print(trace_summary(traced, traces[name]), flush=True)
     return 0
 
 

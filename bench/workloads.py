@@ -219,6 +219,31 @@ def _torch_chain(x: Any, *weights: Any) -> Any:
     return x
 
 
+def _torch_decoder(x: Any, *inputs: Any) -> tuple[Any, ...]:
+    """examples/megakernel decoder_layer[_bs8] / decoder_4layers: per layer (inputs Wq, Wk, Wv,
+    K, V, Wo, W1, W3, W2) RMSNorm, Q/K/V projections, GQA decode attention over the cache
+    (Q [batch, 4096] viewed as [K rows, group, head dim]), O projection + residual, RMSNorm,
+    gated MLP + residual; returns every layer's (k_new, v_new), then the last output."""
+    import torch  # type: ignore[import-not-found]
+
+    silu = torch.nn.functional.silu
+
+    def rms(t: Any) -> Any:  # in fp32: a later layer's x*x overflows fp16, as ours does not
+        return (t.float() * torch.rsqrt(torch.mean(t.float() * t.float(), dim=-1, keepdim=True))).to(t.dtype)
+
+    outs: list[Any] = []
+    for i in range(0, len(inputs), 9):
+        wq, wk, wv, k, v, wo, w1, w3, w2 = inputs[i : i + 9]
+        n = rms(x)
+        q = (n @ wq).reshape(k.shape[0], -1, k.shape[1])
+        o = torch_stable_attention(q, k, v).reshape(x.shape[0], -1)
+        h = x + o @ wo
+        n2 = rms(h)
+        x = h + (silu(n2 @ w1) * (n2 @ w3)) @ w2
+        outs += [n @ wk, n @ wv]
+    return (*outs, x)
+
+
 def torch_workload_program(stem: str) -> Callable[..., Any] | None:
     """The torch program of a Mirage benchmark workload, known by its muGraph file stem or
     workload name (`rmsnorm_bs1`, `gqa_bs8`, `single_gqa`, ...) or a suite workload's name
@@ -248,6 +273,8 @@ def torch_workload_program(stem: str) -> Callable[..., Any] | None:
         ("chain3", lambda x, w: torch.relu(silu(x @ w) @ w)),
         ("chain40", _torch_chain),
         ("decoder_mlp", lambda x, w1, w3, w2: x + (silu(torch_rms(x) @ w1) * (torch_rms(x) @ w3)) @ w2),
+        ("decoder_layer", _torch_decoder),
+        ("decoder_4layers", _torch_decoder),
     ]
     for prefix, fn in table:
         if stem.startswith(prefix):

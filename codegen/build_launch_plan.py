@@ -2,7 +2,8 @@
 
 `plan_function` turns a `func.func` into a `LaunchPlan` (`launch_plan.py`): `cute.kernel` ->
 `KernelLaunch` (grid, block, dynamic shared memory in bytes, grid-sum counters, programmatic
-dependent launch), every other `kn` op -> `LibraryCall` (run with CuPy/cuBLAS by the
+dependent launch), an aliased `kn.reshape` -> nothing (its readers get its input's buffer
+with the view's strides), every other `kn` op -> `LibraryCall` (run with CuPy/cuBLAS by the
 runtime), tensors referenced as graph inputs, graph outputs or workspace slices
 (`kn.workspace_offset`, bytes).
 """
@@ -70,6 +71,7 @@ LIBRARY_OPS = {
     kn.RmsNormOp: "rms_norm",
     kn.ConcatOp: "concat",
     kn.ChunkOp: "chunk",
+    kn.ReshapeOp: "reshape",
     kn.AllReduceOp: "all_reduce",
 }
 
@@ -91,6 +93,8 @@ def library_params(op: Operation) -> dict[str, float | int | list[int]]:
         return {"dim": op.dim.value.data}
     if isinstance(op, kn.ChunkOp):
         return {"dim": op.dim.value.data, "chunks": len(op.outputs)}
+    if isinstance(op, kn.ReshapeOp):
+        return {"shape": list(shape_of(op.output))}
     return {}
 
 
@@ -119,6 +123,10 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
             return TensorRef("input", value.index)
         if value in out_index:
             return TensorRef("output", out_index[value])
+        if isinstance(value, OpResult) and isinstance(value.op, kn.ReshapeOp) and kn.ALIAS_ATTR in value.op.attributes:
+            # a view of the input's buffer (kn-alias-reshape): its pointer, the view's strides
+            src = ref(value.op.input, user)
+            return TensorRef("workspace", 0, src.offset, _spec(value)) if src.kind == "workspace" else src
         if not isinstance(value, OpResult):
             raise printer_error(user, "operand is neither a graph input nor an op result")
         offs = value.op.attributes.get("kn.workspace_offset")
@@ -165,6 +173,8 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
         if isinstance(op, PermuteCopyOp):
             steps.append(permute_launch(op, ref))
             continue
+        if isinstance(op, kn.ReshapeOp) and kn.ALIAS_ATTR in op.attributes:
+            continue  # a view: its readers get the input's buffer (`ref`)
         if isinstance(op, kn.CustomizedOp):
             raise printer_error(op, "kn.customized was not lowered; run convert-tb-to-cute (mirage-transpile) first")
         name = LIBRARY_OPS.get(type(op))  # type: ignore[call-overload]  # keyed by the kn op classes

@@ -30,6 +30,7 @@ tensor handles both return in `builder_common.py`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -353,6 +354,26 @@ class KNGraph:
         if chunks < 1 or shape[dim] % chunks:
             raise GraphBuildError(f"chunk: dim {dim} (size {shape[dim]}) is not divisible into {chunks} chunks")
         return self._add(kn.ChunkOp(a, chunks, dim))
+
+    def reshape(self, A: DTensor, shape: Sequence[int]) -> DTensor:
+        """A's elements in row-major order with another shape (`kn.reshape`, numpy semantics;
+        a view of A's buffer where its strides allow, else a copy).  E.g. a [1, 4096] query
+        projection as [8, 4, 128]: 8 KV heads x 4 query heads x head dim 128.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph, `shape` is not positive ints, or
+                its element count differs from A's.
+        """
+        (a,) = self._own("reshape", A)
+        new = ints_arg("reshape", "shape", shape)
+        old = kn.shape_of(a)
+        if not new or any(n < 1 for n in new):
+            raise GraphBuildError(f"reshape: shape {list(new)} must be positive sizes")
+        if math.prod(new) != math.prod(old):
+            raise GraphBuildError(
+                f"reshape: cannot reshape {list(old)} ({math.prod(old)} elements) into {list(new)} ({math.prod(new)} elements)"
+            )
+        return self._add(kn.ReshapeOp(a, new))[0]
 
     def all_reduce(self, A: DTensor, inplace: bool = False) -> DTensor:
         """Sum of A over the GPUs (`kn.all_reduce`); on one GPU the identity.

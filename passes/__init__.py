@@ -18,6 +18,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "tb-fusion-chains": ("tb.fusion_chains", "FusionChainsPass"),
     "tb-resolve-layout": ("tb.resolve_layout", "ResolveLayoutPass"),
     "tb-compute-strides": ("tb.compute_strides", "ComputeStridesPass"),
+    "kn-alias-reshape": ("kn.alias_reshape", "KnAliasReshapePass"),
     "kn-plan-workspace": ("kn.plan_workspace", "PlanWorkspacePass"),
     "tb-schedule": ("tb.schedule", "SchedulePass"),
     "tb-plan-swizzle": ("tb.plan_swizzle", "PlanSwizzlePass"),

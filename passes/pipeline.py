@@ -1,7 +1,7 @@
 """`mirage-transpile`: the whole transpiler pipeline of passes/README.md, in order.
 
     kn-decompose-rms-norm, tb-decompose-accumulators, tb-fusion-chains, tb-resolve-layout,
-    tb-compute-strides, kn-plan-workspace, tb-schedule, tb-plan-swizzle, tb-plan-pipeline,
+    tb-compute-strides, kn-alias-reshape, kn-plan-workspace, tb-schedule, tb-plan-swizzle, tb-plan-pipeline,
     tb-plan-smem [, convert-tb-to-cute, convert-contraction-to-hopper [, cute-late-finisher]
     [, CUTE_DECISIONS]]
 
@@ -43,6 +43,7 @@ PIPELINE = (
     "tb-fusion-chains",
     "tb-resolve-layout",
     "tb-compute-strides",
+    "kn-alias-reshape",
     "kn-plan-workspace",
     "tb-schedule",
     "tb-plan-swizzle",

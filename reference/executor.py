@@ -9,7 +9,8 @@ the numerical oracle for the importer, the passes and the CUDA runtime.  Semanti
   (`out[..., j, ...] = sum_k in[..., j + k*size, ...]`), reduction_max over one dim to 1,
   causal_mask (element (i, j) of the last two dims kept where j <= i + offset, else -inf),
   rms_norm over the trailing normalized
-  dims without epsilon, concat, chunk, all_reduce (identity on one GPU) and customized.
+  dims without epsilon, concat, chunk, reshape (row-major, numpy), all_reduce (identity on one
+  GPU) and customized.
 * `kn.customized` runs its threadblock graph for every block and every for-loop iteration,
   vectorised over the grid: a tile is an array `[gx, gy, gz, *tile]` (a block axis has size 1
   where the tile is replicated along it; numpy broadcasting does the rest) and tb ops act on
@@ -214,6 +215,8 @@ def _run_kn_op(op: Any, xs: list[np.ndarray], storage_rounding: bool = False) ->
         return [rms_normalize(x, range(x.ndim - k, x.ndim))]
     if kind == "concat":
         return [np.concatenate(xs, axis=int_prop(op, "dim"))]
+    if kind == "reshape":
+        return [xs[0].reshape(tuple(op.results[0].type.get_shape()))]  # type: ignore[attr-defined]
     if kind == "chunk":
         return list(np.split(xs[0], len(op.results), axis=int_prop(op, "dim")))
     if kind == "all_reduce":

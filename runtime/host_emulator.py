@@ -183,6 +183,8 @@ def _library(call: LibraryCall, args: list[np.ndarray]) -> list[np.ndarray]:
         return [np.concatenate(xs, axis=int_param(p["dim"]))]
     if op == "chunk":
         return list(np.split(xs[0], int_param(p["chunks"]), axis=int_param(p["dim"])))
+    if op == "reshape":
+        return [xs[0].reshape(tuple(p["shape"]))]  # type: ignore[arg-type]
     if op in ("all_reduce", "copy"):
         return [xs[0]]
     return [_unary(op, xs[0], p)]

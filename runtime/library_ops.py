@@ -17,7 +17,8 @@ Semantics (the same as the reference executor, mirage-notes 1.3/1.7):
   groups (`out[..., j, ...] = sum_k in[..., j + k*size, ...]`) summed in fp32;
   `reduction_max` the max over `dim` down to 1;
   `rms_norm` `x / sqrt(mean(x^2))` over the trailing `normalized_shape` dims (no epsilon);
-  `concat` along `dim`; `chunk` along `dim` into `len(results)` parts; `all_reduce` (one
+  `concat` along `dim`; `chunk` along `dim` into `len(results)` parts; `reshape` (the
+  elements in row-major order into the result's shape and layout); `all_reduce` (one
   GPU) and `copy` the identity.
 
 Every result is computed into a fresh array before it is stored, so a result may share
@@ -349,6 +350,12 @@ def _op_chunk(call: LibraryCall, args: Sequence[Any], results: Sequence[Any], xp
         out[...] = part
 
 
+def _op_reshape(call: LibraryCall, args: Sequence[Any], results: Sequence[Any], xp: Any, adt: list[str], rdt: str) -> None:
+    _arity(call, args, results, 1)
+    # row-major order (numpy reshape semantics) from a strided input into the result's layout
+    results[0][...] = xp.ascontiguousarray(args[0]).reshape(results[0].shape)
+
+
 def _op_identity(call: LibraryCall, args: Sequence[Any], results: Sequence[Any], xp: Any, adt: list[str], rdt: str) -> None:
     _arity(call, args, results, 1)
     results[0][...] = xp.array(args[0], copy=True)
@@ -365,6 +372,7 @@ LIBRARY_OPS: dict[str, Impl] = {
     "rms_norm": _op_rms_norm,
     "concat": _op_concat,
     "chunk": _op_chunk,
+    "reshape": _op_reshape,
     "all_reduce": _op_identity,
     "copy": _op_identity,
 }

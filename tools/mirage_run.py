@@ -151,6 +151,8 @@ def torch_kn_program(func: Any) -> Callable[..., list[Any]] | None:
                 ys = [_torch_rms(xs[0], len(op.normalized_shape.get_values()))]
             elif op.name == "kn.concat":
                 ys = [torch.cat(xs, dim=op.dim.value.data)]
+            elif op.name == "kn.reshape":
+                ys = [xs[0].reshape(tuple(op.results[0].type.get_shape()))]
             elif op.name == "kn.chunk":
                 ys = list(torch.chunk(xs[0], len(op.results), dim=op.dim.value.data))
             elif op.name == "func.return":

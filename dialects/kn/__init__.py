@@ -10,7 +10,8 @@ kernel has finished (`weight_inputs`).  Op set and shape
 rules: Mirage `include/mirage/kernel/*.h`, `src/kernel/*.cc` (mirage-notes 1.3).
 
 Modules: `tensors.py` (DTensor attributes and checks, `KnOp`), `elementwise_ops.py`,
-`compute_ops.py`, `mask_ops.py` (`kn.causal_mask`), `customized.py` (`kn.customized`), `dialect.py` (the `Kernel` dialect),
+`compute_ops.py`, `mask_ops.py` (`kn.causal_mask`), `reshape_op.py` (`kn.reshape`), `customized.py` (`kn.customized`),
+`dialect.py` (the `Kernel` dialect),
 `graph_verify.py` (whole-graph checks), `strides.py` (DTensor strides).  The ops subclass the
 abstract bases that `tb` shares (`dialects/common/op_bases.py`); this package also re-exports
 the shared checks and accessors (`dialects/common/checks.py`: `shape_of`, `fail`, `KnVerifyError`).
@@ -22,5 +23,6 @@ from mirage_xdsl.dialects.kn.customized import *  # noqa: F403
 from mirage_xdsl.dialects.kn.dialect import *  # noqa: F403
 from mirage_xdsl.dialects.kn.elementwise_ops import *  # noqa: F403
 from mirage_xdsl.dialects.kn.mask_ops import *  # noqa: F403
+from mirage_xdsl.dialects.kn.reshape_op import *  # noqa: F403
 from mirage_xdsl.dialects.kn.strides import dtensor_strides  # noqa: F401
 from mirage_xdsl.dialects.kn.tensors import *  # noqa: F403

@@ -24,6 +24,7 @@ from mirage_xdsl.dialects.kn.elementwise_ops import (
     SubOp,
 )
 from mirage_xdsl.dialects.kn.mask_ops import CausalMaskOp
+from mirage_xdsl.dialects.kn.reshape_op import ReshapeOp
 
 Kernel = Dialect(
     "kn",
@@ -49,6 +50,7 @@ Kernel = Dialect(
         RmsNormOp,
         ConcatOp,
         ChunkOp,
+        ReshapeOp,
         AllReduceOp,
         CausalMaskOp,
         CustomizedOp,

@@ -203,7 +203,7 @@ class KnPartitionPass(ModulePass, PartitionOptions):
         threads = {}
         if self.block_threads:
             t = self.block_threads
-            threads = {"threads_per_block": t, "wide_block_threads": t, "lone_matmul_block_threads": t}
+            threads = {"threads_per_block": t, "wide_block_threads": t, "lone_matmul_block_threads": t, "max_threads_per_block": t}
         return replace(
             DeviceModel(),
             **threads,  # type: ignore[arg-type]

@@ -6,7 +6,9 @@ never reusing memory.  We keep its 128-byte alignment and its choice of tensors 
 memory between intermediates whose lifetimes do not overlap:
 
 * lifetime of a result = `[index of its op, index of its last user]` in the function's
-  program order (inclusive: an op's operands and results never share memory);
+  program order (inclusive: an op's operands and results never share memory); the users of
+  an aliased `kn.reshape` of it (a view of its buffer, kn-alias-reshape) count as its users,
+  and the view itself gets no buffer;
 * size = `physical_num_elems(shape, kn.strides) * sizeof(T)` rounded up to 128 bytes (row
   padding included, so 16-byte chunked copies of the last row stay inside the buffer);
 * placement: largest first (ties: earlier definition first), each at the best-fitting
@@ -118,12 +120,14 @@ def plan_function(func: FuncOp) -> None:
     for i, op in enumerate(ops):
         if op.dialect_name() not in WORKSPACE_DIALECTS:
             continue
+        if kn.ALIAS_ATTR in op.attributes:
+            continue  # an aliased kn.reshape: a view of its input's buffer (kn-alias-reshape)
         for r, res in enumerate(op.results):
             if res in outputs or not hasattr(res.type, "get_shape"):
                 continue
             nbytes = elem_bytes_of(kn.element_type_of(res))
             size = physical_num_elems(kn.shape_of(res), _strides_of(op, r, res), nbytes) * nbytes
-            last = max((position[_top_level(use.operation, func)] for use in res.uses), default=i)
+            last = max((position[_top_level(u, func)] for u in _readers(res)), default=i)
             buffers.append(Buffer(size, i, last))
             owners.append((op, r))
         if scratch := grid_sum_scratch_bytes(op):
@@ -139,6 +143,18 @@ def plan_function(func: FuncOp) -> None:
     for op, values in per_op.items():
         op.attributes["kn.workspace_offset"] = DenseArrayBase.from_list(i64, values)
     func.attributes["kn.workspace_size"] = IntegerAttr(total, i64)
+
+
+def _readers(value: SSAValue) -> list[Operation]:
+    """The ops reading `value`'s buffer: its users, and through an aliased `kn.reshape` (a
+    view of the buffer, kn-alias-reshape) the readers of the view."""
+    out: list[Operation] = []
+    for use in value.uses:
+        user = use.operation
+        out.append(user)
+        if kn.ALIAS_ATTR in user.attributes and user.name == "kn.reshape":
+            out += _readers(user.results[0])
+    return out
 
 
 def _top_level(op: Operation, func: FuncOp) -> Operation:

@@ -4,8 +4,9 @@
 
 runs `kn-fuse{per-op=true, block-threads=T}` (one kernel per op, lone matmuls included, every
 block with T threads: a megakernel runs its tasks with one thread count), then the
-`mirage-transpile` passes without fusion (per-kernel lowering, kn-plan-workspace, the cute
-decisions), then `kn-to-task-graph`.  Options: `threads` (T, default 128, Mirage's block),
+`mirage-transpile` passes without fusion and without cute-late-finisher (its split-K
+partners wait on each other inside a task, which a megakernel task never does; the grid
+sums combine by the last block to arrive instead), then `kn-to-task-graph`.  Options: `threads` (T, default 128, Mirage's block),
 `per-op` (false: keep kn-fuse's aggregation, fewer and larger tasks), `workers` and
 `blocks-per-task`, `trace`, `watchdog-ms` and `reuse-workspace` (forwarded to
 kn-to-task-graph).  Graphs that already hold threadblock
@@ -48,7 +49,7 @@ class MirageMegakernelPass(ModulePass):
             PassFailedException: from any of the three steps (the op and rule named).
         """
         fuse_plain_graphs(ctx, op, per_op=self.per_op, block_threads=self.threads)
-        MirageTranspilePass(fuse=False).apply(ctx, op)
+        MirageTranspilePass(fuse=False, late_finisher=0).apply(ctx, op)
         KnToTaskGraphPass(
             workers=self.workers,
             blocks_per_task=self.blocks_per_task,

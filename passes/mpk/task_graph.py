@@ -11,10 +11,13 @@ function it appends one `mpk.task_graph` (dialects/mpk/ops.py) before `func.retu
   would serialise them), else kn-plan-workspace's placement is kept;
 * TILE-level dependencies from the footprints (passes/mpk/footprint.py): a task that reads
   a box of a tensor depends on exactly the producer tasks whose written boxes intersect it,
-  not on whole kernels; workspace buffers that kn-plan-workspace let share memory (disjoint
-  lifetimes) and grid-sum scratch add whole-buffer edges from every earlier task touching the
-  overlapping bytes to every later task writing them (WAR/WAW through reuse; a later read
-  needs only its own writers, which already waited);
+  not on whole kernels; a read of an aliased `kn.reshape` (a view, kn-alias-reshape) is a
+  read of the box of the owning tensor between the flat element offsets it covers
+  (passes/mpk/alias.py), so the consumer waits for the producer tiles of that range;
+  workspace buffers that kn-plan-workspace let share memory (disjoint lifetimes) and
+  grid-sum scratch add whole-buffer edges from every earlier task touching the overlapping
+  bytes to every later task writing them (WAR/WAW through reuse; a later read needs only its
+  own writers, which already waited);
 * events (`count`, `producers`, `consumers`): one per distinct producer set after a transitive reduction (a producer that is an
   ancestor of another producer of the same task is dropped), `count` = its size; a task
   waits on at most one event and triggers every event whose set holds it (seed 003,
@@ -26,7 +29,7 @@ function it appends one `mpk.task_graph` (dialects/mpk/ops.py) before `func.retu
 Writes: the `mpk.task_graph` op (with `mpk.watchdog_ns`, and `mpk.trace` under `trace=true`);
 the function attribute `mpk.megakernel = "<func>_mpk"`.
 Errors (DiagnosticException via emit_error, "kn-to-task-graph: <rule>; <fix>"): a kernel-level
-op left as a library call, kernels of different thread counts, a late-finisher kernel.
+op left as a library call (a `kn.reshape` that is a copy among them), kernels of different thread counts, a late-finisher kernel.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from xdsl.utils.exceptions import PassFailedException
 from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.mpk import EventOp, TaskGraphOp, TaskOp, box
 from mirage_xdsl.dialects.mpk.verify import intersects
+from mirage_xdsl.passes.mpk.alias import owner_read
 from mirage_xdsl.passes.mpk.assign import assign_workers, task_cost_ns
 from mirage_xdsl.passes.mpk.footprint import Box, FootprintError, kernel_accesses
 from mirage_xdsl.passes.tb.layout_math import elem_bytes_of, physical_num_elems
@@ -152,6 +156,16 @@ def build_task_graph(
     for op in block.ops:
         if isinstance(op, TaskGraphOp):
             _fail(op, "the function already holds a task graph", "run kn-to-task-graph once")
+        if isinstance(op, kn.ReshapeOp) and kn.ALIAS_ATTR not in op.attributes:
+            _fail(
+                op,
+                "this kn.reshape is a copy (a library call): its input's strides admit no view of the new shape, "
+                "or its result is a graph output",
+                "reshape a row-major tensor (one a kernel writes), and return the reshaped tensor's consumer, "
+                "not the reshape itself",
+            )
+        if isinstance(op, kn.ReshapeOp):
+            continue  # a view of its input's buffer (kn-alias-reshape): reads map to the owner
         if not isinstance(op, (cute.KernelOp, ReturnOp)):
             _fail(
                 op,
@@ -210,7 +224,7 @@ def build_task_graph(
             writes: dict[tuple[SSAValue, Box], None] = {}
             for accesses in per_block[lo:hi]:
                 for a in accesses:
-                    (writes if a.write else reads)[(values[a.param], a.box)] = None
+                    (writes if a.write else reads)[owner_read(values[a.param], a.box)] = None
             nbytes = 0
             for v, b in [*reads, *writes]:
                 typ = v.type

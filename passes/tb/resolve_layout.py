@@ -152,6 +152,17 @@ def _add_threadblock_graph(b: _GraphBuilder, graph: kn.CustomizedOp) -> dict[SSA
     return alias
 
 
+def _add_reshape(b: _GraphBuilder, op: kn.ReshapeOp) -> None:
+    """A `kn.reshape` reads and writes row-major order: its result, and its input when the
+    compiler lays it out (a kernel's or another reshape's result), get the last dim innermost,
+    so kn-alias-reshape can make the result a view of the input's buffer."""
+    owner = op.input.owner
+    fixed_input = isinstance(owner, Operation) and isinstance(owner, (kn.CustomizedOp, kn.ReshapeOp))
+    for v in (op.input, op.output) if fixed_input else (op.output,):
+        dim = len(kn.shape_of(v)) - 1
+        b.add(op, "fix", (b.tensor(v),), dim, rule=f"kn.reshape keeps row-major order: dim {dim} innermost")
+
+
 def build_graph(func: FuncOp) -> tuple[_GraphBuilder, dict[SSAValue, SSAValue]]:
     """The LayoutGraph of one kernel-graph function (with the IR bookkeeping)."""
     b = _GraphBuilder()
@@ -182,6 +193,9 @@ def build_graph(func: FuncOp) -> tuple[_GraphBuilder, dict[SSAValue, SSAValue]]:
             for v in (*op.operands, *op.results):
                 dim = innermost_of_strides(kn.shape_of(v), kn.dtensor_strides(v))
                 b.add(op, "fix", (b.tensor(v),), dim, rule=f"{CONTRACT_OP} reads its tensors with the strides of its config")
+            continue
+        if isinstance(op, kn.ReshapeOp):
+            _add_reshape(b, op)
             continue
         values = [v for v in (*op.operands, *op.results) if hasattr(v.type, "get_shape")]
         if not values or op.dialect_name() != "kn":
