@@ -63,13 +63,18 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         for i, arg in enumerate(k.body.block.args):
             ct = c_type(element_type_of(arg))
             if i < nout:
+                # no `__restrict__` on outputs either: with restrict outputs nvcc proves that
+                # no store of the kernel touches a const input and reads it through the
+                # non-coherent cache all the same (see below; a decoder layer's rms_norm after
+                # a triggering o-projection read stale lines that way on an H200, 2026-11-26)
                 name = f"o{i}"
-                params.append(f"{ct}* __restrict__ {name}")
+                params.append(f"{ct}* {name}")
             else:
                 # `const __restrict__` lets nvcc read through the non-coherent cache
                 # (ld.global.nc), which is only defined for data that no one writes while the
                 # kernel runs.  Under programmatic dependent launch this kernel may already run
-                # while the previous grid writes its inputs (it only waits before reading), so
+                # while the previous grid writes its inputs (it only waits before reading), and
+                # a megakernel task's inputs are written by other tasks of the same launch, so
                 # only kn.weight inputs, which nothing queued before writes, keep it.
                 name = f"i{i - nout}"
                 restrict = " __restrict__" if arg in self.weights else ""

@@ -73,8 +73,8 @@ func.func @gated(%x: tensor<8x4096xf16>, %w1: tensor<4096x4096xf16>, %w2: tensor
 }
 
 // CHECK:      extern "C" __global__ void __launch_bounds__(128) gated_k0(
-// CHECK-NEXT:     mx::f16* __restrict__ o0,
-// CHECK-NEXT:     mx::f16* __restrict__ o1,
+// CHECK-NEXT:     mx::f16* o0,
+// CHECK-NEXT:     mx::f16* o1,
 // CHECK-NEXT:     const mx::f16* i0,
 // CHECK-NEXT:     const mx::f16* i1,
 // CHECK-NEXT:     const mx::f16* i2) {
