@@ -82,9 +82,11 @@ def _cases() -> list[Any]:
         ("decode_attention", {"kv_heads": 4, "group": 1, "kv_len": 2048, "head_dim": 128}),
         ("decode_attention", {"kv_heads": 1, "group": 32, "kv_len": 1024, "head_dim": 128}),
         ("lora", {"batch": 16, "hidden": 256, "rank": 64}),
+        # rows long enough for the one-pass (online) plan: a running max over 32 loop tiles
+        ("cross_entropy", {"rows": 528, "vocab": 32768}),
     ]
     for program, sizes in extra:
-        label = "-".join(f"{k}{v}" for k, v in sizes.items() if k in ("batch", "dim", "group", "rank"))
+        label = "-".join(f"{k}{v}" for k, v in sizes.items() if k in ("batch", "dim", "group", "rank", "rows"))
         out.append(pytest.param(program, "float16", sizes, id=f"{program}-f16-{label}"))
     return out
 
@@ -298,3 +300,13 @@ def test_prepare_only_with_refs_on_device(tmp_path: Any) -> None:
     (cand,) = manifest["candidates"]
     assert cand["ref_key"] is None and cand["source"] == str(src.resolve()) and cand["error"] is None
     assert not list(prep.rglob("ref_*.npz"))
+
+
+def test_cross_entropy_is_one_pass_over_long_rows() -> None:
+    """Rows of 32768 logits: one kernel whose loop keeps a running max and rescaled sums
+    (`DeviceModel.online_rowwise_k_tiles`), not a max pass, a sum pass and a combine."""
+    from mirage_xdsl.driver.compile import prepare
+
+    for dtype in ("float16", "float32"):
+        plan = prepare(graphs.cross_entropy(dtype, "ce", rows=1024, vocab=32768), None, "sm_90").plan
+        assert len(plan.steps) == 1, [getattr(s, "kernel", s) for s in plan.steps]

@@ -243,7 +243,8 @@ class Planner:
                 per = ax.extent[L] // S
                 k_tiles = dev.k_tiles
                 if any(ph[n] == "loop" and ax.reduce_axis.get(n) == L for n in ph):  # a running max
-                    k_tiles = dev.online_k_tiles
+                    matmul_free = all(n.kind != "matmul" for n in group.nodes)
+                    k_tiles = dev.online_rowwise_k_tiles if matmul_free else dev.online_k_tiles
                 ktiles = sorted({k for k in k_tiles if per % k == 0} | ({per} if per <= max(k_tiles) else set()))
                 if gsum:
                     ktiles = [k for k in ktiles if k <= dev.grid_sum_max_k_tile]
@@ -411,12 +412,14 @@ class Planner:
 
     def _auto_online(self, plan: KernelPlan) -> bool:
         """Whether an online-softmax plan that was not asked for (`DeviceModel.auto_online_softmax`)
-        is kept: a flash register chain (`CostModel.keeps_p_in_registers`) whose unsplit grid
-        fills the SMs without recomputing a matmul."""
+        is kept: a flash register chain (`CostModel.keeps_p_in_registers`) or a matmul-free
+        plan (one pass over rows too long for a tile, instead of a max pass and a sum pass),
+        whose unsplit grid fills the SMs without recomputing a matmul."""
         dev = self.device
+        matmul_free = all(plan.group.nodes[n].kind != "matmul" for n in plan.needed)
         return (
             dev.auto_online_softmax
-            and self.cost.keeps_p_in_registers(plan)
+            and (matmul_free or self.cost.keeps_p_in_registers(plan))
             and plan.balance >= dev.min_balance
             and plan.redundancy <= 1.01
         )

@@ -257,6 +257,11 @@ class DeviceModel:
     """Key tiles (loop tiles) of online-softmax plans instead of `k_tiles`: the scores of a
     tile stay in registers (`register_chain.ONLINE_CHAIN_MAX_REGS`), so 32-row warps take
     32 keys per iteration and 16-row warps 64, as FlashAttention-2's head-dim-128 kernels."""
+    online_rowwise_k_tiles: tuple[int, ...] = (4096, 2048, 1024, 512, 256)
+    """Loop tiles of matmul-free online-softmax plans (a running max over rows too long for
+    one tile: cross-entropy's 32768-wide logits): their tiles live in shared memory, not in
+    MMA registers, so they take tiles as wide as `k_tiles` allows and more -- each iteration
+    pays `iter_latency_us`, and 32 KiB-wide rows in 64-element tiles would pay it 512 times."""
     grid_sum_us: float = 0.8
     grid_sum_us_per_split: float = 0.1
     """Added latency of an in-kernel combine (`grid_sum_us + S * grid_sum_us_per_split` for S
