@@ -29,7 +29,7 @@ from mirage_xdsl.codegen.square_sum_mma import plan_square_sums
 from mirage_xdsl.codegen.weight_prefetch import triggers_dependents
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects.cute import weight_params
-from mirage_xdsl.dialects.cute.causal_skip import CAUSAL_TRIPS, MASK_FROM, BlockBound, heavy_first_axis, read_bound
+from mirage_xdsl.dialects.cute.causal_skip import CAUSAL_TRIPS, MASK_FROM, BlockBound, heavy_first_axis, heavy_first_half, read_bound
 from mirage_xdsl.dialects.cute.row_chains import GlobalIO, RowChain
 from mirage_xdsl.dialects.kn import element_type_of
 
@@ -107,7 +107,7 @@ class KernelPrinterBase:
 
     def block_idx(self, axis: int) -> str:
         """C expression of the block's index along grid axis `axis` (0 = x): `blockIdx.<axis>`,
-        the megakernel task's `mpk_block`, or the reversed index of a `cute.heavy_first` axis."""
+        the megakernel task's `mpk_block`, or the reordered index of a `cute.heavy_first` axis."""
         return f"mx_b{'xyz'[axis]}" if axis == self.heavy_axis else f"{self.bidx}.{'xyz'[axis]}"
 
     def block_linear(self, coefs: Sequence[int]) -> str:
@@ -117,15 +117,17 @@ class KernelPrinterBase:
 
     def causal_skip_prelude(self) -> None:
         """Declare what cute-causal-skip decided (dialects/cute/causal_skip.py), before any op:
-        the reversed block index of a `cute.heavy_first` axis, the loop's runtime trip count
+        the reordered block index of a `cute.heavy_first` axis, the loop's runtime trip count
         `cs_trips` (`cute.causal_trips`) and the first masked iteration of a chain (`cute.mask_from`).
 
         Raises:
             CudaEmitError: a bound on a late-finisher kernel (its loop is split) or a malformed one."""
         if self.heavy_axis is not None:
             xyz = "xyz"[self.heavy_axis]
-            last = self.kernel.grid[self.heavy_axis] - 1
-            self.emit(f"const unsigned mx_b{xyz} = {last}u - {self.bidx}.{xyz};  // cute.heavy_first: most key tiles first")
+            g = self.kernel.grid[self.heavy_axis]
+            h = heavy_first_half(g)
+            b = f"{self.bidx}.{xyz}"
+            self.emit(f"const unsigned mx_b{xyz} = {b} < {h}u ? {g - 1}u - {b} : {b} - {h}u;  // cute.heavy_first: heavy blocks first")
         for op in self.kernel.walk():
             try:
                 trips, start = read_bound(op, CAUSAL_TRIPS), read_bound(op, MASK_FROM)

@@ -1,9 +1,10 @@
 """One-off GPU experiment (cute-causal-skip): the suite's causal prefill kernels (fp16) timed
 with the key loop walking every tile (`full`), bounded by the diagonal in the natural block
-order (`skip`), heaviest query blocks first (`reverse`, the pass's `cute.heavy_first`) and a
-zigzag order (first half of the query-block axis heaviest first, then the light ones
-ascending, so that two co-resident blocks of an SM pair a heavy and a light block).
-Prints median device times (CUDA events around 20 back-to-back launches, 15 repeats).
+order (`skip`), every bounded tile masked (`allmask`), heaviest query blocks first
+(`reverse`) and the pass's `cute.heavy_first` order (`zigzag`: the heavier half of the
+query-block axis heaviest first, then the light ones ascending, so that two co-resident
+blocks of an SM pair a heavy and a light block); the non-causal kernel beside them.
+Prints median device times (CUDA events around a CUDA graph of 20 launches, 15 repeats).
 Usage on the device: python experiments/causal_order.py
 """
 
@@ -27,37 +28,48 @@ from mirage_xdsl.runtime.interop import detect_arch
 
 
 def variant_source(seq: int, variant: str) -> tuple[str, object]:
-    module = graphs.prefill_attention_causal("float16", "p", heads=8, seq=seq, head_dim=128)
+    causal = variant != "noncausal"
+    build = graphs.prefill_attention_causal if causal else graphs.prefill_attention
+    module = build("float16", "p", heads=8, seq=seq, head_dim=128)
     MirageTranspilePass().apply(make_context(), module)
     (kernel,) = [op for op in module.walk() if isinstance(op, cute.KernelOp)]
     g = kernel.grid[1]
-    if variant in ("full", "skip"):
+    if variant in ("full", "skip", "allmask"):
         kernel.attributes.pop(HEAVY_FIRST, None)
-    if variant == "full":
-        for op in module.walk():
+    for op in module.walk():
+        if variant == "full":
             op.attributes.pop(CAUSAL_TRIPS, None)
+        if variant in ("full", "allmask"):
             op.attributes.pop(MASK_FROM, None)
     if variant in ("reverse", "zigzag"):
         kernel.attributes[HEAVY_FIRST] = IntegerAttr(1, i64)
     prog = emit_cuda(module, detect_arch())
     src = prog.source
-    if variant == "zigzag":
-        half = g // 2
-        src, n = re.subn(r"const unsigned mx_by = .*;", f"const unsigned mx_by = blockIdx.y < {half}u ? {g - 1}u - blockIdx.y : blockIdx.y - {half}u;", src)
+    if variant == "reverse":
+        src, n = re.subn(r"const unsigned mx_by = .*;", f"const unsigned mx_by = {g - 1}u - blockIdx.y;", src)
         assert n == 1
     return src, prog.plans["p"]
+
+
+VARIANTS = {1024: ("full", "noncausal", "skip", "allmask"), 4096: ("full", "skip", "reverse", "zigzag")}
+"""`noncausal`: the suite's non-causal prefill; `allmask`: bounded loop, every tile masked."""
 
 
 def time_us(graph: CompiledGraph, args: list) -> float:
     for _ in range(3):
         graph(*args)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:  # 20 launches in one CUDA graph: no host launch gaps
+        stream.begin_capture()
+        for _ in range(20):
+            graph(*args)
+        captured = stream.end_capture()
     times = []
     for _ in range(15):
         a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        for _ in range(20):
-            graph(*args)
-        b.record()
+        a.record(stream)
+        captured.launch(stream)
+        b.record(stream)
         b.synchronize()
         times.append(cupy.cuda.get_elapsed_time(a, b) * 1000 / 20)
     return statistics.median(times)
@@ -67,14 +79,14 @@ def main() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     rows = []
-    keys = [(seq, v) for seq in (1024, 4096) for v in ("full", "skip", "reverse", "zigzag")]
+    keys = [(1024, v) for v in VARIANTS[1024]] + [(4096, v) for v in VARIANTS[4096]]
     sources = {key: variant_source(*key) for key in keys}
     with ThreadPoolExecutor(8) as pool:  # nvcc runs as a subprocess: one per variant at once
         cubins = dict(zip(keys, pool.map(lambda key: compile_cuda(sources[key][0], detect_arch()), keys)))
     for seq in (1024, 4096):
         rng = cupy.random.default_rng(1)
         ref = None
-        for variant in ("full", "skip", "reverse", "zigzag"):
+        for variant in VARIANTS[seq]:
             src, plan = sources[(seq, variant)]
             graph = CompiledGraph(plan, cubins[(seq, variant)], source=src).load()
             if ref is None:

@@ -2,7 +2,7 @@
 issue #30): the bounds it writes cover exactly the key tiles with a kept element and mask
 only the diagonal ones (checked by brute force over every block), ragged cases (q != k, a
 diagonal off the tile grid, query blocks of another height than the key tiles, the
-reversed block order) in the host emulator and on the GPU against the float64 reference
+heavy-first block order) in the host emulator and on the GPU against the float64 reference
 (seeded inputs, NaN-poisoned outputs; bench.fuzz_check)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mirage_xdsl.bench.fuzz_check import Outcome, run_emulated
 from mirage_xdsl.bench.fuzz_graphs import FuzzCase
 from mirage_xdsl.bench.suite import graphs
 from mirage_xdsl.dialects import cute
-from mirage_xdsl.dialects.cute.causal_skip import CAUSAL_TRIPS, HEAVY_FIRST, MASK_FROM, read_bound
+from mirage_xdsl.dialects.cute.causal_skip import CAUSAL_TRIPS, HEAVY_FIRST, MASK_FROM, heavy_first_block, read_bound
 from mirage_xdsl.frontends.builder import new_kernel_graph
 from mirage_xdsl.runtime.host_emulator import find_cxx
 
@@ -43,7 +43,7 @@ def attention(dtype: str, q: int, k: int, d: int, heads: int = 1, offset: int | 
 def lowered(module: ModuleOp, num_sms: int | None, candidate: int = 0, heavy_sms: int | None = None) -> ModuleOp:
     """`module` (a clone) through kn-fuse (planned for `num_sms` SMs; None = the default
     device) and mirage-transpile; `heavy_sms`: cute-causal-skip again for a device of that
-    many SMs (small grids get the reversed block order too)."""
+    many SMs (small grids get the heavy-first block order too)."""
     from mirage_xdsl.driver.compile import make_context
     from mirage_xdsl.passes.conversion.kn_fuse import KnFusePass
     from mirage_xdsl.passes.cute.causal_skip import CausalSkipPass
@@ -82,7 +82,7 @@ def check_bounds(module: ModuleOp, q: int, k: int, offset: int) -> int:
         b = list(block)
         if heavy is not None:
             a = heavy.value.data  # type: ignore[attr-defined]
-            b[a] = kernel.grid[a] - 1 - b[a]
+            b[a] = heavy_first_block(b[a], kernel.grid[a])
         row0 = sum(c * x for c, x in zip(rows[:3], b)) % q  # rows of one head (heads ride on another axis)
         keep = cols[None, :] <= np.arange(row0, row0 + bm)[:, None] + offset
         tiles = keep.reshape(bm, k // bk, bk)
@@ -147,7 +147,7 @@ def test_ragged_bounds(key: tuple[Any, ...], heavy: bool) -> None:
                          + [(next(iter(RAGGED)), "bfloat16", True)], ids=lambda v: _ids(v) if isinstance(v, tuple) else str(v))
 def test_ragged_in_the_emulator(key: tuple[Any, ...], dtype: str, heavy: bool) -> None:
     """The printed kernels (runtime trip count, guarded ring prologue, unmasked tiles below the
-    diagonal, reversed block order) equal the reference in the host emulator."""
+    diagonal, heavy-first block order) equal the reference in the host emulator."""
     from mirage_xdsl.codegen.cuda_target import emit_cuda
 
     q, k, d, heads, offset, sms, cand = key
@@ -167,7 +167,7 @@ GPU_CASES = [(1024, 1536, 128, 8, None, "float16"), (2048, 2048, 128, 8, 37, "fl
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: f"q{c[0]}_k{c[1]}_o{c[4]}_{c[5]}")
 def test_ragged_on_the_gpu(case: tuple[Any, ...]) -> None:
-    """q != k and a diagonal off the tile grid (with the reversed block order: 256 blocks)
+    """q != k and a diagonal off the tile grid (with the heavy-first block order: 256 blocks)
     through the default pipeline on the GPU."""
     from mirage_xdsl.bench.fuzz_check import check_gpu
 
@@ -176,3 +176,12 @@ def test_ragged_on_the_gpu(case: tuple[Any, ...]) -> None:
     check_bounds(lowered(module, None), q, k, k - q if offset is None else offset)
     out = check_gpu(FuzzCase("p", "kernel", dtype, module), seed=5)
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
+@pytest.mark.parametrize("extent", [1, 2, 5, 16, 31, 32])
+def test_heavy_first_order_is_a_permutation(extent: int) -> None:
+    """The heavier half descending, then the lighter half ascending: every query block once."""
+    order = [heavy_first_block(b, extent) for b in range(extent)]
+    assert sorted(order) == list(range(extent)) and order[0] == extent - 1
+    h = (extent + 1) // 2
+    assert order[:h] == sorted(order[:h], reverse=True) and order[h:] == sorted(order[h:])

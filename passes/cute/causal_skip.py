@@ -20,10 +20,11 @@ Then, with BM the chain's query rows and `offset` the mask's:
 - the chain gets `cute.mask_from = (row coefficients, offset + 1, BK)`: the key tiles fully
   below the diagonal run without the per-element mask, only the diagonal ones with it;
 - the kernel gets `cute.heavy_first = axis` when its grid has more blocks than the device has
-  SMs (option `num-sms`) and option `heavy-first` is on: the grid axis of the query blocks
-  (the largest row coefficient) is walked in reverse, so the blocks with the most key tiles
-  start in the first wave and the short ones fill in behind them (longest-processing-time
-  first, Graham 1969).
+  SMs (option `num-sms`) and option `heavy-first` is on: on the grid axis of the query blocks
+  (the largest row coefficient) the heavier half of the blocks is dispatched first, heaviest
+  first (longest-processing-time first, Graham 1969), then the lighter half lightest first,
+  which pairs a heavy and a light block on an SM that holds two (the order and its
+  measurement: dialects/cute/causal_skip.py).
 
 Kernels that do not qualify are left as they are (the printer walks every key tile then).
 """
