@@ -36,7 +36,7 @@ class GridSumPrinter(KernelPrinterBase):
         if self.late is not None:
             return self.late_grid_sum(op, following)
         k = self.kernel
-        axis, xyz = op.grid_axis, "xyz"
+        axis = op.grid_axis
         split = k.grid[axis]
         types = [v.type for v in op.ins]
         slot = grid_sum_slot(op)
