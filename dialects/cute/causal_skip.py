@@ -24,8 +24,9 @@ blockIdx:
   block of the second half (weight ~ j) lands beside the j-th of the first (weight ~ G - 1 -
   j) when the hardware hands out the second half over the SMs in the order of the first.
   On an H200 (2026-11-26, experiments/causal_order.py, the suite's 8 x 4096^2 x 128 causal
-  prefill, 256 blocks of which two fit an SM) this order took 169.0 us, the plain reversal
-  (b -> G - 1 - b) 199.9 and the natural order 206.5.
+  prefill, 256 blocks of which two fit an SM) this order took 167.4 us, the plain reversal
+  (b -> G - 1 - b) 198.4 and the natural order 205.0
+  (benchmarks/results/prefill-causal-h200-2026-11-26-b.md).
 
 A skipped tile contributes nothing: its scores are all -inf, so the running max, the
 rescale factor (exp(0) = 1) and P (exp(-inf) = 0) are as if it were never read.
