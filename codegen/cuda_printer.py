@@ -43,6 +43,7 @@ from mirage_xdsl.codegen.permute_copy import print_permute_copy
 from mirage_xdsl.codegen.row_chain_printer import RowChainPrinter
 from mirage_xdsl.codegen.weight_prefetch import split_at_dependency_wait
 from mirage_xdsl.dialects import cute, kn
+from mirage_xdsl.dialects.cute.causal_skip import CAUSAL_TRIPS
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.dialects.cute.permute_copy import PermuteCopyOp
 from mirage_xdsl.dialects.cute.row_chains import ROW_CHAINS, read_row_chains
@@ -100,6 +101,7 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         else:
             self.emit("const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);")
         self.emit("if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header")
+        self.causal_skip_prelude()
         if self.late is not None:
             self.late_finisher_split()
         self.plan_row_chains()
@@ -129,6 +131,7 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         self.emit("if (tid < 4) reinterpret_cast<int*>(smem)[tid] = 0;  // zeroed 16-byte header")
         if self.late is not None:
             raise printer_error(k, "a late-finisher kernel cannot be a megakernel task (its blocks wait on each other)")
+        self.causal_skip_prelude()
         self.plan_row_chains()
         self.print_ops(list(k.body.block.ops))
         return "\n".join(header + self.lines + ["}", ""])
@@ -274,6 +277,10 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
             call = f"mx::g2s_async<{self.nt}, {lg}, {ls}>({dst}, {src}, tid);"
         if shift and self.loop is not None:
             self.emit(f"if (it + {shift} < {self.loop_trips}) {call}")
+        elif shift and self.causal_trips is not None:
+            # a ring prologue load of iteration `shift`: none past the runtime trip count, so
+            # every commit group past it stays empty and the loop's waits drain the ring
+            self.emit(f"if ({shift} < {self.causal_trips}) {call}")
         else:
             self.emit(call)
 
@@ -421,7 +428,7 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         if self.loop is not None:
             raise printer_error(op, "nested cute.for loops are not supported")
         if self.late is None:
-            self.loop_body(op, op.trip_count)
+            self.loop_body(op, self.causal_trips if CAUSAL_TRIPS in op.attributes and self.causal_trips else op.trip_count)
         else:
             # one loop per split length, each with compile-time bounds (a runtime trip count
             # cost 0.2-0.4 us on rmsnorm on an H200, 2026-11-24)
@@ -448,13 +455,15 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
             self.emit("__syncthreads();")
         self.loop_reg_tiles = []
 
-    def loop_body(self, op: cute.ForOp, trips: int, early: Callable[[], None] | None = None) -> None:
-        """`for (it < trips)` around the loop's ops; `early()` prints what the last iteration
-        issues first (the finisher's loads of its partners' words)."""
+    def loop_body(self, op: cute.ForOp, trips: int | str, early: Callable[[], None] | None = None) -> None:
+        """`for (it < trips)` around the loop's ops (`trips`: a count, or the C name of a
+        runtime one); `early()` prints what the last iteration issues first (the finisher's
+        loads of its partners' words; compile-time `trips` only)."""
         self.emit("#pragma unroll 1")
         self.emit(f"for (int it = 0; it < {trips}; ++it) {{")
         self.indent += 1
         if early is not None:
+            assert isinstance(trips, int)
             self.emit(f"if (it == {trips - 1}) {{  // the partners' words, in flight during the last stage")
             self.indent += 1
             early()

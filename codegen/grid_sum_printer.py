@@ -36,16 +36,16 @@ class GridSumPrinter(KernelPrinterBase):
         if self.late is not None:
             return self.late_grid_sum(op, following)
         k = self.kernel
-        axis, xyz = op.grid_axis, "xyz"
+        axis = op.grid_axis
         split = k.grid[axis]
         types = [v.type for v in op.ins]
         slot = grid_sum_slot(op)
         bases = self.partial_bases(op)
         flag = grid_sum_flag_offset(k)
-        self.emit(f"{{  // grid sum: the {split} blocks along {self.bidx}.{xyz[axis]} of each group, one of them goes on")
+        self.emit(f"{{  // grid sum: the {split} blocks along {self.block_idx(axis)} of each group, one of them goes on")
         self.indent += 1
         self.emit(f"const unsigned gs_group = {self.group_index(op)};")
-        self.emit(f"float* gs_part = gs_scratch + (size_t)(gs_group * {split}u + {self.bidx}.{xyz[axis]}) * {slot};")
+        self.emit(f"float* gs_part = gs_scratch + (size_t)(gs_group * {split}u + {self.block_idx(axis)}) * {slot};")
         for v, typ, base in zip(op.ins, types, bases.values()):
             self.emit(f"mx::grid_partial_store<{self.nt}, {self.natural_layout(typ)}>(gs_part + {base}, {self.tile_ptr(v)}, tid);")  # type: ignore[arg-type]
         self.emit(
@@ -86,7 +86,7 @@ class GridSumPrinter(KernelPrinterBase):
         for a in range(3):
             if a == op.grid_axis or self.kernel.grid[a] == 1:
                 continue
-            group.append(f"{self.bidx}.{'xyz'[a]}" if scale == 1 else f"{scale}u * {self.bidx}.{'xyz'[a]}")
+            group.append(f"{self.block_idx(a)}" if scale == 1 else f"{scale}u * {self.block_idx(a)}")
             scale *= self.kernel.grid[a]
         return " + ".join(group) or "0u"
 
@@ -104,7 +104,7 @@ class GridSumPrinter(KernelPrinterBase):
         self.emit(
             f"// late finisher: splits 0-{split - 2} run {late[0]} iterations each, split {split - 1} (the finisher) {late[1]}"
         )
-        self.emit(f"const int gs_split = {self.bidx}.{'xyz'[op.grid_axis]};")
+        self.emit(f"const int gs_split = {self.block_idx(op.grid_axis)};")
         self.emit(f"const bool gs_finisher = gs_split == {split - 1};")
         self.emit(f"const int gs_k0 = gs_split * {late[0]};  // this split's first iteration")
 

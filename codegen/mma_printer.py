@@ -104,19 +104,32 @@ class MmaPrinter(KernelPrinterBase):
         value = self.apply_epilogue("v", op.epilogue)
         acc_name, sum_name = self.names[op.acc], self.names[op.sum]
         if op.online is not None:
-            self.emit(
+            call = (
                 f"mx::mma_chain_online_run<{self.nt}, decltype({acc_name}), decltype({sum_name}), {m}, {n1}, {k1}, {d}, "
                 f"{tgm}, {str(bf).lower()}, {la}, {lb}, mx::{am}, mx::{bm}, {lc}, mx::{cm}>({acc_name}, {sum_name}, "
                 f"{sum_name}_max, {self.tile_ptr(op.a)}, {self.tile_ptr(op.b)}, {self.tile_ptr(op.c)}, smem, tid,"
             )
             mask = op.mask
-            if mask is None:
+            unmasked = self.unmasked.get(op)
+            if mask is None or unmasked is not None:
+                if unmasked is not None:
+                    self.emit(f"if (it < {unmasked}) {{  // a key tile fully below the diagonal: no mask")
+                    self.indent += 1
+                self.emit(call)
                 self.emit(f"    [](float v) {{ return {value}; }});  // {atom}: online softmax, S and P stay in registers")
-                return
+                if mask is None:
+                    return
+                self.indent -= 1
+                self.emit("} else {  // a key tile on the diagonal")
+                self.indent += 1
             offset, rows, cols = mask
             diag = f"{self.mask_origin(rows)} + {offset} - ({self.mask_origin(cols)})"
+            self.emit(call)
             self.emit(f"    [](float v) {{ return {value}; }},  // {atom}: online softmax, S and P stay in registers")
             self.emit(f"    mx::CausalMask{{{diag}}});  // causal mask: key column <= query row + offset")
+            if unmasked is not None:
+                self.indent -= 1
+                self.emit("}")
             return
         self.emit(
             f"mx::mma_chain_run<{self.nt}, decltype({acc_name}), decltype({sum_name}), {m}, {n1}, {k1}, {d}, {tgm}, {warps}, "

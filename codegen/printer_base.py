@@ -15,12 +15,21 @@ from collections.abc import Collection, Sequence
 from xdsl.dialects.builtin import ArrayAttr, Float32Type, IntegerAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from mirage_xdsl.codegen.cuda_syntax import LOAD_MODES, c_float, c_type, fragment_load_mode, layout_t, missing_decision
+from mirage_xdsl.codegen.cuda_syntax import (
+    LOAD_MODES,
+    c_float,
+    c_type,
+    fragment_load_mode,
+    layout_t,
+    missing_decision,
+    printer_error,
+)
 from mirage_xdsl.codegen.kernel_resources import grid_sum_of, late_finisher_trips, mma_slicing, register_accumulators
 from mirage_xdsl.codegen.square_sum_mma import plan_square_sums
 from mirage_xdsl.codegen.weight_prefetch import triggers_dependents
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects.cute import weight_params
+from mirage_xdsl.dialects.cute.causal_skip import CAUSAL_TRIPS, MASK_FROM, BlockBound, heavy_first_axis, heavy_first_half, read_bound
 from mirage_xdsl.dialects.cute.row_chains import GlobalIO, RowChain
 from mirage_xdsl.dialects.kn import element_type_of
 
@@ -34,6 +43,11 @@ class KernelPrinterBase:
         """print a megakernel task body (`task_function`): a `__device__` function of the block
         index `mpk_block`, without PDL"""
         self.bidx = "mpk_block" if device_fn else "blockIdx"
+        self.heavy_axis = None if device_fn else heavy_first_axis(kernel)
+        """the grid axis walked in reverse (cute-causal-skip's `cute.heavy_first`; a megakernel
+        task keeps its block index: the task graph's footprints assume it)"""
+        self.causal_trips: str | None = None  # C name of the loop's runtime trip count (cute.causal_trips)
+        self.unmasked: dict[Operation, str] = {}  # masked chain -> C name of its first masked iteration
         self.weights = weight_params(kernel, weight_args)  # params that may load before the PDL wait
         if not isinstance(kernel.attributes.get(cute.PDL_PREFETCH), IntegerAttr):
             missing_decision(kernel, cute.PDL_PREFETCH, "cute-weight-prefetch")
@@ -50,7 +64,7 @@ class KernelPrinterBase:
         # consecutive buffers or 0 when they are not equally spaced)
         self.ring: dict[SSAValue, tuple[list[str], int]] = {}
         self.loop: cute.ForOp | None = None
-        self.loop_trips = 0  # iterations of the loop being printed (per split under the late finisher)
+        self.loop_trips: int | str = 0  # iterations of the loop being printed (per split under the late finisher)
         self.grid_sum_op = grid_sum_of(kernel)
         self.late = late_finisher_trips(kernel)
         self.square_sums = plan_square_sums(kernel, self.reg_acc, lambda mma: LOAD_MODES[self.a_mode(mma)] == "kLdsm")
@@ -91,6 +105,49 @@ class KernelPrinterBase:
             return expr
         return self.names[value]
 
+    def block_idx(self, axis: int) -> str:
+        """C expression of the block's index along grid axis `axis` (0 = x): `blockIdx.<axis>`,
+        the megakernel task's `mpk_block`, or the reordered index of a `cute.heavy_first` axis."""
+        return f"mx_b{'xyz'[axis]}" if axis == self.heavy_axis else f"{self.bidx}.{'xyz'[axis]}"
+
+    def block_linear(self, coefs: Sequence[int]) -> str:
+        """C `int` expression `cx bx + cy by + cz bz` over the block index (`block_idx`)."""
+        terms = [f"(int){self.block_idx(a)} * {c}" for a, c in enumerate(coefs) if c]
+        return " + ".join(terms) if terms else "0"
+
+    def causal_skip_prelude(self) -> None:
+        """Declare what cute-causal-skip decided (dialects/cute/causal_skip.py), before any op:
+        the reordered block index of a `cute.heavy_first` axis, the loop's runtime trip count
+        `cs_trips` (`cute.causal_trips`) and the first masked iteration of a chain (`cute.mask_from`).
+
+        Raises:
+            CudaEmitError: a bound on a late-finisher kernel (its loop is split) or a malformed one."""
+        if self.heavy_axis is not None:
+            xyz = "xyz"[self.heavy_axis]
+            g = self.kernel.grid[self.heavy_axis]
+            h = heavy_first_half(g)
+            b = f"{self.bidx}.{xyz}"
+            self.emit(f"const unsigned mx_b{xyz} = {b} < {h}u ? {g - 1}u - {b} : {b} - {h}u;  // cute.heavy_first: heavy blocks first")
+        for op in self.kernel.walk():
+            try:
+                trips, start = read_bound(op, CAUSAL_TRIPS), read_bound(op, MASK_FROM)
+            except ValueError as e:
+                raise printer_error(op, str(e)) from None
+            if trips is not None and isinstance(op, cute.ForOp):
+                if self.late is not None:
+                    raise printer_error(op, "cute.causal_trips on a late-finisher loop (split by cute-late-finisher)")
+                self.emit(f"const int cs_tiles = {self._bound(trips, up=True)};  // key tiles up to the diagonal")
+                self.emit(f"const int cs_trips = cs_tiles < {op.trip_count} ? cs_tiles : {op.trip_count};  // cute.causal_trips")
+                self.causal_trips = "cs_trips"
+            if start is not None and isinstance(op, cute.MmaChainOp):
+                name = f"cs_unmasked{len(self.unmasked)}"
+                self.emit(f"const int {name} = {self._bound(start, up=False)};  // cute.mask_from: key tiles below the diagonal")
+                self.unmasked[op] = name
+
+    def _bound(self, bound: BlockBound, up: bool) -> str:
+        add = bound.add + (bound.tile - 1 if up else 0)
+        return f"({self.block_linear(bound.coefs)} + {add}) / {bound.tile}"
+
     def mask_origin(self, origin: tuple[int, ...]) -> str:
         """C expression of a causal mask's global row or column origin (dialects/cute/mask_ops.py:
         elements per blockIdx.x, .y, .z and iteration `it`); with the late finisher the split
@@ -101,7 +158,7 @@ class KernelPrinterBase:
             if coef and axis == split_axis:
                 terms.append(f"gs_k0 * {origin[3]}")
             elif coef:
-                terms.append(f"(int){self.bidx}.{'xyz'[axis]} * {coef}")
+                terms.append(f"(int){self.block_idx(axis)} * {coef}")
         if origin[3]:
             terms.append(f"it * {origin[3]}")
         return " + ".join(terms) if terms else "0"
@@ -117,7 +174,7 @@ class KernelPrinterBase:
                 # whole iterations (verified): the split starts at its first iteration gs_k0
                 terms.append(f"gs_k0 * {op.iter_stride.value.data}")
             elif off:
-                terms.append(f"{self.bidx}.{'xyz'[axis]} * {off}")
+                terms.append(f"{self.block_idx(axis)} * {off}")
         if isinstance(op, cute.CopyG2SOp) and op.iter is not None and op.iter_stride.value.data:
             shift = op.iter_offset.value.data
             it = "it" if shift == 0 else f"(it + {shift})"

@@ -33,6 +33,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "cute-row-chains": ("cute.row_chains", "RowChainsPass"),
     "cute-grid-sum-epilogue": ("cute.grid_sum_epilogue", "GridSumEpiloguePass"),
     "cute-fuse-square-sum": ("cute.fuse_square_sum", "FuseSquareSumPass"),
+    "cute-causal-skip": ("cute.causal_skip", "CausalSkipPass"),
     "cute-decisions": ("pipeline", "CuteDecisionsPass"),
     "mirage-transpile": ("pipeline", "MirageTranspilePass"),
     "kn-expand-composites": ("kn.expand_composites", "KnExpandCompositesPass"),

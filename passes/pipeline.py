@@ -63,6 +63,7 @@ CUTE_DECISIONS = (
     "cute-row-chains",
     "cute-grid-sum-epilogue",
     "cute-fuse-square-sum",
+    "cute-causal-skip",
 )
 """Run after convert-tb-to-cute and cute-late-finisher, in this order (a later one may read an
 earlier one's attributes); none of them changes what cute-late-finisher reads."""

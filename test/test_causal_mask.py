@@ -72,12 +72,13 @@ def test_every_plan_masks_its_tiles(options: str) -> None:
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("key", list(PLANS), ids=lambda k: "h{}_s{}_d{}".format(*k[:3]))
 def test_flash_chain_masks_in_registers(key: tuple[int, ...], dtype: str) -> None:
-    """The flash chains of test_online_chain.py's plans, causal: one `mx::mma_chain_online_run`
-    with `mx::CausalMask`, equal to the reference in the emulator."""
+    """The flash chains of test_online_chain.py's plans, causal: `mx::mma_chain_online_run`
+    without the mask below the diagonal and with `mx::CausalMask` on it (cute-causal-skip,
+    test_causal_skip.py), equal to the reference in the emulator."""
     heads, seq, d, sms, cand = key
     module = graphs.prefill_attention_causal(dtype, "prefill", heads=heads, seq=seq, head_dim=d)
     prog = _lowered(module, sms, cand)
-    assert [tuple(int(x) for x in f) for f in CHAIN.findall(prog.source)] == [PLANS[key]]
+    assert [tuple(int(x) for x in f) for f in CHAIN.findall(prog.source)] == [PLANS[key]] * 2
     assert "mx::CausalMask{" in prog.source and "mx::causal_mask<" not in prog.source
     out = run_emulated(Outcome("prefill", "ok", dtype=dtype, kind="kernel"), FuzzCase("prefill", "kernel", dtype, module),
                        prog, 5, None)

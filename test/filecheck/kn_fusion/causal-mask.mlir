@@ -47,6 +47,11 @@ func.func @prefill(%Q: tensor<8x1024x128xf16>, %K: tensor<8x128x1024xf16> {kn.st
 // FUSE-LABEL: func.func @prefill
 // FUSE: tb.causal_mask %{{.*}} {offset = 0 : i64, grid_dims = array<i64: 1, -1>, forloop_dims = array<i64: 0, 1>} : !tb.stensor<1x64x64xf16>
 // CUDA-LABEL: prefill_k0
-// CUDA: mx::mma_chain_online_run<
+// CUDA: for (int it = 0; it < cs_trips; ++it) {
+// CUDA: if (it < cs_unmasked0) {
+// CUDA-NEXT: mx::mma_chain_online_run<
+// CUDA-NEXT: [](float v)
+// CUDA-NEXT: } else {
+// CUDA-NEXT: mx::mma_chain_online_run<
 // CUDA-NEXT: [](float v)
 // CUDA-NEXT: mx::CausalMask{(int)blockIdx.y * 64 + 0 - (it * 64)});
