@@ -187,3 +187,14 @@ def test_split_k_claims_workspace_and_counters() -> None:
     plan = emit_cuda(module, "sm_90").plans["swiglu"]
     assert plan.counters == sum(g.counter_words() for g in gemms) == 2 * (4 * 16)  # two GEMMs of 4 x 16 tiles, one consumer each
     assert plan.workspace_bytes >= gemms[1].scratch_offset.value.data + gemms[1].scratch_bytes()  # type: ignore[union-attr]
+
+
+def test_a_factor_in_another_layout_is_not_an_epilogue() -> None:
+    """The GEMM reads the ELWISE_MUL factor with the output's strides: a factor stored
+    column-major stays a separate kn.mul (in a generated kernel)."""
+    text = swiglu_text().replace("%W3: tensor<1024x4096xf16> {kn.weight}", "%W3: tensor<1024x4096xf16> {kn.weight}, %G: tensor<128x4096xf16> {kn.strides = array<i64: 1, 128>}")
+    text = text.replace("%h = kn.mul %s, %b", "%h = kn.mul %s, %G")
+    text = "\n".join(line for line in text.splitlines() if "%b = kn.matmul" not in line)
+    module = _partitioned(text)
+    assert any(o.name == "kn.customized" for o in module.walk())  # the mul stays in a generated kernel
+    assert all(c.mul is None for c in _contracts(module))

@@ -61,6 +61,7 @@ from xdsl.utils.exceptions import PassFailedException
 from mirage_xdsl.dialects.contraction.config import LastType
 from mirage_xdsl.dialects.contraction.ops import ContractOp
 from mirage_xdsl.dialects.cute.hopper_gemm import BK, EPILOGUES, TILE_N, HopperGemmOp
+from mirage_xdsl.dialects.kn.strides import dtensor_strides
 from mirage_xdsl.passes.contraction.gemm_view import GemmView, gemm_view
 from mirage_xdsl.passes.conversion.matmul_contract import resync
 from mirage_xdsl.target import SM90
@@ -293,8 +294,9 @@ class ConvertContractionToHopperPass(ModulePass):
         functions become the GEMM's (applied to the accumulators before D).
 
         Raises:
-            PassFailedException: the result is not f16/bf16, or `gemm_view`/`plan_schedule`
-                rejected the op (their message, the op named).
+            PassFailedException: the result is not f16/bf16, an ELWISE_MUL factor whose strides
+                are not the output's, or `gemm_view`/`plan_schedule` rejected the op (their
+                message, the op named).
         """
         count = 0
         for contract in [o for o in op.walk() if isinstance(o, ContractOp)]:
@@ -307,6 +309,12 @@ class ConvertContractionToHopperPass(ModulePass):
             except ValueError as err:
                 raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err
             config = contract.config()
+            if contract.mul is not None and dtensor_strides(contract.mul) != dtensor_strides(contract.result):
+                raise PassFailedException(
+                    f"{self.name}: {contract.name}: the ELWISE_MUL factor's strides {dtensor_strides(contract.mul)} differ from "
+                    f"the output's {dtensor_strides(contract.result)}; the GEMM reads the factor with the output's strides: "
+                    "store the factor in the output's layout"
+                )
             try:
                 view = gemm_view(config)
                 sched = plan_schedule(

@@ -40,7 +40,8 @@ from mirage_xdsl.passes.conversion.plan_group import elem_bytes
 @dataclass
 class EpilogueChain:
     """One matmul, the unary ops applied to its result in order, and an optional final `kn.mul`
-    by `factor` (a value of the result's type that does not depend on the chain)."""
+    by `factor` (a value of the result's type and recorded strides -- the GEMM reads it with the
+    output's strides -- that does not depend on the chain)."""
 
     matmul: kn.MatmulOp
     unary: list[Operation] = field(default_factory=list)
@@ -99,7 +100,8 @@ def _grow(mm: kn.MatmulOp, members: set[Operation], claimed: set[Operation]) -> 
             continue
         if isinstance(user, kn.MulOp) and user.lhs is not user.rhs:
             factor = user.rhs if user.lhs is value else user.lhs
-            if factor.type == user.result.type == mm.result.type and not _depends_on(factor, set(chain.ops)):
+            same_layout = kn.dtensor_strides(factor) == kn.dtensor_strides(user.result)  # D is read with C's strides
+            if factor.type == user.result.type == mm.result.type and same_layout and not _depends_on(factor, set(chain.ops)):
                 chain.mul, chain.factor = user, factor
         break
     return chain
