@@ -116,6 +116,8 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
         f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}, {op.cluster.value.data}"
         + "".join(f", {t}" for t in tail[:keep])
     )
+    # `const __restrict__ d` (read through the non-coherent cache) is sound because a
+    # `cute.hopper_gemm` launches without PDL (`hopper_launch`): the kernel that wrote D is done
     params = f", const {ctype}* __restrict__ d" if has_mul else ""
     call_args = ", d" if has_mul else ", nullptr" if split > 1 else ""
     if split > 1:

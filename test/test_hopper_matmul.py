@@ -22,7 +22,7 @@ from mirage_xdsl.dialects.contraction.ops import ContractOp
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.driver.compile import make_context, prepare
 from mirage_xdsl.passes.conversion.gemm_epilogue import EpilogueChain, lower_chain
-from mirage_xdsl.passes.conversion.matmul_contract import hopper_contract, matmul_config, resync
+from mirage_xdsl.passes.conversion.matmul_contract import has_gemm_view, matmul_config, resync
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
 from mirage_xdsl.reference.executor import run_reference
 
@@ -67,7 +67,7 @@ def forced(text: str) -> ModuleOp:
     the compute-bound ones), whatever the estimate says."""
     module = _parse(text)
     for op in [o for o in module.walk() if isinstance(o, kn.MatmulOp)]:
-        assert hopper_contract(op) is not None
+        assert has_gemm_view(op)
         lower_chain(EpilogueChain(op))
     return module
 
@@ -90,7 +90,7 @@ def test_no_contract_without_a_gemm_view() -> None:
     odd_k = matmul_text((2,), 64, 48, 36)  # B rows of 36 halves: 72 bytes, not a TMA stride
     for text in (a_m_major, f32, odd_k):
         (mm,) = [o for o in _parse(text).walk() if isinstance(o, kn.MatmulOp)]
-        assert hopper_contract(mm) is None
+        assert not has_gemm_view(mm)
 
 
 def test_contraction_computes_the_matmul() -> None:

@@ -32,8 +32,7 @@ from mirage_xdsl.dialects.common.op_bases import ClampOpBase, MulScalarOpBase
 from mirage_xdsl.dialects.contraction.config import LastType
 from mirage_xdsl.dialects.contraction.ops import ContractOp
 from mirage_xdsl.dialects.cute.attrs import UNARY_FNS, UnaryFnAttr
-from mirage_xdsl.passes.contraction.gemm_view import gemm_view
-from mirage_xdsl.passes.conversion.matmul_contract import FROM_MATMUL_ATTR, matmul_config
+from mirage_xdsl.passes.conversion.matmul_contract import FROM_MATMUL_ATTR, has_gemm_view, matmul_config
 from mirage_xdsl.passes.conversion.plan_group import elem_bytes
 
 
@@ -119,9 +118,7 @@ def split_into_chains(members: Sequence[Operation], compute_bound: Callable[[kn.
             continue
         if not compute_bound(op):
             return None
-        try:
-            gemm_view(matmul_config(op))
-        except ValueError:
+        if not has_gemm_view(op):
             return None
         chain = _grow(op, group, claimed)
         claimed.update(chain.ops)

@@ -23,7 +23,7 @@ group into `kn.customized` op(s) whose threadblock graphs come from the planner 
    shapes, where cuBLAS's wgmma kernels outrun our mma.sync ones); decode-shaped matmuls of a
    few rows stream their weights and belong in a generated kernel.  With `hopper-gemm` (the
    default) such a library matmul becomes a `contraction.contract` over its recorded strides
-   instead when it has an sm_90 GEMM view (`matmul_contract.hopper_contract`: fp16/bf16,
+   instead when it has an sm_90 GEMM view (`matmul_contract.has_gemm_view`: fp16/bf16,
    rank 2..4, TMA-compatible strides), which mirage-transpile lowers to `cute.hopper_gemm`
    (the TMA + wgmma kernel, sm_90a only: pass `hopper-gemm=false` for other targets).  So
    does a group of compute-bound matmuls whose other ops are their epilogues (unary ops, then

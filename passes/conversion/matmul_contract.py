@@ -22,7 +22,7 @@ the IR records them (`dtensor_strides`: func argument / result attributes, the p
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, UnitAttr
+from xdsl.dialects.builtin import BFloat16Type, Float16Type
 from xdsl.ir import SSAValue
 
 from mirage_xdsl.dialects import kn
@@ -87,7 +87,7 @@ def config_of(lhs: SSAValue, rhs: SSAValue, result: SSAValue) -> Config:
 
 
 FROM_MATMUL_ATTR = "kn.from_matmul"
-"""Unit attribute of a `contraction.contract` made by `hopper_contract`: its tensors are a
+"""Unit attribute of a `contraction.contract` made from a `kn.matmul` (`gemm_epilogue.lower_chain`): its tensors are a
 matmul's, so `resync` can re-read their strides."""
 
 
@@ -98,7 +98,7 @@ def resync(contract: ContractOp) -> None:
     contractions are left as they are.
 
     Raises:
-        ValueError: see `matmul_config` (not for a contraction `hopper_contract` made).
+        ValueError: see `matmul_config` (not for a contraction made from a matmul).
     """
     if FROM_MATMUL_ATTR in contract.attributes:
         config = config_of(contract.lhs, contract.rhs, contract.result)
@@ -106,20 +106,12 @@ def resync(contract: ContractOp) -> None:
         contract.set_config(config, scheduled=contract.is_scheduled)
 
 
-def hopper_contract(op: kn.MatmulOp) -> ContractOp | None:
-    """`op` as an unscheduled `contraction.contract` (not inserted), or None when it has no
-    sm_90 GEMM view (another dtype or rank, A not K-contiguous, B neither K- nor
-    N-contiguous, the output not N-contiguous, strides TMA cannot take: `gemm_view`'s rules).
-    The result keeps `op`'s name hint and its recorded `kn.strides`."""
+def has_gemm_view(op: kn.MatmulOp) -> bool:
+    """Whether `op` has an sm_90 GEMM view (f16/bf16, rank 2..4, A K-contiguous, B K- or
+    N-contiguous, the output N-contiguous, strides TMA can take: `gemm_view`'s rules), so that
+    kn-partition may lower it to a `contraction.contract` (passes/conversion/gemm_epilogue.py)."""
     try:
-        config = matmul_config(op)
-        gemm_view(config)
+        gemm_view(matmul_config(op))
     except ValueError:
-        return None
-    result_type = op.result.type
-    assert isinstance(result_type, TensorType)
-    contract = ContractOp(op.lhs, op.rhs, result_type, config, scheduled=False)
-    contract.attributes[FROM_MATMUL_ATTR] = UnitAttr()
-    if kn.STRIDES_ATTR in op.attributes:
-        contract.attributes[kn.STRIDES_ATTR] = op.attributes[kn.STRIDES_ATTR]
-    return contract
+        return False
+    return True
