@@ -99,7 +99,7 @@ class MirageTranspilePass(ModulePass):
     whose estimates count that ring, so the plan chosen and the kernel built agree."""
     online_softmax: bool = False
     """Forwarded to `kn-fuse`: a max over the loop axis read inside the loop becomes a running
-    max with rescaled accumulators (one kernel; see `plan_cost.DeviceModel.online_softmax`)."""
+    max with rescaled accumulators (one kernel; see `target.cost_model.DeviceModel.online_softmax`)."""
     late_finisher: int = 1
     """Forwarded to `cute-late-finisher` as `shift` (iterations each split-K partner hands to
     its group's finisher); 0 = equal splits combined by the last block to arrive.  On by

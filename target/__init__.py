@@ -2,9 +2,10 @@
 
 One place for the device limits that the planner (`passes/conversion/plan_cost.py`),
 the verifiers (`dialects/cute`), the printer (`codegen/`), the host emulator and the runtime
-all read (`device.py`, importable without xDSL), and the errors raised when a kernel
-exceeds them (`errors.py`). The cost model's constants (`DeviceModel` in
-`passes/conversion/plan_cost.py`) build on these.
+all read (`device.py`, importable without xDSL), the errors raised when a kernel
+exceeds them (`errors.py`), and the planner's device model built on them (`cost_model.py`:
+the rates, latencies and calibrations of kn-partition's cost model, with where each was
+measured).
 """
 
 from mirage_xdsl.target.device import (  # noqa: F401

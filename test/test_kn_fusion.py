@@ -32,12 +32,12 @@ from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.kn_fuse import KnFusePass
 from mirage_xdsl.passes.conversion.kn_partition import KnPartitionPass
 from mirage_xdsl.passes.conversion.plan_analysis import analyse_axes, compute_phases
-from mirage_xdsl.passes.conversion.plan_cost import DeviceModel
 from mirage_xdsl.passes.conversion.plan_group import fusible_op, group_from_ops
 from mirage_xdsl.passes.kn.expand_composites import KnExpandCompositesPass, KnRecognizeCompositesPass
 from mirage_xdsl.passes.kn.simplify import KnSimplifyPass
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
 from mirage_xdsl.reference.executor import run_reference
+from mirage_xdsl.target.cost_model import DeviceModel
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NAMES = sorted(p.stem for p in EXAMPLES.glob("*.mlir"))

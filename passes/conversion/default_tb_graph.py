@@ -60,10 +60,11 @@ from typing import Any
 from mirage_xdsl.dialects import tiling
 from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan, KernelPlan
 from mirage_xdsl.passes.conversion.plan_analysis import AxisInfo, analyse_axes, phases_for, rms_shortcuts, tile_of
-from mirage_xdsl.passes.conversion.plan_cost import CostModel, DeviceModel
+from mirage_xdsl.passes.conversion.plan_cost import CostModel
 from mirage_xdsl.passes.conversion.plan_group import Group, is_attention, reads_any
 from mirage_xdsl.passes.tb.plan_pipeline import is_wide_lone_block
 from mirage_xdsl.target import MAX_FORLOOP_RANGE
+from mirage_xdsl.target.cost_model import DeviceModel
 
 
 def _prime_factors(n: int) -> dict[int, int]:

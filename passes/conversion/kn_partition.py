@@ -62,10 +62,10 @@ from mirage_xdsl.passes.conversion.build_tb_graph import emit_kernel
 from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.gemm_epilogue import factor_bytes, lower_chain, split_into_chains
 from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan
-from mirage_xdsl.passes.conversion.plan_cost import DeviceModel
 from mirage_xdsl.passes.conversion.plan_group import fusible_op, group_from_ops
 from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
 from mirage_xdsl.target import SM90
+from mirage_xdsl.target.cost_model import DeviceModel
 from mirage_xdsl.target.errors import SharedMemoryExceeded
 
 

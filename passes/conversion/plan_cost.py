@@ -1,5 +1,5 @@
-"""The planner's cost model: the device it assumes (`DeviceModel`) and the estimated time
-and resources of one block graph (`CostModel.estimate`).
+"""The planner's cost model: the estimated time and resources of one block graph
+(`CostModel.estimate`) on the device it assumes (`target/cost_model.py`'s `DeviceModel`).
 
 A configuration must fit shared memory (inputs double-buffered when iterated, fp32
 accumulators, passes/README.md; the sum of the tile sizes, which tb-plan-smem can always
@@ -20,29 +20,25 @@ blocks per SM (measured best for gated_mlp and rmsnorm_linear), N tiles multiple
 fewer blocks, longer loop tiles, fewer ops (`KernelPlan.tiebreak`).
 
 The hardware limits (SMs, shared memory, threads and blocks per SM) come from
-`target/device.py`; the rates and latencies below are this model's own, fitted to our kernels.
+`target/device.py`; the rates and latencies from `target/cost_model.py`, fitted to our kernels.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
 
 from mirage_xdsl.dialects import tiling
+from mirage_xdsl.dialects.kn.strides import dtensor_strides
 from mirage_xdsl.passes.conversion.kernel_plan import KernelPlan
 from mirage_xdsl.passes.conversion.online_plan import online_chain_rows, online_chain_smem_bytes
-from mirage_xdsl.passes.conversion.plan_group import BINARY_KINDS, UNARY_KINDS, elem_bytes, is_attention, numel
+from mirage_xdsl.passes.conversion.plan_group import BINARY_KINDS, UNARY_KINDS, Node, elem_bytes, is_attention, numel
 from mirage_xdsl.passes.conversion.register_chain import ONLINE_CHAIN_WARPS, chain_shape_fits, chain_thr_layout
 from mirage_xdsl.passes.cute.row_chains import MAX_TRIPS as ROW_CHAIN_MAX_ELEMENTS
-from mirage_xdsl.passes.tb.plan_pipeline import (
-    LONE_BLOCK_MAX_STAGES,
-    WEIGHT_MAX_STAGES,
-    WEIGHT_PREFETCH_BYTES,
-    choose_stages,
-    choose_weight_stages,
-    is_wide_lone_block,
-)
+from mirage_xdsl.passes.tb.plan_pipeline import choose_stages, choose_weight_stages, is_wide_lone_block
 from mirage_xdsl.target import SM90
+from mirage_xdsl.target.cost_model import DeviceModel
 
 
 def _pad(n: int, multiple: int) -> int:
@@ -131,179 +127,14 @@ def row_chain_length(plan: KernelPlan) -> tuple[int, int] | None:
     return (length, smallest) if length else None
 
 
-@dataclass(frozen=True)
-class DeviceModel:
-    """What the planner assumes about the GPU (H200 by default; docs/h200-device-facts.md)."""
-
-    num_sms: int = SM90.num_sms
-    smem_per_block: int = SM90.smem_per_block_optin
-    smem_per_sm: int = SM90.smem_per_sm
-    threads_per_block: int = 128  # Mirage's block_dim (128, 1, 1)
-    wide_block_threads: int = 512  # for matmul-free plans with a grid of < num_sms / 4 blocks
-    lone_matmul_block_threads: int = 512
-    """Threads of the extra candidate that every unsplit, looped, non-attention matmul plan
-    with at most one block per SM gets: a block alone on its SM must hide the MMA and load
-    latencies with its own warps (sliced K spreads every tile's k-steps over them).  H200,
-    gated_mlp with 128 blocks of 32 W1/W2 columns, 128-row K tiles, 4 cp.async stages:
-    128 threads 22.5 us, 256 20.4, 384 21.6, 512 19.9 / 19.9 / 20.1 (three runs), 1024 25.9
-    (measured 2026-11-25)."""
-    lone_block_stages: int = LONE_BLOCK_MAX_STAGES
-    """tb-plan-pipeline's ring depth for wide lone-block graphs (`plan_pipeline.is_wide_lone_block`),
-    which the estimate counts: `lone_block_stages - 1` tiles in flight, and that share of a
-    double buffer's exposed load latency per iteration.  Set by kn-partition's option
-    `lone-block-max-stages`, which mirage-transpile also forwards to tb-plan-pipeline."""
-    weight_stages: int = WEIGHT_MAX_STAGES
-    weight_prefetch_bytes: int = WEIGHT_PREFETCH_BYTES
-    """tb-plan-pipeline's `weight-max-stages` and `weight-prefetch-bytes`: the ring of a plan
-    whose for-loop streams `kn.weight` tiles, which the estimate counts (`stages - 1` tiles in
-    flight, that share of a double buffer's exposed load latency per iteration) as it does
-    the lone blocks' ring."""
-    max_threads_per_sm: int = SM90.max_threads_per_sm
-    max_threads_per_block: int = SM90.max_threads_per_block
-    max_blocks_per_sm: int = SM90.max_blocks_per_sm
-    max_blocks: int = 4096  # Mirage's MAX_NUM_THREADBLOCKS_PER_KERNEL
-    max_accum_per_thread: int = 192  # fp32 register accumulator elements (mirage-notes 3.5)
-    hbm_bytes_per_us: float = 4.0e6  # ~4 TB/s achievable
-    l2_bytes_per_us: float = 1.0e7
-    flops_per_us: float = 2.0e8  # fp16 mma.sync rate our kernels reach (a guess well below the ~660 TFLOP/s peak)
-    library_gemm_flops_per_us: float = 6.0e8
-    """fp16 rate of a library GEMM (cuBLAS through CuPy) on large shapes: torch.bmm reached 740
-    TFLOP/s on 4 x 4096^3 on an H100 (2026-11-25), about 600 at smaller sizes."""
-    library_call_us: float = 50.0
-    """Fixed cost of one library GEMM in a compiled graph: CuPy's cuBLAS call cannot be captured
-    into a CUDA graph (runtime/executable.py `CAPTURE_UNSAFE_OPS`), so the graph runs as
-    captured segments with an eager host launch between them.  On an H200 (2026-11-26) a GELU
-    MLP at batch 1 whose down projection was such a call took 126 µs against 58 for torch's
-    CUDA graph of the same two GEMMs."""
-    hopper_gemm_flops_per_us: float = 5.0e8
-    """fp16/bf16 rate of our sm_90a GEMM (`cute.hopper_gemm`): 590-690 TFLOP/s for square GEMMs
-    of 2048-16384 and 300 at 1024 on an H200 (2026-11-26, mirage-bench --contractions)."""
-    hopper_launch_us: float = 4.0
-    """Launch and tail of that persistent-grid kernel inside a captured CUDA graph."""
-    library_bf16_traffic: float = 4.0
-    """bf16 operands reach the library GEMM through fp32 copies (CuPy has no bfloat16;
-    runtime/library_ops.py): every operand byte is read, written and read again as fp32,
-    about 4x the bytes of the fp16 call."""
-    blocks_for_full_mma_rate: int = 4  # resident 128-thread blocks per SM that hide MMA latency
-    register_chain_blocks_for_full_mma_rate: int = 2
-    """The same for attention plans lowered to `cute.mma_chain` (P in registers,
-    passes/conversion/register_chain.py): each warp runs two dependent MMA chains per iteration without
-    a shared-memory round trip in between, so half the resident blocks hide the latency.  On
-    the H200 the 128-key tiles that need 84 KB of shared memory (2 blocks per SM) became the
-    fastest plans with the chain: gqa bs8 35.1 us (was rank 12) vs 40.1 for rank 0's 64-key
-    tiles, gqa bs1 9.1 vs 10.0, mqa 13.0 vs 14.1 (measured 2026-11-22)."""
-    register_chain_max_rows: int = 32
-    """Query rows per block up to which `register_chain_blocks_for_full_mma_rate` applies.
-    H200, the attention plan ranks measured with chains of 16-64 query rows
-    (2026-11-22), rank 0 with 16 / 32 / 64:
-    gqa bs1 9.0 / 9.4 / 9.4 us, gqa bs8 35.0 / 32.0 / 32.6, mha 14.3 (all), mqa 12.9 / 11.8 /
-    11.8."""
-    smem_ops_per_warp_ns: float = 1.25
-    """Element-ops per ns per resident warp of an SM for elementwise and reduction ops that
-    walk shared-memory tiles (each thread loads, computes and stores one element after
-    another, latency-bound, and waits at a barrier after each op).  Fitted to two matmul-free
-    kernels over 4096 x 4096 fp16 on an H200 (2026-11-26) against this model without the term:
-    a layernorm with 2-row tiles at 128 threads (8 warps per SM, 7 ops) 133 µs measured vs
-    38.8 estimated, a softmax with 1-row tiles at 128 threads (36 warps, 5 ops) 40.8 vs 27.5.
-    Row chains (`row_chain_threads`) keep their values in registers and pay none of it, nor
-    do split-K combine kernels (small tiles of partials: with the term, gqa's combine moved to
-    another grid and gqa took 8.5 / 32.5 µs at batch 1 / 8 against 8.2 / 30.6 without it,
-    H200, 2026-11-26).  Grids of at most one block per SM pay it too: a row sum over 16 x
-    1024 x 4096 fp16 planned as 128 blocks walking 32 loop tiles took 106 µs where the
-    2048-block plan it then beat on the estimate took 56."""
-    launch_us: float = 1.5  # per kernel, incl. the drain/ramp between dependent kernels
-    iter_latency_us: float = 0.25  # exposed per for-loop iteration (double-buffered loads)
-    mem_latency_us: float = 0.5  # global-load latency under load (Little's law)
-    block_latency_us: float = 1.0  # first load + epilogue store of a block
-    max_lift_penalty_us: float = 0.5  # a `max` accumulator carrying an invariant value
-    k_tiles: tuple[int, ...] = (256, 128, 64)
-    stage_budget: int = 64 * 1024  # bytes one block may load at once without a for-loop
-    min_bytes_per_block: int = 128 * 16  # each thread of a (non-single) block loads >= 16 B
-    max_split: int = 64
-    min_balance: float = 0.9  # split-K only when the best unsplit grid fills fewer SM slots
-    always_try_split: bool = True
-    """Also enumerate split-K plans when an unsplit grid fills the SMs (they compete on
-    estimated time; on the H200 the cheapest plan of this wider search was never slower than
-    the narrower search's in the plan-rank sweeps of 2026-11-22)."""
-    grid_sum: bool = True
-    """Also plan split-K kernels that combine their partials themselves (`tb.grid_sum`: the
-    last block of each split group sums them) instead of in a second kernel."""
-    online_softmax: bool = False
-    """Plan a max over the loop axis that the loop reads (`exp(x - max)`) as a running max
-    with rescaled accumulators (`online_softmax`) -- one kernel instead of a partition.  Off
-    by default: without a split of the loop axis, its one block per row group lost to the
-    partitioned plan on an H200 (stable decode attention at mha's shapes, 2026-11-26: 77.8
-    against 30.4 us), and a split needs a combine that rescales by the partial maxima."""
-    auto_online_softmax: bool = True
-    """Without `online_softmax`, still plan a group whose loop reads a max over the loop axis
-    (attention's `exp(s - max)`) as an online softmax when nothing else can fuse it, keeping
-    only the plans the flash-attention register chain lowers (`keeps_p_in_registers`, 4
-    warps of 16 or 32 query rows, `register_chain.online_chain_fits`) whose unsplit grid fills the
-    SMs (balance >= `min_balance`, no recomputed matmul): the one condition under which the
-    loop axis needs no split, which online softmax cannot do (decode attention keeps its
-    partitioned flash-decoding plans).  Prefill attention becomes one FlashAttention-2
-    kernel (Dao 2023)."""
-    online_chain_flops_per_us: float = 4.5e8
-    online_chain_smem_bytes_per_us: float = 5.4e7
-    """An online chain's compute time is its MMA flops at `online_chain_flops_per_us` (over the
-    MMA hiding of 2-block chains) plus its shared-memory operand reads
-    (`online_plan.online_chain_smem_bytes`) at `online_chain_smem_bytes_per_us`: a warp of
-    16 rows reads every key and value fragment for 16 rows only, and those reads, not the
-    MMAs, separate its tilings.  Both fitted to the prefill suite on an H200 (2026-11-26,
-    8 heads, d = 128, fp16, benchmarks/results/prefill-h200-2026-11-26.md): 4096 tokens,
-    64 rows x 64 keys 286 us, 128 x 32 256 us, 64 x 32 301 us (estimates 285 / 258 / 328);
-    1024 tokens, 64 x 64 28.8 us, 64 x 32 34.8 (estimates 32 / 44)."""
-    online_k_tiles: tuple[int, ...] = (64, 32)
-    """Key tiles (loop tiles) of online-softmax plans instead of `k_tiles`: the scores of a
-    tile stay in registers (`register_chain.ONLINE_CHAIN_MAX_REGS`), so 32-row warps take
-    32 keys per iteration and 16-row warps 64, as FlashAttention-2's head-dim-128 kernels."""
-    online_rowwise_k_tiles: tuple[int, ...] = (4096, 2048, 1024, 512, 256)
-    """Loop tiles of matmul-free online-softmax plans (a running max over rows too long for
-    one tile: cross-entropy's 32768-wide logits): their tiles live in shared memory, not in
-    MMA registers, so they take tiles as wide as `k_tiles` allows and more -- each iteration
-    pays `iter_latency_us`, and 32 KiB-wide rows in 64-element tiles would pay it 512 times."""
-    grid_sum_us: float = 0.8
-    grid_sum_us_per_split: float = 0.1
-    """Added latency of an in-kernel combine (`grid_sum_us + S * grid_sum_us_per_split` for S
-    split blocks per group): the arrival atomics on one counter, then the last block's loads
-    of S partials and its epilogue.  H200, against the same kernels without the combine:
-    rmsnorm_linear S = 4..16 +1.0-1.7 us, gqa S = 16 +2.4 us, S = 32 +5.5 us
-    (measured 2026-11-22)."""
-    grid_sum_max_k_tile: int = 64
-    """Grid-sum plans walk K in tiles of at most this many rows: on the H200 the same grids ran
-    faster with more, shorter iterations -- rmsnorm_linear 96 x 4: 256-row tiles 18.1 us,
-    128-row 16.5; 96 x 8: 19.5 / 16.9 / 16.2 (256 / 128 / 64); gated_mlp 64 x 4: 128-row 20.9,
-    64-row 20.6 (a sweep of 24 plan ranks, 2026-11-22).  64 rather than 128: the
-    rank-0 plans measured 17.4 -> 16.6 us (rmsnorm bs1), 21.7 -> 21.3 (bs8), 22.4 -> 21.6
-    (gated_mlp), and the fastest plans of all three use 64-row tiles (2026-11-22)."""
-    unpipelined_split_penalty_us: float = 1.0
-    """Per wave, for split-K / flash-decoding plans without a for-loop (R = 1): each block loads
-    its whole tile before computing, nothing overlaps the load (H200: such attention plans
-    took 17-42 µs where the pipelined ones took 11-18, 2026-11-22)."""
-    narrow_row_bytes: int = 16
-    narrow_row_penalty: float = 1.7
-    """Input tiles whose rows are contiguous runs of at most `narrow_row_bytes` (8 fp16
-    columns) stream this much slower than wider ones (gated_mlp: 8-column tiles 37 us,
-    16-column 26 us; H200, 2026-11-22)."""
-    short_row_bytes: int = 32
-    short_row_penalty: float = 1.05
-    """Rows of at most `short_row_bytes` (16 fp16 columns) stream slower than rows of 128-256
-    bytes (membench: 62-65 % vs 74-76 % of the copy bandwidth, a ratio of about 1.18); kept
-    mild so that, with little shared memory, 16-column tiles with a long for-loop still beat
-    8-column ones (which stream 1.4x slower still, `narrow_row_penalty`)."""
-    odd_row_penalty: float = 1.25
-    """Rows that are not a power-of-two number of bytes (e.g. 96 fp16 columns) stream this
-    much slower (rmsnorm_linear on the H200: split-K kernels with 96- and 48-column W tiles
-    17.0 / 18.6 us, 64- and 128-column 14.5-14.6 us; unsplit, 24-column tiles 22.7 us where
-    16-column ones take 18.3; 2026-11-22)."""
-
-    def row_penalty(self, row_bytes: int) -> float:
-        """How much slower than wide rows a tile with `row_bytes`-byte rows streams."""
-        if row_bytes <= self.narrow_row_bytes:
-            return self.narrow_row_penalty
-        if row_bytes <= self.short_row_bytes:
-            return self.short_row_penalty
-        return self.odd_row_penalty if row_bytes & (row_bytes - 1) else 1.0
+def _last_dim_contiguous(node: Node) -> bool:
+    """Whether the group input `node` (an outside SSA value) is stored with its last dim
+    contiguous (stride 1), so that a tile's last dim is a contiguous run of memory; False for
+    inputs made inside the planner (split-K partials), whose layout it chooses."""
+    if not isinstance(node.ext, SSAValue):
+        return False
+    strides = dtensor_strides(node.ext)
+    return not strides or strides[-1] == 1
 
 
 class CostModel:
@@ -435,6 +266,7 @@ class CostModel:
         lifts_max = 0
         align_penalty = 0
         online_chain = plan.online is not None and self.keeps_p_in_registers(plan)
+        matmul_free = all(node.kind != "matmul" for node in group.nodes)
         for n in plan.needed:
             node = group.nodes[n]
             eb = elem_bytes(node.dtype)
@@ -448,7 +280,11 @@ class CostModel:
                 loaded += blocks * b * (R if fdim >= 0 else 1)
                 unique += numel(node.shape) * eb
                 row = t[-1] * eb
-                slow = dev.row_penalty(row) if t[-1] < node.shape[-1] else 1.0
+                slow = 1.0
+                if t[-1] < node.shape[-1]:
+                    streamed = matmul_free and _last_dim_contiguous(node)
+                    tensor_bytes = numel(node.shape) * eb if streamed else 0
+                    slow = dev.streamed_row_penalty(row, tensor_bytes)
                 unique_dram += numel(node.shape) * eb * slow
                 stage += b
                 if fdim >= 0 and R > 1:

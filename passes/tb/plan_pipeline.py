@@ -51,6 +51,7 @@ from mirage_xdsl.passes.conversion.register_chain import IN_REGISTERS
 from mirage_xdsl.passes.tb.plan_smem import SM90_SMEM_LIMIT, PlanSmemPass
 from mirage_xdsl.passes.tb.schedule import schedule_of
 from mirage_xdsl.target import SM90
+from mirage_xdsl.target.cost_model import LONE_BLOCK_MAX_STAGES, WEIGHT_MAX_STAGES, WEIGHT_PREFETCH_BYTES
 
 PASS_NAME = "tb-plan-pipeline"
 MAX_STAGES = 8
@@ -110,7 +111,6 @@ def choose_stages(
 
 
 DEFAULT_MAX_STAGES = 2
-LONE_BLOCK_MAX_STAGES = 4
 LONE_BLOCK_MIN_THREADS = 256
 
 
@@ -121,11 +121,6 @@ def is_wide_lone_block(num_blocks: int, threads: int, num_sms: int = NUM_SMS) ->
     return threads >= LONE_BLOCK_MIN_THREADS and num_blocks <= num_sms
 
 
-WEIGHT_MAX_STAGES = 6
-WEIGHT_PREFETCH_BYTES = 12 * 2**20
-"""What the ring prologues of a weight-streaming grid should prefetch before the PDL wait:
-about 3 µs of HBM at 4 TB/s, the time from the previous grid's last loop end to this grid's
-release in a per-block `%globaltimer` timeline of back-to-back launches on an H200 (2026-11-25)."""
 
 
 def weight_streams(graph: CustomizedOp, pipelined: list[Operation]) -> list[Operation]:
