@@ -125,16 +125,18 @@ class DeviceModel:
     with rescaled accumulators (`online_softmax`) -- one kernel instead of a partition.  Off
     by default: without a split of the loop axis, its one block per row group lost to the
     partitioned plan on an H200 (stable decode attention at mha's shapes, 2026-11-26: 77.8
-    against 30.4 us), and a split needs a combine that rescales by the partial maxima."""
+    against 30.4 us); `auto_online_softmax` keeps the online plans that won."""
     auto_online_softmax: bool = True
     """Without `online_softmax`, still plan a group whose loop reads a max over the loop axis
-    (attention's `exp(s - max)`) as an online softmax when nothing else can fuse it, keeping
-    only the plans the flash-attention register chain lowers (`keeps_p_in_registers`, 4
-    warps of 16 or 32 query rows, `register_chain.online_chain_fits`) whose unsplit grid fills the
-    SMs (balance >= `min_balance`, no recomputed matmul): the one condition under which the
-    loop axis needs no split, which online softmax cannot do (decode attention keeps its
-    partitioned flash-decoding plans).  Prefill attention becomes one FlashAttention-2
-    kernel (Dao 2023)."""
+    (attention's `exp(s - max)`, cross-entropy's log-sum-exp) as an online softmax, keeping
+    the plans whose grid fills the SMs (balance >= `min_balance`, no recomputed matmul) among:
+    those the flash-attention register chain lowers (`keeps_p_in_registers`, 4 warps of 16 or
+    32 query rows, `register_chain.online_chain_fits`): prefill attention becomes one
+    FlashAttention-2 kernel (Dao 2023); matmul-free ones (one pass over rows too long for a
+    tile); and split ones whose partials are single rows (flash decoding, decode attention
+    with one query per KV head: kernel 1 per chunk of keys, a combine rescaling by the partial
+    maxima, `split_combine.py`).  On an H200 (2026-11-26) the split made decode attention over
+    32 heads of 1024 keys 20.5 -> 11.3 µs and of 32768 keys 187.5 -> 171.8."""
     online_chain_flops_per_us: float = 4.5e8
     online_chain_smem_bytes_per_us: float = 5.4e7
     """An online chain's compute time is its MMA flops at `online_chain_flops_per_us` (over the

@@ -12,9 +12,10 @@ the block-graph semantics used here.  The planner is split by concept:
 | `plan_group.py` | the abstract group (values, ops by index) built from kn ops |
 | `plan_analysis.py` | axes, for-loop phases, online softmax |
 | `kernel_plan.py` | the plan records (`KernelPlan`, `FusionPlan`) |
-| `plan_cost.py` | the device model and the estimate of one plan |
+| `plan_cost.py` | the estimate of one plan (on `target/cost_model.py`'s device model) |
 | `online_plan.py` | online-softmax attention plans that lower to a flash register chain |
 | `default_tb_graph.py` | this module: enumeration and choice of plans |
+| `split_combine.py` | the combine kernel of a split-K plan: summed and rescaled (flash decoding) partials |
 | `build_tb_graph.py` | the `kn.customized` op of a plan |
 
 Model
@@ -27,7 +28,10 @@ Model
    is also split across S blocks.  Kernel 1 stops at the accumulators and writes each block's
    partial sums side by side along a free dim (omap); the combine kernel sums the S partials
    with a strided reduction (`kn.reduction` size = partial width, i.e. `sum_todimx`,
-   mirage-notes 1.7) and runs the post-loop ops.  The combine kernel is planned by the same
+   mirage-notes 1.7) and runs the post-loop ops.  A loop axis that a max reduces is split
+   only as an online softmax whose partials are single rows (decode attention with one query
+   per KV head): kernel 1 also stores its running max, and the combine rescales every partial
+   sum by exp(m_s - max m) (`split_combine.py`).  The combine kernel is planned by the same
    search (without a further split).  Beyond Mirage, a split-K plan may instead stay ONE
    kernel (`DeviceModel.grid_sum`, not for attention): every accumulator is followed by a
    `tb.grid_sum` over the split grid axis, the post-loop ops read the sums, and the last
@@ -62,6 +66,7 @@ from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan, KernelPlan
 from mirage_xdsl.passes.conversion.plan_analysis import AxisInfo, analyse_axes, phases_for, rms_shortcuts, tile_of
 from mirage_xdsl.passes.conversion.plan_cost import CostModel
 from mirage_xdsl.passes.conversion.plan_group import Group, is_attention, reads_any
+from mirage_xdsl.passes.conversion.split_combine import combine_group, online_split_frontier
 from mirage_xdsl.passes.tb.plan_pipeline import is_wide_lone_block
 from mirage_xdsl.target import MAX_FORLOOP_RANGE
 from mirage_xdsl.target.cost_model import DeviceModel
@@ -223,9 +228,10 @@ class Planner:
         parallel = ax.parallel()
         full_frontier = [n.idx for n in group.nodes if L is not None and ax.reduce_axis.get(n.idx) == L]
         splits = [1]
-        # split-K combines partials by summing them: an axis a max reduces cannot be split
+        # split-K combines partials by summing them: an axis a max reduces can be split only
+        # as flash decoding does, a running max whose partials the combine rescales
         max_reduced = any(group.nodes[n].kind == "reduction_max" for n in full_frontier)
-        if allow_split and L is not None and not max_reduced:
+        if allow_split and L is not None and (not max_reduced or online_split_frontier(group, ax, L, ph, full_frontier)):
             splits = []
             s = 2
             while s <= dev.max_split and ax.extent[L] % s == 0 and ax.extent[L] // s >= min(dev.k_tiles):
@@ -280,11 +286,12 @@ class Planner:
         13.1 us where kernel 1 + the combine kernel took 10.6 (2026-11-22), and still lost with P in registers
         and batched partial loads: best grid-sum / two-kernel plan of 24 ranks, gqa bs1 11.9 /
         8.9 us, gqa bs8 38.5 / 32.2, mha 16.0 / 14.1, mqa 16.4 / 11.9 (2026-11-22)."""
+        online = any(group.nodes[n].kind == "reduction_max" for n in full_frontier)
         for S in splits:
             if S == 1:
                 yield 1, [], False
                 continue
-            for f in self._frontiers(group, full_frontier):
+            for f in [full_frontier] if online else self._frontiers(group, full_frontier):
                 yield S, f, False
             if (
                 self.device.grid_sum
@@ -369,6 +376,7 @@ class Planner:
                 if tiles[node.args[0]][d] % node.props["size"]:
                     return None
         # outputs and omaps
+        online_split = S > 1 and not grid_sum and any(group.nodes[n].kind == "reduction_max" for n in frontier)
         outputs: list[tuple[int, tuple[int, int, int]]] = []
         for o in out_nodes:
             omap = []
@@ -380,7 +388,10 @@ class Planner:
                 if gaxis == L and S > 1 and grid_sum:
                     omap.append(-1)  # the last block of each split group stores
                     continue
-                if gaxis == L and S > 1:
+                out_dim: int | None
+                if gaxis == L and S > 1 and online_split:
+                    out_dim = len(group.nodes[o].shape) - 2  # the one row: [.., S, n] (`combine_group`)
+                elif gaxis == L and S > 1:
                     out_dim = self._partial_dim(ax, o, factor)
                 else:
                     out_dim = ax.dim_of(o, gaxis) if gaxis is not None else None
@@ -413,14 +424,16 @@ class Planner:
 
     def _auto_online(self, plan: KernelPlan) -> bool:
         """Whether an online-softmax plan that was not asked for (`DeviceModel.auto_online_softmax`)
-        is kept: a flash register chain (`CostModel.keeps_p_in_registers`) or a matmul-free
-        plan (one pass over rows too long for a tile, instead of a max pass and a sum pass),
-        whose unsplit grid fills the SMs without recomputing a matmul."""
+        is kept: a flash register chain (`CostModel.keeps_p_in_registers`), a matmul-free
+        plan (one pass over rows too long for a tile, instead of a max pass and a sum pass)
+        or kernel 1 of a split (flash decoding: one pass over K and V where the partitioned
+        plan wrote the scores and read them three times), whose grid fills the SMs without
+        recomputing a matmul."""
         dev = self.device
         matmul_free = all(plan.group.nodes[n].kind != "matmul" for n in plan.needed)
         return (
             dev.auto_online_softmax
-            and (matmul_free or self.cost.keeps_p_in_registers(plan))
+            and (matmul_free or plan.split > 1 or self.cost.keeps_p_in_registers(plan))
             and plan.balance >= dev.min_balance
             and plan.redundancy <= 1.01
         )
@@ -514,35 +527,3 @@ class Planner:
                 k.template = "split_reduce"
         cache[key] = plan
         return plan
-
-
-def combine_group(group: Group, ph: dict[int, str], frontier: Sequence[int], dims: Sequence[int], split: int) -> Group:
-    """The second kernel of a split-K plan: sum the partials of every accumulator (strided
-    `kn.reduction` over the dim they were concatenated along), then run the post-loop ops
-    (and the loop-invariant ops they need, recomputed from the original inputs).  Partial j
-    is the input with `ext = ("partial", j)`."""
-    g2 = Group(records=group.records)
-    mapping: dict[int, int] = {}
-    for j, (f, d) in enumerate(zip(frontier, dims)):
-        node = group.nodes[f]
-        pshape = list(node.shape)
-        pshape[d] *= split
-        p = g2.add("input", pshape, node.dtype, ext=("partial", j), name=f"partial{j}")
-        mapping[f] = g2.add("reduction", node.shape, node.dtype, (p,), {"dim": d, "size": node.shape[d]})
-
-    def need(n: int) -> int:
-        if n in mapping:
-            return mapping[n]
-        node = group.nodes[n]
-        if node.kind == "input":
-            mapping[n] = g2.add("input", node.shape, node.dtype, ext=node.ext, name=node.name)
-        else:
-            args = tuple(need(a) for a in node.args)
-            mapping[n] = g2.add(node.kind, node.shape, node.dtype, args, node.props)
-        return mapping[n]
-
-    for node in group.nodes:
-        if ph[node.idx] == "post":
-            need(node.idx)
-    g2.outputs = [need(o) for o in group.outputs]
-    return g2

@@ -1,0 +1,98 @@
+"""The second kernel of a split-K plan: the group that combines kernel 1's partials.
+
+Kernel 1 of a split-K plan (`default_tb_graph`, module docstring item 2) accumulates its
+frontier -- the ops reducing the loop axis -- over one of S chunks of that axis and stores the
+S partials of each side by side along one dim.  Summed accumulators combine by a sum over the
+S partials.  A running max (an online softmax, `plan_analysis.online_softmax`) and the sums it
+rescales combine as flash decoding does (Dao et al., "Flash-Decoding for long-context
+inference", 2023): the global max M is the max of the partial maxima m_s, and each partial sum
+is weighted by exp(m_s - M) before the sum over the partials, which gives exactly the sums
+rescaled to M that the unsplit loop ends with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mirage_xdsl.passes.conversion.plan_analysis import AxisInfo, online_softmax
+from mirage_xdsl.passes.conversion.plan_group import Group
+
+
+def online_split_frontier(group: Group, ax: AxisInfo, loop_axis: int, ph: dict[int, str], frontier: Sequence[int]) -> bool:
+    """Whether a split of `loop_axis` whose kernel 1 accumulates `frontier` can be combined by
+    rescaling (`combine_group`): the loop's maxima run as a running max (`ph`), every other
+    frontier node is a sum or a matmul that max rescales, and every frontier node is one row
+    (dim -2 of extent 1, e.g. decode attention with one query per KV head), so that kernel 1
+    stores the S partials as the rows of `[.., S, n]` tensors that plain reductions over dim -2
+    combine (the maxima of several rows would need a strided max)."""
+    online = online_softmax(group, ax, loop_axis)
+    if online is None:
+        return False
+    covered = set(online.maxima) | set(online.rescaled)
+    return (
+        all(ph.get(m) == "loop" for m in online.maxima)
+        and set(frontier) == covered
+        and all(len(group.nodes[n].shape) >= 2 and group.nodes[n].shape[-2] == 1 for n in frontier)
+    )
+
+
+def combine_group(group: Group, ph: dict[int, str], frontier: Sequence[int], dims: Sequence[int], split: int) -> Group:
+    """The combine kernel's group: combine the partials of every frontier node (summed: a
+    strided `kn.reduction` over the dim they were concatenated along; with a running max among
+    them, `_rescaling_combine`), then run the post-loop ops (and the loop-invariant ops they
+    need, recomputed from the original inputs).  Partial j is the input with
+    `ext = ("partial", j)`; `dims[j]` the dim kernel 1 concatenated it along."""
+    g2 = Group(records=group.records)
+    partials: dict[int, int] = {}
+    for j, (f, d) in enumerate(zip(frontier, dims)):
+        node = group.nodes[f]
+        pshape = list(node.shape)
+        pshape[d] *= split
+        partials[f] = g2.add("input", pshape, node.dtype, ext=("partial", j), name=f"partial{j}")
+    if any(group.nodes[f].kind == "reduction_max" for f in frontier):
+        mapping = _rescaling_combine(g2, group, partials, dims)
+    else:
+        mapping = {
+            f: g2.add("reduction", group.nodes[f].shape, group.nodes[f].dtype, (p,), {"dim": d, "size": group.nodes[f].shape[d]})
+            for (f, p), d in zip(partials.items(), dims)
+        }
+
+    def need(n: int) -> int:
+        if n in mapping:
+            return mapping[n]
+        node = group.nodes[n]
+        if node.kind == "input":
+            mapping[n] = g2.add("input", node.shape, node.dtype, ext=node.ext, name=node.name)
+        else:
+            args = tuple(need(a) for a in node.args)
+            mapping[n] = g2.add(node.kind, node.shape, node.dtype, args, node.props)
+        return mapping[n]
+
+    for node in group.nodes:
+        if ph[node.idx] == "post":
+            need(node.idx)
+    g2.outputs = [need(o) for o in group.outputs]
+    return g2
+
+
+def _rescaling_combine(g2: Group, group: Group, partials: dict[int, int], dims: Sequence[int]) -> dict[int, int]:
+    """Flash decoding's combine in `g2` (module docstring): per frontier node of `group`, the
+    node of `g2` holding its combined value.  Every partial is `[.., S, n]` (the S rows
+    `online_split_frontier` admits, `dims` all -2): M = max over the rows of the partial
+    maxima, w = exp(m - M) per row, and each rescaled sum is the sum over the rows of w times
+    its partial; every rescaled node belongs to the one max of the frontier."""
+    (max_node,) = [f for f in partials if group.nodes[f].kind == "reduction_max"]
+    maxima = group.nodes[max_node]
+    d = len(maxima.shape) - 2
+    assert all(dim == d for dim in dims), dims
+    mapping = {max_node: g2.add("reduction_max", maxima.shape, maxima.dtype, (partials[max_node],), {"dim": d, "size": 1})}
+    parts = g2.nodes[partials[max_node]]
+    shifted = g2.add("sub", parts.shape, maxima.dtype, (partials[max_node], mapping[max_node]))
+    weight = g2.add("exp", parts.shape, maxima.dtype, (shifted,))
+    for f, p in partials.items():
+        if f == max_node:
+            continue
+        node = group.nodes[f]
+        weighted = g2.add("mul", g2.nodes[p].shape, node.dtype, (p, weight))
+        mapping[f] = g2.add("reduction", node.shape, node.dtype, (weighted,), {"dim": d, "size": 1})
+    return mapping
