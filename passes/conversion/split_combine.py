@@ -8,6 +8,10 @@ rescales combine as flash decoding does (Dao et al., "Flash-Decoding for long-co
 inference", 2023): the global max M is the max of the partial maxima m_s, and each partial sum
 is weighted by exp(m_s - M) before the sum over the partials, which gives exactly the sums
 rescaled to M that the unsplit loop ends with.
+
+Partials are stored in the graph's dtype, as every split-K plan's are: an fp16 P @ V partial
+sums up to one chunk of keys (L / S) of values weighted by at most 1, so its magnitude is
+bounded by the chunk length times max |V|.
 """
 
 from __future__ import annotations
