@@ -101,3 +101,27 @@ def test_suite_flash_decoding_on_the_gpu(kv_len: int, dtype: str) -> None:
     module = graphs.decode_attention(dtype, "dec", kv_heads=32, group=1, kv_len=kv_len, head_dim=128)
     out = check_gpu(FuzzCase("dec", "kernel", dtype, module), seed=6)
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
+def test_a_split_online_softmax_without_matmuls_combines_by_rescaling() -> None:
+    """A one-row log-sum-exp style graph under `online-softmax=true`: its split candidates
+    combine the partial maxima and rescaled sums (never a grid sum, which would add maxima),
+    and every candidate computes the kernel graph's value at scores of +-30."""
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+
+    g = new_kernel_graph("lse")
+    x = g.new_input((1, 32768), dtype="float16", name="X")
+    m = g.reduction_max(x, 1)
+    g.mark_output(g.div(g.reduction(g.exp(g.sub(x, m)), 1), m))
+    xs = [np.random.default_rng(1).uniform(-30, 30, (1, 32768))]
+    (ref,) = run_reference(g.module, xs)
+    split = 0
+    for candidate in range(6):
+        fused = g.module.clone()
+        KnFusePass(online_softmax=True, candidate=candidate).apply(make_context(), fused)
+        kernels = [op for op in fused.walk() if isinstance(op, kn.CustomizedOp)]
+        assert not any(_ops(k, tb.GridSumOp) for k in kernels)
+        split += len(kernels) == 2 and bool(_ops(kernels[1], tb.ReduceMaxOp))
+        (got,) = run_reference(fused, xs)
+        assert float(np.abs(got - ref).max()) <= 1e-12 * float(np.abs(ref).max())
+    assert split >= 1

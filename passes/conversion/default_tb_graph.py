@@ -302,6 +302,7 @@ class Planner:
                 yield S, f, False
             if (
                 self.device.grid_sum
+                and not online  # tb.grid_sum adds partials: a running max needs the rescaling combine
                 and not is_attention(group)
                 and all(reads_any(group, o, set(full_frontier)) for o in group.outputs)
             ):
