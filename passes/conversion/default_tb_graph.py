@@ -29,9 +29,9 @@ Model
    partial sums side by side along a free dim (omap); the combine kernel sums the S partials
    with a strided reduction (`kn.reduction` size = partial width, i.e. `sum_todimx`,
    mirage-notes 1.7) and runs the post-loop ops.  A loop axis that a max reduces is split
-   only as an online softmax whose partials are single rows (decode attention with one query
-   per KV head): kernel 1 also stores its running max, and the combine rescales every partial
-   sum by exp(m_s - max m) (`split_combine.py`).  The combine kernel is planned by the same
+   where the combine can take the max of the partial maxima (`split_combine.py`): a max pass
+   alone, or an online softmax whose partials are single rows (decode attention with one
+   query per KV head), whose combine also rescales every partial sum by exp(m_s - max m).  The combine kernel is planned by the same
    search (without a further split).  Beyond Mirage, a split-K plan may instead stay ONE
    kernel (`DeviceModel.grid_sum`, not for attention): every accumulator is followed by a
    `tb.grid_sum` over the split grid axis, the post-loop ops read the sums, and the last
@@ -68,7 +68,7 @@ from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan, KernelPlan
 from mirage_xdsl.passes.conversion.plan_analysis import AxisInfo, analyse_axes, phases_for, rms_shortcuts, tile_of
 from mirage_xdsl.passes.conversion.plan_cost import CostModel
 from mirage_xdsl.passes.conversion.plan_group import Group, is_attention, reads_any
-from mirage_xdsl.passes.conversion.split_combine import combine_group, online_split_frontier
+from mirage_xdsl.passes.conversion.split_combine import combine_group, max_partial_dim
 from mirage_xdsl.passes.tb.plan_pipeline import is_wide_lone_block
 from mirage_xdsl.target import MAX_FORLOOP_RANGE
 from mirage_xdsl.target.cost_model import DeviceModel
@@ -230,10 +230,11 @@ class Planner:
         parallel = ax.parallel()
         full_frontier = [n.idx for n in group.nodes if L is not None and ax.reduce_axis.get(n.idx) == L]
         splits = [1]
-        # split-K combines partials by summing them: an axis a max reduces can be split only
-        # as flash decoding does, a running max whose partials the combine rescales
+        # split-K combines partials by summing them; an axis a max reduces is split only where
+        # the combine can take the max of the partial maxima (and rescale the sums a running
+        # max scales, as flash decoding does): `max_partial_dim`
         max_reduced = any(group.nodes[n].kind == "reduction_max" for n in full_frontier)
-        if allow_split and L is not None and (not max_reduced or online_split_frontier(group, ax, L, ph, full_frontier)):
+        if allow_split and L is not None and (not max_reduced or max_partial_dim(group, ax, L, ph, full_frontier) is not None):
             splits = []
             s = 2
             while s <= dev.max_split and ax.extent[L] % s == 0 and ax.extent[L] // s >= min(dev.k_tiles):
@@ -384,7 +385,12 @@ class Planner:
                 if tiles[node.args[0]][d] % node.props["size"]:
                     return None
         # outputs and omaps
-        online_split = S > 1 and not grid_sum and any(group.nodes[n].kind == "reduction_max" for n in frontier)
+        max_dim = None  # where kernel 1 stores the partials of a split holding maxima
+        if S > 1 and not grid_sum and any(group.nodes[n].kind == "reduction_max" for n in frontier):
+            assert L is not None
+            max_dim = max_partial_dim(group, ax, L, ph, frontier)
+            if max_dim is None:
+                return None
         outputs: list[tuple[int, tuple[int, int, int]]] = []
         for o in out_nodes:
             omap = []
@@ -397,8 +403,8 @@ class Planner:
                     omap.append(-1)  # the last block of each split group stores
                     continue
                 out_dim: int | None
-                if gaxis == L and S > 1 and online_split:
-                    out_dim = len(group.nodes[o].shape) - 2  # the one row: [.., S, n] (`combine_group`)
+                if gaxis == L and S > 1 and max_dim is not None:
+                    out_dim = len(group.nodes[o].shape) + max_dim  # (`combine_group`)
                 elif gaxis == L and S > 1:
                     out_dim = self._partial_dim(ax, o, factor)
                 else:
@@ -442,7 +448,7 @@ class Planner:
         return (
             dev.auto_online_softmax
             and (matmul_free or plan.split > 1 or self.cost.keeps_p_in_registers(plan))
-            and plan.balance >= dev.min_balance
+            and (plan.balance >= dev.min_balance or plan.split > 1)
             and plan.redundancy <= 1.01
         )
 

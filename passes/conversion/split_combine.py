@@ -3,7 +3,7 @@
 Kernel 1 of a split-K plan (`default_tb_graph`, module docstring item 2) accumulates its
 frontier -- the ops reducing the loop axis -- over one of S chunks of that axis and stores the
 S partials of each side by side along one dim.  Summed accumulators combine by a sum over the
-S partials.  A running max (an online softmax, `plan_analysis.online_softmax`) and the sums it
+S partials, maxima by a max.  A running max (an online softmax, `plan_analysis.online_softmax`) and the sums it
 rescales combine as flash decoding does (Dao et al., "Flash-Decoding for long-context
 inference", 2023): the global max M is the max of the partial maxima m_s, and each partial sum
 is weighted by exp(m_s - M) before the sum over the partials, which gives exactly the sums
@@ -22,28 +22,37 @@ from mirage_xdsl.passes.conversion.plan_analysis import AxisInfo, online_softmax
 from mirage_xdsl.passes.conversion.plan_group import Group
 
 
-def online_split_frontier(group: Group, ax: AxisInfo, loop_axis: int, ph: dict[int, str], frontier: Sequence[int]) -> bool:
-    """Whether a split of `loop_axis` whose kernel 1 accumulates `frontier` can be combined by
-    rescaling (`combine_group`): the loop's maxima run as a running max (`ph`), every other
-    frontier node is a sum or a matmul that max rescales, and every frontier node is one row
-    (dim -2 of extent 1, e.g. decode attention with one query per KV head), so that kernel 1
-    stores the S partials as the rows of `[.., S, n]` tensors that plain reductions over dim -2
-    combine (the maxima of several rows would need a strided max)."""
+def max_partial_dim(group: Group, ax: AxisInfo, loop_axis: int, ph: dict[int, str], frontier: Sequence[int]) -> int | None:
+    """Where kernel 1 of a split of `loop_axis` whose `frontier` holds maxima stores its S
+    partials, counted from the end of each frontier node's shape (-1: the last dim, -2: the
+    one before), or None if such a split cannot be combined (`combine_group`):
+
+    - maxima the loop itself reads (a running max) with the sums and matmuls they rescale:
+      every frontier node must be one row (dim -2 of extent 1, e.g. decode attention with one
+      query per KV head), stored as the rows of `[.., S, n]` partials that plain reductions
+      over dim -2 combine -- the maxima of several rows would need a strided max;
+    - maxima alone (a max pass over long rows): partials side by side along a dim of extent 1
+      (the reduced last dim, else dim -2), combined by a max."""
     online = online_softmax(group, ax, loop_axis)
-    if online is None:
-        return False
-    covered = set(online.maxima) | set(online.rescaled)
-    return (
-        all(ph.get(m) == "loop" for m in online.maxima)
-        and set(frontier) == covered
-        and all(len(group.nodes[n].shape) >= 2 and group.nodes[n].shape[-2] == 1 for n in frontier)
-    )
+    nodes = [group.nodes[n] for n in frontier]
+    if not nodes or any(len(n.shape) < 2 for n in nodes):
+        return None
+    if all(n.kind == "reduction_max" for n in nodes) and all(ph.get(n.idx) == "post" for n in nodes):
+        for offset in (-1, -2):
+            if all(n.shape[offset] == 1 for n in nodes):
+                return offset
+        return None
+    if online is None or not all(ph.get(m) == "loop" for m in online.maxima):
+        return None
+    if set(frontier) != set(online.maxima) | set(online.rescaled) or any(n.shape[-2] != 1 for n in nodes):
+        return None
+    return -2
 
 
 def combine_group(group: Group, ph: dict[int, str], frontier: Sequence[int], dims: Sequence[int], split: int) -> Group:
     """The combine kernel's group: combine the partials of every frontier node (summed: a
     strided `kn.reduction` over the dim they were concatenated along; with a running max among
-    them, `_rescaling_combine`), then run the post-loop ops (and the loop-invariant ops they
+    them, `_rescaling_combine`, which also takes the max of plain maxima), then run the post-loop ops (and the loop-invariant ops they
     need, recomputed from the original inputs).  Partial j is the input with
     `ext = ("partial", j)`; `dims[j]` the dim kernel 1 concatenated it along."""
     g2 = Group(records=group.records)
@@ -80,23 +89,27 @@ def combine_group(group: Group, ph: dict[int, str], frontier: Sequence[int], dim
 
 
 def _rescaling_combine(g2: Group, group: Group, partials: dict[int, int], dims: Sequence[int]) -> dict[int, int]:
-    """Flash decoding's combine in `g2` (module docstring): per frontier node of `group`, the
-    node of `g2` holding its combined value.  Every partial is `[.., S, n]` (the S rows
-    `online_split_frontier` admits, `dims` all -2): M = max over the rows of the partial
-    maxima, w = exp(m - M) per row, and each rescaled sum is the sum over the rows of w times
-    its partial; every rescaled node belongs to the one max of the frontier."""
-    (max_node,) = [f for f in partials if group.nodes[f].kind == "reduction_max"]
-    maxima = group.nodes[max_node]
-    d = len(maxima.shape) - 2
+    """The maxima's combine in `g2` (module docstring): per frontier node of `group`, the node
+    of `g2` holding its combined value.  Every partial was concatenated along the same dim
+    (`max_partial_dim`): M = the max of the partial maxima over it, w = exp(m - M) per
+    partial, and each rescaled sum is the sum over that dim of w times its partial (every
+    rescaled node belongs to the one max of the frontier)."""
+    maxima = [f for f in partials if group.nodes[f].kind == "reduction_max"]
+    d = dims[0]
     assert all(dim == d for dim in dims), dims
-    mapping = {max_node: g2.add("reduction_max", maxima.shape, maxima.dtype, (partials[max_node],), {"dim": d, "size": 1})}
+    mapping = {
+        f: g2.add("reduction_max", group.nodes[f].shape, group.nodes[f].dtype, (partials[f],), {"dim": d, "size": 1}) for f in maxima
+    }
+    rescaled = [f for f in partials if f not in mapping]
+    if not rescaled:
+        return mapping
+    (max_node,) = maxima
+    dtype = group.nodes[max_node].dtype
     parts = g2.nodes[partials[max_node]]
-    shifted = g2.add("sub", parts.shape, maxima.dtype, (partials[max_node], mapping[max_node]))
-    weight = g2.add("exp", parts.shape, maxima.dtype, (shifted,))
-    for f, p in partials.items():
-        if f == max_node:
-            continue
+    shifted = g2.add("sub", parts.shape, dtype, (partials[max_node], mapping[max_node]))
+    weight = g2.add("exp", parts.shape, dtype, (shifted,))
+    for f in rescaled:
         node = group.nodes[f]
-        weighted = g2.add("mul", g2.nodes[p].shape, node.dtype, (p, weight))
+        weighted = g2.add("mul", g2.nodes[partials[f]].shape, node.dtype, (partials[f], weight))
         mapping[f] = g2.add("reduction", node.shape, node.dtype, (weighted,), {"dim": d, "size": 1})
     return mapping
