@@ -441,8 +441,9 @@ class Planner:
         is kept: a flash register chain (`CostModel.keeps_p_in_registers`), a matmul-free
         plan (one pass over rows too long for a tile, instead of a max pass and a sum pass)
         or kernel 1 of a split (flash decoding: one pass over K and V where the partitioned
-        plan wrote the scores and read them three times), whose grid fills the SMs without
-        recomputing a matmul."""
+        plan wrote the scores and read them three times), without recomputing a matmul; the
+        unsplit ones only where their grid fills the SMs (a split is what adds blocks where it
+        does not: the estimate decides between the splits and the partitioned plans)."""
         dev = self.device
         matmul_free = all(plan.group.nodes[n].kind != "matmul" for n in plan.needed)
         return (
