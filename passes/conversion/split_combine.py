@@ -51,10 +51,11 @@ def max_partial_dim(group: Group, ax: AxisInfo, loop_axis: int, ph: dict[int, st
 
 def combine_group(group: Group, ph: dict[int, str], frontier: Sequence[int], dims: Sequence[int], split: int) -> Group:
     """The combine kernel's group: combine the partials of every frontier node (summed: a
-    strided `kn.reduction` over the dim they were concatenated along; with a running max among
-    them, `_rescaling_combine`, which also takes the max of plain maxima), then run the post-loop ops (and the loop-invariant ops they
-    need, recomputed from the original inputs).  Partial j is the input with
-    `ext = ("partial", j)`; `dims[j]` the dim kernel 1 concatenated it along."""
+    strided `kn.reduction` over the dim they were concatenated along; with maxima among them,
+    `_rescaling_combine`: their max, and the sums a running max rescales), then run the
+    post-loop ops (and the loop-invariant ops they need, recomputed from the original inputs).
+    Partial j is the input with `ext = ("partial", j)`; `dims[j]` the dim kernel 1
+    concatenated it along."""
     g2 = Group(records=group.records)
     partials: dict[int, int] = {}
     for j, (f, d) in enumerate(zip(frontier, dims)):
