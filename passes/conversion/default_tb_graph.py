@@ -68,7 +68,7 @@ from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan, KernelPlan
 from mirage_xdsl.passes.conversion.plan_analysis import AxisInfo, analyse_axes, phases_for, rms_shortcuts, tile_of
 from mirage_xdsl.passes.conversion.plan_cost import CostModel
 from mirage_xdsl.passes.conversion.plan_group import Group, is_attention, reads_any
-from mirage_xdsl.passes.conversion.split_combine import combine_group, max_partial_dim
+from mirage_xdsl.passes.conversion.split_combine import combine_group, holds_maxima, max_partial_dim
 from mirage_xdsl.passes.tb.plan_pipeline import is_wide_lone_block
 from mirage_xdsl.target import MAX_FORLOOP_RANGE
 from mirage_xdsl.target.cost_model import DeviceModel
@@ -233,8 +233,9 @@ class Planner:
         # split-K combines partials by summing them; an axis a max reduces is split only where
         # the combine can take the max of the partial maxima (and rescale the sums a running
         # max scales, as flash decoding does): `max_partial_dim`
-        max_reduced = any(group.nodes[n].kind == "reduction_max" for n in full_frontier)
-        if allow_split and L is not None and (not max_reduced or max_partial_dim(group, ax, L, ph, full_frontier) is not None):
+        if allow_split and L is not None and (
+            not holds_maxima(group, full_frontier) or max_partial_dim(group, ax, L, ph, full_frontier) is not None
+        ):
             splits = []
             s = 2
             while s <= dev.max_split and ax.extent[L] % s == 0 and ax.extent[L] // s >= min(dev.k_tiles):
@@ -294,16 +295,16 @@ class Planner:
         13.1 us where kernel 1 + the combine kernel took 10.6 (2026-11-22), and still lost with P in registers
         and batched partial loads: best grid-sum / two-kernel plan of 24 ranks, gqa bs1 11.9 /
         8.9 us, gqa bs8 38.5 / 32.2, mha 16.0 / 14.1, mqa 16.4 / 11.9 (2026-11-22)."""
-        online = any(group.nodes[n].kind == "reduction_max" for n in full_frontier)
+        maxima = holds_maxima(group, full_frontier)
         for S in splits:
             if S == 1:
                 yield 1, [], False
                 continue
-            for f in [full_frontier] if online else self._frontiers(group, full_frontier):
+            for f in [full_frontier] if maxima else self._frontiers(group, full_frontier):
                 yield S, f, False
             if (
                 self.device.grid_sum
-                and not online  # tb.grid_sum adds partials: a running max needs the rescaling combine
+                and not maxima  # tb.grid_sum adds partials: maxima need the max combine
                 and not is_attention(group)
                 and all(reads_any(group, o, set(full_frontier)) for o in group.outputs)
             ):
@@ -386,7 +387,7 @@ class Planner:
                     return None
         # outputs and omaps
         max_dim = None  # where kernel 1 stores the partials of a split holding maxima
-        if S > 1 and not grid_sum and any(group.nodes[n].kind == "reduction_max" for n in frontier):
+        if S > 1 and not grid_sum and holds_maxima(group, frontier):
             assert L is not None
             max_dim = max_partial_dim(group, ax, L, ph, frontier)
             if max_dim is None:

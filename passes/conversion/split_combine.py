@@ -22,6 +22,12 @@ from mirage_xdsl.passes.conversion.plan_analysis import AxisInfo, online_softmax
 from mirage_xdsl.passes.conversion.plan_group import Group
 
 
+def holds_maxima(group: Group, frontier: Sequence[int]) -> bool:
+    """Whether some node of a split's `frontier` is a max (`kn.reduction_max`): its partials
+    cannot be summed, `max_partial_dim` says where they go and `combine_group` takes their max."""
+    return any(group.nodes[n].kind == "reduction_max" for n in frontier)
+
+
 def max_partial_dim(group: Group, ax: AxisInfo, loop_axis: int, ph: dict[int, str], frontier: Sequence[int]) -> int | None:
     """Where kernel 1 of a split of `loop_axis` whose `frontier` holds maxima stores its S
     partials, counted from the end of each frontier node's shape (-1: the last dim, -2: the
@@ -63,7 +69,7 @@ def combine_group(group: Group, ph: dict[int, str], frontier: Sequence[int], dim
         pshape = list(node.shape)
         pshape[d] *= split
         partials[f] = g2.add("input", pshape, node.dtype, ext=("partial", j), name=f"partial{j}")
-    if any(group.nodes[f].kind == "reduction_max" for f in frontier):
+    if holds_maxima(group, frontier):
         mapping = _rescaling_combine(g2, group, partials, dims)
     else:
         mapping = {
