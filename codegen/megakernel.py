@@ -23,15 +23,16 @@ Every task uses the megakernel's thread count; the dynamic shared memory is the 
 the kernels' (`launch_smem_bytes`).  A task's first trigger is `atom.add.release.gpu`
 after `__threadfence()`; further triggers are relaxed `red` adds the same fence orders.
 Waits whose producers all ran earlier on the same worker are not printed
-(`local_elision`); `kn.weight` tiles of later tasks are prefetched into L2
-(codegen/megakernel_prefetch.py).  The LaunchPlan has one `KernelLaunch` (grid = workers,
+(`local_elision`).  Weights are not prefetched into L2 ahead of their tasks: the prefetch
+competed with the tasks on the critical path (an H200, 2026-11-26: the decoder layer 164.3 ->
+161.1 us without it, at batch 8 224.6 -> 211.8, chain40 39.1 -> 30.7; decoder_mlp 101.8 ->
+104.3).  The LaunchPlan has one `KernelLaunch` (grid = workers,
 no PDL) and `LaunchPlan.megakernel` (`MegakernelInfo`): where the state words, events and
 trace lie in the counter buffer (uint32 words after the kernels' grid-sum counters).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, replace
 
 from xdsl.dialects import func
@@ -43,9 +44,7 @@ from mirage_xdsl.codegen.cuda_syntax import CudaEmitError, c_type
 from mirage_xdsl.codegen.kernel_resources import launch_smem_bytes
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef
 from mirage_xdsl.codegen.megakernel_info import MegakernelInfo
-from mirage_xdsl.codegen.megakernel_prefetch import lines_budget, task_rects
 from mirage_xdsl.dialects import cute, kn
-from mirage_xdsl.dialects.kn.strides import dtensor_strides
 from mirage_xdsl.dialects.mpk import TaskGraphOp
 from mirage_xdsl.target import SM90
 
@@ -63,9 +62,6 @@ def _err(op: object, msg: str) -> CudaEmitError:
     return CudaEmitError(f"cuda target: mpk.task_graph: {msg}")
 
 
-PREFETCH_AHEAD = 1
-"""Queue steps ahead whose weights a worker prefetches (a task of a decode chain takes about
-0.6 us on an H200, a DRAM round trip about as long; measured 2026-11-26 with the trace)."""
 CONSTANT_TABLE_BYTES = 48 * 1024
 """Tables up to this size (bytes, all together) go to `__constant__` memory (64 KiB per
 module, CUDA C++ Programming Guide, "Device Memory Space Specifiers"): every thread of a
@@ -192,20 +188,6 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         ("unsigned", "queue", [t for q in queues for t in q]),
         ("unsigned", "event_count", [e.needed for e in events]),
     ]
-    # weight prefetch rectangles (codegen/megakernel_prefetch.py)
-    fn_args = list(fn.body.block.args)
-    wbufs: dict[int, tuple[int, Sequence[int], int]] = {
-        j: (j, dtensor_strides(fn_args[j]), cute.elem_bytes(kn.element_type_of(fn_args[j])))
-        for j in sorted(weights)
-    }
-    budget = lines_budget(workers, SM90.l2_bytes)
-    pf_off, pf = [0], []
-    for t in tasks:
-        for rect in task_rects(t, wbufs, budget):
-            pf += list(rect)
-        pf_off.append(len(pf) // 5)
-    if pf:
-        entries += [("unsigned", "pf_off", pf_off), ("unsigned", "pf", pf)]
     nbytes = sum(4 * max(len(v), 1) for _, _, v in entries)
     space = "__constant__" if nbytes <= CONSTANT_TABLE_BYTES else "__device__"
     tables = [f"namespace {ns} {{  // {nbytes} B of tables in {space} memory"]
@@ -218,29 +200,6 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
     trace_end = (
         "      if (tid == 0) trace[2 * t + 1] = mx::mpk_globaltimer();\n" if trace else ""
     )
-    prefetch_fn = prefetch_call = ""
-    if pf:
-        bases = "".join(
-            f"        case {j}: base = reinterpret_cast<const unsigned char*>(i{j}); break;\n" for j in sorted(weights)
-        )
-        prefetch_fn = (
-            "  // kn.weight tiles of a task into L2 (codegen/megakernel_prefetch.py)\n"
-            "  auto prefetch = [&](unsigned t) {\n"
-            "    for (unsigned r = pf_off[t]; r < pf_off[t + 1]; ++r) {\n"
-            "      const unsigned* d = pf + 5 * r;\n"
-            "      const unsigned char* base = nullptr;\n"
-            "      switch (d[0]) {\n"
-            f"{bases}"
-            "      }\n"
-            f"      mx::mpk_prefetch_rows<{nt}>(base + d[1], d[2], d[3], d[4], tid);\n"
-            "    }\n"
-            "  };\n"
-        )
-        ahead = PREFETCH_AHEAD
-        prefetch_call = (
-            f"    if (q == queue_off[w]) for (unsigned a = q; a < q + {ahead} && a < queue_off[w + 1]; ++a) prefetch(queue[a]);\n"
-            f"    if (q + {ahead} < queue_off[w + 1]) prefetch(queue[q + {ahead}]);  // later tasks' weights while this one waits\n"
-        )
     trace_decl = f"  unsigned long long* trace = events + {len(events)};\n" if trace else ""
     kernel = f"""// {name}: {len(tasks)} tasks of {len(kernels)} kernels on {workers} worker CTAs of {nt} threads,
 // {len(events)} events, {smem} B dynamic shared memory; watchdog {watchdog} ns
@@ -259,9 +218,8 @@ extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
   __syncthreads();
   const unsigned long long gen = mpk_gen;
   const unsigned w = blockIdx.x;
-{prefetch_fn}  for (unsigned q = queue_off[w]; q < queue_off[w + 1]; ++q) {{
+  for (unsigned q = queue_off[w]; q < queue_off[w + 1]; ++q) {{
     const unsigned t = queue[q];
-{prefetch_call}
     const int e = task_wait[t];
     if (e >= 0) {{
       if (tid == 0) {{

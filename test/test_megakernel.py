@@ -22,14 +22,13 @@ from mirage_xdsl.codegen.cuda_target import emit_cuda
 from mirage_xdsl.codegen.launch_plan import LaunchPlan
 from mirage_xdsl.codegen.megakernel import local_elision
 from mirage_xdsl.codegen.megakernel_info import MegakernelInfo
-from mirage_xdsl.codegen.megakernel_prefetch import box_rects
 from mirage_xdsl.dialects.mpk import EventOp, MpkVerifyError, TaskGraphOp, TaskOp
 from mirage_xdsl.dialects.mpk.verify import intersects
 from mirage_xdsl.driver.compile import make_context
 from mirage_xdsl.passes.mpk.assign import assign_workers
 from mirage_xdsl.passes.mpk.footprint import split_offset
-from mirage_xdsl.passes.mpk.pipeline import MirageMegakernelPass
-from mirage_xdsl.passes.mpk.task_graph import KnToTaskGraphPass
+from mirage_xdsl.passes.mpk.pipeline import MirageMegakernelPass, worker_smem_budget
+from mirage_xdsl.passes.mpk.task_graph import KnToTaskGraphPass, kernel_smem
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
 from mirage_xdsl.runtime.megakernel import chrome_trace
 
@@ -113,8 +112,6 @@ def test_box_helpers() -> None:
     assert split_offset(3 * 256 + 17, (8, 256), (256, 1)) == (3, 17)
     assert split_offset(300, (1, 256), (256, 1)) is None  # past the end of the only row
     assert split_offset(5, (8, 1), (1, 1)) == (5, 0)  # a dim of size 1 stays at 0
-    assert box_rects(((0, 64), (8, 16)), (64, 1), 2) == [(16, 16, 128, 64)]
-    assert box_rects(((2, 3), (0, 64)), (64, 1), 2) == [(256, 128, 0, 1)]
 
 
 def test_assign_workers_keeps_a_chain_on_one_worker_and_spreads_independent_tasks() -> None:
@@ -173,6 +170,36 @@ def test_chain40_is_a_chain_of_40_tasks() -> None:
     assert wait == [-1] * 40 and triggers == [[]] * 40  # all on one worker: no event is awaited
 
 
+DECODE = """
+func.func @decode(%Q: tensor<8x4x128xf16> {kn.strides = array<i64: 512, 128, 1>},
+                  %K: tensor<8x128x4096xf16> {kn.strides = array<i64: 524288, 1, 128>},
+                  %V: tensor<8x4096x128xf16> {kn.strides = array<i64: 524288, 128, 1>}) -> tensor<8x4x128xf16> {
+  %s = kn.matmul %Q, %K : tensor<8x4x128xf16>, tensor<8x128x4096xf16> -> tensor<8x4x4096xf16>
+  %m = kn.reduction_max %s {dim = 2 : i64} : tensor<8x4x4096xf16> -> tensor<8x4x1xf16>
+  %d = kn.sub %s, %m : tensor<8x4x4096xf16>, tensor<8x4x1xf16> -> tensor<8x4x4096xf16>
+  %e = kn.exp %d : tensor<8x4x4096xf16>
+  %o = kn.matmul %e, %V : tensor<8x4x4096xf16>, tensor<8x4096x128xf16> -> tensor<8x4x128xf16>
+  %r = kn.reduction %e {dim = 2 : i64, size = 1 : i64} : tensor<8x4x4096xf16> -> tensor<8x4x1xf16>
+  %y = kn.div %o, %r : tensor<8x4x128xf16>, tensor<8x4x1xf16> -> tensor<8x4x128xf16>
+  func.return %y : tensor<8x4x128xf16>
+}
+"""
+
+
+def test_tasks_are_planned_within_the_workers_share_of_shared_memory() -> None:
+    # the default plan of decode attention holds a 256-key chunk of K and V per block (~130 KB):
+    # one worker per SM; planned within a quarter of the SM, the kernels fit four
+    assert worker_smem_budget(4) < 58 * 1024
+    one = megakernel(parse(DECODE), per_op=False, ctas_per_sm=0)
+    four_module = parse(DECODE)
+    four = megakernel(four_module, per_op=False, ctas_per_sm=4)
+    assert one.num_workers == 132 and four.num_workers == 4 * 132
+    kernels = [op for op in four_module.walk() if op.name == "cute.kernel"]
+    assert kernels and all(kernel_smem(k) <= worker_smem_budget(4) for k in kernels)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ctas-per-sm must be at least 1"):
+        worker_smem_budget(0)
+
+
 LIBRARY_CALL = """
 func.func @lib(%X: tensor<8x256xf16> {kn.strides = array<i64: 256, 1>},
                %Y: tensor<8x256xf16> {kn.strides = array<i64: 256, 1>}) -> tensor<8x512xf16> {
@@ -217,7 +244,7 @@ def test_one_persistent_kernel_is_printed() -> None:
     assert "blockIdx" not in task_bodies and "mpk_block" in task_bodies
     assert "griddepcontrol" not in src and "wait_for_prior_grids" not in src  # no PDL inside
     assert "mx::mpk_wait(" in src and "mx::mpk_add_release(" in src and "mx::mpk_finish(" in src
-    assert "trace[2 * t]" in src and "prefetch(" in src
+    assert "trace[2 * t]" in src and "prefetch" not in src
     header = (ROOT / "codegen" / "include" / "mirage_xdsl" / "megakernel.cuh").read_text()
     for needle in ("ld.acquire.gpu", "atom.add.release.gpu", "__nanosleep", "%%globaltimer"):
         assert needle in header

@@ -7,7 +7,9 @@ block with T threads: a megakernel runs its tasks with one thread count), then t
 `mirage-transpile` passes without fusion and without cute-late-finisher (its split-K
 partners wait on each other inside a task, which a megakernel task never does; the grid
 sums combine by the last block to arrive instead), then `kn-to-task-graph`.  Options: `threads` (T, default 128, Mirage's block),
-`per-op` (false: keep kn-fuse's aggregation, fewer and larger tasks), `workers` and
+`per-op` (false: keep kn-fuse's aggregation, fewer and larger tasks), `ctas-per-sm` (the
+worker CTAs each SM should hold: every kernel is planned within that share of the SM's shared
+memory, `worker_smem_budget`; 0 plans with the per-block limit), `workers` and
 `blocks-per-task`, `trace`, `watchdog-ms` and `reuse-workspace` (forwarded to
 kn-to-task-graph).  Graphs that already hold threadblock
 graphs (saved muGraphs) are lowered as they are.
@@ -21,9 +23,29 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from mirage_xdsl.passes.mpk.task_graph import KnToTaskGraphPass
+from mirage_xdsl.passes.mpk.task_graph import SMEM_MARGIN, KnToTaskGraphPass
 from mirage_xdsl.passes.pipeline import MirageTranspilePass, fuse_plain_graphs
 from mirage_xdsl.target import SM90
+
+DEFAULT_CTAS_PER_SM = 4
+"""Worker CTAs per SM the megakernel plans for by default.  One 128-thread CTA per SM keeps too
+few loads in flight to stream weights (seed 003's decoder layer: ~1.4 TB/s with one worker per
+SM on an H200); four leave each task ~55 KB of shared memory, enough for the planner's
+pipelined matmul tiles (the layer on an H200, 2026-11-26: 292.8 us with one worker per SM,
+186.0 with three, 170.0 with four)."""
+
+
+def worker_smem_budget(ctas_per_sm: int) -> int:
+    """Shared memory (bytes) one task may plan so that `ctas_per_sm` worker CTAs fit one SM:
+    the SM's shared memory / CTAs, less the per-block reservation (CUDA C++ Programming Guide,
+    "Shared Memory" of compute capability 9.0) and the printer's appended scratch (SMEM_MARGIN).
+
+    Raises:
+        ValueError: `ctas_per_sm` < 1."""
+    if ctas_per_sm < 1:
+        raise ValueError(f"mirage-megakernel: ctas-per-sm must be at least 1, got {ctas_per_sm}")
+    share = SM90.smem_per_sm // ctas_per_sm - SM90.smem_reserved_per_block - SMEM_MARGIN
+    return min(share, SM90.smem_per_block_optin)
 
 
 @dataclass(frozen=True)
@@ -34,6 +56,7 @@ class MirageMegakernelPass(ModulePass):
 
     threads: int = 128
     per_op: bool = True
+    ctas_per_sm: int = DEFAULT_CTAS_PER_SM
     workers: int = 0
     blocks_per_task: int = 1
     num_sms: int = SM90.num_sms
@@ -48,8 +71,9 @@ class MirageMegakernelPass(ModulePass):
         Raises:
             PassFailedException: from any of the three steps (the op and rule named).
         """
-        fuse_plain_graphs(ctx, op, per_op=self.per_op, block_threads=self.threads)
-        MirageTranspilePass(fuse=False, late_finisher=0).apply(ctx, op)
+        limit = worker_smem_budget(self.ctas_per_sm) if self.ctas_per_sm else SM90.smem_per_block_optin
+        fuse_plain_graphs(ctx, op, per_op=self.per_op, block_threads=self.threads, smem_limit=limit)
+        MirageTranspilePass(fuse=False, late_finisher=0, smem_limit=limit).apply(ctx, op)
         KnToTaskGraphPass(
             workers=self.workers,
             blocks_per_task=self.blocks_per_task,

@@ -82,18 +82,6 @@ __device__ __noinline__ int mpk_wait(const unsigned long long* ev, unsigned long
   }
 }
 
-// All threads of a worker: ask L2 for `rows` rows of `row_bytes` bytes, `stride` bytes apart,
-// from `base` (128-byte lines spread over the threads; PTX ISA "prefetch").
-template <int NT>
-__device__ __forceinline__ void mpk_prefetch_rows(const unsigned char* base, unsigned row_bytes, unsigned long long stride,
-                                                  unsigned rows, int tid) {
-  const unsigned per_row = (row_bytes + 127u) / 128u;
-  for (unsigned i = tid; i < rows * per_row; i += NT) {
-    const unsigned r = i / per_row, c = i % per_row;
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + r * stride + c * 128u));
-  }
-}
-
 // Thread 0 of a worker, after its last task: count the worker done; the last of the launch
 // publishes the next generation (after every worker has read the current one at its start).
 __device__ __forceinline__ void mpk_finish(unsigned long long* state, unsigned long long gen, unsigned workers) {
