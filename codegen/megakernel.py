@@ -94,6 +94,14 @@ def local_elision(graph: TaskGraphOp) -> tuple[list[int], list[list[int]]]:
     return wait, [[e for e in t.trigger_events if e in awaited] for t in tasks]
 
 
+def occupancy_cap_smem(ctas: int) -> int:
+    """Dynamic shared memory (bytes) a worker asks for so that at most `ctas` fit one SM: then
+    `ctas` x SMs co-resident workers are exactly `ctas` per SM, which the SM-major numbering
+    (`mx::mpk_place`) relies on.  A block holds its request plus the driver's reservation
+    (target/device.py `smem_reserved_per_block`)."""
+    return SM90.smem_per_sm // (ctas + 1) - SM90.smem_reserved_per_block + 1
+
+
 def task_label(kernel: str, lo: int, hi: int) -> str:
     """How error messages and traces name the task of `kernel`'s blocks [lo, hi)."""
     return f"{kernel} block {lo}" if hi == lo + 1 else f"{kernel} blocks [{lo}, {hi})"
@@ -116,6 +124,10 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
     weights = kn.weight_inputs(fn)
     bodies = [task_function(k, weights) for k in kernels]
     smem = max(launch_smem_bytes(k) for k in kernels)
+    sms = graph.sm_major
+    ctas = graph.num_workers // sms if sms else 0
+    if sms:
+        smem = max(smem, occupancy_cap_smem(ctas))
     name = f"{fn.sym_name.data}_mpk"
     tasks, events = graph.tasks, graph.events
     kidx = {k.kernel_name.data: i for i, k in enumerate(kernels)}
@@ -138,7 +150,7 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
     info = MegakernelInfo(
         name, state_word, tuple(e.needed for e in events),
         tuple(task_label(t.kernel.data, *t.block_range) for t in tasks), workers,
-        tuple(t.worker_id for t in tasks), trace,
+        tuple(t.worker_id for t in tasks), trace, sms,
     )
 
     # megakernel parameters: graph outputs, graph inputs, workspace, counters
@@ -201,6 +213,15 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         "      if (tid == 0) trace[2 * t + 1] = mx::mpk_globaltimer();\n" if trace else ""
     )
     trace_decl = f"  unsigned long long* trace = events + {len(events)};\n" if trace else ""
+    placement_decl = placement = ""
+    worker = "  const unsigned w = blockIdx.x;"
+    if sms:
+        placement_decl = "  __shared__ unsigned mpk_w;\n"
+        placement = (
+            f"    mpk_w = mx::mpk_place(mpk_counters + {info.slot_word}, mpk_gen, {ctas}u, {sms}u, state);"
+            "  // worker w runs on SM w % SMs\n"
+        )
+        worker = "  if (mpk_w == ~0u) return;  // placement recorded as an error\n  const unsigned w = mpk_w;"
     kernel = f"""// {name}: {len(tasks)} tasks of {len(kernels)} kernels on {workers} worker CTAs of {nt} threads,
 // {len(events)} events, {smem} B dynamic shared memory; watchdog {watchdog} ns
 extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
@@ -211,13 +232,13 @@ extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
   unsigned long long* events = state + mx::kMpkStateWords;
 {trace_decl}  __shared__ unsigned long long mpk_gen;
   __shared__ int mpk_abort;
-  if (tid == 0) {{
+{placement_decl}  if (tid == 0) {{
     mpk_gen = *reinterpret_cast<volatile unsigned long long*>(state + mx::kMpkGen);
     mpk_abort = 0;
-  }}
+{placement}  }}
   __syncthreads();
   const unsigned long long gen = mpk_gen;
-  const unsigned w = blockIdx.x;
+{worker}
   for (unsigned q = queue_off[w]; q < queue_off[w + 1]; ++q) {{
     const unsigned t = queue[q];
     const int e = task_wait[t];

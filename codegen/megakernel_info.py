@@ -4,7 +4,7 @@ The printer (codegen/megakernel.py) stores it as `LaunchPlan.megakernel` (a dict
 runtime (runtime/megakernel.py) reads the counter buffer through it: the uint64 state words
 (generation, done count, the watchdog's error record; include/mirage_xdsl/megakernel.cuh),
 then one uint64 counter per event, then, with tracing, the start and end (%globaltimer, ns)
-of every task.
+of every task, then, for an SM-major graph, one uint32 slot counter per SM (`mx::mpk_place`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ class MegakernelInfo:
     workers: int
     task_worker: tuple[int, ...]
     trace: bool = False
+    sm_slots: int = 0
+    """SMs of an SM-major graph (worker w on SM w % sm_slots; mpk.sm_major), else 0"""
 
     @property
     def event_word(self) -> int:
@@ -42,14 +44,19 @@ class MegakernelInfo:
         return self.event_word + 2 * len(self.events)
 
     @property
+    def slot_word(self) -> int:
+        """Index of the first per-SM slot counter (uint32 words into the counter buffer)."""
+        return self.trace_word + (4 * len(self.tasks) if self.trace else 0)
+
+    @property
     def words(self) -> int:
         """uint32 words of the megakernel's region of the counter buffer."""
-        return 2 * (STATE_WORDS + len(self.events) + (2 * len(self.tasks) if self.trace else 0))
+        return self.slot_word - self.state_word + self.sm_slots + (self.sm_slots & 1)
 
     @staticmethod
     def from_dict(raw: dict) -> MegakernelInfo:
         """The info of a launch plan's `megakernel` dict (the inverse of `asdict`)."""
         return MegakernelInfo(
             raw["kernel"], raw["state_word"], tuple(raw["events"]), tuple(raw["tasks"]), raw["workers"],
-            tuple(raw["task_worker"]), raw.get("trace", False),
+            tuple(raw["task_worker"]), raw.get("trace", False), raw.get("sm_slots", 0),
         )

@@ -30,7 +30,8 @@ __all__ = ["MegakernelDeadlock", "check_megakernel", "check_residency", "megaker
 
 
 class MegakernelDeadlock(RuntimeError):
-    """The megakernel's watchdog fired: a task waited past the timeout on an event."""
+    """The megakernel's watchdog fired: a task waited past the timeout on an event (or a
+    worker found no slot of the SM-major numbering and the launch ended)."""
 
 
 def megakernel_info(graph: Any) -> MegakernelInfo | None:
@@ -54,6 +55,11 @@ def check_residency(graph: Any, kernel: Any, threads: int, smem: int, device: An
         return
     per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(int(getattr(kernel, "kernel", kernel).ptr), threads, smem))
     sms = int(device.attributes.get("MultiProcessorCount", 132))
+    if info.sm_slots and sms != info.sm_slots:
+        raise LaunchError(
+            f"{graph.func_name}: the megakernel numbers its {info.workers} workers by SM for {info.sm_slots} SMs "
+            f"(mpk.sm_major) but this GPU has {sms}; fix: recompile with kn-to-task-graph{{num-sms={sms}}}"
+        )
     if info.workers > per_sm * sms:
         raise LaunchError(
             f"{graph.func_name}: the megakernel needs {info.workers} resident worker CTAs but this GPU holds "
@@ -74,8 +80,9 @@ def check_megakernel(graph: Any) -> None:
     """Synchronise; raise `MegakernelDeadlock` when the last launch's watchdog fired.
 
     Raises:
-        MegakernelDeadlock: "megakernel deadlock: task T (...) waits on event E (count c of n)"
-            (the counter buffer is zeroed, so the graph can run again)."""
+        MegakernelDeadlock: "megakernel deadlock: task T (...) waits on event E (count c of n)",
+            or "megakernel placement: ..." when a worker found no SM-major slot (the counter
+            buffer is zeroed, so the graph can run again)."""
     info = megakernel_info(graph)
     if info is None or graph._counters is None:
         return
@@ -84,6 +91,12 @@ def check_megakernel(graph: Any) -> None:
         return
     task, event, value, needed, worker = (int(v) for v in state[3:8])
     graph._counters.fill(0)
+    if int(state[2]) == 2:
+        raise MegakernelDeadlock(
+            f"megakernel placement: worker CTA {worker} started on SM {task} as slot {value}, but the "
+            f"SM-major numbering (mpk.sm_major) expects SM ids below {info.sm_slots} and {needed} workers "
+            "per SM; fix: recompile for this GPU (kn-to-task-graph num-sms, ctas-per-sm)"
+        )
     label = info.tasks[task] if task < len(info.tasks) else "?"
     raise MegakernelDeadlock(
         f"megakernel deadlock: task {task} ({label}, worker {worker}) waits on event {event} "

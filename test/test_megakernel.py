@@ -123,6 +123,15 @@ def test_assign_workers_keeps_a_chain_on_one_worker_and_spreads_independent_task
         assign_workers([1, 1], [[1], []], 1)
 
 
+def test_assign_workers_spreads_ready_tasks_over_sms() -> None:
+    # 8 workers on 4 SMs (worker w on SM w % 4): after a long task on SM 0 and short ones on
+    # SMs 1-3, the fifth task goes to the least loaded SM, not to the lowest free worker (4, SM 0)
+    costs, deps = [400, 100, 100, 100, 100], [[]] * 5
+    assert assign_workers(costs, deps, 8).worker == [0, 1, 2, 3, 4]
+    assert assign_workers(costs, deps, 8, num_sms=4).worker == [0, 1, 2, 3, 5]
+    assert assign_workers([100] * 4, [[], [0], [1], [2]], 8, num_sms=4).worker == [0] * 4  # a chain stays put
+
+
 # ---- kn-to-task-graph and mirage-megakernel -----------------------------------------------------
 
 
@@ -194,6 +203,7 @@ def test_tasks_are_planned_within_the_workers_share_of_shared_memory() -> None:
     four_module = parse(DECODE)
     four = megakernel(four_module, per_op=False, ctas_per_sm=4)
     assert one.num_workers == 132 and four.num_workers == 4 * 132
+    assert one.sm_major == 0 and four.sm_major == 132  # four workers per SM, numbered SM-major
     kernels = [op for op in four_module.walk() if op.name == "cute.kernel"]
     assert kernels and all(kernel_smem(k) <= worker_smem_budget(4) for k in kernels)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="ctas-per-sm must be at least 1"):
@@ -251,9 +261,14 @@ def test_one_persistent_kernel_is_printed() -> None:
     plan = program.plans["chain3"]
     (launch,) = plan.steps
     assert launch.kernel == "chain3_mpk" and not launch.pdl and launch.grid[0] == 4 * 132  # 4 workers per SM
+    # SM-major numbering: each worker takes slot * 132 + smid, and asks for enough shared memory
+    # that no fifth worker fits an SM
+    assert "mx::mpk_place(" in src and "const unsigned w = mpk_w;" in src
+    assert 4 * (launch.smem_bytes + 1024) <= 233472 < 5 * (launch.smem_bytes + 1024)
     assert [r.kind for r in launch.args] == ["output", "input", "input", "workspace", "counters"]
     info = MegakernelInfo.from_dict(plan.megakernel)  # type: ignore[arg-type]
-    assert plan.counters == info.state_word + info.words and info.trace
+    assert plan.counters == info.state_word + info.words and info.trace and info.sm_slots == 132
+    assert info.slot_word + 132 <= plan.counters
     assert LaunchPlan.from_json(plan.to_json()).to_json() == plan.to_json()
 
 

@@ -49,7 +49,11 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-__all__ = ["Mpk", "EventOp", "MpkVerifyError", "TaskGraphOp", "TaskOp", "box", "ints"]
+__all__ = ["Mpk", "EventOp", "MpkVerifyError", "SM_MAJOR_ATTR", "TaskGraphOp", "TaskOp", "box", "ints"]
+
+SM_MAJOR_ATTR = "mpk.sm_major"
+"""i64 on a task graph: the SM count S when its worker w is assigned as running on SM w % S
+(passes/mpk/assign.py); the megakernel then numbers its CTAs so (codegen/megakernel.py)."""
 
 
 class MpkVerifyError(VerifyException):
@@ -249,6 +253,12 @@ class TaskGraphOp(IRDLOperation):
     def num_workers(self) -> int:
         """Number of worker CTAs of the persistent kernel."""
         return self.workers.value.data
+
+    @property
+    def sm_major(self) -> int:
+        """`SM_MAJOR_ATTR` (the SM count S, worker w on SM w % S), or 0 when absent."""
+        attr = self.attributes.get(SM_MAJOR_ATTR)
+        return attr.value.data if isinstance(attr, IntegerAttr) else 0
 
     @property
     def num_threads(self) -> int:

@@ -12,6 +12,14 @@ order; a task is ready `EVENT_LATENCY_NS` after its last producer ends and goes 
 worker on which it can start first (ties: the lowest worker id, so a chain stays on one
 worker and its events stay hot in one SM's path).  Each worker's queue is its tasks in
 region order, which keeps every producer ahead of its consumers on each queue.
+
+SM-aware ties (`num_sms`, when the workers are a whole number per SM): worker w runs on SM
+w % num_sms (the megakernel maps its CTAs so, codegen/megakernel.py), and among the workers
+free when a task is ready the one on the least loaded SM wins -- the SM whose other workers
+have the least estimated work left.  The workers of one SM share its bandwidth, so tasks
+piled on one SM finish late: seed 003's decoder layer on an H200 (2026-11-26, trace with
+%smid) ran its 384 gated-MLP tasks 2, 3 or 4 to an SM with median durations 48.9, 56.6 and
+63.5 us under the plain lowest-id ties.
 """
 
 from __future__ import annotations
@@ -43,15 +51,18 @@ class Assignment:
     makespan_ns: int
 
 
-def assign_workers(costs: Sequence[int], deps: Sequence[Sequence[int]], workers: int) -> Assignment:
-    """List-schedule tasks `0..n-1` (a topological order: `deps[t]` < t) on `workers`.
+def assign_workers(costs: Sequence[int], deps: Sequence[Sequence[int]], workers: int, num_sms: int = 0) -> Assignment:
+    """List-schedule tasks `0..n-1` (a topological order: `deps[t]` < t) on `workers`; with
+    `num_sms` dividing `workers`, ties go to the least loaded SM (module docstring).
 
     Raises:
         ValueError: a dependency does not precede its task, or workers < 1."""
     if workers < 1:
         raise ValueError(f"assign_workers: need at least one worker, got {workers}")
+    sms = sm_major(workers, num_sms)
     free = [(0, w) for w in range(workers)]  # (time the worker is free, worker)
     heapq.heapify(free)
+    free_at = [0] * workers
     finish: list[int] = []
     worker: list[int] = []
     start: list[int] = []
@@ -66,7 +77,11 @@ def assign_workers(costs: Sequence[int], deps: Sequence[Sequence[int]], workers:
         while free and free[0][0] <= ready:
             popped.append(heapq.heappop(free))
         if popped:
-            popped.sort(key=lambda fw: fw[1])
+            if sms and len(popped) > 1:
+                loads = {sm: _sm_load(free_at, sm, sms, ready) for sm in {w % sms for _, w in popped}}
+                popped.sort(key=lambda fw: (loads[fw[1] % sms], fw[1]))
+            else:
+                popped.sort(key=lambda fw: fw[1])
             t_free, w = popped[0]
             for item in popped[1:]:
                 heapq.heappush(free, item)
@@ -76,5 +91,17 @@ def assign_workers(costs: Sequence[int], deps: Sequence[Sequence[int]], workers:
         start.append(s)
         finish.append(s + cost)
         worker.append(w)
+        free_at[w] = s + cost
         heapq.heappush(free, (s + cost, w))
     return Assignment(worker, start, max(finish, default=0))
+
+
+def sm_major(workers: int, num_sms: int) -> int:
+    """`num_sms` if `workers` is a whole number (> 1) of workers per SM, so that worker w can run
+    on SM w % num_sms, else 0 (no SM-aware placement)."""
+    return num_sms if num_sms > 0 and workers % num_sms == 0 and workers > num_sms else 0
+
+
+def _sm_load(free_at: list[int], w: int, sms: int, now: int) -> int:
+    """Estimated work (ns) left at `now` on the SM of worker `w` (workers w mod `sms`)."""
+    return sum(max(0, free_at[v] - now) for v in range(w % sms, len(free_at), sms))

@@ -24,9 +24,11 @@ function it appends one `mpk.task_graph` (dialects/mpk/ops.py) before `func.retu
   section 5);
 * workers: `workers` (0: SMs x CTAs per SM that shared memory and threads allow, at most
   `MAX_CTAS_PER_SM`), assigned statically by passes/mpk/assign.py (`worker`, `cost_ns` on
-  each task, `mpk.est_makespan_ns` on the graph).
+  each task, `mpk.est_makespan_ns` on the graph); with a whole number of workers per SM the
+  assignment spreads work over SMs and the graph records `mpk.sm_major = <SMs>`.
 
-Writes: the `mpk.task_graph` op (with `mpk.watchdog_ns`, and `mpk.trace` under `trace=true`);
+Writes: the `mpk.task_graph` op (with `mpk.watchdog_ns`, `mpk.sm_major` where it applies, and
+`mpk.trace` under `trace=true`);
 the function attribute `mpk.megakernel = "<func>_mpk"`.
 Errors (DiagnosticException via emit_error, "kn-to-task-graph: <rule>; <fix>"): a kernel-level
 op left as a library call (a `kn.reshape` that is a copy among them), kernels of different thread counts, a late-finisher kernel.
@@ -47,10 +49,10 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from mirage_xdsl.dialects import cute, kn
-from mirage_xdsl.dialects.mpk import EventOp, TaskGraphOp, TaskOp, box
+from mirage_xdsl.dialects.mpk import SM_MAJOR_ATTR, EventOp, TaskGraphOp, TaskOp, box
 from mirage_xdsl.dialects.mpk.verify import intersects
 from mirage_xdsl.passes.mpk.alias import owner_read
-from mirage_xdsl.passes.mpk.assign import assign_workers, task_cost_ns
+from mirage_xdsl.passes.mpk.assign import assign_workers, sm_major, task_cost_ns
 from mirage_xdsl.passes.mpk.footprint import Box, FootprintError, kernel_accesses
 from mirage_xdsl.passes.tb.layout_math import elem_bytes_of, physical_num_elems
 from mirage_xdsl.target import SM90
@@ -301,7 +303,7 @@ def build_task_graph(
     smem = max(kernel_smem(k) for k in kernels)
     nworkers = workers or auto_workers(nthreads, smem, num_sms)
     costs = [task_cost_ns(t.nbytes) for t in tasks]
-    plan = assign_workers(costs, [sorted(d) for d in deps], nworkers)
+    plan = assign_workers(costs, [sorted(d) for d in deps], nworkers, num_sms)
 
     body = Block()
     waiting: dict[int, list[int]] = defaultdict(list)
@@ -326,6 +328,8 @@ def build_task_graph(
         )
     graph = TaskGraphOp(nworkers, nthreads, smem, names, Region(body))
     graph.attributes[MAKESPAN_ATTR] = IntegerAttr(plan.makespan_ns, i64)
+    if sms := sm_major(nworkers, num_sms):
+        graph.attributes[SM_MAJOR_ATTR] = IntegerAttr(sms, i64)
     block.insert_op_before(graph, ret)
     fn.attributes[MEGAKERNEL_ATTR] = StringAttr(f"{fn.sym_name.data}_mpk")
     return graph

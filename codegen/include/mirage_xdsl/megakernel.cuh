@@ -16,7 +16,7 @@ namespace mx {
 enum MpkState : int {
   kMpkGen = 0,      // launches completed
   kMpkDone = 1,     // workers finished, summed over launches
-  kMpkError = 2,    // 0, or 1 once a wait timed out
+  kMpkError = 2,    // 0, 1 once a wait timed out, 2 when a worker found no SM-major slot
   kMpkErrTask = 3,
   kMpkErrEvent = 4,
   kMpkErrValue = 5,  // the event's count in this launch when the wait gave up
@@ -80,6 +80,32 @@ __device__ __noinline__ int mpk_wait(const unsigned long long* ev, unsigned long
       return 1;
     }
   }
+}
+
+// Thread 0 of a worker at the start of launch `gen` of an SM-major graph: its worker index
+// slot * num_sms + smid, where slot counts the workers that reached this SM in this launch
+// (the per-SM counters grow by `ctas` per launch, so slot = old - gen * ctas, mod 2^32).  The
+// launch asks for enough shared memory that at most `ctas` workers fit an SM, so `ctas` x SMs
+// co-resident workers hold every slot once.  An SM id >= num_sms or a slot >= ctas (another
+// GPU than the graph was built for) records error 2 (smid in kMpkErrTask, slot in
+// kMpkErrValue) and returns ~0u; the worker then exits and the others' waits give up.
+__device__ __forceinline__ unsigned mpk_place(unsigned* slots, unsigned long long gen, unsigned ctas, unsigned num_sms,
+                                              unsigned long long* state) {
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  unsigned slot = ~0u;
+  if (sm < num_sms) {
+    slot = atomicAdd(slots + sm, 1u) - static_cast<unsigned>(gen * ctas);
+    if (slot < ctas) return slot * num_sms + sm;
+  }
+  if (atomicCAS(state + kMpkError, 0ull, 2ull) == 0ull) {
+    state[kMpkErrTask] = sm;
+    state[kMpkErrValue] = slot;
+    state[kMpkErrNeeded] = ctas;
+    state[kMpkErrWorker] = blockIdx.x;
+    __threadfence();
+  }
+  return ~0u;
 }
 
 // Thread 0 of a worker, after its last task: count the worker done; the last of the launch
