@@ -26,6 +26,7 @@ pointers then input pointers, `__launch_bounds__(threads)`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Collection, Sequence
 
 from xdsl.dialects import func
@@ -51,6 +52,23 @@ from mirage_xdsl.dialects.kn import element_type_of
 from mirage_xdsl.target import SM90
 
 HEADER = "mirage_xdsl/runtime.cuh"
+
+
+_SMEM_DECL = re.compile(r"^\s*[\w:]+\* (s\d+(?:_\d+)?) = reinterpret_cast<[\w:]+\*>\(smem \+ \d+\);$")
+
+
+def used_lines(lines: list[str]) -> list[str]:
+    """`lines` without the declarations of shared-memory tile pointers that nothing else
+    names: a register row chain with global inputs and outputs (cute-row-chains) leaves the
+    tiles it replaced unreferenced, and nvcc warns about each (#177-D)."""
+    text = "\n".join(line.split("//")[0] for line in lines)  # names in comments do not count
+    keep = []
+    for line in lines:
+        m = _SMEM_DECL.match(line)
+        if m and len(re.findall(rf"\b{m.group(1)}\b", text)) == 1:
+            continue
+        keep.append(line)
+    return keep
 
 
 class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
@@ -114,7 +132,7 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         nothing = "nothing else global" if early else "nothing global"
         self.emit(f"mx::wait_for_prior_grids();  // PDL: {nothing} is touched before the previous grid is done")
         self.print_ops(late)
-        return "\n".join(header + self.lines + ["}", ""])
+        return "\n".join(header + used_lines(self.lines) + ["}", ""])
 
     def print_task(self, params: list[str]) -> str:
         """The kernel's body as `<name>_task(params..., mpk_block)`: a megakernel task body
@@ -134,7 +152,7 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         self.causal_skip_prelude()
         self.plan_row_chains()
         self.print_ops(list(k.body.block.ops))
-        return "\n".join(header + self.lines + ["}", ""])
+        return "\n".join(header + used_lines(self.lines) + ["}", ""])
 
     def launch_bounds(self) -> str:
         """`threads` or, for a late-finisher kernel, `threads, blocks per SM`: the occupancy

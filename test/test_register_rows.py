@@ -126,3 +126,34 @@ def test_ntrans_chain_skips_shared_memory_for_its_inputs_and_output() -> None:
     assert "g2s_" not in source and "s2g_" not in source and "mx::fill<" not in source
     assert source.count("from global memory") == 3 and source.count("mx::load_row<8>(") == 3
     assert "mx::store_row<8>(&(o0 + blockIdx.x * 4096)[" in source
+
+
+RMS_ROW = """
+func.func @rms(%x: tensor<1x4096xf16> {kn.strides = array<i64: 4096, 1>}) -> tensor<1x4096xf16> {
+  %0 = kn.rms_norm %x {normalized_shape = array<i64: 4096>} : tensor<1x4096xf16>
+  func.return %0 : tensor<1x4096xf16>
+}
+"""
+
+
+def test_a_128_thread_block_chains_a_4096_wide_row() -> None:
+    """32 elements per thread (a megakernel's 128-thread rms_norm task) still run in registers,
+    and the tiles the chain replaced leave no unused pointer behind (nvcc warns about those)."""
+    from mirage_xdsl.passes.pipeline import fuse_plain_graphs
+
+    module = Parser(make_context(), RMS_ROW).parse_module()
+    fuse_plain_graphs(make_context(), module, block_threads=128)
+    MirageTranspilePass(fuse=False).apply(make_context(), module)
+    src = emit_cuda(module, "sm_90").source
+    assert "float x0[32];" in src and "mx::block_sum<128>" in src
+    assert "reinterpret_cast<mx::f16*>(smem +" not in src
+
+
+def test_used_lines_drops_only_unreferenced_tile_pointers() -> None:
+    lines = [
+        "  mx::f16* s0 = reinterpret_cast<mx::f16*>(smem + 128);",
+        "  float* s1_0 = reinterpret_cast<float*>(smem + 256);",
+        "  {  // in registers: s0, s1_0",
+        "  mx::fill<128, L>(s1_0, 0.0f, tid);",
+    ]
+    assert cuda_printer.used_lines(lines) == lines[1:]
