@@ -33,6 +33,8 @@ trace lie in the counter buffer (uint32 words after the kernels' grid-sum counte
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import asdict, replace
 
 from xdsl.dialects import func
@@ -94,6 +96,25 @@ def local_elision(graph: TaskGraphOp) -> tuple[list[int], list[list[int]]]:
     return wait, [[e for e in t.trigger_events if e in awaited] for t in tasks]
 
 
+def shared_task_bodies(kernels: Sequence[cute.KernelOp], bodies: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """(the task functions to print, the function each kernel's tasks call): a kernel whose
+    body is the same text as an earlier one's up to its name (a layer repeated in the graph:
+    the same shapes, its tensors passed as arguments) calls the earlier function, so the
+    megakernel's code stays the size of one layer and a later layer runs instructions the first
+    one already brought into L2."""
+    first: dict[str, str] = {}
+    keep: list[str] = []
+    task_fn: dict[str, str] = {}
+    for k, body in zip(kernels, bodies):
+        name = k.kernel_name.data
+        key = re.sub(rf"\b{re.escape(name)}(?![0-9A-Za-z])", "@KERNEL", body)
+        if key not in first:
+            first[key] = f"{name}_task"
+            keep.append(body)
+        task_fn[name] = first[key]
+    return keep, task_fn
+
+
 def occupancy_cap_smem(ctas: int) -> int:
     """Dynamic shared memory (bytes) a worker asks for so that at most `ctas` fit one SM: then
     `ctas` x SMs co-resident workers are exactly `ctas` per SM, which the SM-major numbering
@@ -122,7 +143,7 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         if k.block != (nt, 1, 1):
             raise _err(k, f"kernel {k.kernel_name.data} has block {k.block}; every task runs with ({nt}, 1, 1)")
     weights = kn.weight_inputs(fn)
-    bodies = [task_function(k, weights) for k in kernels]
+    bodies, task_fn = shared_task_bodies(kernels, [task_function(k, weights) for k in kernels])
     smem = max(launch_smem_bytes(k) for k in kernels)
     sms = graph.sm_major
     ctas = graph.num_workers // sms if sms else 0
@@ -180,7 +201,7 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         cases.append(
             f"      case {i}:\n"
             f"        for (unsigned b = lo; b < hi; ++b) {{\n"
-            f"          {k.kernel_name.data}_task({', '.join(args)}, make_uint3(b % {gx}u, (b / {gx}u) % {gy}u, b / {gx * gy}u));\n"
+            f"          {task_fn[k.kernel_name.data]}({', '.join(args)}, make_uint3(b % {gx}u, (b / {gx}u) % {gy}u, b / {gx * gy}u));\n"
             f"          __syncthreads();\n"
             f"        }}\n"
             f"        break;"

@@ -22,6 +22,7 @@ from mirage_xdsl.codegen.cuda_target import emit_cuda
 from mirage_xdsl.codegen.launch_plan import LaunchPlan
 from mirage_xdsl.codegen.megakernel import local_elision
 from mirage_xdsl.codegen.megakernel_info import MegakernelInfo
+from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects.mpk import EventOp, MpkVerifyError, TaskGraphOp, TaskOp
 from mirage_xdsl.dialects.mpk.verify import intersects
 from mirage_xdsl.driver.compile import make_context
@@ -249,7 +250,7 @@ def test_one_persistent_kernel_is_printed() -> None:
     src = program.source
     assert program.kernel_names == ["chain3_mpk"]
     assert len(re.findall(r"__global__", src)) == 1
-    assert src.count("static __device__ __noinline__ void chain3_k") == 4
+    assert src.count("static __device__ __noinline__ void chain3_k") == 3  # 4 kernels, two the same matmul
     task_bodies = src[: src.index("namespace mpk_chain3")]
     assert "blockIdx" not in task_bodies and "mpk_block" in task_bodies
     assert "griddepcontrol" not in src and "wait_for_prior_grids" not in src  # no PDL inside
@@ -303,3 +304,27 @@ def test_chrome_trace_layout() -> None:
     json.dumps(doc)
 
 
+
+
+TWO_LAYERS = """
+func.func @two(%X: tensor<8x256xf16> {kn.strides = array<i64: 256, 1>},
+               %W1: tensor<256x256xf16> {kn.strides = array<i64: 256, 1>, kn.weight},
+               %W2: tensor<256x256xf16> {kn.strides = array<i64: 256, 1>, kn.weight}) -> tensor<8x256xf16> {
+  %a = kn.matmul %X, %W1 : tensor<8x256xf16>, tensor<256x256xf16> -> tensor<8x256xf16>
+  %b = kn.relu %a : tensor<8x256xf16>
+  %c = kn.matmul %b, %W2 : tensor<8x256xf16>, tensor<256x256xf16> -> tensor<8x256xf16>
+  %d = kn.relu %c : tensor<8x256xf16>
+  func.return %d : tensor<8x256xf16>
+}
+"""
+
+
+def test_a_repeated_layer_shares_its_task_functions() -> None:
+    module = parse(TWO_LAYERS)
+    megakernel(module)  # one kernel per op: matmul, relu, matmul, relu
+    src = emit_cuda(module, "sm_90").source
+    names = [op.kernel_name.data for op in module.walk() if isinstance(op, cute.KernelOp)]
+    assert len(names) == 4
+    assert [f"void {n}_task(" in src for n in names] == [True, True, False, False]
+    for n in names[:2]:
+        assert src.count(f"{n}_task(") == 3  # the definition and one call per kernel
