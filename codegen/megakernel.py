@@ -6,11 +6,14 @@ Per function holding a task graph (passes/mpk/task_graph.py) the translation uni
 
 * every `cute.kernel` of the function as a task body, `static __device__ <name>_task(<its
   parameters>, const uint3 mpk_block)` (cuda_printer.task_function: `blockIdx` replaced by
-  the parameter, no PDL `griddepcontrol`);
+  the parameter, no PDL `griddepcontrol`), printed once per distinct body
+  (`shared_task_bodies`: a repeated layer calls its first copy);
 * the graph as constant tables: per task its kernel, block range, wait event and triggers;
   per worker its queue (tasks in region order); per event its count;
 * `extern "C" __global__ void __launch_bounds__(T, B) <func>_mpk(outputs, inputs, workspace,
-  counters)`: worker CTA w walks queue w; before a task its thread 0 waits on the task's
+  counters)`: worker CTA w walks queue w (with `mpk.sm_major` = S, a worker's w is
+  slot x S + its SM id, `mx::mpk_place`, so that w runs on SM w % S as the assignment
+  assumed); before a task its thread 0 waits on the task's
   event (`mx::mpk_wait`: ld.acquire.gpu, __nanosleep back-off, a globaltimer watchdog that
   records the task, the event and its counts and makes every worker return), the block meets
   in `__syncthreads`, runs the task's blocks (a barrier after each), and thread 0 fences and
@@ -20,8 +23,9 @@ Per function holding a task graph (passes/mpk/task_graph.py) the translation uni
   (%globaltimer, ns) for runtime/megakernel.py's Chrome trace.
 
 Every task uses the megakernel's thread count; the dynamic shared memory is the largest of
-the kernels' (`launch_smem_bytes`).  A task's first trigger is `atom.add.release.gpu`
-after `__threadfence()`; further triggers are relaxed `red` adds the same fence orders.
+the kernels' (`launch_smem_bytes`), and for an SM-major graph at least `occupancy_cap_smem`.
+A task's first trigger is `atom.add.release.gpu` after `__threadfence()`; further triggers are
+relaxed `red` adds the same fence orders.
 Waits whose producers all ran earlier on the same worker are not printed
 (`local_elision`).  Weights are not prefetched into L2 ahead of their tasks: the prefetch
 competed with the tasks on the critical path (an H200, 2026-11-26: the decoder layer 164.3 ->
