@@ -1,5 +1,7 @@
 // RUN: mirage-opt %s -p 'mirage-megakernel{workers=2 trace=true watchdog-ms=100}' | filecheck %s
 // RUN: mirage-opt %s -p 'mirage-megakernel{workers=2}' -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: mirage-opt %s -p 'mirage-megakernel' | filecheck %s --check-prefix=SMIR
+// RUN: mirage-opt %s -p 'mirage-megakernel' -t cuda | filecheck %s --check-prefix=SMCUDA
 
 // The pipeline: one kernel per op (the matmul too, not a cuBLAS call), 128 threads each,
 // then the task graph; the cuda target prints ONE persistent kernel running the per-op
@@ -28,3 +30,9 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // CUDA:       "kernel": "pair_mpk",
 // CUDA-NEXT:  "grid": [
 // CUDA-NEXT:   2,
+
+// By default four workers per SM (ctas-per-sm=4) in SM-major order (worker w runs on SM
+// w % 132), each worker taking its index from its SM id and a per-SM slot counter at launch.
+// SMIR:       mpk.task_graph attributes {{{.*}}mpk.sm_major = 132 : i64{{.*}}workers = 528 : i64
+// SMCUDA:     mpk_w = mx::mpk_place(mpk_counters + {{[0-9]+}}, mpk_gen, 4u, 132u, state);
+// SMCUDA:     const unsigned w = mpk_w;
