@@ -124,7 +124,7 @@ def occupancy_cap_smem(ctas: int) -> int:
     `ctas` x SMs co-resident workers are exactly `ctas` per SM, which the SM-major numbering
     (`mx::mpk_place`) relies on.  A block holds its request plus the driver's reservation
     (target/device.py `smem_reserved_per_block`)."""
-    return SM90.smem_per_sm // (ctas + 1) - SM90.smem_reserved_per_block + 1
+    return SM90.smem_capping_blocks(ctas)
 
 
 def task_label(kernel: str, lo: int, hi: int) -> str:

@@ -40,6 +40,16 @@ class GpuLimits:
     max_blocks_per_sm: int = 32
     l2_bytes: int = 50 * 1024 * 1024
 
+    def smem_for_blocks(self, blocks: int) -> int:
+        """Most dynamic shared memory (bytes) a block may ask for with `blocks` of them resident
+        on one SM (each also holds `smem_reserved_per_block`)."""
+        return self.smem_per_sm // blocks - self.smem_reserved_per_block
+
+    def smem_capping_blocks(self, blocks: int) -> int:
+        """Least dynamic shared memory (bytes) a block must ask for so that at most `blocks` of
+        them fit one SM."""
+        return self.smem_for_blocks(blocks + 1) + 1
+
 
 SM90 = GpuLimits(arch="sm_90", num_sms=132, smem_per_block_optin=232448, smem_per_sm=233472)
 """H100 SXM / H200 (compute capability 9.0)."""

@@ -44,8 +44,7 @@ def worker_smem_budget(ctas_per_sm: int) -> int:
         ValueError: `ctas_per_sm` < 1."""
     if ctas_per_sm < 1:
         raise ValueError(f"mirage-megakernel: ctas-per-sm must be at least 1, got {ctas_per_sm}")
-    share = SM90.smem_per_sm // ctas_per_sm - SM90.smem_reserved_per_block - SMEM_MARGIN
-    return min(share, SM90.smem_per_block_optin)
+    return min(SM90.smem_for_blocks(ctas_per_sm) - SMEM_MARGIN, SM90.smem_per_block_optin)
 
 
 @dataclass(frozen=True)
