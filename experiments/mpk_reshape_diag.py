@@ -1,5 +1,5 @@
 """Per-output errors of our per-kernel decoder_layer on the GPU, with and without the late
-finisher (megakernel-h200-2026-11-26-b.md: the last output is wrong on the GPU only)."""
+finisher (benchmarks/EXPERIMENTS.md, the decoder-layer megakernel row: the last output was wrong on the GPU only, an ld.global.nc / PDL bug since fixed)."""
 import numpy as np, cupy
 from mirage_xdsl.bench.megakernel import workload
 from mirage_xdsl.driver.compile import prepare, _compiled
