@@ -153,13 +153,13 @@ def compare(
 
 
 def lower_case(case: FuzzCase, options: dict[str, Any] | None = None) -> Any:
-    """The case's module through `mirage-transpile` with `options` (its pass options; a
-    clone: the case keeps its kn IR)."""
+    """The case's module through `mirage-transpile` with `options` (pipeline options and
+    tuning-point fields, `MirageTranspilePass.from_options`; a clone: the case keeps its kn IR)."""
     from mirage_xdsl.driver.compile import make_context
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     lowered = case.module.clone()
-    MirageTranspilePass(**(options or {})).apply(make_context(), lowered)
+    MirageTranspilePass.from_options(options or {}).apply(make_context(), lowered)
     return lowered
 
 

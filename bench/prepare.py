@@ -239,7 +239,7 @@ def _variant_module(module: Any, graph: str, variant: str) -> Any:
 
     func = next(f for f in functions(module) if f.sym_name.data == graph)
     single = ModuleOp([func.clone()])
-    MirageTranspilePass(**parse_variant(variant)).apply(make_context(), single)
+    MirageTranspilePass.from_options(parse_variant(variant)).apply(make_context(), single)
     return single
 
 

@@ -32,6 +32,7 @@ from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorMapSpec, TensorRef
 from mirage_xdsl.codegen.printer_base import KernelPrinterBase
 from mirage_xdsl.dialects.cute.hopper_gemm import BK, EPILOGUES, HopperGemmOp
+from mirage_xdsl.target.device import HOPPER_GEMM_ARCHS
 
 HEADER = "mirage_xdsl/hopper_gemm.cuh"
 _CTYPES = {Float16Type: ("half", "float16"), BFloat16Type: ("__nv_bfloat16", "bfloat16")}
@@ -43,10 +44,6 @@ class HopperArchError(CudaEmitError):
     """A module with `cute.hopper_gemm` kernels compiled for an architecture without wgmma."""
 
 
-HOPPER_GEMM_ARCHS = ("sm_90", "sm_90a")
-"""Targets a module holding a `cute.hopper_gemm` may be compiled for (`target_arch`)."""
-
-
 def target_arch(module: ModuleOp, arch: str) -> str:
     """The architecture to compile `module` for, given the requested `arch` (normalized,
     e.g. `sm_90`): `sm_90a` when the module holds a `cute.hopper_gemm` and `sm_90` was asked
@@ -56,7 +53,7 @@ def target_arch(module: ModuleOp, arch: str) -> str:
 
     Raises:
         HopperArchError: a `cute.hopper_gemm` and a target other than sm_90/sm_90a (the
-            message names the kernel and the fix: `hopper-gemm=false`).
+            message names the kernel and the fix: `mirage-transpile{arch=...}`).
     """
     gemm = next((op for op in module.walk() if isinstance(op, HopperGemmOp)), None)
     if gemm is None or arch == "sm_90a":
@@ -65,7 +62,7 @@ def target_arch(module: ModuleOp, arch: str) -> str:
         return "sm_90a"
     raise HopperArchError(
         f"cuda target: {gemm.name} {gemm.kernel_name.data}: the TMA + wgmma GEMM needs sm_90a, not {arch}; "
-        "compile with mirage-transpile{hopper-gemm=false} (kn-partition keeps such matmuls as library calls)"
+        f"compile with mirage-transpile{{arch={arch}}} (kn-partition then keeps such matmuls as library calls)"
     )
 
 

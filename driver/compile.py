@@ -91,11 +91,12 @@ def prepare(
         module: a `builtin.module` of kernel graphs, or one `func.func`; not modified.
         func_name: the function to compile; None when the module has exactly one.
         arch: the nvcc architecture (`sm_90`, `90`, ...); None: the current GPU's, else sm_90.
-            Other than sm_90/sm_90a, kn-partition's `hopper_gemm` route is off unless
-            `options` sets it (the sm_90a wgmma GEMM runs only on compute capability 9.0).
+            Forwarded as `mirage-transpile{arch=...}` (unless `options` sets it): other than
+            sm_90/sm_90a, matmuls stay library calls instead of the sm_90a wgmma GEMM.
         candidate: the kn-fuse plan of this cost rank (0 = cheapest) for plain kernel graphs.
-        options: other `MirageTranspilePass` options (e.g. a tuned genome's
-            `Genome.options()`); they override `candidate`.
+        options: other `MirageTranspilePass` options and tuning-point fields (e.g. a tuned
+            genome's `Genome.options()`; `MirageTranspilePass.from_options` splits them);
+            they override `candidate`.
         megakernel: run `mirage-megakernel` instead (one persistent kernel, issue #32); a
             mapping gives its options (`trace`, `workers`, `watchdog_ms`, ...).
 
@@ -111,7 +112,6 @@ def prepare(
     """
     from xdsl.dialects.builtin import ModuleOp
 
-    from mirage_xdsl.codegen.hopper_gemm import HOPPER_GEMM_ARCHS
     from mirage_xdsl.driver.nvcc import normalize_arch
 
     func = select_function(module, func_name)
@@ -126,12 +126,8 @@ def prepare(
     elif not _pipeline_has_run(single):
         from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
-        pass_options: dict[str, Any] = {"candidate": candidate, **(options or {})}
-        if arch not in HOPPER_GEMM_ARCHS:
-            # the sm_90a wgmma GEMM (kn-partition's `hopper-gemm`) cannot run there: such
-            # matmuls stay library calls unless the caller asked otherwise
-            pass_options.setdefault("hopper_gemm", False)
-        MirageTranspilePass(**pass_options).apply(make_context(), single)
+        pass_options: dict[str, Any] = {"candidate": candidate, "arch": arch, **(options or {})}
+        MirageTranspilePass.from_options(pass_options).apply(make_context(), single)
     from mirage_xdsl.codegen.cuda_target import emit_cuda
 
     program = emit_cuda(single, arch)

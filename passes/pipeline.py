@@ -11,22 +11,24 @@ refuses a kernel without them.  `cute-decisions` runs just them (on hand-lowered
 
 Passes are looked up through `mirage_xdsl.passes.get_all_passes()`; `convert-tb-to-cute`
 runs when it is registered and `to-cute=true` (the default). A pass of the list that is not
-available is an error (the pipeline would silently skip a decision). Options forwarded:
-`hopper-gmma` (tb-plan-swizzle), `stages` (tb-plan-pipeline: force the cp.async pipeline
-depth, 0 = automatic), `time-limit-ms` and `smem-limit` (tb-plan-smem; `smem-limit` also
-bounds tb-plan-pipeline), `candidate` and `always-split` (kn-fuse: which default threadblock
-graph to take, for tuning), `lone-block-max-stages` (tb-plan-pipeline and kn-fuse: the ring
-depth of wide lone blocks, built and estimated alike), `late-finisher` (cute-late-finisher's
-`shift`, run after convert-tb-to-cute when positive; 0 = off), `decide` (run
-CUTE_DECISIONS; false stops after convert-tb-to-cute / cute-late-finisher, the input form of
-the cute decision passes), `hopper-gemm` (kn-fuse: lone library matmuls with a GEMM view
-become `contraction.contract`s, which convert-contraction-to-hopper lowers to the sm_90a
-`cute.hopper_gemm` beside the other kernels; false for targets other than sm_90).
+available is an error (the pipeline would silently skip a decision).
+
+Options (seven; `mirage-opt FILE -p 'mirage-transpile{to-cute=false tuning="stages=3"}'`):
+`fuse`, `to-cute`, `decide` (how far to lower), `arch` (sm_90: lone matmuls with a GEMM view
+become the sm_90a `cute.hopper_gemm`; other targets keep them as library calls), `smem-limit`
+(tb-plan-smem and tb-plan-pipeline), `time-limit-ms` (tb-plan-smem) and `tuning`, a
+`TuningPoint` (target/tuning.py) whose fields go to the pass that makes each choice: kn-fuse
+(`candidate`, `always_split`, `grid_sum`, `online_softmax`, `lone_block_max_stages`),
+tb-plan-pipeline (`stages`, `lone_block_max_stages`), tb-decompose-accumulators
+(`reduce_partials`) and cute-late-finisher (`late_finisher` as its `shift`; 0 = not run).
+The tuner (driver/tune) searches exactly those fields.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -34,8 +36,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from mirage_xdsl.passes import get_all_passes
-from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
 from mirage_xdsl.passes.tb.plan_smem import SM90_SMEM_LIMIT
+from mirage_xdsl.target.device import HOPPER_GEMM_ARCHS
+from mirage_xdsl.target.tuning import TuningError, TuningPoint
 
 PIPELINE = (
     "kn-decompose-rms-norm",
@@ -71,7 +74,13 @@ earlier one's attributes); none of them changes what cute-late-finisher reads.""
 
 @dataclass(frozen=True)
 class MirageTranspilePass(ModulePass):
-    """Run passes 1-11 of passes/README.md."""
+    """Run passes 1-11 of passes/README.md (and, by default, the cute lowering and decisions).
+
+    The options are what a user sets: how far to lower (`fuse`, `to-cute`, `decide`), the target
+    (`arch`, `smem-limit`), the layout solver's budget (`time-limit-ms`) and a tuned plan
+    (`tuning`, a `TuningPoint` spec such as "candidate=2,stages=3"; "" = the cost model's
+    choices).  Python callers holding a dict of pipeline and tuning options use `from_options`.
+    """
 
     name = "mirage-transpile"
 
@@ -81,61 +90,69 @@ class MirageTranspilePass(ModulePass):
     matmul / exp / div chains are fused like a plain graph's (`fuse_plain_graphs`); the
     threadblock graphs a muGraph already holds are left as they are."""
     to_cute: bool = True
-    hopper_gmma: bool = False
-    time_limit_ms: int = 200
-    smem_limit: int = SM90_SMEM_LIMIT
-    stages: int = 0
-    candidate: int = 0
-    """Forwarded to `kn-fuse`: lower each fused group with its plan of this cost rank."""
-    always_split: bool = True
-    """Forwarded to `kn-fuse`: also consider split-K plans when an unsplit grid fills the SMs."""
-    grid_sum: bool = True
-    """Forwarded to `kn-fuse`: also consider split-K plans combined inside the kernel."""
-    reduce_partials: bool = True
-    """Forwarded to `tb-decompose-accumulators`: reduce a split block's accumulator before
-    its grid sum (a smaller partial)."""
-    lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES
-    """Forwarded to `tb-plan-pipeline` (the ring depth of wide lone blocks) and to `kn-fuse`,
-    whose estimates count that ring, so the plan chosen and the kernel built agree."""
-    online_softmax: bool = False
-    """Forwarded to `kn-fuse`: a max over the loop axis read inside the loop becomes a running
-    max with rescaled accumulators (one kernel; see `target.cost_model.DeviceModel.online_softmax`)."""
-    late_finisher: int = 1
-    """Forwarded to `cute-late-finisher` as `shift` (iterations each split-K partner hands to
-    its group's finisher); 0 = equal splits combined by the last block to arrive.  On by
-    default: it touches only split-K grid sums, and on both shared workloads that have one it
-    was faster (H200, 2026-11-26: rmsnorm bs1 13.4 -> 12.7 µs, bs8 14.8 -> 14.6)."""
+    """Lower to cute (convert-tb-to-cute and what follows); false stops at planned tb IR."""
     decide: bool = True
     """Run the cute decision passes (CUTE_DECISIONS) after convert-tb-to-cute; false leaves
     the kernels in those passes' input form (FileCheck inputs)."""
-    hopper_gemm: bool = True
-    """Forwarded to `kn-fuse`: a lone matmul it would leave to the library (cuBLAS) becomes a
-    `contraction.contract` -> `cute.hopper_gemm` (sm_90a) when it has a GEMM view; pass false
-    for targets other than sm_90."""
+    arch: str = "sm_90"
+    """The CUDA architecture compiled for: on sm_90 / sm_90a a lone matmul kn-fuse would leave
+    to the library (cuBLAS) becomes a `contraction.contract` -> `cute.hopper_gemm` when it has
+    a GEMM view; other targets keep such matmuls as library calls."""
+    smem_limit: int = SM90_SMEM_LIMIT
+    """Shared memory per block in bytes (tb-plan-smem's bound; tb-plan-pipeline's rings fit it)."""
+    time_limit_ms: int = 200
+    """tb-plan-smem's solver budget per threadblock graph, in milliseconds."""
+    tuning: str = ""
+    """A tuning point, `key=value` items separated by commas (target/tuning.py `TuningPoint`:
+    candidate, stages, always_split, grid_sum, reduce_partials, late_finisher,
+    lone_block_max_stages, online_softmax); unnamed keys keep the default pipeline's choice."""
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> MirageTranspilePass:
+        """The pass of a dict holding pipeline options (fields of this class) and tuning
+        options (fields of `TuningPoint`), e.g. `{"to_cute": False, "stages": 6}`.
+
+        Raises:
+            TuningError: a key that is neither, or a tuning value of the wrong type.
+        """
+        own = {f.name for f in fields(cls)}
+        tuning = {k: v for k, v in options.items() if k not in own}
+        point = TuningPoint.from_options(tuning)
+        return cls(**{k: v for k, v in options.items() if k in own}, tuning=point.spec())  # type: ignore[arg-type]
+
+    def point(self) -> TuningPoint:
+        """The tuning point of the `tuning` option.
+
+        Raises:
+            PassFailedException: the spec names no tuning point (the message says why).
+        """
+        try:
+            return TuningPoint.parse(self.tuning)
+        except TuningError as err:
+            raise PassFailedException(f"{self.name}{{tuning=\"{self.tuning}\"}}: {err}") from None
 
     def passes(self) -> list[ModulePass]:
         """The registered passes of `PIPELINE` in order, built with this pass's options, then (with
-        `to_cute`) convert-tb-to-cute, cute-late-finisher (`late_finisher` > 0) and the cute
-        decision passes (`decide`).
+        `to_cute`) convert-tb-to-cute, convert-contraction-to-hopper, cute-late-finisher (a
+        positive `late_finisher` in the tuning point) and the cute decision passes (`decide`).
 
         Raises:
-            PassFailedException: a pass of `PIPELINE` is not registered.
+            PassFailedException: a pass of `PIPELINE` is not registered, or the tuning spec is bad.
         """
         available = get_all_passes()
         missing = [p for p in PIPELINE if p not in available]
         if missing:
             raise PassFailedException(f"{self.name}: passes not available: {', '.join(missing)}")
+        point = self.point()
         out: list[ModulePass] = []
         for name in PIPELINE:
             cls = available[name]()
-            if name == "tb-plan-swizzle":
-                out.append(cls(hopper_gmma=self.hopper_gmma))  # type: ignore[call-arg]
-            elif name == "tb-plan-pipeline":
+            if name == "tb-plan-pipeline":
                 out.append(
-                    cls(stages=self.stages, smem_limit=self.smem_limit, lone_block_max_stages=self.lone_block_max_stages)  # type: ignore[call-arg]
+                    cls(stages=point.stages, smem_limit=self.smem_limit, lone_block_max_stages=point.lone_block_max_stages)  # type: ignore[call-arg]
                 )
             elif name == "tb-decompose-accumulators":
-                out.append(cls(reduce_partials=self.reduce_partials))  # type: ignore[call-arg]
+                out.append(cls(reduce_partials=point.reduce_partials))  # type: ignore[call-arg]
             elif name == "tb-plan-smem":
                 out.append(cls(time_limit_ms=self.time_limit_ms, smem_limit=self.smem_limit))  # type: ignore[call-arg]
             else:
@@ -144,28 +161,31 @@ class MirageTranspilePass(ModulePass):
             out.append(available[TO_CUTE]()())
             if TO_HOPPER in available:
                 out.append(available[TO_HOPPER]()())
-            if self.late_finisher:
-                out.append(available[LATE_FINISHER]()(shift=self.late_finisher))  # type: ignore[call-arg]
+            if point.late_finisher:
+                out.append(available[LATE_FINISHER]()(shift=point.late_finisher))  # type: ignore[call-arg]
             if self.decide:
                 out += cute_decision_passes()
         return out
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        """Fuse the plain kernel graphs of `op` first (`fuse`, with the kn-fuse options), then run `passes()` in order.
+        """Fuse the plain kernel graphs of `op` first (`fuse`, with the tuning point's kn-fuse
+        options), then run `passes()` in order.
 
         Raises:
-            PassFailedException: a pass is not registered, or any pass fails (its located message).
+            PassFailedException: a pass is not registered, the tuning spec is bad, or any pass
+                fails (its located message).
         """
+        point = self.point()
         if self.fuse:
             fuse_plain_graphs(
                 ctx,
                 op,
-                candidate=self.candidate,
-                always_split=self.always_split,
-                grid_sum=self.grid_sum,
-                lone_block_max_stages=self.lone_block_max_stages,
-                online_softmax=self.online_softmax,
-                hopper_gemm=self.hopper_gemm,
+                candidate=point.candidate,
+                always_split=point.always_split,
+                grid_sum=point.grid_sum,
+                lone_block_max_stages=point.lone_block_max_stages,
+                online_softmax=point.online_softmax,
+                hopper_gemm=self.arch in HOPPER_GEMM_ARCHS,
             )
         for p in self.passes():
             p.apply(ctx, op)

@@ -211,7 +211,7 @@ class HostEmulator:
             if tma is not None:
                 raise HostEmulationError(
                     f"{name}: kernel {tma} is the sm_90a TMA + wgmma GEMM (cute.hopper_gemm), which the host "
-                    "emulator cannot run; lower the graph with mirage-transpile{hopper-gemm=false} to emulate it"
+                    "emulator cannot run; lower the graph for a target without it (mirage-transpile{arch=sm_80}) to emulate it"
                 )
         self.program = program
         self.lib = ctypes.CDLL(str(build_host_library(program, cache_dir)))

@@ -43,7 +43,7 @@ class DeviceModel:
     """tb-plan-pipeline's ring depth for wide lone-block graphs (`plan_pipeline.is_wide_lone_block`),
     which the estimate counts: `lone_block_stages - 1` tiles in flight, and that share of a
     double buffer's exposed load latency per iteration.  Set by kn-partition's option
-    `lone-block-max-stages`, which mirage-transpile also forwards to tb-plan-pipeline."""
+    `lone-block-max-stages`, which mirage-transpile (its tuning point) also forwards to tb-plan-pipeline."""
     weight_stages: int = WEIGHT_MAX_STAGES
     weight_prefetch_bytes: int = WEIGHT_PREFETCH_BYTES
     """tb-plan-pipeline's `weight-max-stages` and `weight-prefetch-bytes`: the ring of a plan

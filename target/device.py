@@ -54,6 +54,10 @@ class GpuLimits:
 SM90 = GpuLimits(arch="sm_90", num_sms=132, smem_per_block_optin=232448, smem_per_sm=233472)
 """H100 SXM / H200 (compute capability 9.0)."""
 
+HOPPER_GEMM_ARCHS = ("sm_90", "sm_90a")
+"""Targets of the TMA + wgmma GEMM (`cute.hopper_gemm`): wgmma exists only on sm_90a (PTX ISA,
+"wgmma.mma_async" target requirements); an sm_90 request is compiled as sm_90a."""
+
 SMEM_OPTIN_PER_BLOCK: dict[str, int] = {
     "sm_80": 166912,
     "sm_86": 101376,

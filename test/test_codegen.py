@@ -385,7 +385,7 @@ def _rmsnorm_example(weight: bool) -> CudaProgram:
     text = (EXAMPLES_DIR / "rmsnorm_linear.mlir").read_text()
     assert ", kn.weight}" in text
     module = parse(text if weight else text.replace(", kn.weight}", "}"))
-    MirageTranspilePass(always_split=True).apply(make_ctx(), module)
+    MirageTranspilePass(tuning="always_split=true").apply(make_ctx(), module)
     return emit_cuda(module)
 
 
@@ -714,7 +714,7 @@ def test_pipeline_stages_emulated(stages: int) -> None:
 
     module = graph_deep_pipeline()
     lowered = module.clone()
-    MirageTranspilePass(stages=stages).apply(make_ctx(), lowered)
+    MirageTranspilePass(tuning=f"stages={stages}").apply(make_ctx(), lowered)
     program = emit_cuda(lowered)
     assert f"mx::cp_async_wait<{stages - 1}>();" in program.source
     assert program.source.count("mx::cp_async_commit();") == stages  # prologue N-1 + the loop's
@@ -992,7 +992,7 @@ def test_grid_sum_emulated(reduce_partials: bool) -> None:
     lowered = module.clone()
     # equal splits (late_finisher=0): the last block to arrive sums (the late finisher's
     # protocol has its own tests)
-    MirageTranspilePass(reduce_partials=reduce_partials, late_finisher=0).apply(make_ctx(), lowered)
+    MirageTranspilePass(tuning=f"reduce_partials={reduce_partials},late_finisher=0").apply(make_ctx(), lowered)
     (grid_sum,) = [op for op in lowered.walk() if isinstance(op, cute.GridSumOp)]
     assert len(grid_sum.ins) == 2 and grid_sum.grid_axis == 1
     partial_shapes = sorted(tuple(v.type.get_shape()) for v in grid_sum.ins)
@@ -1023,7 +1023,7 @@ def split_k_rms_text(rows: int) -> str:
 
 @pytest.mark.parametrize("rows", [2, 16])
 def test_late_finisher_emulated(rows: int) -> None:
-    """The split-K kernel with a late finisher (mirage-transpile{late-finisher=1}): partners
+    """The split-K kernel with a late finisher (mirage-transpile's default `late_finisher=1`): partners
     run 1 of the 8 iterations of a column tile each, the finisher 5; the plan passes only
     the counter buffer, sized for the partners' words (2 groups x 3 partners x one slot);
     two runs in a row match the reference (the finisher re-armed every word, so the second
@@ -1037,7 +1037,7 @@ def test_late_finisher_emulated(rows: int) -> None:
 
     module = Parser(make_ctx(), split_k_rms_text(rows)).parse_module()
     lowered = module.clone()
-    MirageTranspilePass(late_finisher=1).apply(make_ctx(), lowered)
+    MirageTranspilePass().apply(make_ctx(), lowered)
     (grid_sum,) = [op for op in lowered.walk() if isinstance(op, cute.GridSumOp)]
     assert grid_sum.partner_trip_count == 1
     slot = sum(math.prod(v.type.get_shape()) for v in grid_sum.ins)
@@ -1094,7 +1094,7 @@ def test_late_finisher_verifier_rejects_bad_splits() -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     lowered = parse(split_k_rms_text(2))
-    MirageTranspilePass(late_finisher=1).apply(make_ctx(), lowered)
+    MirageTranspilePass().apply(make_ctx(), lowered)
     (grid_sum,) = [op for op in lowered.walk() if isinstance(op, cute.GridSumOp)]
     grid_sum.partner_trips = IntegerAttr(2, i64)
     with pytest.raises(VerifyException, match=r"partner_trips = 2 must lie in \[1, 2\)"):

@@ -26,7 +26,7 @@ def lowered(stem: str, **options: bool) -> ModuleOp:
     """`stem` after mirage-transpile with equal splits (no late finisher, whose grid sums
     print their own epilogue) and `options`."""
     module = Parser(make_context(), (DATA / f"{stem}.mlir").read_text()).parse_module()
-    MirageTranspilePass(**{"late_finisher": 0, **options}).apply(make_context(), module)  # type: ignore[arg-type]
+    MirageTranspilePass.from_options({"late_finisher": 0, **options}).apply(make_context(), module)
     return module
 
 

@@ -132,7 +132,7 @@ def test_suite_bmm_nt_lowers_to_the_hopper_gemm() -> None:
     assert (b_map.ref.kind, b_map.ref.index) == ("input", 1)
     assert b_map.dims == (1024, 1024, 8, 1) and b_map.strides == (2048, 2097152, 16777216)  # k inner, n rows of 1024
     assert "mx::hopper::gemm_ws<half, 256, 3, 2, 0, 2, 1>" in prepared.program.source
-    off = prepare(_parse(BMM_NT.read_text()), arch="sm_90", options={"hopper_gemm": False})
+    off = prepare(_parse(BMM_NT.read_text()), arch="sm_90", options={"arch": "sm_80"})
     assert off.arch == "sm_90" and [type(s) for s in off.plan.steps] == [LibraryCall]
 
 
@@ -148,7 +148,7 @@ def test_hopper_gemm_needs_sm_90() -> None:
     module = _parse(BMM_NT.read_text())
     MirageTranspilePass().apply(make_context(), module)
     assert target_arch(module, "sm_90") == "sm_90a" and target_arch(module, "sm_90a") == "sm_90a"
-    with pytest.raises(HopperArchError, match="needs sm_90a, not sm_80; compile with mirage-transpile{hopper-gemm=false}"):
+    with pytest.raises(HopperArchError, match="needs sm_90a, not sm_80; compile with mirage-transpile{arch=sm_80}"):
         emit_cuda(module, "sm_80")
 
 
@@ -156,7 +156,7 @@ def test_host_emulator_refuses_the_hopper_gemm() -> None:
     from mirage_xdsl.runtime.host_emulator import HostEmulationError, HostEmulator
 
     program = emit_cuda(_lowered(forced(matmul_text((2,), 64, 64, 64))), "sm_90")
-    with pytest.raises(HostEmulationError, match="cannot run; lower the graph with mirage-transpile{hopper-gemm=false}"):
+    with pytest.raises(HostEmulationError, match=r"cannot run; lower the graph for a target without it \(mirage-transpile{arch=sm_80}\)"):
         HostEmulator(program)
 
 

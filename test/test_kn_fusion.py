@@ -470,7 +470,7 @@ def _lone_block_kernel(max_stages: int) -> tuple[float, int]:
     module = example("gated_mlp")
     fn = the_func(module)
     fn.arg_attrs = ArrayAttr([DictionaryAttr({k: v for k, v in d.data.items() if k != kn.WEIGHT_ATTR}) for d in fn.arg_attrs])
-    MirageTranspilePass(to_cute=False, lone_block_max_stages=max_stages).apply(_context(), module)
+    MirageTranspilePass(to_cute=False, tuning=f"lone_block_max_stages={max_stages}").apply(_context(), module)
     (graph,) = [op for op in module.walk() if isinstance(op, kn.CustomizedOp)]
     assert graph.block[0] == 512 and graph.grid[0] * graph.grid[1] * graph.grid[2] <= 132  # a wide lone block
     stages = {op.attributes["tb.stages"].value.data for op in graph.body.walk() if "tb.stages" in op.attributes}

@@ -183,7 +183,7 @@ def _kn_fused(module: object, online: bool = True) -> str:
     from mirage_xdsl.driver.compile import make_context
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
-    MirageTranspilePass(to_cute=False, online_softmax=online).apply(make_context(), module)
+    MirageTranspilePass(to_cute=False, tuning=f"online_softmax={online}").apply(make_context(), module)
     return str(module)
 
 

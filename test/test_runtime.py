@@ -985,7 +985,7 @@ def test_gpu_late_finisher_split_k() -> None:
     text = (Path(__file__).parents[1] / "examples" / "rmsnorm_linear_bs8.mlir").read_text()
     module = Parser(make_context(), text).parse_module()
     lowered = ModuleOp([next(iter(module.ops)).clone()])
-    MirageTranspilePass(**parse_variant("c0s7xrf1")).apply(make_context(), lowered)
+    MirageTranspilePass.from_options(parse_variant("c0s7xrf1")).apply(make_context(), lowered)
     for cuda_graph in (False, True):
         g = compile_graph(lowered.clone(), cuda_graph=cuda_graph, poison_outputs=True)
         assert "gw1.wait(" in g.source and "SquareSumMma" in g.source and g.plan.counters == 96 * 3 * 1040

@@ -29,6 +29,7 @@ from mirage_xdsl.driver.tune.space import (
     genome_from_label,
     genome_from_options,
 )
+from mirage_xdsl.target.tuning import TuningPoint
 
 REPO = Path(__file__).resolve().parents[1]
 LORA = REPO / "examples" / "lora.mlir"
@@ -57,14 +58,23 @@ def test_variant_strings_round_trip() -> None:
 
 
 def test_genome_defaults_are_the_pipelines() -> None:
+    """The default genome is the default tuning point, and each of its fields is the default of
+    the pass that makes that choice (so `tuning=""` changes nothing)."""
     pytest.importorskip("mirage_xdsl.passes.pipeline")
+    from mirage_xdsl.passes.conversion.kn_partition import PartitionOptions
+    from mirage_xdsl.passes.cute.late_finisher import LateFinisherPass
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
-    from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
+    from mirage_xdsl.passes.tb.decompose_accumulators import DecomposeAccumulatorsPass
+    from mirage_xdsl.passes.tb.plan_pipeline import PlanPipelinePass
 
-    assert DEFAULT_LONE_BLOCK_MAX_STAGES == LONE_BLOCK_MAX_STAGES
-    default = MirageTranspilePass()
-    for f in fields(Genome):
-        assert getattr(Genome(), f.name) == getattr(default, f.name), f.name
+    assert MirageTranspilePass().point() == TuningPoint() and Genome().options() == TuningPoint().options()
+    kn = PartitionOptions()
+    for name in ("candidate", "always_split", "grid_sum", "lone_block_max_stages", "online_softmax"):
+        assert getattr(kn, name) == getattr(Genome(), name), name
+    assert PlanPipelinePass().stages == Genome().stages
+    assert PlanPipelinePass().lone_block_max_stages == Genome().lone_block_max_stages == DEFAULT_LONE_BLOCK_MAX_STAGES
+    assert DecomposeAccumulatorsPass().reduce_partials == Genome().reduce_partials
+    assert LateFinisherPass().shift == Genome().late_finisher
     assert {g.name for g in SPACE.genes} == {f.name for f in fields(Genome)}
 
 

@@ -179,8 +179,8 @@ def _summary(result: Any, name: str, flag: Any) -> None:
         print(f"{name}: no candidate passed the check", flush=True)
         return
     best = result.best
-    options = " ".join(f"{k}={v}" for k, v in best.genome.options().items())
-    print(f"best: {best.genome.label} {best.time_us:.2f} us ({options})", flush=True)
+    pipeline = f'mirage-transpile{{tuning="{best.genome.spec()}"}}' if best.genome.spec() else "mirage-transpile (the default)"
+    print(f"best: {best.genome.label} {best.time_us:.2f} us ({pipeline})", flush=True)
     if result.cache_path is not None:
         print(f"cache: {result.cache_path}", flush=True)
 

@@ -1,11 +1,11 @@
-"""The tuner's search space as data: one gene per `mirage-transpile` option worth tuning.
+"""The tuner's search space as data: one gene per field of the tuning point (target/tuning.py).
 
     space = SPACE
     g = genome_from_label("c0s7xrf1")      # the variant strings of mirage-bench stay readable
-    g.options()                            # -> MirageTranspilePass(**g.options())
+    g.spec()                               # -> MirageTranspilePass(tuning=g.spec())
     space.repair(g)                        # the canonical genome of a possibly invalid one
 
-Genes (passes/pipeline.py `MirageTranspilePass`):
+Genes (`TuningPoint`, forwarded by `mirage-transpile{tuning=...}`):
 
 | gene | domain | what |
 |---|---|---|
@@ -35,15 +35,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-DEFAULT_LONE_BLOCK_MAX_STAGES = 4
-"""tb-plan-pipeline's `LONE_BLOCK_MAX_STAGES` (kept equal by a test; not imported, because
-that module needs xDSL)."""
+from mirage_xdsl.target.cost_model import LONE_BLOCK_MAX_STAGES
+from mirage_xdsl.target.tuning import TuningError, TuningPoint
+
+DEFAULT_LONE_BLOCK_MAX_STAGES = LONE_BLOCK_MAX_STAGES
+"""The lone-block ring depth of the default pipeline (a label writes `l<depth>` only for others)."""
 
 
-class SpaceError(ValueError):
+class SpaceError(TuningError):
     """A label or option set that names no genome of the space."""
 
 
@@ -75,22 +77,10 @@ GENES: tuple[Gene, ...] = (
 
 
 @dataclass(frozen=True, order=True)
-class Genome:
-    """One point of the space: a value for every gene (field names = pass option names).
-    `Genome()` is the pipeline's default, `c0xrf1` (a label's absent letters mean off)."""
-
-    candidate: int = 0
-    stages: int = 0
-    always_split: bool = True
-    grid_sum: bool = True
-    reduce_partials: bool = True
-    late_finisher: int = 1
-    lone_block_max_stages: int = DEFAULT_LONE_BLOCK_MAX_STAGES
-    online_softmax: bool = False
-
-    def options(self) -> dict[str, Any]:
-        """The `MirageTranspilePass` keyword arguments of this genome (all of them)."""
-        return asdict(self)
+class Genome(TuningPoint):
+    """One point of the space: a `TuningPoint` (target/tuning.py; field names = pass option
+    names) with the variant label mirage-bench prints.  `Genome()` is the pipeline's default,
+    `c0xrf1` (a label's absent letters mean off)."""
 
     def variant_options(self) -> dict[str, Any]:
         """The options as `mirage-bench`'s `parse_variant` has always returned them (five
@@ -155,15 +145,11 @@ def genome_from_options(options: dict[str, Any]) -> Genome:
     Raises:
         SpaceError: an unknown option or a value of the wrong type.
     """
-    names = {f.name: f.type for f in fields(Genome)}
-    unknown = sorted(set(options) - set(names))
-    if unknown:
-        raise SpaceError(f"unknown tuning option(s): {', '.join(unknown)}")
-    for key, value in options.items():
-        want = bool if names[key] in ("bool", bool) else int
-        if type(value) is not want:
-            raise SpaceError(f"option {key}: expected {want.__name__}, got {value!r}")
-    return Genome(**options)
+    try:
+        point = TuningPoint.from_options(options)
+    except TuningError as err:
+        raise SpaceError(str(err)) from None
+    return Genome(**point.options())
 
 
 SEED_VARIANTS: tuple[str, ...] = (

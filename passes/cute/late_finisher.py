@@ -28,7 +28,7 @@ partners publishing about 1 us early (2026-11-25).
 Option `shift` (default 1): iterations each partner hands over; kernels whose loop has no
 more than `shift` iterations, or whose finisher would hold more than `MAX_PARTNER_WORDS`
 partner words per thread, are left as they are.  Run after convert-tb-to-cute
-(`mirage-transpile{late-finisher=1}` does).
+(`mirage-transpile` does by default, `tuning="late_finisher=N"`).
 """
 
 from __future__ import annotations

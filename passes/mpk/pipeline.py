@@ -72,7 +72,7 @@ class MirageMegakernelPass(ModulePass):
         """
         limit = worker_smem_budget(self.ctas_per_sm) if self.ctas_per_sm else SM90.smem_per_block_optin
         fuse_plain_graphs(ctx, op, per_op=self.per_op, block_threads=self.threads, smem_limit=limit)
-        MirageTranspilePass(fuse=False, late_finisher=0, smem_limit=limit).apply(ctx, op)
+        MirageTranspilePass(fuse=False, smem_limit=limit, tuning="late_finisher=0").apply(ctx, op)
         KnToTaskGraphPass(
             workers=self.workers,
             blocks_per_task=self.blocks_per_task,

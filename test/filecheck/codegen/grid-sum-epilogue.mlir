@@ -1,4 +1,4 @@
-// RUN: mirage-opt %s -p "mirage-transpile{late-finisher=0}" -t cuda | filecheck %s
+// RUN: mirage-opt %s -p 'mirage-transpile{tuning="late_finisher=0"}' -t cuda | filecheck %s
 
 // The grid-sum epilogue in registers, with equal splits (late-finisher=0) (passes/cute/grid_sum_epilogue.py): after the arrival the
 // last block of each group loads the group's partial sums of both matmul tiles into

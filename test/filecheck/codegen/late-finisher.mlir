@@ -1,5 +1,5 @@
-// RUN: mirage-opt %S/../../data/split_k_grid_sum.mlir -p 'mirage-transpile{late-finisher=1}' | filecheck %s --check-prefix=IR
-// RUN: mirage-opt %S/../../data/split_k_grid_sum.mlir -p 'mirage-transpile{late-finisher=1}' -t cuda | filecheck %s
+// RUN: mirage-opt %S/../../data/split_k_grid_sum.mlir -p 'mirage-transpile{tuning="late_finisher=1"}' | filecheck %s --check-prefix=IR
+// RUN: mirage-opt %S/../../data/split_k_grid_sum.mlir -p 'mirage-transpile{tuning="late_finisher=1"}' -t cuda | filecheck %s
 
 // The late finisher (cute-late-finisher, codegen/include/mirage_xdsl/grid.cuh): split-K
 // rms_norm(X) @ W over 4 splits of 2 iterations; partners 0-2 run 1 iteration each and the

@@ -1,4 +1,4 @@
-// RUN: mirage-opt %s -p 'mirage-transpile{always_split=true}' -t cuda | filecheck %s
+// RUN: mirage-opt %s -p 'mirage-transpile{tuning="always_split=true"}' -t cuda | filecheck %s
 // A kernel-graph input marked kn.weight is loaded by the cp.async ring prologue before the
 // PDL wait (codegen/weight_prefetch.py); X is loaded after it, and the kernel lets its
 // dependent grid launch right before that wait.
