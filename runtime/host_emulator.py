@@ -176,6 +176,8 @@ def _library(call: LibraryCall, args: list[np.ndarray]) -> list[np.ndarray]:
         return [BINARY[op](xs[0], xs[1])]
     if op == "reduction":
         return [strided_sum(xs[0], int_param(p["dim"]), int_param(p["size"]))]
+    if op == "reduction_max":
+        return [xs[0].max(axis=int_param(p["dim"]), keepdims=True)]
     if op == "rms_norm":
         n = len(p["normalized_shape"])  # type: ignore[arg-type]
         return [rms_normalize(xs[0], tuple(range(-n, 0)))]

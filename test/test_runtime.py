@@ -514,6 +514,41 @@ def test_run_host_library_plan_with_workspace_and_strided_output() -> None:
         CompiledGraph(kernel_plan(), None).run_host(np.zeros(256, np.float32))
 
 
+LIBRARY_CASES: dict[str, tuple[dict[str, Any], list[tuple[int, ...]], list[tuple[int, ...]]]] = {
+    "matmul": ({}, [(4, 8), (8, 3)], [(4, 3)]),
+    "reduction": ({"dim": 1, "size": 2}, [(4, 8)], [(4, 2)]),
+    "reduction_max": ({"dim": 1}, [(4, 8)], [(4, 1)]),
+    "rms_norm": ({"normalized_shape": [8], "eps": 0.0}, [(4, 8)], [(4, 8)]),
+    "concat": ({"dim": 0}, [(4, 8), (2, 8)], [(6, 8)]),
+    "chunk": ({"dim": 1, "chunks": 2}, [(4, 8)], [(4, 4), (4, 4)]),
+    "reshape": ({"shape": [8, 4]}, [(4, 8)], [(8, 4)]),
+    "all_reduce": ({}, [(4, 8)], [(4, 8)]),
+    "copy": ({}, [(4, 8)], [(4, 8)]),
+    "clamp": ({"min": -0.2, "max": 0.3}, [(4, 8)], [(4, 8)]),
+    "mul_scalar": ({"scalar": 1.5}, [(4, 8)], [(4, 8)]),
+}
+
+
+def test_host_emulator_library_steps_match_the_runtime() -> None:
+    """Every op the runtime runs as a library call (runtime/library_ops.py `LIBRARY_OPS`) runs
+    in the host emulator too, with the same result (a softmax over 50257 columns left its row
+    max to the library, which the emulator did not know)."""
+    from mirage_xdsl.runtime.host_emulator import _library
+    from mirage_xdsl.runtime.library_ops import LIBRARY_OPS
+
+    rng = np.random.default_rng(4)
+    for op in LIBRARY_OPS:
+        params, in_shapes, out_shapes = LIBRARY_CASES.get(op, ({}, [(4, 8)] * (2 if op in ("add", "sub", "mul", "div", "pow") else 1), [(4, 8)]))
+        args = [rng.uniform(0.5, 1.5, size=shape) for shape in in_shapes]
+        refs = [np.full(shape, np.nan) for shape in out_shapes]
+        call = LibraryCall(op, tuple(TensorRef("input", i) for i in range(len(args))), tuple(TensorRef("output", i) for i in range(len(refs))), params)
+        run_library_call(call, args, refs, np)
+        got = _library(call, args)
+        assert len(got) == len(refs), op
+        for g, r in zip(got, refs):
+            np.testing.assert_allclose(g, r, rtol=1e-12, err_msg=op)
+
+
 def test_poisoned_outputs_reveal_unwritten_elements() -> None:
     X = spec((4,), dtype="float32")
     plan = LaunchPlan("g", (X,), (X, X), 0, (LibraryCall("exp", (TensorRef("input", 0),), (TensorRef("output", 0),)),))
