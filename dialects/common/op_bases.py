@@ -40,6 +40,7 @@ from xdsl.irdl import (
 
 from mirage_xdsl.dialects import tiling
 from mirage_xdsl.dialects.common.checks import check_inferred_shape, fail, shape_of
+from mirage_xdsl.dialects.common.precision import mixes_half_and_f32
 
 TensorT = TypeVar("TensorT", bound=TypeAttribute)
 """The tensor type of one IR level: builtin `TensorType` (kn) or `tb.STensorType` (tb)."""
@@ -140,7 +141,10 @@ class MulScalarOpBase(SameTypeUnaryOpBase[TensorT], Generic[TensorT]):
 
 class BinaryOpBase(GraphOp, Generic[TensorT]):
     """Two operands and one result whose shape `infer_shape` derives from theirs (default: numpy
-    broadcasting over equal ranks); syntax `OP %a, %b : A, B -> R`."""
+    broadcasting over equal ranks); syntax `OP %a, %b : A, B -> R`.  Elementwise ops may mix one
+    16-bit float type with f32 (`precision.mixes_half_and_f32`; matmuls may not)."""
+
+    MIXED_PRECISION: ClassVar[bool] = True
 
     lhs = operand_def(LEVEL_TENSOR)
     rhs = operand_def(LEVEL_TENSOR)
@@ -168,13 +172,16 @@ class BinaryOpBase(GraphOp, Generic[TensorT]):
                 `infer_shape` rejects, or another result shape.
         """
         self.check_level_rules()
-        self.check_element_types(self.lhs, self.rhs, self.result)
+        if not (self.MIXED_PRECISION and mixes_half_and_f32((self.lhs, self.rhs, self.result))):
+            self.check_element_types(self.lhs, self.rhs, self.result)
         check_inferred_shape(self, lambda: self.infer_shape(shape_of(self.lhs), shape_of(self.rhs)), shape_of(self.result))
 
 
 class MatmulOpBase(BinaryOpBase[TensorT], Generic[TensorT]):
     """GEMM over the last two dims: [..., M, K] @ [..., K, N] -> [..., M, N]; the leading dims
     are a batch (equal) at the kernel level and 1 for tiles (`GraphOp.THREADBLOCK`)."""
+
+    MIXED_PRECISION: ClassVar[bool] = False
 
     @classmethod
     def infer_shape(cls, lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
@@ -215,7 +222,10 @@ class ConcatOpBase(GraphOp, Generic[TensorT]):
 
 class ReductionOpBase(GraphOp, Generic[TensorT]):
     """Reduce dim `dim` of `input` to `reduced_size()` elements; every result has that shape
-    (`tiling.reduction_shape`) and the input's element type.  Subclasses give the results."""
+    (`tiling.reduction_shape`) and the input's element type, or f32 for a 16-bit input where
+    the subclass sums (`KEEPS_F32_SUMS`, `precision`).  Subclasses give the results."""
+
+    KEEPS_F32_SUMS: ClassVar[bool] = False
 
     input = operand_def(LEVEL_TENSOR)
     dim = prop_def(IntegerAttr)
@@ -236,7 +246,8 @@ class ReductionOpBase(GraphOp, Generic[TensorT]):
             KnVerifyError: another element type, a bad dim or size (`tiling.reduction_shape`), or
                 another shape.
         """
-        self.check_element_types(self.input, result)
+        if not (self.KEEPS_F32_SUMS and mixes_half_and_f32((self.input, result))):
+            self.check_element_types(self.input, result)
         check_inferred_shape(
             self, lambda: tiling.reduction_shape(shape_of(self.input), self.reduce_dim, self.reduced_size()), shape_of(result)
         )

@@ -6,6 +6,7 @@ All but `kn.chunk` subclass the bases shared with tb (`dialects/common/op_bases.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, UnitAttr, i64
 from xdsl.ir import SSAValue
@@ -32,6 +33,7 @@ class ReductionOp(KnOp, OneResultReductionOpBase[TensorType]):
 
     name = "kn.reduction"
     size = prop_def(IntegerAttr)
+    KEEPS_F32_SUMS: ClassVar[bool] = True
 
     def __init__(self, input: SSAValue, dim: int, size: int = 1):
         super().__init__(input, dim, size, size=IntegerAttr(size, i64))

@@ -6,13 +6,14 @@ the last block of each split group; beyond Mirage).
 from __future__ import annotations
 
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_operand_def, prop_def, result_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from mirage_xdsl.dialects import tiling
 from mirage_xdsl.dialects.common.checks import check_inferred_shape, fail, shape_of
+from mirage_xdsl.dialects.common.precision import mixes_half_and_f32
 from mirage_xdsl.dialects.tb.compute_ops import MulScalarOp, ReductionOp, ReductionToDimxOp
 from mirage_xdsl.dialects.tb.stensor import STensorType, TbOp, after_accum, check_same_element_type, checked_graph_of
 
@@ -34,13 +35,22 @@ class ForloopAccumOp(TbOp):
     result = result_def(STensorType)
     kind = prop_def(StringAttr)
 
-    def __init__(self, input: SSAValue, kind: str, reduction_dimx: int = 64, rescale: SSAValue | None = None):
+    def __init__(
+        self,
+        input: SSAValue,
+        kind: str,
+        reduction_dimx: int = 64,
+        rescale: SSAValue | None = None,
+        element_type: Attribute | None = None,
+    ):
+        """`element_type`: the result's (default: the input's; f32 keeps the sum of a 16-bit
+        input in fp32, dialects/common/precision.py)."""
         typ = input.type
         assert isinstance(typ, STensorType)
         shape = tiling.accumulator_shape(kind, typ.get_shape(), reduction_dimx)
         super().__init__(
             operands=[input, [rescale] if rescale is not None else []],
-            result_types=[STensorType(shape, typ.element_type, True)],
+            result_types=[STensorType(shape, element_type or typ.element_type, True)],
             properties={"kind": StringAttr(kind)},
         )
 
@@ -74,7 +84,8 @@ class ForloopAccumOp(TbOp):
             raise fail(self, "the rescale tile must be computed inside the for-loop (not after_accum)")
         if not after_accum(self.result):
             raise fail(self, "an accumulator's result lives after the for-loop: its type must be after_accum")
-        check_same_element_type(self, *self.operands, self.result)
+        if not mixes_half_and_f32((*self.operands, self.result)):
+            check_same_element_type(self, *self.operands, self.result)
         if self.rescale is not None:
             in_shape, scale_shape = shape_of(self.input), shape_of(self.rescale)
             try:

@@ -172,6 +172,7 @@ class ReductionOp(TbReduceToOneBase):
     """Sum over `dim` (size -> 1)."""
 
     name = "tb.reduction"
+    KEEPS_F32_SUMS: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -180,6 +181,7 @@ class ReductionToDimxOp(TbReductionBase, OneResultReductionOpBase[STensorType]):
     `out[..., j] = sum_k in[..., j + k*dimx]` (mirage-notes 1.7)."""
 
     name = "tb.reduction_to_dimx"
+    KEEPS_F32_SUMS: ClassVar[bool] = True
 
     def __init__(self, input: SSAValue, dim: int, reduction_dimx: int):
         super().__init__(input, dim, reduction_dimx)

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, f64, i64
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import Rewriter
 
 from mirage_xdsl.dialects import kn, tb, tiling
 from mirage_xdsl.passes.conversion.kernel_plan import KernelPlan
@@ -41,6 +42,16 @@ def mask_index_map(plan: KernelPlan, node: int, after_loop: bool) -> tuple[tuple
         grid_dims.append(g)
         loop_dims.append(int(a is not None and not after_loop and a == plan.loop_axis and plan.forloop_range > 1))
     return (grid_dims[0], grid_dims[1]), (loop_dims[0], loop_dims[1])
+
+
+def widened(value: SSAValue, dtype: Attribute) -> SSAValue:
+    """`value` with element type `dtype` where its op derived a 16-bit type for a node that
+    kn-widen-sums made f32 (a sum or accumulator of 16-bit tiles, an elementwise op reading an
+    f32 operand first); the op's uses keep reading it (dialects/common/precision.py)."""
+    typ = value.type
+    if not isinstance(typ, tb.STensorType) or typ.element_type == dtype:
+        return value
+    return Rewriter.replace_value_with_new_type(value, tb.STensorType(typ.get_shape(), dtype, typ.is_after_accum))
 
 
 def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.CustomizedOp:
@@ -83,14 +94,12 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
         imap, fdim = plan.imap_fdim(n)
         tile = tiling.input_tile_shape(node.shape, plan.grid, imap, fdim, R)
         val[n] = add(tb.InputOp(arg, imap, fdim, tile))
-    for n in plan.needed:
+    def place(n: int) -> None:
         node = group.nodes[n]
-        if node.kind == "input" or n in plan.skipped:
-            continue
         k = node.kind
         if n in plan.rms:
             val[n] = add(tb.ForloopAccumOp(val[plan.rms[n]], "red_ld_rms", dimx))
-            continue
+            return
         online = plan.online
         if online is not None and n in online.maxima:
             d = node.props["dim"]
@@ -98,7 +107,7 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
             ops.append(running)
             val[n] = running.max
             rescale[n] = add(tb.ExpOp(running.diff))  # exp(old max - new max)
-            continue
+            return
         if online is not None and n in online.rescaled:
             r = rescale[online.rescaled[n]]
             x = val[node.args[0]]
@@ -108,12 +117,12 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
                 val[n] = add(tb.ForloopAccumOp(x, "red_ld_sum_rescale", dimx, r))
             else:
                 val[n] = add(tb.ForloopAccumOp(add(tb.ReductionOp(x, node.props["dim"])), "nored_rescale", dimx, r))
-            continue
+            return
         if plan.loop_axis is not None and ax.reduce_axis.get(n) == plan.loop_axis:
             if k == "matmul":
                 mm = add(tb.MatmulOp(val[node.args[0]], val[node.args[1]]))
                 val[n] = add(tb.ForloopAccumOp(mm, "nored", dimx))
-                continue
+                return
             x = val[node.args[0]]
             d, size = node.props["dim"], node.props["size"]
             last = d == len(node.shape) - 1
@@ -128,7 +137,7 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
                 val[n] = add(tb.ForloopAccumOp(x, "redtox_ld_sum", dimx))
             else:
                 val[n] = add(tb.ForloopAccumOp(add(tb.ReductionToDimxOp(x, d, dimx)), "nored", dimx))
-            continue
+            return
         if ph[n] == "post":
             xs = [after_loop(a) for a in node.args]
         else:
@@ -154,6 +163,12 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
             val[n] = add(tb.CausalMaskOp(xs[0], node.props["offset"], *mask_index_map(plan, n, ph[n] == "post")))
         else:  # pragma: no cover - fusible_op() admits nothing else
             raise AssertionError(f"cannot place kn.{k} in a block graph")
+
+    for n in plan.needed:
+        if group.nodes[n].kind == "input" or n in plan.skipped:
+            continue
+        place(n)
+        val[n] = widened(val[n], group.nodes[n].dtype)
     out_types = []
     for o, omap in plan.outputs:
         v = after_loop(o)

@@ -45,7 +45,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
 from mirage_xdsl.dialects import tb
-from mirage_xdsl.dialects.kn import CustomizedOp, shape_of
+from mirage_xdsl.dialects.kn import CustomizedOp, element_type_of, shape_of
 
 PASS_NAME = "tb-decompose-accumulators"
 KEPT_KINDS = ("nored", "nored_rescale", "max")
@@ -71,25 +71,26 @@ def accumulator_ops(op: tb.ForloopAccumOp) -> list[Operation]:
     last = rank - 1
     n = shape_of(x)[last]
     iterations, dimx = _graph_params(op)
+    wide = element_type_of(op.result)  # f32 for a 16-bit input's sum kept wide (kn-widen-sums)
     if kind == "red_ld_sum":
-        acc = tb.ForloopAccumOp(x, "nored")
+        acc = tb.ForloopAccumOp(x, "nored", element_type=wide)
         return [acc, tb.ReductionOp(acc.result, last)]
     if kind == "red_ld_mean":
-        acc = tb.ForloopAccumOp(x, "nored")
+        acc = tb.ForloopAccumOp(x, "nored", element_type=wide)
         red = tb.ReductionOp(acc.result, last)
         return [acc, red, tb.MulScalarOp(red.result, 1.0 / (n * iterations))]
     if kind == "red_ld_rms":
         square = tb.SquareOp(x)
         scaled = tb.MulScalarOp(square.result, 1.0 / (n * iterations))
-        acc = tb.ForloopAccumOp(scaled.result, "nored")
+        acc = tb.ForloopAccumOp(scaled.result, "nored", element_type=wide)
         red = tb.ReductionOp(acc.result, last)
         return [square, scaled, acc, red, tb.SqrtOp(red.result)]
     if kind == "redtox_ld_sum":
-        acc = tb.ForloopAccumOp(x, "nored")
+        acc = tb.ForloopAccumOp(x, "nored", element_type=wide)
         return [acc, tb.ReductionToDimxOp(acc.result, last, dimx)]
     if kind == "red_ld_sum_rescale":
         assert op.rescale is not None  # the verifier requires it for this kind
-        acc = tb.ForloopAccumOp(x, "nored_rescale", dimx, rescale=op.rescale)
+        acc = tb.ForloopAccumOp(x, "nored_rescale", dimx, rescale=op.rescale, element_type=wide)
         return [acc, tb.ReductionOp(acc.result, last)]
     raise AssertionError(f"accumulator kind {kind} needs no decomposition")
 

@@ -92,11 +92,12 @@ func.func @binary_result_shape(%a: tensor<4x8xf16>, %b: tensor<4x1xf16>) {
 
 // -----
 
-func.func @binary_dtype(%a: tensor<4x8xf16>, %b: tensor<4x8xf32>) {
-  %0 = kn.div %a, %b : tensor<4x8xf16>, tensor<4x8xf32> -> tensor<4x8xf16>
+// Two 16-bit types never mix (f16 with f32 may: dialects/common/precision.py).
+func.func @binary_dtype(%a: tensor<4x8xf16>, %b: tensor<4x8xbf16>) {
+  %0 = kn.div %a, %b : tensor<4x8xf16>, tensor<4x8xbf16> -> tensor<4x8xf16>
   func.return
 }
-// CHECK: kn.div: operands and results must share one element type, got ['f16', 'f32']
+// CHECK: kn.div: operands and results must share one element type, got ['bf16', 'f16']
 
 // -----
 
@@ -192,11 +193,20 @@ func.func @reduction_result(%a: tensor<4x8xf16>) {
 
 // -----
 
+// A sum of a 16-bit tensor may be f32 (kn-widen-sums), not another 16-bit type; a max keeps its type.
 func.func @reduction_dtype(%a: tensor<4x8xf16>) {
-  %0 = kn.reduction %a {dim = 1 : i64, size = 1 : i64} : tensor<4x8xf16> -> tensor<4x1xf32>
+  %0 = kn.reduction %a {dim = 1 : i64, size = 1 : i64} : tensor<4x8xf16> -> tensor<4x1xbf16>
   func.return
 }
-// CHECK: kn.reduction: operands and results must share one element type, got ['f16', 'f32']
+// CHECK: kn.reduction: operands and results must share one element type, got ['bf16', 'f16']
+
+// -----
+
+func.func @reduction_max_dtype(%a: tensor<4x8xf16>) {
+  %0 = kn.reduction_max %a {dim = 1 : i64} : tensor<4x8xf16> -> tensor<4x1xf32>
+  func.return
+}
+// CHECK: kn.reduction_max: operands and results must share one element type, got ['f16', 'f32']
 
 // ---- rms_norm ----
 

@@ -268,16 +268,16 @@ func.func @binary_result_shape(%X: tensor<8x64xf16>, %Y: tensor<8x1xf16>) {
 
 // -----
 
-func.func @binary_element_type(%X: tensor<8x64xf16>, %Y: tensor<8x64xf32>) {
-  kn.customized(%X, %Y) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<8x64xf16>, tensor<8x64xf32>) -> () {
-  ^bb0(%x: tensor<8x64xf16>, %y: tensor<8x64xf32>):
+func.func @binary_element_type(%X: tensor<8x64xf16>, %Y: tensor<8x64xbf16>) {
+  kn.customized(%X, %Y) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<8x64xf16>, tensor<8x64xbf16>) -> () {
+  ^bb0(%x: tensor<8x64xf16>, %y: tensor<8x64xbf16>):
     %t = tb.input %x {input_map = array<i64: -1, -1, -1>, forloop_dim = -1 : i64} : tensor<8x64xf16> -> !tb.stensor<8x64xf16>
-    %u = tb.input %y {input_map = array<i64: -1, -1, -1>, forloop_dim = -1 : i64} : tensor<8x64xf32> -> !tb.stensor<8x64xf32>
-    %s = tb.pow %t, %u : !tb.stensor<8x64xf16>, !tb.stensor<8x64xf32> -> !tb.stensor<8x64xf16>
+    %u = tb.input %y {input_map = array<i64: -1, -1, -1>, forloop_dim = -1 : i64} : tensor<8x64xbf16> -> !tb.stensor<8x64xbf16>
+    %s = tb.pow %t, %u : !tb.stensor<8x64xf16>, !tb.stensor<8x64xbf16> -> !tb.stensor<8x64xf16>
   }
   func.return
 }
-// CHECK: tb.pow: operands and results must share one element type, got f16, f32, f16
+// CHECK: tb.pow: operands and results must share one element type, got f16, bf16, f16
 
 // -----
 
@@ -442,11 +442,11 @@ func.func @reduction_element_type(%X: tensor<8x64xf16>) {
   kn.customized(%X) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<8x64xf16>) -> () {
   ^bb0(%x: tensor<8x64xf16>):
     %a = tb.input %x {input_map = array<i64: -1, -1, -1>, forloop_dim = -1 : i64} : tensor<8x64xf16> -> !tb.stensor<8x64xf16>
-    %r = tb.reduction %a {dim = 1 : i64} : !tb.stensor<8x64xf16> -> !tb.stensor<8x1xf32>
+    %r = tb.reduction %a {dim = 1 : i64} : !tb.stensor<8x64xf16> -> !tb.stensor<8x1xbf16>
   }
   func.return
 }
-// CHECK: tb.reduction: operands and results must share one element type, got f16, f32
+// CHECK: tb.reduction: operands and results must share one element type, got f16, bf16
 
 // -----
 
@@ -578,11 +578,11 @@ func.func @accumulator_element_type(%X: tensor<8x64xf16>) {
   kn.customized(%X) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<8x64xf16>) -> () {
   ^bb0(%x: tensor<8x64xf16>):
     %a = tb.input %x {input_map = array<i64: -1, -1, -1>, forloop_dim = -1 : i64} : tensor<8x64xf16> -> !tb.stensor<8x64xf16>
-    %s = tb.forloop_accum nored %a : !tb.stensor<8x64xf16> -> !tb.stensor<8x64xf32, after_accum>
+    %s = tb.forloop_accum nored %a : !tb.stensor<8x64xf16> -> !tb.stensor<8x64xbf16, after_accum>
   }
   func.return
 }
-// CHECK: tb.forloop_accum: operands and results must share one element type, got f16, f32
+// CHECK: tb.forloop_accum: operands and results must share one element type, got f16, bf16
 
 // -----
 
@@ -636,16 +636,16 @@ func.func @rescale_shape(%X: tensor<8x64xf16>, %Y: tensor<4x1xf16>) {
 
 // -----
 
-func.func @rescale_element_type(%X: tensor<8x64xf16>, %Y: tensor<8x1xf32>) {
-  kn.customized(%X, %Y) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<8x64xf16>, tensor<8x1xf32>) -> () {
-  ^bb0(%x: tensor<8x64xf16>, %y: tensor<8x1xf32>):
+func.func @rescale_element_type(%X: tensor<8x64xf16>, %Y: tensor<8x1xbf16>) {
+  kn.customized(%X, %Y) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<8x64xf16>, tensor<8x1xbf16>) -> () {
+  ^bb0(%x: tensor<8x64xf16>, %y: tensor<8x1xbf16>):
     %a = tb.input %x {input_map = array<i64: -1, -1, -1>, forloop_dim = -1 : i64} : tensor<8x64xf16> -> !tb.stensor<8x64xf16>
-    %r = tb.input %y {input_map = array<i64: -1, -1, -1>, forloop_dim = -1 : i64} : tensor<8x1xf32> -> !tb.stensor<8x1xf32>
-    %s = tb.forloop_accum nored_rescale %a, %r : !tb.stensor<8x64xf16>, !tb.stensor<8x1xf32> -> !tb.stensor<8x64xf16, after_accum>
+    %r = tb.input %y {input_map = array<i64: -1, -1, -1>, forloop_dim = -1 : i64} : tensor<8x1xbf16> -> !tb.stensor<8x1xbf16>
+    %s = tb.forloop_accum nored_rescale %a, %r : !tb.stensor<8x64xf16>, !tb.stensor<8x1xbf16> -> !tb.stensor<8x64xf16, after_accum>
   }
   func.return
 }
-// CHECK: tb.forloop_accum: operands and results must share one element type, got f16, f32, f16
+// CHECK: tb.forloop_accum: operands and results must share one element type, got f16, bf16, f16
 
 // -----
 

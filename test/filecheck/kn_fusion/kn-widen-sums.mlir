@@ -1,0 +1,47 @@
+// RUN: mirage-opt %s -p kn-widen-sums --split-input-file | filecheck %s
+
+// A softmax's row sum of a 16-bit graph is kept in f32; the division reads it and rounds to f16.
+func.func @softmax(%x: tensor<8x131072xf16>) -> tensor<8x131072xf16> {
+  %m = kn.reduction_max %x {dim = 1 : i64} : tensor<8x131072xf16> -> tensor<8x1xf16>
+  %d = kn.sub %x, %m : tensor<8x131072xf16>, tensor<8x1xf16> -> tensor<8x131072xf16>
+  %e = kn.exp %d : tensor<8x131072xf16>
+  %s = kn.reduction %e {dim = 1 : i64, size = 1 : i64} : tensor<8x131072xf16> -> tensor<8x1xf16>
+  %o = kn.div %e, %s : tensor<8x131072xf16>, tensor<8x1xf16> -> tensor<8x131072xf16>
+  func.return %o : tensor<8x131072xf16>
+}
+// CHECK-LABEL: func.func @softmax
+// CHECK:         %m = kn.reduction_max %x {dim = 1 : i64} : tensor<8x131072xf16> -> tensor<8x1xf16>
+// CHECK:         %s = kn.reduction %e {dim = 1 : i64, size = 1 : i64} : tensor<8x131072xf16> -> tensor<8x1xf32>
+// CHECK-NEXT:    %o = kn.div %e, %s : tensor<8x131072xf16>, tensor<8x1xf32> -> tensor<8x131072xf16>
+
+// -----
+
+// The unary ops over a sum (a mean, its square root) are widened with it, in bf16 too.
+func.func @layernorm_stats(%x: tensor<4x4096xbf16>) -> tensor<4x4096xbf16> {
+  %s = kn.reduction %x {dim = 1 : i64, size = 1 : i64} : tensor<4x4096xbf16> -> tensor<4x1xbf16>
+  %mean = kn.mul_scalar %s {scalar = 0.000244140625 : f64} : tensor<4x1xbf16>
+  %r = kn.sqrt %mean : tensor<4x1xbf16>
+  %o = kn.div %x, %r : tensor<4x4096xbf16>, tensor<4x1xbf16> -> tensor<4x4096xbf16>
+  func.return %o : tensor<4x4096xbf16>
+}
+// CHECK-LABEL: func.func @layernorm_stats
+// CHECK:         %s = kn.reduction %x {dim = 1 : i64, size = 1 : i64} : tensor<4x4096xbf16> -> tensor<4x1xf32>
+// CHECK-NEXT:    %mean = kn.mul_scalar %s {scalar = 0.000244140625 : f64} : tensor<4x1xf32>
+// CHECK-NEXT:    %r = kn.sqrt %mean : tensor<4x1xf32>
+// CHECK-NEXT:    %o = kn.div %x, %r : tensor<4x4096xbf16>, tensor<4x1xf32> -> tensor<4x4096xbf16>
+
+// -----
+
+// Kept as declared: a sum that is a graph output, one a matmul reads, and an fp32 graph's.
+func.func @kept(%x: tensor<4x64xf16>, %w: tensor<1x8xf16>, %y: tensor<4x64xf32>) -> (tensor<4x1xf16>, tensor<4x8xf16>, tensor<4x64xf32>) {
+  %out = kn.reduction %x {dim = 1 : i64, size = 1 : i64} : tensor<4x64xf16> -> tensor<4x1xf16>
+  %t = kn.reduction %x {dim = 1 : i64, size = 1 : i64} : tensor<4x64xf16> -> tensor<4x1xf16>
+  %mm = kn.matmul %t, %w : tensor<4x1xf16>, tensor<1x8xf16> -> tensor<4x8xf16>
+  %s32 = kn.reduction %y {dim = 1 : i64, size = 1 : i64} : tensor<4x64xf32> -> tensor<4x1xf32>
+  %o32 = kn.div %y, %s32 : tensor<4x64xf32>, tensor<4x1xf32> -> tensor<4x64xf32>
+  func.return %out, %mm, %o32 : tensor<4x1xf16>, tensor<4x8xf16>, tensor<4x64xf32>
+}
+// CHECK-LABEL: func.func @kept
+// CHECK:         %out = kn.reduction %x {dim = 1 : i64, size = 1 : i64} : tensor<4x64xf16> -> tensor<4x1xf16>
+// CHECK-NEXT:    %t = kn.reduction %x {dim = 1 : i64, size = 1 : i64} : tensor<4x64xf16> -> tensor<4x1xf16>
+// CHECK:         %s32 = kn.reduction %y {dim = 1 : i64, size = 1 : i64} : tensor<4x64xf32> -> tensor<4x1xf32>

@@ -1,0 +1,137 @@
+"""Row sums of fp16 / bf16 graphs kept in fp32 (passes/kn/widen_sums.py) and the mixed-precision
+rule of the dialects (dialects/common/precision.py).
+
+Before kn-widen-sums a softmax over 131072 fp16 columns whose `exp(x - max)` are near 1 stored
+a row sum above 65504 (fp16's largest value) as inf and returned zeros; torch keeps the sum in
+fp32.  Numerics run in the host emulator (CI) and on the GPU (NaN-poisoned outputs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.func import Func
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
+
+from mirage_xdsl.dialects import kn, tb
+from mirage_xdsl.frontends.builder import new_kernel_graph
+from mirage_xdsl.passes.kn.widen_sums import KnWidenSumsPass
+from mirage_xdsl.runtime.host_emulator import find_cxx
+
+needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="the host emulator needs a C++ compiler")
+
+
+def _parse(text: str) -> ModuleOp:
+    ctx = Context()
+    for dialect in (Builtin, Func, kn.Kernel, tb.Threadblock):
+        ctx.load_dialect(dialect)
+    return Parser(ctx, text).parse_module()
+
+
+def _graph(body: str, args: str, result: str) -> str:
+    return f"func.func @g({args}) -> {result} {{\n{body}\n}}"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "%o = kn.div %x, %s : tensor<4x64xf16>, tensor<4x1xf32> -> tensor<4x64xf16>",
+        "%o = kn.mul %s, %x : tensor<4x1xf32>, tensor<4x64xf16> -> tensor<4x64xf32>",
+    ],
+)
+def test_elementwise_ops_may_mix_a_half_type_with_f32(line: str) -> None:
+    text = _graph(f"  {line}\n  func.return %o : {line.split('-> ')[1]}",
+                  "%x: tensor<4x64xf16>, %s: tensor<4x1xf32>", line.split("-> ")[1])
+    _parse(text).verify()
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        ("%x: tensor<4x64xf16>, %w: tensor<64x8xf32>", "%o = kn.matmul %x, %w : tensor<4x64xf16>, tensor<64x8xf32> -> tensor<4x8xf16>"),
+        ("%x: tensor<4x64xf16>, %w: tensor<4x64xbf16>", "%o = kn.add %x, %w : tensor<4x64xf16>, tensor<4x64xbf16> -> tensor<4x64xf32>"),
+        ("%x: tensor<4x64xf16>, %w: tensor<4x64xf16>", "%o = kn.reduction_max %x {dim = 1 : i64} : tensor<4x64xf16> -> tensor<4x1xf32>"),
+    ],
+)
+def test_matmuls_maxima_and_two_half_types_keep_one_type(args: str, line: str) -> None:
+    result = line.split("-> ")[1]
+    with pytest.raises(VerifyException, match="one element type"):
+        _parse(_graph(f"  {line}\n  func.return %o : {result}", args, result)).verify()
+
+
+def test_sum_of_a_half_tensor_may_be_f32() -> None:
+    line = "%o = kn.reduction %x {dim = 1 : i64, size = 1 : i64} : tensor<4x64xbf16> -> tensor<4x1xf32>"
+    _parse(_graph(f"  {line}\n  func.return %o : tensor<4x1xf32>", "%x: tensor<4x64xbf16>", "tensor<4x1xf32>")).verify()
+
+
+def wide_softmax(rows: int, cols: int, dtype: str, scale: float = 0.1) -> object:
+    """softmax over `cols` columns of `scale * X`: every `exp(x - max)` is near 1, so the row
+    sum is near `cols` (131072 > 65504)."""
+    g = new_kernel_graph("wide_softmax")
+    X = g.new_input(dims=(rows, cols), dtype=dtype)
+    x = g.mul_scalar(X, scale)
+    e = g.exp(g.sub(x, g.reduction_max(x, 1)))
+    g.mark_output(g.div(e, g.reduction(e, 1)))
+    return g.module
+
+
+def test_the_wide_softmax_sum_is_widened() -> None:
+    module = wide_softmax(4, 131072, "float16")
+    KnWidenSumsPass().apply(Context(), module)  # type: ignore[arg-type]
+    sums = [op for op in module.walk() if isinstance(op, kn.ReductionOp)]  # type: ignore[attr-defined]
+    assert [str(kn.element_type_of(op.result)) for op in sums] == ["f32"]
+
+
+def _inputs_and_reference(rows: int, cols: int, dtype: str, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inputs uniform in (-0.5, 0.5) as the device holds them (fp16, or bf16 bit patterns), their
+    float64 values and the float64 softmax of 0.1 x them."""
+    from mirage_xdsl.runtime.random_inputs import numpy_values
+
+    x = np.random.default_rng(seed).uniform(-0.5, 0.5, size=(rows, cols)).astype(np.float32)
+    device = x.astype(np.float16) if dtype == "float16" else to_bf16_bits(x)
+    values = numpy_values(device, dtype)
+    e = np.exp(0.1 * values - (0.1 * values).max(1, keepdims=True))
+    return device, values, e / e.sum(1, keepdims=True)
+
+
+def to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """float32 values -> bfloat16 bit patterns (round to nearest even), as uint16."""
+    bits = x.astype(np.float32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def _rel_error(out: np.ndarray, ref: np.ndarray) -> float:
+    out = np.asarray(out, np.float64)
+    return float(np.abs(out - ref).max() / np.abs(ref).max()) if np.isfinite(out).all() else float("inf")
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_wide_softmax_emulated(dtype: str) -> None:
+    """Row sums near 131072: with the sum stored in fp16 the emulated kernels returned zeros
+    (error 1.0); kept in fp32 the softmax matches float64 to the output's rounding."""
+    from mirage_xdsl.driver.compile import prepare
+    from mirage_xdsl.runtime.host_emulator import HostEmulator
+
+    prepared = prepare(wide_softmax(4, 131072, dtype), None, "sm_80")
+    device, values, ref = _inputs_and_reference(4, 131072, dtype, seed=5)
+    (out,) = HostEmulator(prepared.program).run(prepared.func_name, [device if dtype == "float16" else values])
+    assert _rel_error(out, ref) < 2e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_wide_softmax_on_the_gpu(dtype: str) -> None:
+    """The same on the GPU, 64 rows, NaN-poisoned outputs."""
+    import cupy
+
+    from mirage_xdsl.driver.compile import compile as mx_compile
+
+    graph = mx_compile(wide_softmax(64, 131072, dtype), poison_outputs=True)
+    device, _, ref = _inputs_and_reference(64, 131072, dtype, seed=6)
+    (out,) = graph(cupy.asarray(device))
+    host = cupy.asnumpy(out)
+    values = host if dtype == "float16" else (host.astype(np.uint32) << 16).view(np.float32)
+    assert _rel_error(values, ref) < 2e-2
