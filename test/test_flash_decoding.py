@@ -1,5 +1,5 @@
 """Splits of an axis a max reduces (issue #30): flash decoding (decode attention with one query
-per KV head) and the max pass over one long row.  Flash decoding's kernel 1 runs the online
+per KV head, and several, folded by the combine) and the max pass over one long row.  Flash decoding's kernel 1 runs the online
 softmax over one of S chunks of the keys and stores its running max, row sum and P @ V as the
 S rows of `[heads, S, n]` partials; the combine kernel rescales them by exp(m_s - max_s m_s)
 (`split_combine.combine_group`); a max pass alone stores partial maxima that the combine
@@ -19,9 +19,13 @@ from mirage_xdsl.bench.fuzz_check import check_emulated, check_gpu
 from mirage_xdsl.bench.fuzz_graphs import FuzzCase
 from mirage_xdsl.bench.suite import graphs
 from mirage_xdsl.dialects import kn, tb
+from mirage_xdsl.dialects.kn.reshape_op import ReshapeOp
 from mirage_xdsl.driver.compile import make_context
 from mirage_xdsl.driver.load import load_module
+from mirage_xdsl.frontends.builder import new_kernel_graph
+from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.kn_fuse import KnFusePass
+from mirage_xdsl.passes.conversion.plan_group import group_from_ops
 from mirage_xdsl.reference.executor import run_reference
 from mirage_xdsl.runtime.host_emulator import find_cxx
 
@@ -55,11 +59,80 @@ def test_decode_with_one_query_per_kv_head_is_split_along_the_keys() -> None:
     assert len(_ops(combine, tb.ExpOp)) == 1 and len(_ops(combine, tb.ReductionOp)) == 2
 
 
-def test_several_query_rows_per_kv_head_keep_their_plans() -> None:
-    # the partial maxima of several rows would need a strided max: no rescaling combine
-    kernels = _fused(load_module(SUITE / "suite_decode_g8_kv8k_f16.mlir"))
-    combines = [k for k in kernels if k.attributes["kn.template"].data == "split_reduce"]  # type: ignore[attr-defined]
-    assert combines and not any(_ops(k, tb.ReduceMaxOp) for k in combines)
+def grouped_decode_then_projection(dtype: str, kv_heads: int = 8, group: int = 4, kv_len: int = 4096) -> Operation:
+    """Grouped-query decode attention whose output feeds an output projection (as in a decoder
+    layer): [kv_heads, group, 128] attention, viewed as [kv_heads * group, 128], @ W [128, 128]."""
+    g = new_kernel_graph("gdec")
+    Q = g.new_input((kv_heads, group, 128), dtype=dtype, name="Q")
+    K = g.new_input((kv_heads, 128, kv_len), strides=(kv_len * 128, 1, 128), dtype=dtype, name="K")
+    V = g.new_input((kv_heads, kv_len, 128), dtype=dtype, name="V")
+    W = g.new_input((128, 128), dtype=dtype, name="W")
+    att = graphs._attention(g, Q, K, V, 128)
+    g.mark_output(g.matmul(g.reshape(att, (kv_heads * group, 128)), W))
+    return g.module
+
+
+def test_several_query_rows_per_kv_head_fold_into_the_combine() -> None:
+    """g = 4 query rows per KV head: kernel 1 stores the partials of each row side by side
+    ([8, 4, S * x]), the combine reads them folded as [32, S, x] (no-copy reshapes) and takes
+    the max of the partial maxima over dim 1; its [32, 1, 128] result is reshaped back."""
+    module = grouped_decode_then_projection("float16")
+    _fused(module)
+    ops = list(module.body.block.first_op.body.block.ops)  # type: ignore[attr-defined]
+    main = next(o for o in ops if isinstance(o, kn.CustomizedOp) and o.attributes["kn.template"].data == "flash_decoding")  # type: ignore[attr-defined]
+    split = main.grid_dim.get_values()[1]  # type: ignore[attr-defined]
+    assert split > 1 and [kn.shape_of(r) for r in main.results] == [(8, 4, split), (8, 4, split), (8, 4, split * 128)]
+    views = [o for o in ops if isinstance(o, ReshapeOp) and o.input in main.results]
+    assert [kn.shape_of(v.output) for v in views] == [(32, split, 1), (32, split, 1), (32, split, 128)]
+    combine = next(o for o in ops if isinstance(o, kn.CustomizedOp) and set(o.inputs) == {v.output for v in views})
+    (gmax,) = _ops(combine, tb.ReduceMaxOp)
+    assert gmax.dim.value.data == 1  # type: ignore[attr-defined]
+    assert [kn.shape_of(r) for r in combine.results] == [(32, 1, 128)]
+    (back,) = [o for o in ops if isinstance(o, ReshapeOp) and o.input == combine.results[0]]
+    assert kn.shape_of(back.output) == (8, 4, 128)
+
+
+def test_a_returned_grouped_attention_is_not_folded() -> None:
+    """A graph output has a buffer of its own (a reshaped view of it would be a copy): the group
+    of a decode attention that is returned keeps the plans without a folded combine."""
+    module = graphs.decode_attention("float16", "dec", kv_heads=8, group=4, kv_len=4096, head_dim=128)
+    ops = [op for op in module.body.block.first_op.body.block.ops if op.name != "func.return"]  # type: ignore[attr-defined]
+    group, _ = group_from_ops(ops)
+    assert group.returned == set(group.outputs)
+    for plan in Planner().candidates(group):
+        for k in plan.kernels[1:]:
+            assert not any(isinstance(n.ext, tuple) and len(n.ext) > 2 for n in k.group.nodes)
+
+
+@pytest.mark.parametrize("peak", [1.0, 50.0])
+def test_the_folded_combine_computes_the_kernel_graphs_value(peak: float) -> None:
+    """The fused graph (kernel 1, the views, the folded combine, the projection) evaluated in
+    float64 equals the kernel graph, also at scores of +-50."""
+    module = grouped_decode_then_projection("float16")
+    fn = module.body.block.first_op  # type: ignore[attr-defined]
+    rng = np.random.default_rng(7)
+    xs = [rng.uniform(-1, 1, tuple(a.type.get_shape())) for a in fn.args]  # type: ignore[union-attr]
+    scores = np.einsum("hgd,hdk->hgk", xs[0], xs[1]) / np.sqrt(128)
+    xs[0] *= peak / float(np.abs(scores).max())
+    (ref,) = run_reference(module, xs)
+    fused = module.clone()
+    _fused(fused)
+    (got,) = run_reference(fused, xs)
+    assert np.isfinite(got).all() and float(np.abs(got - ref).max()) <= 1e-12 * float(np.abs(ref).max())
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_folded_flash_decoding_in_the_emulator(dtype: str) -> None:
+    out = check_emulated(FuzzCase("gdec", "kernel", dtype, grouped_decode_then_projection(dtype, kv_len=2048)), seed=5)
+    assert out.status == "ok", f"{out.reason}: {out.message}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_folded_flash_decoding_on_the_gpu(dtype: str) -> None:
+    out = check_gpu(FuzzCase("gdec", "kernel", dtype, grouped_decode_then_projection(dtype)), seed=6)
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
 
 
 def _scaled_decode(dtype: str, peak: float, seed: int) -> tuple[Operation, list[np.ndarray]]:

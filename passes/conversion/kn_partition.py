@@ -47,7 +47,9 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import AnyFloat, BFloat16Type, ModuleOp
@@ -58,6 +60,7 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import DiagnosticException
 
 from mirage_xdsl.dialects import kn
+from mirage_xdsl.dialects.kn.reshape_op import ReshapeOp
 from mirage_xdsl.passes.conversion.build_tb_graph import emit_kernel
 from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.gemm_epilogue import factor_bytes, lower_chain, split_into_chains
@@ -264,7 +267,7 @@ def smem_fits(plan: FusionPlan, limit: int) -> bool:
 
     def ext_value(ext):  # noqa: ANN001, ANN202
         if isinstance(ext, tuple) and ext and ext[0] == "partial":
-            return partials[ext[1]]
+            return partial_input(ext, partials, block.add_op)
         return remap[ext]
 
     for plan_k in plan.kernels:
@@ -409,6 +412,18 @@ def library_gemm_us(op: kn.MatmulOp, device: DeviceModel) -> float:
     return device.library_call_us + max(flops / device.library_gemm_flops_per_us, nbytes / device.hbm_bytes_per_us)
 
 
+def partial_input(ext: tuple[Any, ...], partials: list[SSAValue], insert: Callable[[Operation], None]) -> SSAValue:
+    """The value a combine kernel reads for its input `ext = ("partial", j[, view])`: kernel 1's
+    j-th result, or a `kn.reshape` of it to `view` (inserted with `insert`) where the combine
+    reads it folded (split_combine.py); kn-alias-reshape makes that reshape a view."""
+    value = partials[ext[1]]
+    if len(ext) > 2 and tuple(ext[2]) != kn.shape_of(value):
+        view = ReshapeOp(value, ext[2])
+        insert(view)
+        return view.output
+    return value
+
+
 def apply_plan(members: list[Operation], plan: FusionPlan) -> list[kn.CustomizedOp]:
     """Replace the group `members` by the kernels of `plan` (inserted before the first member)."""
     current, out_values = group_from_ops(members)
@@ -426,7 +441,7 @@ def apply_plan(members: list[Operation], plan: FusionPlan) -> list[kn.Customized
 
     def ext_value(ext):  # noqa: ANN001, ANN202
         if isinstance(ext, tuple) and ext and ext[0] == "partial":
-            return partials[ext[1]]
+            return partial_input(ext, partials, lambda op: block.insert_op_before(op, anchor))
         return remap.get(ext, ext)
 
     base = next((v.name_hint for v in out_values if v.name_hint), None)
@@ -440,6 +455,10 @@ def apply_plan(members: list[Operation], plan: FusionPlan) -> list[kn.Customized
                 r.name_hint = f"{base}_part{j}"
     final = kernels[-1]
     for old, new in zip(out_values, final.results):
+        if new.type != old.type:  # a folded combine's rows (split_combine.folded_shape)
+            view = ReshapeOp(new, kn.shape_of(old))
+            block.insert_op_before(view, anchor)
+            new = view.output
         if old.name_hint and not new.name_hint:
             new.name_hint = old.name_hint
         old.replace_all_uses_with(new)

@@ -9,6 +9,14 @@ inference", 2023): the global max M is the max of the partial maxima m_s, and ea
 is weighted by exp(m_s - M) before the sum over the partials, which gives exactly the sums
 rescaled to M that the unsplit loop ends with.
 
+Several query rows per KV head (grouped-query decode attention, frontier nodes [.., g, x] with
+g > 1) store their partials side by side along the last dim ([.., g, S * x], each row's S
+chunks in turn), and the combine reads them as [L * g, S, x] (L = the product of the leading
+dims, a no-copy `kn.reshape`): one row per (head, query) and the S partials along dim 1, where
+the max of the maxima and the weights exp(m_s - M) broadcast like the one-row case.  Its
+results [L * g, 1, x] become the group's outputs through a second reshape (`folded_shape`);
+a graph output has a buffer of its own, so groups returning one keep the partitioned plans.
+
 Partials are stored in the graph's dtype, as every split-K plan's are: an fp16 P @ V partial
 sums up to one chunk of keys (L / S) of values weighted by at most 1, so its magnitude is
 bounded by the chunk length times max |V|.
@@ -16,10 +24,11 @@ bounded by the chunk length times max |V|.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 from mirage_xdsl.passes.conversion.plan_analysis import AxisInfo, online_softmax
-from mirage_xdsl.passes.conversion.plan_group import Group
+from mirage_xdsl.passes.conversion.plan_group import BINARY_KINDS, UNARY_KINDS, Group
 
 
 def holds_maxima(group: Group, frontier: Sequence[int]) -> bool:
@@ -34,9 +43,10 @@ def max_partial_dim(group: Group, ax: AxisInfo, loop_axis: int, ph: dict[int, st
     one before), or None if such a split cannot be combined (`combine_group`):
 
     - maxima the loop itself reads (a running max) with the sums and matmuls they rescale:
-      every frontier node must be one row (dim -2 of extent 1, e.g. decode attention with one
-      query per KV head), stored as the rows of `[.., S, n]` partials that plain reductions
-      over dim -2 combine -- the maxima of several rows would need a strided max;
+      one row per frontier node (dim -2 of extent 1, decode attention with one query per KV
+      head) is stored as the rows of `[.., S, n]` partials that plain reductions over dim -2
+      combine; g > 1 rows (the same [.., g] for every node, no group output a graph output) go
+      side by side along the last dim (-1), folded by the combine (module docstring);
     - maxima alone (a max pass over long rows): partials side by side along a dim of extent 1
       (the reduced last dim, else dim -2), combined by a max."""
     online = online_softmax(group, ax, loop_axis)
@@ -50,9 +60,46 @@ def max_partial_dim(group: Group, ax: AxisInfo, loop_axis: int, ph: dict[int, st
         return None
     if online is None or not all(ph.get(m) == "loop" for m in online.maxima):
         return None
-    if set(frontier) != set(online.maxima) | set(online.rescaled) or any(n.shape[-2] != 1 for n in nodes):
+    if set(frontier) != set(online.maxima) | set(online.rescaled):
         return None
-    return -2
+    if all(n.shape[-2] == 1 for n in nodes):
+        return -2
+    if len({n.shape[:-1] for n in nodes}) == 1 and not group.returned and foldable_post_ops(group, ph, frontier):
+        return -1
+    return None
+
+
+def foldable_post_ops(group: Group, ph: dict[int, str], frontier: Sequence[int]) -> bool:
+    """Whether the post-loop ops of `group` can run on folded rows (`folded_shape`): elementwise
+    ops reading only the frontier and each other (the combine has only the partials), every
+    value of the frontier's [.., g] rows."""
+    rows = group.nodes[frontier[0]].shape[:-1]
+    for node in group.nodes:
+        if ph.get(node.idx) != "post" or node.idx in frontier:
+            continue
+        if node.kind not in UNARY_KINDS and node.kind not in BINARY_KINDS or node.shape[:-1] != rows:
+            return False
+        if any(a not in frontier and ph.get(a) != "post" for a in node.args):
+            return False
+    return True
+
+
+def folded_shape(shape: Sequence[int], rows: int) -> tuple[int, int, int]:
+    """`shape` = [*lead, g, x] of a frontier or post-loop node as one row per (lead, g):
+    [prod(lead) * g, `rows`, x] (`rows` = S for the partials, 1 for the combined values)."""
+    return (math.prod(shape[:-1]), rows, shape[-1])
+
+
+def is_folded(group: Group, frontier: Sequence[int], dims: Sequence[int]) -> bool:
+    """Whether kernel 1 stored the partials of several rows per node along the last dim
+    (`max_partial_dim` -1 for a running max), which the combine folds."""
+    nodes = [group.nodes[f] for f in frontier]
+    return (
+        holds_maxima(group, frontier)
+        and any(n.kind != "reduction_max" for n in nodes)
+        and all(d == len(n.shape) - 1 for n, d in zip(nodes, dims))
+        and all(n.shape[-2] > 1 for n in nodes)
+    )
 
 
 def combine_group(group: Group, ph: dict[int, str], frontier: Sequence[int], dims: Sequence[int], split: int) -> Group:
@@ -64,12 +111,19 @@ def combine_group(group: Group, ph: dict[int, str], frontier: Sequence[int], dim
     concatenated it along."""
     g2 = Group(records=group.records)
     partials: dict[int, int] = {}
+    folded = is_folded(group, frontier, dims)
     for j, (f, d) in enumerate(zip(frontier, dims)):
         node = group.nodes[f]
+        if folded:  # kernel 1's [.., g, S * x] read as [L * g, S, x]
+            view = folded_shape(node.shape, split)
+            partials[f] = g2.add("input", view, node.dtype, ext=("partial", j, view), name=f"partial{j}")
+            continue
         pshape = list(node.shape)
         pshape[d] *= split
         partials[f] = g2.add("input", pshape, node.dtype, ext=("partial", j), name=f"partial{j}")
-    if holds_maxima(group, frontier):
+    if folded:
+        mapping = _rescaling_combine(g2, group, partials, [1] * len(dims), lambda s: folded_shape(s, 1))
+    elif holds_maxima(group, frontier):
         mapping = _rescaling_combine(g2, group, partials, dims)
     else:
         mapping = {
@@ -85,7 +139,8 @@ def combine_group(group: Group, ph: dict[int, str], frontier: Sequence[int], dim
             mapping[n] = g2.add("input", node.shape, node.dtype, ext=node.ext, name=node.name)
         else:
             args = tuple(need(a) for a in node.args)
-            mapping[n] = g2.add(node.kind, node.shape, node.dtype, args, node.props)
+            shape = folded_shape(node.shape, 1) if folded else node.shape
+            mapping[n] = g2.add(node.kind, shape, node.dtype, args, node.props)
         return mapping[n]
 
     for node in group.nodes:
@@ -95,17 +150,25 @@ def combine_group(group: Group, ph: dict[int, str], frontier: Sequence[int], dim
     return g2
 
 
-def _rescaling_combine(g2: Group, group: Group, partials: dict[int, int], dims: Sequence[int]) -> dict[int, int]:
+def _rescaling_combine(
+    g2: Group,
+    group: Group,
+    partials: dict[int, int],
+    dims: Sequence[int],
+    shape_of: Callable[[tuple[int, ...]], tuple[int, ...]] = lambda s: s,
+) -> dict[int, int]:
     """The maxima's combine in `g2` (module docstring): per frontier node of `group`, the node
-    of `g2` holding its combined value.  Every partial was concatenated along the same dim
-    (`max_partial_dim`): M = the max of the partial maxima over it, w = exp(m - M) per
-    partial, and each rescaled sum is the sum over that dim of w times its partial (every
-    rescaled node belongs to the one max of the frontier)."""
+    of `g2` holding its combined value (of shape `shape_of(node shape)`: folded rows or as
+    is).  Every partial was concatenated along the same dim (`max_partial_dim`): M = the max
+    of the partial maxima over it, w = exp(m - M) per partial, and each rescaled sum is the
+    sum over that dim of w times its partial (every rescaled node belongs to the one max of
+    the frontier)."""
     maxima = [f for f in partials if group.nodes[f].kind == "reduction_max"]
     d = dims[0]
     assert all(dim == d for dim in dims), dims
     mapping = {
-        f: g2.add("reduction_max", group.nodes[f].shape, group.nodes[f].dtype, (partials[f],), {"dim": d, "size": 1}) for f in maxima
+        f: g2.add("reduction_max", shape_of(group.nodes[f].shape), group.nodes[f].dtype, (partials[f],), {"dim": d, "size": 1})
+        for f in maxima
     }
     rescaled = [f for f in partials if f not in mapping]
     if not rescaled:
@@ -118,5 +181,5 @@ def _rescaling_combine(g2: Group, group: Group, partials: dict[int, int], dims: 
     for f in rescaled:
         node = group.nodes[f]
         weighted = g2.add("mul", g2.nodes[partials[f]].shape, node.dtype, (partials[f], weight))
-        mapping[f] = g2.add("reduction", node.shape, node.dtype, (weighted,), {"dim": d, "size": 1})
+        mapping[f] = g2.add("reduction", shape_of(node.shape), node.dtype, (weighted,), {"dim": d, "size": 1})
     return mapping
