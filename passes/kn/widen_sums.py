@@ -49,9 +49,10 @@ def widened_set(sum_value: SSAValue, returned: set[SSAValue]) -> list[SSAValue] 
             return None
         for use in value.uses:
             user = use.operation
-            if isinstance(user, UNARY_WIDENED) and user.results[0] not in members:
-                members.append(user.results[0])
-            elif not (isinstance(user, KnBinaryOp) and not isinstance(user, kn.MatmulOp)):
+            if isinstance(user, UNARY_WIDENED):
+                if user.results[0] not in members:
+                    members.append(user.results[0])
+            elif not isinstance(user, KnBinaryOp) or isinstance(user, kn.MatmulOp):
                 return None
     return members
 
