@@ -27,6 +27,7 @@ from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.dialects.cute.permute_copy import PermuteCopyOp
 from mirage_xdsl.dialects.kn import GRID_SUM_SCRATCH_ATTR, element_type_of, ints, shape_of
+from mirage_xdsl.dialects.kn.reshape_op import output_view_of
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
 from mirage_xdsl.target import SMEM_OPTIN_PER_BLOCK
 from mirage_xdsl.target.errors import SharedMemoryExceeded
@@ -123,6 +124,8 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
             return TensorRef("input", value.index)
         if value in out_index:
             return TensorRef("output", out_index[value])
+        if (view := output_view_of(value)) is not None and view.output in out_index:
+            return TensorRef("output", out_index[view.output])  # written through the output's view
         if isinstance(value, OpResult) and isinstance(value.op, kn.ReshapeOp) and kn.ALIAS_ATTR in value.op.attributes:
             # a view of the input's buffer (kn-alias-reshape): its pointer, the view's strides
             src = ref(value.op.input, user)

@@ -23,9 +23,7 @@ from mirage_xdsl.dialects.kn.reshape_op import ReshapeOp
 from mirage_xdsl.driver.compile import make_context
 from mirage_xdsl.driver.load import load_module
 from mirage_xdsl.frontends.builder import new_kernel_graph
-from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.kn_fuse import KnFusePass
-from mirage_xdsl.passes.conversion.plan_group import group_from_ops
 from mirage_xdsl.reference.executor import run_reference
 from mirage_xdsl.runtime.host_emulator import find_cxx
 
@@ -92,16 +90,28 @@ def test_several_query_rows_per_kv_head_fold_into_the_combine() -> None:
     assert kn.shape_of(back.output) == (8, 4, 128)
 
 
-def test_a_returned_grouped_attention_is_not_folded() -> None:
-    """A graph output has a buffer of its own (a reshaped view of it would be a copy): the group
-    of a decode attention that is returned keeps the plans without a folded combine."""
-    module = graphs.decode_attention("float16", "dec", kv_heads=8, group=4, kv_len=4096, head_dim=128)
-    ops = [op for op in module.body.block.first_op.body.block.ops if op.name != "func.return"]  # type: ignore[attr-defined]
-    group, _ = group_from_ops(ops)
-    assert group.returned == set(group.outputs)
-    for plan in Planner().candidates(group):
-        for k in plan.kernels[1:]:
-            assert not any(isinstance(n.ext, tuple) and len(n.ext) > 2 for n in k.group.nodes)
+def test_a_returned_grouped_attention_writes_into_the_output() -> None:
+    """A folded combine whose result is a graph output writes straight into the output's buffer:
+    the reshape back is a `kn.output_view` (no copy, no workspace), so the launch plan is two
+    kernels and the combine's output argument is graph output 0."""
+    from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorRef
+    from mirage_xdsl.driver.compile import prepare
+
+    module = graphs.decode_attention("float16", "dec", kv_heads=4, group=8, kv_len=1024, head_dim=128)
+    prepared = prepare(module, None, "sm_90")
+    steps = prepared.plan.steps
+    assert len(steps) == 2 and all(isinstance(s, KernelLaunch) for s in steps)
+    assert steps[1].args[0] == TensorRef("output", 0)  # type: ignore[union-attr]
+    views = [o for o in prepared.module.walk() if isinstance(o, ReshapeOp) and "kn.output_view" in o.attributes]
+    assert [kn.shape_of(v.output) for v in views] == [(4, 8, 128)]
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_returned_grouped_attention_in_the_emulator(dtype: str) -> None:
+    module = graphs.decode_attention(dtype, "dec", kv_heads=4, group=8, kv_len=1024, head_dim=128)
+    out = check_emulated(FuzzCase("dec", "kernel", dtype, module), seed=5)
+    assert out.status == "ok", f"{out.reason}: {out.message}"
 
 
 @pytest.mark.parametrize("peak", [1.0, 50.0])
@@ -133,6 +143,9 @@ def test_folded_flash_decoding_in_the_emulator(dtype: str) -> None:
 def test_folded_flash_decoding_on_the_gpu(dtype: str) -> None:
     out = check_gpu(FuzzCase("gdec", "kernel", dtype, grouped_decode_then_projection(dtype)), seed=6)
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+    returned = graphs.decode_attention(dtype, "dec", kv_heads=4, group=8, kv_len=8192, head_dim=128)
+    out = check_gpu(FuzzCase("dec", "kernel", dtype, returned), seed=7)
+    assert out.status == "ok", f"returned: {out.status}: {out.reason}: {out.message}"
 
 
 def _scaled_decode(dtype: str, peak: float, seed: int) -> tuple[Operation, list[np.ndarray]]:

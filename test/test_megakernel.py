@@ -197,14 +197,14 @@ func.func @decode(%Q: tensor<8x4x128xf16> {kn.strides = array<i64: 512, 128, 1>}
 
 
 def test_tasks_are_planned_within_the_workers_share_of_shared_memory() -> None:
-    # the default plan of decode attention holds a 256-key chunk of K and V per block (~130 KB):
-    # one worker per SM; planned within a quarter of the SM, the kernels fit four
+    # planned with the per-block limit, decode attention's kernels leave fewer than four workers
+    # per SM; planned within a quarter of the SM, they fit four
     assert worker_smem_budget(4) < 58 * 1024
     one = megakernel(parse(DECODE), per_op=False, ctas_per_sm=0)
     four_module = parse(DECODE)
     four = megakernel(four_module, per_op=False, ctas_per_sm=4)
-    assert one.num_workers == 132 and four.num_workers == 4 * 132
-    assert one.sm_major == 0 and four.sm_major == 132  # four workers per SM, numbered SM-major
+    assert one.num_workers < 4 * 132 and four.num_workers == 4 * 132
+    assert four.sm_major == 132  # four workers per SM, numbered SM-major
     kernels = [op for op in four_module.walk() if op.name == "cute.kernel"]
     assert kernels and all(kernel_smem(k) <= worker_smem_budget(4) for k in kernels)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="ctas-per-sm must be at least 1"):

@@ -139,3 +139,15 @@ def test_decoder_layers_match_reference(name: str) -> None:
     assert check(mk, module, 51) < 1e-2
     assert check(mk, module, 52) < 1e-2  # a second launch: later generations of the counters
     assert check(compile(module, poison_outputs=True), module, 53) < 1e-2
+
+
+def test_returned_grouped_attention_in_the_megakernel() -> None:
+    """Decode attention with 4 query rows per KV head, returned: the folded combine writes
+    through the output's view (`kn.output_view`) as a megakernel task, and per kernel."""
+    from mirage_xdsl.bench.suite import graphs
+    from mirage_xdsl.driver.compile import compile
+
+    module = graphs.decode_attention("float16", "dec", kv_heads=8, group=4, kv_len=4096, head_dim=128)
+    mk = compile(module, megakernel={"per_op": False}, poison_outputs=True)
+    assert check(mk, module, 61) < 1e-2 and check(mk, module, 62) < 1e-2
+    assert check(compile(module, poison_outputs=True), module, 63) < 1e-2

@@ -100,7 +100,7 @@ def test_decode_attention_keeps_its_partition() -> None:
     module = graphs.decode_attention("float16", "decode", kv_heads=4, group=8, kv_len=8192, head_dim=128)
     KnFusePass().apply(make_context(), module)
     templates = re.findall(r'kn.template = "(\w+)"', str(module))
-    assert "split_reduce" in templates and len(templates) >= 3
+    assert "split_reduce" in templates and len(templates) >= 2
 
 
 def test_online_plans_need_a_full_grid() -> None:

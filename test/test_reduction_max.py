@@ -11,6 +11,8 @@ fp16 -- the stable programs must stay finite and exact.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -191,16 +193,21 @@ def test_stable_attention_is_one_online_softmax_kernel() -> None:
     """The max is read inside the loop over the keys (`exp(s - max)`): with `online-softmax`
     kn-fuse keeps it running there (`tb.reduction_max`) and rescales the accumulators of the
     row sums and of `exp(...) @ V` (FlashAttention's online softmax) -- one kernel; by
-    default (no split of the keys yet, slower) the max gets a kernel of its own."""
-    assert "tb.reduction_max" not in _kn_fused(stable_attention(16, 32768, 64, "float16"), online=False)
-    text = _kn_fused(stable_attention(16, 32768, 64, "float16"))  # the keys need a loop
+    default its 16 query rows are too few to fill the GPU, so the keys are split: flash
+    decoding, kernel 1 with the running max and the folded combine (split_combine.py)."""
+    default = _kn_fused(stable_attention(16, 32768, 64, "float16"), online=False)
+    assert re.findall(r'kn.template = "(\w+)"', default) == ["flash_decoding", "split_reduce"], default
+    assert default.count("tb.reduction_max") == 1
+    # 128 query rows (more than a folded split takes, split_combine.MAX_FOLDED_ROWS): the keys
+    # need a loop, and the one online kernel is the plan
+    text = _kn_fused(stable_attention(128, 32768, 64, "float16"))
     assert text.count("kn.customized") == 1, text
     # the row sums' red_ld_sum_rescale is decomposed into nored_rescale + tb.reduction
     assert "tb.reduction_max" in text and text.count("tb.forloop_accum nored_rescale") == 2, text
 
 
 def test_logsumexp_reads_the_running_max_after_the_loop() -> None:
-    text = _kn_fused(logsumexp(2, 65536, "float16"))
+    text = _kn_fused(logsumexp(128, 65536, "float16"))  # two rows would fold (split the row)
     assert text.count("kn.customized") == 1, text
     assert "tb.reduction_max" in text and "tb.forloop_accum max" in text
 

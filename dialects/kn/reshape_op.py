@@ -25,6 +25,10 @@ from mirage_xdsl.dialects.kn.tensors import KnOp
 ALIAS_ATTR = "kn.alias"
 """Unit attribute `kn-alias-reshape` puts on a reshape whose result is a view of its input's
 buffer (its `kn.strides` are the view's strides; it gets no workspace and no launch step)."""
+OUTPUT_VIEW_ATTR = "kn.output_view"
+"""Unit attribute, beside `kn.alias`, on a reshape whose result is a graph output and whose
+input (a kernel's result read by nothing else) is written straight into that output's buffer,
+viewed with the input's shape: the input gets no workspace of its own."""
 
 
 @irdl_op_definition
@@ -56,3 +60,11 @@ class ReshapeOp(KnOp):
                 f"cannot reshape {list(src)} ({math.prod(src)} elements) into {list(dst)} ({math.prod(dst)} elements); "
                 "a reshape keeps the element count",
             )
+
+
+def output_view_of(value: SSAValue) -> ReshapeOp | None:
+    """The returned reshape (`OUTPUT_VIEW_ATTR`) that `value` is written through, if any: then
+    `value` lives in that graph output's buffer, viewed with `value`'s shape."""
+    uses = list(value.uses)
+    user = uses[0].operation if len(uses) == 1 else None
+    return user if isinstance(user, ReshapeOp) and OUTPUT_VIEW_ATTR in user.attributes else None

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects.builtin import StringAttr, TensorType
-from xdsl.dialects.func import ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from mirage_xdsl.dialects import kn
@@ -55,9 +54,6 @@ class Group:
     """Pairs of nodes whose dims of equal size share axes although no op relates them: the two
     operands of a `kn.concat` (one kernel writes both into one buffer, kn-fold-views) and two
     results of one `kn.chunk` (views of one tensor)."""
-    returned: set[int] = field(default_factory=set)
-    """Outputs that are graph outputs (read by `func.return`): they have buffers of their own,
-    so a plan whose last kernel writes them through a reshaped view would need a copy."""
 
     def add(
         self,
@@ -157,8 +153,6 @@ def group_from_ops(ops: Sequence[Operation]) -> tuple[Group, list[SSAValue]]:
         if any(use.operation not in opset for use in res.uses):
             group.outputs.append(index[res])
             out_values.append(res)
-            if any(isinstance(use.operation, ReturnOp) for use in res.uses):
-                group.returned.add(index[res])
         for use in res.uses:
             user = use.operation
             if isinstance(user, kn.ConcatOp) and user.lhs in index and user.rhs in index:

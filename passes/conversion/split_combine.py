@@ -15,7 +15,8 @@ chunks in turn), and the combine reads them as [L * g, S, x] (L = the product of
 dims, a no-copy `kn.reshape`): one row per (head, query) and the S partials along dim 1, where
 the max of the maxima and the weights exp(m_s - M) broadcast like the one-row case.  Its
 results [L * g, 1, x] become the group's outputs through a second reshape (`folded_shape`);
-a graph output has a buffer of its own, so groups returning one keep the partitioned plans.
+when that output is a graph output, kn-alias-reshape lets the combine write straight into its
+buffer (`kn.output_view`).
 
 Partials are stored in the graph's dtype, as every split-K plan's are: an fp16 P @ V partial
 sums up to one chunk of keys (L / S) of values weighted by at most 1, so its magnitude is
@@ -45,7 +46,7 @@ def max_partial_dim(group: Group, ax: AxisInfo, loop_axis: int, ph: dict[int, st
     - maxima the loop itself reads (a running max) with the sums and matmuls they rescale:
       one row per frontier node (dim -2 of extent 1, decode attention with one query per KV
       head) is stored as the rows of `[.., S, n]` partials that plain reductions over dim -2
-      combine; g > 1 rows (the same [.., g] for every node, no group output a graph output) go
+      combine; g > 1 rows (the same [.., g] for every node) go
       side by side along the last dim (-1), folded by the combine (module docstring);
     - maxima alone (a max pass over long rows): partials side by side along a dim of extent 1
       (the reduced last dim, else dim -2), combined by a max."""
@@ -64,9 +65,23 @@ def max_partial_dim(group: Group, ax: AxisInfo, loop_axis: int, ph: dict[int, st
         return None
     if all(n.shape[-2] == 1 for n in nodes):
         return -2
-    if len({n.shape[:-1] for n in nodes}) == 1 and not group.returned and foldable_post_ops(group, ph, frontier):
+    if len({n.shape[:-1] for n in nodes}) == 1 and is_decode_like(group, nodes[0].shape[-2]) and foldable_post_ops(group, ph, frontier):
         return -1
     return None
+
+
+MAX_FOLDED_ROWS = 64
+"""Query rows per head a folded split may have: decode (one new token per query head, a KV
+head's g rows in one block's row tile).  Prefill rows fill the grid by themselves: folded, the
+suite's 8 x 1024 x 1024 x 128 prefill took 196 µs where its one online kernel takes 28 (H200,
+2026-11-26)."""
+
+
+def is_decode_like(group: Group, rows: int) -> bool:
+    """Whether a split of the keys with `rows` query rows per head may be folded: at most
+    `MAX_FOLDED_ROWS` rows and no causal mask (a chunk of keys wholly past a row's diagonal
+    would leave that row's partial max at -inf and its weight exp(-inf + inf) undefined)."""
+    return rows <= MAX_FOLDED_ROWS and not any(n.kind == "causal_mask" for n in group.nodes)
 
 
 def foldable_post_ops(group: Group, ph: dict[int, str], frontier: Sequence[int]) -> bool:

@@ -11,6 +11,10 @@ Runs after `tb-compute-strides` (every DTensor has its strides) and before
   when such strides exist, their innermost dim is the one tb-resolve-layout chose for the
   result (`kn.innermost`; consumers' copies were planned for it), and the result is not a
   graph output (a graph output has its own buffer);
+* a reshape that IS a graph output is aliased the other way round (`kn.output_view` beside
+  `kn.alias`) when its input is a kernel's result that nothing else reads and the output's
+  strides, viewed with the input's shape, are the input's strides: the kernel writes straight
+  into the output's buffer (a folded combine's rows, passes/conversion/split_combine.py);
 * otherwise it stays a copy: the runtime's `reshape` library call (runtime/library_ops.py)
   writes the elements in row-major order into the result's own workspace buffer.
 
@@ -31,7 +35,7 @@ from xdsl.ir import OpResult, SSAValue
 from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects import kn
-from mirage_xdsl.dialects.kn.reshape_op import ALIAS_ATTR, ReshapeOp
+from mirage_xdsl.dialects.kn.reshape_op import ALIAS_ATTR, OUTPUT_VIEW_ATTR, ReshapeOp
 from mirage_xdsl.dialects.views import reshape_strides
 from mirage_xdsl.passes.tb.layout_math import innermost_of_strides
 
@@ -51,10 +55,25 @@ def alias_root(value: SSAValue) -> SSAValue:
     return value
 
 
+def alias_into_output(op: ReshapeOp) -> bool:
+    """Make the returned `op` a view the other way round (module docstring): its input, a
+    kernel's result read only by `op`, is written straight into the output's buffer when the
+    output's strides viewed with the input's shape are the strides the kernel writes with."""
+    src = op.input
+    if not (isinstance(src, OpResult) and isinstance(src.op, kn.CustomizedOp) and len(list(src.uses)) == 1):
+        return False
+    view = reshape_strides(kn.shape_of(op.output), kn.dtensor_strides(op.output), kn.shape_of(src))
+    if view is None or tuple(view) != tuple(kn.dtensor_strides(src)):
+        return False
+    op.attributes[ALIAS_ATTR] = UnitAttr()
+    op.attributes[OUTPUT_VIEW_ATTR] = UnitAttr()
+    return True
+
+
 def alias_op(op: ReshapeOp, returned: set[SSAValue]) -> bool:
     """Alias `op` when it can be (module docstring); True when it was."""
     if op.output in returned:
-        return False
+        return alias_into_output(op)
     src, dst = kn.shape_of(op.input), kn.shape_of(op.output)
     view = reshape_strides(src, kn.dtensor_strides(op.input), dst)
     if view is None:

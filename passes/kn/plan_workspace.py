@@ -36,6 +36,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects import kn
+from mirage_xdsl.dialects.kn.reshape_op import output_view_of
 from mirage_xdsl.dialects.tiling import row_major_strides
 from mirage_xdsl.passes.tb.layout_math import elem_bytes_of, physical_num_elems, round_up
 
@@ -123,8 +124,8 @@ def plan_function(func: FuncOp) -> None:
         if kn.ALIAS_ATTR in op.attributes:
             continue  # an aliased kn.reshape: a view of its input's buffer (kn-alias-reshape)
         for r, res in enumerate(op.results):
-            if res in outputs or not hasattr(res.type, "get_shape"):
-                continue
+            if res in outputs or not hasattr(res.type, "get_shape") or output_view_of(res) is not None:
+                continue  # a graph output's buffer (directly or through a kn.output_view reshape)
             nbytes = elem_bytes_of(kn.element_type_of(res))
             size = physical_num_elems(kn.shape_of(res), _strides_of(op, r, res), nbytes) * nbytes
             last = max((position[_top_level(u, func)] for u in _readers(res)), default=i)
