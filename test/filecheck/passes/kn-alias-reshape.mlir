@@ -2,7 +2,9 @@
 
 // A row-major [1, 512] read as heads [2, 2, 128] is a view (strides 256, 128, 1); a
 // reshape of that view is a view too.  A column-major input has no view of [1024]: it stays
-// a copy, as does a reshape whose result is a graph output (its own buffer).
+// a copy, as does a reshape whose result is a graph output (its own buffer) of a value that
+// is no kernel's result (a kernel's result read by nothing else is written straight into the
+// output instead, `kn.output_view`: test/test_reshape.py).
 func.func @views(%x: tensor<1x512xf16> {kn.strides = array<i64: 512, 1>},
                  %c: tensor<8x128xf16> {kn.strides = array<i64: 1, 8>}) -> (tensor<2x2x128xf16>, tensor<1024xf16>, tensor<4x128xf16>) {
   %h = kn.reshape %x : tensor<1x512xf16> -> tensor<2x2x128xf16>
