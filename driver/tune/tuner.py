@@ -1,7 +1,7 @@
 """`tune`: the genetic search on one kernel graph, with its evaluator and its cache.
 
     result = tune(module, "rmsnorm_linear", config=GAConfig(population=12, generations=3))
-    result.best.genome.options()      # -> MirageTranspilePass(**...), prepare(..., options=...)
+    result.best.genome.spec()         # -> MirageTranspilePass(tuning=...); .options() -> prepare(..., options=...)
 
 `compile(module, tune=G)` (driver/compile.py) calls `cached_or_tuned`: a best genome cached
 for this graph, device, toolchain and compiler is used as it is (no re-tuning); otherwise G
