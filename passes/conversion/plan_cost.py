@@ -280,12 +280,15 @@ class CostModel:
                 loaded += blocks * b * (R if fdim >= 0 else 1)
                 unique += numel(node.shape) * eb
                 row = t[-1] * eb
-                slow = 1.0
+                slow = dram_slow = 1.0
                 if t[-1] < node.shape[-1]:
                     streamed = matmul_free and _last_dim_contiguous(node)
                     tensor_bytes = numel(node.shape) * eb if streamed else 0
-                    slow = dev.streamed_row_penalty(row, tensor_bytes)
-                unique_dram += numel(node.shape) * eb * slow
+                    slow = dram_slow = dev.streamed_row_penalty(row, tensor_bytes)
+                    if node.weight and not matmul_free and row <= dev.weight_run_bytes:
+                        # the ring below still counts such tiles (`slow` stays the row penalty)
+                        dram_slow = slow * dev.weight_run_penalty
+                unique_dram += numel(node.shape) * eb * dram_slow
                 stage += b
                 if fdim >= 0 and R > 1:
                     loop_stage += b
