@@ -135,14 +135,16 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         return "\n".join(header + used_lines(self.lines) + ["}", ""])
 
     def print_task(self, params: list[str]) -> str:
-        """The kernel's body as `<name>_task(params..., mpk_block)`: a megakernel task body
-        (codegen/megakernel.py), every use of `blockIdx` replaced by the parameter, no PDL
-        (the megakernel orders tasks with its events)."""
+        """The kernel's body as `<name>_task(params..., mpk_block, mpk_gate)`: a megakernel
+        task body (codegen/megakernel.py), every use of `blockIdx` replaced by the parameter;
+        where a kernel would wait for the previous grid (PDL), the task waits on its event
+        through `mpk_gate` (the ops marked `cute.before_pdl_wait`, its kn.weight prologue
+        loads, come first)."""
         k = self.kernel
         header = [
             f"// {k.kernel_name.data} as a megakernel task: one call per threadblock {k.grid}, {self.nt} threads",
             f"static __device__ __noinline__ void {k.kernel_name.data}_task(",
-            "    " + (",\n    ".join([*params, "const uint3 mpk_block"])) + ") {",
+            "    " + (",\n    ".join([*params, "const uint3 mpk_block", "const mx::MpkGate mpk_gate"])) + ") {",
         ]
         self.emit("extern __shared__ __align__(128) unsigned char smem[];")
         self.emit("const int tid = threadIdx.x;")
@@ -151,7 +153,12 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
             raise printer_error(k, "a late-finisher kernel cannot be a megakernel task (its blocks wait on each other)")
         self.causal_skip_prelude()
         self.plan_row_chains()
-        self.print_ops(list(k.body.block.ops))
+        early, late = split_at_dependency_wait(list(k.body.block.ops))
+        if early:
+            self.emit("// ring prologue loads of graph inputs no task writes, issued before the task's dependency wait")
+            self.print_ops(early)
+        self.emit("if (!mpk_gate.pass()) return;  // the task's event (mx::MpkGate); false: the watchdog gave up")
+        self.print_ops(late)
         return "\n".join(header + used_lines(self.lines) + ["}", ""])
 
     def launch_bounds(self) -> str:

@@ -13,10 +13,12 @@ Per function holding a task graph (passes/mpk/task_graph.py) the translation uni
 * `extern "C" __global__ void __launch_bounds__(T, B) <func>_mpk(outputs, inputs, workspace,
   counters)`: worker CTA w walks queue w (with `mpk.sm_major` = S, a worker's w is
   slot x S + its SM id, `mx::mpk_place`, so that w runs on SM w % S as the assignment
-  assumed); before a task its thread 0 waits on the task's
-  event (`mx::mpk_wait`: ld.acquire.gpu, __nanosleep back-off, a globaltimer watchdog that
-  records the task, the event and its counts and makes every worker return), the block meets
-  in `__syncthreads`, runs the task's blocks (a barrier after each), and thread 0 fences and
+  assumed); it runs each task's blocks (a barrier after each), handing the first an
+  `mx::MpkGate`: the body issues its kn.weight ring prologue loads (the ops a kernel issues
+  before its PDL wait), then thread 0 waits on the task's event (`mx::mpk_wait`:
+  ld.acquire.gpu, __nanosleep back-off, a globaltimer watchdog that records the task, the
+  event and its counts and makes every worker return) and the block meets in
+  `__syncthreads`; after the task thread 0 fences and
   adds 1 (atom.add.release.gpu) to each triggered event (include/mirage_xdsl/megakernel.cuh).
   Counters are generation-numbered (launch g waits for (g + 1) x count), so the launch replays
   in a CUDA graph.  With `mpk.trace` thread 0 also stores each task's start and end
@@ -202,10 +204,14 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         types += ["float", "unsigned"]  # grid-sum scratch, counters
         args = [arg_expr(r, types[j] if r.kind != "counters" else "unsigned") for j, r in enumerate(step.args)]
         gx, gy, _ = k.grid
+        block = f"make_uint3(b % {gx}u, (b / {gx}u) % {gy}u, b / {gx * gy}u)"
         cases.append(
             f"      case {i}:\n"
             f"        for (unsigned b = lo; b < hi; ++b) {{\n"
-            f"          {task_fn[k.kernel_name.data]}({', '.join(args)}, make_uint3(b % {gx}u, (b / {gx}u) % {gy}u, b / {gx * gy}u));\n"
+            f"          {task_fn[k.kernel_name.data]}({', '.join(args)}, {block}, gate);\n"
+            f"          if (mpk_abort) return;  // the watchdog fired here or in another worker\n"
+            f"          gate.ev = nullptr;  // later blocks of the task: nothing to wait for\n"
+            f"          gate.trace = nullptr;\n"
             f"          __syncthreads();\n"
             f"        }}\n"
             f"        break;"
@@ -231,9 +237,7 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
     tables += [_table(ct, tn, v, space) for ct, tn, v in entries]
     tables += [f"}}  // namespace {ns}", ""]
     per_sm = max(1, min(-(-workers // SM90.num_sms), 2048 // nt, 32))  # __launch_bounds__ minimum blocks per SM
-    trace_start = (
-        "      if (tid == 0) trace[2 * t] = mx::mpk_globaltimer();\n" if trace else ""
-    )
+    trace_slot = "trace + 2 * t" if trace else "nullptr"
     trace_end = (
         "      if (tid == 0) trace[2 * t + 1] = mx::mpk_globaltimer();\n" if trace else ""
     )
@@ -267,15 +271,10 @@ extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
   for (unsigned q = queue_off[w]; q < queue_off[w + 1]; ++q) {{
     const unsigned t = queue[q];
     const int e = task_wait[t];
-    if (e >= 0) {{
-      if (tid == 0) {{
-        const unsigned long long n = event_count[e];
-        mpk_abort = mx::mpk_wait(events + e, gen * n, n, state, t, (unsigned)e, {watchdog}ull);
-      }}
-      __syncthreads();
-      if (mpk_abort) return;  // the watchdog fired here or in another worker
-    }}
-{trace_start}    {{
+    const unsigned long long n = e >= 0 ? event_count[e] : 0ull;
+    // the task's body waits through the gate after issuing its weight prologue loads
+    mx::MpkGate gate{{e >= 0 ? events + e : nullptr, gen * n, n, state, t, (unsigned)e, {watchdog}ull, &mpk_abort, {trace_slot}}};
+    {{
       const unsigned lo = task_lo[t], hi = task_hi[t];
       switch (task_kernel[t]) {{
 {chr(10).join(cases)}

@@ -254,8 +254,9 @@ def test_one_persistent_kernel_is_printed() -> None:
     task_bodies = src[: src.index("namespace mpk_chain3")]
     assert "blockIdx" not in task_bodies and "mpk_block" in task_bodies
     assert "griddepcontrol" not in src and "wait_for_prior_grids" not in src  # no PDL inside
-    assert "mx::mpk_wait(" in src and "mx::mpk_add_release(" in src and "mx::mpk_finish(" in src
-    assert "trace[2 * t]" in src and "prefetch" not in src
+    assert "mx::MpkGate gate{" in src and "mx::mpk_add_release(" in src and "mx::mpk_finish(" in src
+    assert task_bodies.count("if (!mpk_gate.pass()) return;") == 3  # each body waits through its gate
+    assert "trace + 2 * t" in src and "prefetch" not in src
     header = (ROOT / "codegen" / "include" / "mirage_xdsl" / "megakernel.cuh").read_text()
     for needle in ("ld.acquire.gpu", "atom.add.release.gpu", "__nanosleep", "%%globaltimer"):
         assert needle in header
@@ -283,6 +284,23 @@ def test_megakernel_compiles_with_nvcc(name: str, tmp_path: Path) -> None:
     program = emit_cuda(module, "sm_90a")
     cubin = compile_cuda(program.source, "sm_90a", cache_dir=tmp_path)
     assert Path(cubin).stat().st_size > 0
+
+
+def test_weight_prologue_loads_are_issued_before_the_task_waits() -> None:
+    """A task body that streams kn.weight tiles issues its ring prologue (the ops a kernel
+    issues before its PDL wait) before it waits on its event through `mpk_gate`, so the
+    loads stream while its producers finish; the others wait first."""
+    module = workload("decoder_mlp")
+    megakernel(module, per_op=False)
+    src = emit_cuda(module, "sm_90a").source
+    bodies = src[: src.index("namespace mpk_")].split("static __device__ __noinline__ void ")[1:]
+    early = "issued before the task's dependency wait"
+    prefetching = [b for b in bodies if early in b]
+    assert prefetching and len(prefetching) < len(bodies)
+    for body in prefetching:
+        gate = body.index("if (!mpk_gate.pass()) return;")
+        assert body.index(early) < body.index("mx::g2s_async<") < gate
+    assert all(b.count("mpk_gate.pass()") == 1 for b in bodies)
 
 
 def test_a_deadlocked_graph_is_printed_only_unverified() -> None:

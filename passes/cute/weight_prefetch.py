@@ -37,8 +37,14 @@ class WeightPrefetchPass(ModulePass):
 
     name = "cute-weight-prefetch"
 
+    inputs_ready: bool = False
+    """Treat every graph input as a weight: for a persistent megakernel, which is launched
+    without PDL, so nothing writes a graph input while it runs (its tasks hoist the prologue
+    loads of, e.g., a KV cache above their dependency wait too)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        """Mark every `cute.kernel` of every func in `op`, given the kernel parameters that are the func's kn.weight inputs.
+        """Mark every `cute.kernel` of every func in `op`, given the kernel parameters that are
+        the func's kn.weight inputs (all its inputs with `inputs_ready`).
 
         Raises:
             Nothing.
@@ -46,7 +52,7 @@ class WeightPrefetchPass(ModulePass):
         for fn in op.walk():
             if not isinstance(fn, func.FuncOp):
                 continue
-            weight_args = kn.weight_inputs(fn)
+            weight_args = set(range(len(fn.args))) if self.inputs_ready else kn.weight_inputs(fn)
             for kernel in fn.walk():
                 if isinstance(kernel, cute.KernelOp):
                     mark_kernel(kernel, cute.weight_params(kernel, weight_args))

@@ -6,7 +6,9 @@ runs `kn-fuse{per-op=true, block-threads=T}` (one kernel per op, lone matmuls in
 block with T threads: a megakernel runs its tasks with one thread count), then the
 `mirage-transpile` passes without fusion and without cute-late-finisher (its split-K
 partners wait on each other inside a task, which a megakernel task never does; the grid
-sums combine by the last block to arrive instead), then `kn-to-task-graph`.  Options: `threads` (T, default 128, Mirage's block),
+sums combine by the last block to arrive instead), `cute-weight-prefetch{inputs-ready}` (a
+task issues the prologue loads of any graph input, not only of kn.weight ones, before its
+dependency wait), then `kn-to-task-graph`.  Options: `threads` (T, default 128, Mirage's block),
 `per-op` (false: keep kn-fuse's aggregation, fewer and larger tasks), `ctas-per-sm` (the
 worker CTAs each SM should hold: every kernel is planned within that share of the SM's shared
 memory, `worker_smem_budget`; 0 plans with the per-block limit), `workers` and
@@ -23,6 +25,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from mirage_xdsl.passes.cute.weight_prefetch import WeightPrefetchPass
 from mirage_xdsl.passes.mpk.task_graph import SMEM_MARGIN, KnToTaskGraphPass
 from mirage_xdsl.passes.pipeline import MirageTranspilePass, fuse_plain_graphs
 from mirage_xdsl.target import SM90
@@ -73,6 +76,8 @@ class MirageMegakernelPass(ModulePass):
         limit = worker_smem_budget(self.ctas_per_sm) if self.ctas_per_sm else SM90.smem_per_block_optin
         fuse_plain_graphs(ctx, op, per_op=self.per_op, block_threads=self.threads, smem_limit=limit)
         MirageTranspilePass(fuse=False, smem_limit=limit, tuning="late_finisher=0").apply(ctx, op)
+        # a task may load any graph input before its dependency wait (nothing in the launch writes one)
+        WeightPrefetchPass(inputs_ready=True).apply(ctx, op)
         KnToTaskGraphPass(
             workers=self.workers,
             blocks_per_task=self.blocks_per_task,

@@ -82,6 +82,32 @@ __device__ __noinline__ int mpk_wait(const unsigned long long* ev, unsigned long
   }
 }
 
+// The dependency wait of one task, handed to its body (codegen/megakernel.py): the body first
+// issues the cp.async loads of its ring prologue from graph inputs (nothing in the launch
+// writes one: weights, a KV cache), then calls pass(): thread 0 waits on the task's event, the block meets in
+// __syncthreads, and with tracing thread 0 stores the task's start.  The loads stream while
+// the worker waits, as a PDL kernel's prologue does before griddepcontrol.wait.  pass()
+// returns false when the watchdog gave up (the body then returns at once).  A task of several
+// blocks passes an armed gate to its first block only.
+struct MpkGate {
+  const unsigned long long* ev;   // nullptr: nothing to wait for
+  unsigned long long base, needed;
+  unsigned long long* state;
+  unsigned task, event;
+  unsigned long long timeout_ns;
+  int* abort;                     // the worker's __shared__ abort flag
+  unsigned long long* trace;      // nullptr, or where the task's start time goes
+  __device__ __forceinline__ bool pass() const {
+    if (ev != nullptr) {
+      if (threadIdx.x == 0) *abort = mpk_wait(ev, base, needed, state, task, event, timeout_ns);
+      __syncthreads();
+      if (*abort) return false;
+    }
+    if (trace != nullptr && threadIdx.x == 0) *trace = mpk_globaltimer();
+    return true;
+  }
+};
+
 // Thread 0 of a worker at the start of launch `gen` of an SM-major graph: its worker index
 // slot * num_sms + smid, where slot counts the workers that reached this SM in this launch
 // (the per-SM counters grow by `ctas` per launch, so slot = old - gen * ctas, mod 2^32).  The

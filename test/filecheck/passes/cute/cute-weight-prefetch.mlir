@@ -1,5 +1,6 @@
 // RUN: mirage-opt %s -p cute-weight-prefetch --split-input-file | filecheck %s
 // RUN: not mirage-opt %s -p 'cute-decisions{without=cute-weight-prefetch}' -t cuda --split-input-file 2>&1 | filecheck %s --check-prefix=MISSING
+// RUN: mirage-opt %s -p 'cute-weight-prefetch{inputs-ready=true}' --split-input-file | filecheck %s --check-prefix=INPUTS
 
 // cute-weight-prefetch: the cp.async loads of kn.weight parameters in a ring prologue, with
 // the shared-memory pointers and accumulator initialisations, are printed before the PDL
@@ -19,6 +20,12 @@
 // CHECK: cute.for %it = 0 to 16 {
 // CHECK-NOT: cute.before_pdl_wait
 // CHECK-LABEL: func.func @lora
+
+// With `inputs-ready` (mirage-megakernel: nothing in the launch writes a graph input), X's
+// prologue loads are hoisted beside W's: 4 + 4 loads.
+// INPUTS: cute.kernel{{.*}}cute.pdl_prefetch = 8 : i64, kernel_name = "rmsnorm_linear_k0"
+// INPUTS: cute.copy_g2s "async" %i0 -> %s0 {cute.before_pdl_wait, tile
+// INPUTS: cute.copy_g2s "async" %i1 -> %s1 {cute.before_pdl_wait, tile
 
 // MISSING: cuda target: cute.kernel: no 'cute.pdl_prefetch' attribute; run cute-weight-prefetch first (mirage-transpile runs it)
 

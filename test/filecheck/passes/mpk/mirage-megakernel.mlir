@@ -18,12 +18,16 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // CHECK:      mpk.task_graph attributes {{{.*}}mpk.watchdog_ns = 100000000 : i64, mpk.trace, workers = 2 : i64, threads = 128 : i64
 
 // CUDA:       static __device__ __noinline__ void pair_k0_task(
-// CUDA:         const uint3 mpk_block) {
+// CUDA:         const uint3 mpk_block,
+// CUDA-NEXT:    const mx::MpkGate mpk_gate) {
 // CUDA-NOT:   griddepcontrol
+// CUDA:         if (!mpk_gate.pass()) return;
 // CUDA:       static __device__ __noinline__ void pair_k1_task(
 // CUDA:       extern "C" __global__ void __launch_bounds__(128, 1) pair_mpk(
-// CUDA:         mpk_abort = mx::mpk_wait(events + e, gen * n, n, state, t, (unsigned)e, 500000000ull);
+// CUDA:         mx::MpkGate gate{e >= 0 ? events + e : nullptr, gen * n, n, state, t, (unsigned)e, 500000000ull, &mpk_abort, nullptr};
 // CUDA:         pair_k0_task(
+// CUDA-SAME:      gate);
+// CUDA-NEXT:      if (mpk_abort) return;
 // CUDA:       (void)mx::mpk_add_release(events + trig[t0], 1ull);
 // CUDA:       if (tid == 0) mx::mpk_finish(state, gen, 2u);
 // CUDA:       /* mirage-launch-plan @pair
