@@ -9,6 +9,7 @@ import pytest
 from xdsl.context import Context
 
 from mirage_xdsl.dialects import kn
+from mirage_xdsl.driver.compile import make_context
 from mirage_xdsl.driver.load import functions, load_module
 from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan
@@ -94,3 +95,13 @@ def test_matmul_weights_are_streamed_in_runs_longer_than_64_bytes() -> None:
 
     assert weight_runs(DeviceModel()) >= 128
     assert weight_runs(DeviceModel(weight_run_penalty=1.0)) == 64
+
+
+def test_a_long_decode_split_fills_the_sms() -> None:
+    # 32 query rows per KV head over 32768 keys: with at most 64 key chunks the flash-decoding
+    # kernel had 128 blocks, fewer than the SMs (25.3 µs on an H200); `max_split` = 256 lets
+    # it take 512 (23.4 µs)
+    module = load_module(SUITE / "suite_decode_g32_kv32k_f16.mlir")
+    KnFusePass().apply(make_context(), module)
+    grids = [op.grid for op in module.walk() if isinstance(op, kn.CustomizedOp) and op.attributes["kn.template"].data == "flash_decoding"]  # type: ignore[attr-defined]
+    assert grids and all(gx * gy * gz >= SM90.num_sms for gx, gy, gz in grids)
