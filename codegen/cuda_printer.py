@@ -138,8 +138,8 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         """The kernel's body as `<name>_task(params..., mpk_block, mpk_gate)`: a megakernel
         task body (codegen/megakernel.py), every use of `blockIdx` replaced by the parameter;
         where a kernel would wait for the previous grid (PDL), the task waits on its event
-        through `mpk_gate` (the ops marked `cute.before_pdl_wait`, its kn.weight prologue
-        loads, come first)."""
+        through `mpk_gate` (the ops marked `cute.before_pdl_wait`, its ring-prologue loads of
+        graph inputs, come first)."""
         k = self.kernel
         header = [
             f"// {k.kernel_name.data} as a megakernel task: one call per threadblock {k.grid}, {self.nt} threads",

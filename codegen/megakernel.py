@@ -14,8 +14,8 @@ Per function holding a task graph (passes/mpk/task_graph.py) the translation uni
   counters)`: worker CTA w walks queue w (with `mpk.sm_major` = S, a worker's w is
   slot x S + its SM id, `mx::mpk_place`, so that w runs on SM w % S as the assignment
   assumed); it runs each task's blocks (a barrier after each), handing the first an
-  `mx::MpkGate`: the body issues its kn.weight ring prologue loads (the ops a kernel issues
-  before its PDL wait), then thread 0 waits on the task's event (`mx::mpk_wait`:
+  `mx::MpkGate`: the body issues its ring-prologue loads of graph inputs (the ops a kernel
+  issues before its PDL wait), then thread 0 waits on the task's event (`mx::mpk_wait`:
   ld.acquire.gpu, __nanosleep back-off, a globaltimer watchdog that records the task, the
   event and its counts and makes every worker return) and the block meets in
   `__syncthreads`; after the task thread 0 fences and
@@ -272,7 +272,7 @@ extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
     const unsigned t = queue[q];
     const int e = task_wait[t];
     const unsigned long long n = e >= 0 ? event_count[e] : 0ull;
-    // the task's body waits through the gate after issuing its weight prologue loads
+    // the task's body waits through the gate after issuing its ring-prologue loads of graph inputs
     mx::MpkGate gate{{e >= 0 ? events + e : nullptr, gen * n, n, state, t, (unsigned)e, {watchdog}ull, &mpk_abort, {trace_slot}}};
     {{
       const unsigned lo = task_lo[t], hi = task_hi[t];
