@@ -123,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     """Check and time each workload named in `argv` (default chain3, chain40); print a table:
     megakernel, our per-kernel graph (CUDA graph + PDL), torch CUDA graph and torch.compile
     (bench/peers.py), µs of device time each, and the megakernel's GB/s over the bytes of
-    its inputs.  `--no-compile NAME` skips torch.compile for that workload (its compile time);
+    its inputs, also as a share of the GPU's device-to-device copy bandwidth measured in the
+    same run (`runtime.measure.copy_bandwidth_gbs`).  `--no-compile NAME` skips torch.compile
+    for that workload (its compile time);
     `--trace NAME=PATH` writes the Chrome trace of NAME's megakernel to PATH and prints
     `trace_summary`."""
     import cupy
@@ -131,7 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     from mirage_xdsl.bench.peers import time_peers
     from mirage_xdsl.driver.compile import compile
     from mirage_xdsl.reference.executor import run_reference
-    from mirage_xdsl.runtime.measure import device_sets, device_us, plan_bytes, rotation_sets, to_device
+    from mirage_xdsl.runtime.measure import (
+        copy_bandwidth_gbs,
+        device_sets,
+        device_us,
+        plan_bytes,
+        rotation_sets,
+        to_device,
+    )
     from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -149,10 +158,14 @@ def main(argv: list[str] | None = None) -> int:
             names.append(a)
     names = names or ["chain3", "chain40"]
     dev = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    print(f"device: {dev}, {time.strftime('%Y-%m-%d')}")
+    copy_gbs = copy_bandwidth_gbs(cupy)
+    print(
+        f"device: {dev}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+        f"device-to-device copy bandwidth (read + write) {copy_gbs:.0f} GB/s"
+    )
     heads = ("mk us", "ops us", "torch gr", "t.compil")
     cols = " ".join(f"{h:>8}" for h in heads)
-    print(f"{'workload':17} {'tasks':>6} {'err mk':>9} {'err ops':>9} {cols} {'mk/ops':>7} {'mk GB/s':>8}")
+    print(f"{'workload':17} {'tasks':>6} {'err mk':>9} {'err ops':>9} {cols} {'mk/ops':>7} {'mk GB/s':>8} {'% copy':>7}")
     stream = cupy.cuda.get_current_stream()
     for name in names:
         module = workload(name)
@@ -168,7 +181,13 @@ def main(argv: list[str] | None = None) -> int:
         inputs = random_inputs(mk.plan.inputs, 2)
         refs = run_reference(module, [numpy_values(x, s.dtype) for x, s in zip(inputs, mk.plan.inputs)])
         peers = time_peers(
-            cupy, name, mk.plan.inputs, sets, [to_device(cupy, x) for x in inputs], refs, atol_rel=1e-2,
+            cupy,
+            name,
+            mk.plan.inputs,
+            sets,
+            [to_device(cupy, x) for x in inputs],
+            refs,
+            atol_rel=1e-2,
             compile_peer=name not in no_compile,
         )
         gbs = plan_bytes(mk.plan.inputs) / (t_mk * 1e3) if t_mk else float("nan")
@@ -177,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         nan = float("nan")
         cells = [t_mk or nan, t_ops or nan, peers.graph_us or nan, peers.compile_us or nan]
         print(
-            f"{name:17} {tasks:>6} {err_mk:>9.2e} {err_ops:>9.2e} " + " ".join(f"{c:>8.2f}" for c in cells)
-            + f" {speed:>6.2f}x {gbs:>8.0f}",
+            f"{name:17} {tasks:>6} {err_mk:>9.2e} {err_ops:>9.2e} "
+            + " ".join(f"{c:>8.2f}" for c in cells)
+            + f" {speed:>6.2f}x {gbs:>8.0f} {100 * gbs / copy_gbs:>6.0f}%",
             flush=True,
         )
         for peer, note in peers.notes.items():

@@ -72,6 +72,19 @@ def bench_us(run: Callable[[int], Any], n_sets: int, stream: Any, *, warmup: int
     return statistics.median(times)
 
 
+def copy_bandwidth_gbs(cupy: Any, nbytes: int = 1 << 30, stream: Any = None) -> float:
+    """Device-to-device copy bandwidth of this GPU in GB/s (10^9 bytes per second), bytes
+    read plus bytes written: the median of `bench_us` timings of one `nbytes` cudaMemcpyAsync
+    between two CuPy buffers (1 GiB by default, far beyond the L2).  The measure the issues'
+    bandwidth targets use (issue #32: "at least 88% of the measured copy bandwidth")."""
+    src = cupy.empty(nbytes, dtype=cupy.uint8)
+    dst = cupy.empty_like(src)
+    src.fill(1)
+    stream = stream or cupy.cuda.get_current_stream()
+    us = bench_us(lambda _i: dst.data.copy_from_device_async(src.data, nbytes, stream), 1, stream, warmup=3, reps=20)
+    return 2 * nbytes / (us * 1e3)
+
+
 def sweep_us(replay: Callable[[], Any], n_runs: int, stream: Any, *, warmup: int = 20, reps: int = 60) -> float:
     """Microseconds per run of `replay()`, a launch of one CUDA graph that runs the program
     `n_runs` times (on input sets in turn): the median replay time / `n_runs`."""

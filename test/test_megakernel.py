@@ -6,6 +6,7 @@ plan and the host-side trace/report helpers.  GPU tests: test/test_megakernel_gp
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -30,7 +31,7 @@ from mirage_xdsl.passes.mpk.assign import assign_workers
 from mirage_xdsl.passes.mpk.footprint import split_offset
 from mirage_xdsl.passes.mpk.pipeline import MirageMegakernelPass, worker_smem_budget
 from mirage_xdsl.passes.mpk.task_graph import KnToTaskGraphPass, kernel_smem
-from mirage_xdsl.passes.pipeline import MirageTranspilePass
+from mirage_xdsl.passes.pipeline import MirageTranspilePass, fuse_plain_graphs
 from mirage_xdsl.runtime.megakernel import chrome_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -346,3 +347,41 @@ def test_a_repeated_layer_shares_its_task_functions() -> None:
     assert [f"void {n}_task(" in src for n in names] == [True, True, False, False]
     for n in names[:2]:
         assert src.count(f"{n}_task(") == 3  # the definition and one call per kernel
+
+
+SIBLINGS = """
+func.func @qkv(%x: tensor<1x1024xf16> {kn.strides = array<i64: 1024, 1>},
+               %Wq: tensor<1024x4096xf16> {kn.strides = array<i64: 4096, 1>, kn.weight},
+               %Wk: tensor<1024x1024xf16> {kn.strides = array<i64: 1024, 1>, kn.weight},
+               %Wv: tensor<1024x1024xf16> {kn.strides = array<i64: 1024, 1>, kn.weight})
+               -> (tensor<1x4096xf16>, tensor<1x1024xf16>, tensor<1x1024xf16>) {
+  %n = kn.rms_norm %x {normalized_shape = array<i64: 1024>} : tensor<1x1024xf16>
+  %q = kn.matmul %n, %Wq : tensor<1x1024xf16>, tensor<1024x4096xf16> -> tensor<1x4096xf16>
+  %k = kn.matmul %n, %Wk : tensor<1x1024xf16>, tensor<1024x1024xf16> -> tensor<1x1024xf16>
+  %v = kn.matmul %n, %Wv : tensor<1x1024xf16>, tensor<1024x1024xf16> -> tensor<1x1024xf16>
+  func.return %q, %k, %v : tensor<1x4096xf16>, tensor<1x1024xf16>, tensor<1x1024xf16>
+}
+"""
+
+
+def test_concurrent_kernels_are_planned_for_their_share_of_the_sms() -> None:
+    from mirage_xdsl.passes.conversion.kn_partition import concurrent_sm_shares
+
+    fn = next(op for op in parse(SIBLINGS).walk() if isinstance(op, FuncOp))
+    rms, q, k, v = [[op] for op in fn.body.block.ops if op.name.startswith("kn.")]
+    # rms_norm is alone on its level; the three projections share 132 SMs by weight bytes 4:1:1
+    assert concurrent_sm_shares([rms, q, k, v], 132) == {1: 88, 2: 22, 3: 22}
+
+    def blocks(share: bool) -> dict[str, int]:
+        module = parse(SIBLINGS)
+        fuse_plain_graphs(make_context(), module, per_op=False, block_threads=128, smem_limit=worker_smem_budget(4), share_sms=share)
+        grids = {}
+        for op in module.walk():
+            if op.name == "kn.customized" and op.operands[-1].name_hint in ("Wq", "Wk", "Wv"):
+                grids[op.operands[-1].name_hint] = math.prod(op.grid)  # type: ignore[attr-defined]
+        return grids
+
+    alone, shared = blocks(False), blocks(True)
+    # the small projections get fewer, longer tiles; the large one keeps a grid that fills its share
+    assert shared["Wk"] < alone["Wk"] and shared["Wv"] < alone["Wv"]
+    assert shared["Wk"] * 4 <= shared["Wq"] <= alone["Wq"]

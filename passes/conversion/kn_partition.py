@@ -40,7 +40,9 @@ profiles), `always-split` (also enumerate split-K plans when an unsplit grid fil
 included: a megakernel's tasks), `block-threads` (one thread count for every block; 0 =
 the planner's), `lone-block-max-stages` (the ring depth that
 tb-plan-pipeline's option of the same name gives wide lone blocks, which their estimate
-counts; pass both passes the same value) and `hopper-gemm` (step 3).
+counts; pass both passes the same value), `hopper-gemm` (step 3) and `share-sms` (plan the
+groups of one dependency level that stream graph inputs for their byte shares of the SMs:
+`concurrent_sm_shares`, for a megakernel, whose workers run such kernels side by side).
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ from mirage_xdsl.passes.conversion.build_tb_graph import emit_kernel
 from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.gemm_epilogue import factor_bytes, lower_chain, split_into_chains
 from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan
-from mirage_xdsl.passes.conversion.plan_group import fusible_op, group_from_ops
+from mirage_xdsl.passes.conversion.plan_group import elem_bytes, fusible_op, group_from_ops
 from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
 from mirage_xdsl.target import SM90
 from mirage_xdsl.target.cost_model import DeviceModel
@@ -189,6 +191,10 @@ class PartitionOptions:
     hopper_gemm: bool = True
     """A lone matmul left to the library becomes a `contraction.contract` for the sm_90a GEMM
     when it has a GEMM view (module docstring, step 3); false for targets other than sm_90."""
+    share_sms: bool = False
+    """Plan each group for its share of the SMs among the groups that run concurrently with it
+    (`concurrent_sm_shares`): a megakernel runs the kernels of one dependency level side by
+    side (mirage-megakernel), a per-kernel launch one at a time."""
 
     def partition_options(self) -> dict[str, object]:
         """These options as keyword arguments of `KnPartitionPass` (kn-fuse forwards them)."""
@@ -228,7 +234,7 @@ class KnPartitionPass(ModulePass, PartitionOptions):
         """
         planner = Planner(self.device())
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
-            partition_function(func, planner, self.allow_split, self.candidate, self.per_op, self.hopper_gemm)
+            partition_function(func, planner, self.allow_split, self.candidate, self.per_op, self.hopper_gemm, self.share_sms)
 
 
 def _plan(planner: Planner, ops: list[Operation], allow_split: bool, cache: dict, rank: int = 0) -> FusionPlan | None:
@@ -293,12 +299,14 @@ def partition_function(
     rank: int = 0,
     per_op: bool = False,
     hopper_gemm: bool = False,
+    share_sms: bool = False,
 ) -> list[FusionPlan]:
     """Partition one kernel graph in place (groups chosen with the cheapest plans, then each
     lowered with its `rank`-th cheapest plan); return the applied plans.  `per_op`: every
     fusible op is a group of its own and a lone matmul becomes a kernel too; `hopper_gemm`: a
     lone matmul left to the library becomes a `contraction.contract` where it can
-    (module docstring, step 3)."""
+    (module docstring, step 3); `share_sms`: each group is lowered with the plan its share of
+    the SMs among concurrent groups gets (`concurrent_sm_shares`)."""
     block = func.body.block
     fusible_ops = [o for o in block.ops if fusible_op(o)]
     fusible = set(fusible_ops)
@@ -336,8 +344,13 @@ def partition_function(
                 local.append([o])
         groups += [g for g in local if g]
     applied = []
-    for members in groups:
-        plan = _plan(planner, members, allow_split, cache, rank)
+    shares = concurrent_sm_shares(groups, planner.device.num_sms) if share_sms else {}
+    for i, members in enumerate(groups):
+        if i in shares:
+            shared = Planner(replace(planner.device, num_sms=shares[i]))
+            plan = _plan(shared, members, allow_split, {}, rank)
+        else:
+            plan = _plan(planner, members, allow_split, cache, rank)
         if plan is None:
             continue
         if not per_op and _leave_to_gemm(members, planner, allow_split, cache, hopper_gemm):
@@ -346,6 +359,53 @@ def partition_function(
         applied.append(plan)
     reorder_block(block)
     return applied
+
+
+def concurrent_sm_shares(groups: list[list[Operation]], num_sms: int) -> dict[int, int]:
+    """SMs to plan group i for, where groups run concurrently (index -> SMs; absent: all).
+
+    A group's level is the longest chain of groups it depends on (through ops outside every
+    group, e.g. kn.reshape); a megakernel's workers run the tasks of one level side by side,
+    each kernel's tiles on whichever workers are free.  Groups of one level that stream
+    graph inputs (weights, a KV cache) share the SMs in proportion to those bytes: the Q, K and
+    V projections of a decoder layer (32, 8 and 8 MB) are planned for 88, 22 and 22 of 132
+    SMs, so the small projections get fewer, longer tiles instead of a GPU-filling grid of
+    short ones that each pays a task's fixed latency (its wait, its grid sum) on workers the
+    large projection already keeps busy."""
+    owner = {op: i for i, g in enumerate(groups) for op in g}
+
+    def sources(v: SSAValue, seen: set[Operation]) -> set[int]:
+        op = v.owner
+        if not isinstance(op, Operation) or op in seen:
+            return set()
+        if op in owner:
+            return {owner[op]}
+        seen.add(op)
+        return set().union(*(sources(u, seen) for u in op.operands)) if op.operands else set()
+
+    deps = [set().union(*(sources(v, set()) for op in g for v in op.operands)) - {i} for i, g in enumerate(groups)]
+    level: dict[int, int] = {}
+
+    def level_of(i: int, path: frozenset[int] = frozenset()) -> int:
+        if i not in level:
+            level[i] = 1 + max((level_of(d, path | {i}) for d in deps[i] if d not in path), default=-1)
+        return level[i]
+
+    def input_bytes(g: list[Operation]) -> int:
+        args = {v for op in g for v in op.operands if not isinstance(v.owner, Operation)}
+        return sum(math.prod(kn.shape_of(v)) * elem_bytes(kn.element_type_of(v)) for v in args)
+
+    by_level: dict[int, list[tuple[int, int]]] = {}
+    for i, g in enumerate(groups):
+        b = input_bytes(g)
+        if b:
+            by_level.setdefault(level_of(i), []).append((i, b))
+    shares = {}
+    for members in by_level.values():
+        total = sum(b for _, b in members)
+        if len(members) > 1:
+            shares.update({i: max(1, round(num_sms * b / total)) for i, b in members})
+    return shares
 
 
 def _leave_to_gemm(members: list[Operation], planner: Planner, allow_split: bool, cache: dict, hopper_gemm: bool) -> bool:

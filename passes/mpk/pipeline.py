@@ -2,8 +2,10 @@
 
     mirage-opt graph.mlir -p mirage-megakernel -t cuda
 
-runs `kn-fuse{per-op=true, block-threads=T}` (one kernel per op, lone matmuls included, every
-block with T threads: a megakernel runs its tasks with one thread count), then the
+runs `kn-fuse{per-op=true, block-threads=T, share-sms=true}` (one kernel per op, lone matmuls
+included, every block with T threads: a megakernel runs its tasks with one thread count; the
+kernels of one dependency level planned for their shares of the SMs, as they run side by
+side), then the
 `mirage-transpile` passes without fusion and without cute-late-finisher (its split-K
 partners wait on each other inside a task, which a megakernel task never does; the grid
 sums combine by the last block to arrive instead), `cute-weight-prefetch{inputs-ready}` (a
@@ -74,7 +76,7 @@ class MirageMegakernelPass(ModulePass):
             PassFailedException: from any of the three steps (the op and rule named).
         """
         limit = worker_smem_budget(self.ctas_per_sm) if self.ctas_per_sm else SM90.smem_per_block_optin
-        fuse_plain_graphs(ctx, op, per_op=self.per_op, block_threads=self.threads, smem_limit=limit)
+        fuse_plain_graphs(ctx, op, per_op=self.per_op, block_threads=self.threads, smem_limit=limit, share_sms=True)
         MirageTranspilePass(fuse=False, smem_limit=limit, tuning="late_finisher=0").apply(ctx, op)
         # a task may load any graph input before its dependency wait (nothing in the launch writes one)
         WeightPrefetchPass(inputs_ready=True).apply(ctx, op)
