@@ -32,12 +32,15 @@ from mirage_xdsl.passes.mpk.task_graph import SMEM_MARGIN, KnToTaskGraphPass
 from mirage_xdsl.passes.pipeline import MirageTranspilePass, fuse_plain_graphs
 from mirage_xdsl.target import SM90
 
-DEFAULT_CTAS_PER_SM = 4
+DEFAULT_CTAS_PER_SM = 3
 """Worker CTAs per SM the megakernel plans for by default.  One 128-thread CTA per SM keeps too
 few loads in flight to stream weights (seed 003's decoder layer: ~1.4 TB/s with one worker per
-SM on an H200); four leave each task ~55 KB of shared memory, enough for the planner's
-pipelined matmul tiles (the layer on an H200, 2026-11-26: 292.8 us with one worker per SM,
-186.0 with three, 170.0 with four)."""
+SM on an H200); three leave each task 74 KiB of shared memory, so the projections keep the
+deep rings and tiles their standalone kernels have.  Issue #32's decoder layer with three
+against four workers per SM (share-sms on, one process per GPU, 2026-11-26): H100 154.5 vs
+158.9 us (batch 8: 197.8 vs 211.7, four layers 624.7 vs 636.2); H200 116.5 vs 118.7 (146.5 vs
+160.1, 473.3 vs 485.2); the 40-task chain of one-block tasks is 2 % faster with four (H200
+28.9 vs 29.4 us)."""
 
 
 def worker_smem_budget(ctas_per_sm: int) -> int:

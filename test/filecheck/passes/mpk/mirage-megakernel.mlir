@@ -35,7 +35,8 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // CUDA-NEXT:  "grid": [
 // CUDA-NEXT:   2,
 
-// By default four workers per SM (ctas-per-sm=4) in SM-major order (worker w runs on SM
+// By default as many workers per SM as the tasks' shared memory allows, at most four (these tiny
+// tasks: four), in SM-major order (worker w runs on SM
 // w % 132), each worker taking its index from its SM id and a per-SM slot counter at launch.
 // SMIR:       mpk.task_graph attributes {{{.*}}mpk.sm_major = 132 : i64{{.*}}workers = 528 : i64
 // SMCUDA:     mpk_w = mx::mpk_place(mpk_counters + {{[0-9]+}}, mpk_gen, 4u, 132u, state);
