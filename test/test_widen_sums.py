@@ -61,6 +61,51 @@ def test_matmuls_maxima_and_two_half_types_keep_one_type(args: str, line: str) -
         _parse(_graph(f"  {line}\n  func.return %o : {result}", args, result)).verify()
 
 
+def test_a_matmul_of_half_operands_may_have_an_f32_result() -> None:
+    line = "%o = kn.matmul %x, %w : tensor<4x64xbf16>, tensor<64x8xbf16> -> tensor<4x8xf32>"
+    _parse(_graph(f"  {line}\n  func.return %o : tensor<4x8xf32>", "%x: tensor<4x64xbf16>, %w: tensor<64x8xbf16>", "tensor<4x8xf32>")).verify()
+    narrowing = "%o = kn.matmul %x, %w : tensor<4x64xf32>, tensor<64x8xf32> -> tensor<4x8xf16>"
+    with pytest.raises(VerifyException, match="one element type"):
+        _parse(_graph(f"  {narrowing}\n  func.return %o : tensor<4x8xf16>", "%x: tensor<4x64xf32>, %w: tensor<64x8xf32>", "tensor<4x8xf16>")).verify()
+
+
+RMS_LINEAR = """
+func.func @rms_linear(%X: tensor<2x512xf16> {kn.strides = array<i64: 512, 1>},
+                      %W: tensor<512x256xf16> {kn.strides = array<i64: 256, 1>, kn.weight}) -> tensor<2x256xf16> {
+  %n = kn.rms_norm %X {normalized_shape = array<i64: 512>} : tensor<2x512xf16>
+  %o = kn.matmul %n, %W : tensor<2x512xf16>, tensor<512x256xf16> -> tensor<2x256xf16>
+  func.return %o : tensor<2x256xf16>
+}
+"""
+
+
+@needs_cxx
+def test_rms_norm_linear_of_large_rows_stays_finite() -> None:
+    """Rows of magnitude ~5.5e3 (fp16 holds them; their rms norm is O(1)): kn-simplify moves the
+    division past the matmul, and X @ W (~1e5) would overflow fp16 before the division; kept in
+    f32 it does not (before: inf in 4 of the 512 outputs)."""
+    from mirage_xdsl.codegen.cuda_target import emit_cuda
+    from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.host_emulator import HostEmulator
+    from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
+
+    module = Parser(make_context(), RMS_LINEAR).parse_module()
+    reference = module.clone()
+    MirageTranspilePass(arch="sm_90").apply(make_context(), module)
+    program = emit_cuda(module, "sm_90")
+    plan = program.plans["rms_linear"]
+    x, w = random_inputs(plan.inputs, 3)
+    x = (x.astype(np.float32) * 11000.0).astype(np.float16)  # |x| up to 5.5e3
+    values = [numpy_values(v, s.dtype) for v, s in zip((x, w), plan.inputs)]
+    (ref,) = run_reference(reference, values, func_name="rms_linear")
+    (out,) = HostEmulator(program).run("rms_linear", [x, w])
+    assert np.abs(values[0] @ values[1]).max() > 65504  # the un-normalized product leaves fp16 range
+    assert np.isfinite(out).all()
+    assert _rel_error(np.asarray(out, dtype=np.float64), ref) < 1e-2
+
+
 def test_sum_of_a_half_tensor_may_be_f32() -> None:
     line = "%o = kn.reduction %x {dim = 1 : i64, size = 1 : i64} : tensor<4x64xbf16> -> tensor<4x1xf32>"
     _parse(_graph(f"  {line}\n  func.return %o : tensor<4x1xf32>", "%x: tensor<4x64xbf16>", "tensor<4x1xf32>")).verify()

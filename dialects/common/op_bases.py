@@ -40,7 +40,7 @@ from xdsl.irdl import (
 
 from mirage_xdsl.dialects import tiling
 from mirage_xdsl.dialects.common.checks import check_inferred_shape, fail, shape_of
-from mirage_xdsl.dialects.common.precision import mixes_half_and_f32
+from mirage_xdsl.dialects.common.precision import mixes_half_and_f32, widens_half
 
 TensorT = TypeVar("TensorT", bound=TypeAttribute)
 """The tensor type of one IR level: builtin `TensorType` (kn) or `tb.STensorType` (tb)."""
@@ -179,9 +179,25 @@ class BinaryOpBase(GraphOp, Generic[TensorT]):
 
 class MatmulOpBase(BinaryOpBase[TensorT], Generic[TensorT]):
     """GEMM over the last two dims: [..., M, K] @ [..., K, N] -> [..., M, N]; the leading dims
-    are a batch (equal) at the kernel level and 1 for tiles (`GraphOp.THREADBLOCK`)."""
+    are a batch (equal) at the kernel level and 1 for tiles (`GraphOp.THREADBLOCK`).  The
+    operands share one element type; the result has it too, or f32 for 16-bit operands (a
+    widening product, as tensor cores accumulate: `precision.widens_half`)."""
 
     MIXED_PRECISION: ClassVar[bool] = False
+
+    def verify_(self) -> None:
+        """Check the level's rules, the element types (one type, or 16-bit operands with an f32
+        result) and the inferred result shape.
+
+        Raises:
+            KnVerifyError: see `check_level_rules`, operands of different element types, a result
+                of another type than theirs (but f32 for 16-bit operands), or a shape mismatch.
+        """
+        if widens_half((self.lhs, self.rhs), self.result):
+            self.check_level_rules()
+            check_inferred_shape(self, lambda: self.infer_shape(shape_of(self.lhs), shape_of(self.rhs)), shape_of(self.result))
+            return
+        super().verify_()
 
     @classmethod
     def infer_shape(cls, lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:

@@ -6,8 +6,11 @@ op computes in fp32 and rounds to its result's type (so an fp32 operand may meet
 a sum (`kn.reduction`, `tb.reduction`, `tb.reduction_to_dimx`) and a for-loop accumulator may
 keep their 16-bit input's sum in fp32.  `kn-widen-sums` (passes/kn/widen_sums.py) gives row
 sums that type, so the sum of 131072 values of at most 1 (a softmax over a 128k vocabulary:
-up to 131072 > 65504, the largest fp16) is stored without overflowing.  Matmuls, maxima,
-concatenations and unary ops keep one element type.
+up to 131072 > 65504, the largest fp16) is stored without overflowing.  A matmul of two
+16-bit operands may have an f32 result (`widens_half`: tensor cores accumulate in fp32), which
+kn-simplify gives a product whose row scaling it moved past the matmul (`rms_norm(X) @ W ->
+(X @ W) / rms(X)`: X @ W is rms(X) times larger than the result and leaves fp16 range first).
+Maxima, concatenations and unary ops keep one element type.
 """
 
 from __future__ import annotations
@@ -32,3 +35,9 @@ def mixes_half_and_f32(values: Sequence[SSAValue]) -> bool:
     mixed precision this module's ops accept; one type alone is the ordinary case)."""
     types = {element_type_of(v) for v in values}
     return len(types) == 2 and sum(isinstance(t, Float32Type) for t in types) == 1 and any(is_half(t) for t in types)
+
+
+def widens_half(operands: Sequence[SSAValue], result: SSAValue) -> bool:
+    """Whether `operands` share one 16-bit float type and `result` is f32 (a widening matmul)."""
+    types = {element_type_of(v) for v in operands}
+    return len(types) == 1 and is_half(next(iter(types))) and isinstance(element_type_of(result), Float32Type)
