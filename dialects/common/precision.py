@@ -10,7 +10,9 @@ up to 131072 > 65504, the largest fp16) is stored without overflowing.  A matmul
 16-bit operands may have an f32 result (`widens_half`: tensor cores accumulate in fp32), which
 kn-simplify gives a product whose row scaling it moved past the matmul (`rms_norm(X) @ W ->
 (X @ W) / rms(X)`: X @ W is rms(X) times larger than the result and leaves fp16 range first).
-Maxima, concatenations and unary ops keep one element type.
+Maxima, concatenations and unary ops keep one element type: the squares of an rms statistic,
+`x^2 / n` before their sum, stay 16-bit, which bounds the rows an fp16 rms norm takes to
+|x| < sqrt(65504 n) (16k for n = 4096).
 """
 
 from __future__ import annotations
