@@ -15,9 +15,8 @@ the for-loop of a fused kernel.
 | `mul_scalar(x, 1.0)` | `x` | - |
 
 Special cases: `rms_norm(X) @ W = (X / rms(X)) @ W -> (X @ W) / rms(X)` (the rmsnorm_linear
-kernel: the rms statistic becomes a `red_ld_rms` accumulator beside the matmul; for a 16-bit X
-the product `X @ W` is f32, `precision.widens_half`, since it is rms(X) times the result and
-leaves fp16 range first, and the division rounds it) and
+kernel: the rms statistic becomes a `red_ld_rms` accumulator beside the matmul; kn-widen-sums
+then keeps the product `X @ W` in f32, as it is rms(X) times the result) and
 `(exp(a) / sum(exp(a))) @ V -> (exp(a) @ V) / sum(exp(a))` (flash-decoding attention: numerator
 and denominator are both sums over the KV dim, so they can be split across blocks).
 
@@ -33,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -46,8 +45,6 @@ from xdsl.pattern_rewriter import (
 )
 
 from mirage_xdsl.dialects import kn, tiling
-from mirage_xdsl.dialects.common.precision import is_half
-from mirage_xdsl.passes.kn.expand_composites import rms_statistic
 
 
 def _single_use(value: SSAValue) -> bool:
@@ -75,15 +72,6 @@ def _factor(op: Operation, dim: int) -> tuple[SSAValue, SSAValue] | None:
         if len(kn.shape_of(f)) >= -dim and kn.shape_of(f)[dim] == 1 and _broadcasts_into(f, x):
             return x, f
     return None
-
-
-def _widen_product(x: SSAValue, factor: SSAValue) -> bool:
-    """Whether the product a row division moves past keeps f32: `x` is 16-bit and the divisor
-    is `x`'s rms statistic (`rms_norm(x) @ W -> (x @ W) / rms(x)`).  `x @ W` is rms(x) times
-    the result and leaves fp16 range (65504) where the normalized product does not, e.g. for
-    rows of magnitude ~3e4; in f32 it is divided before it is rounded to x's type."""
-    stat = rms_statistic(factor)
-    return stat is not None and stat[0] is x and is_half(kn.element_type_of(x))
 
 
 class MoveScaleAcrossMatmul(RewritePattern):
@@ -117,11 +105,8 @@ class MoveScaleAcrossMatmul(RewritePattern):
             mm = kn.MatmulOp(lhs, rhs)
             if not _broadcasts_into(factor, mm.result):
                 continue
-            if isinstance(producer, kn.DivOp) and _widen_product(x, factor):
-                mm = kn.MatmulOp.create(operands=[lhs, rhs], result_types=[TensorType(f32, kn.shape_of(mm.result))])
             assert isinstance(producer, (kn.MulOp, kn.DivOp))  # what _factor matches
-            # the scaled product takes the matmul's type (a widened product is rounded here)
-            new = type(producer).create(operands=[mm.result, factor], result_types=[op.result.type])
+            new = type(producer)(mm.result, factor)
             rewriter.replace(op, [mm, new])
             rewriter.erase(producer)
             return

@@ -16,8 +16,17 @@ every accumulator already is in registers:
   is a graph output; otherwise (a matmul, a max, a concat, a reshape, a customized kernel
   reads it) the sum keeps its declared type.
 
-Split-K plans of a widened sum store fp32 partials (each plan node takes its value's type).
-kn-fuse runs this pass after composite recognition and before partitioning.
+Products divided by a row statistic are widened too: the matmul of a `kn.div` that
+kn-recognize-composites marked `rms_norm_matmul` (`(X @ W) / rms(X)`, what kn-simplify makes of
+`rms_norm(X) @ W`) or `softmax_matmul` (`(exp(a) @ V) / sum(exp(a))`, attention) gets an f32
+result when it has 16-bit operands and the division is its only reader
+(`precision.widens_half`).  Such a product is the statistic times the result: X @ W is rms(X)
+times larger, and exp(a) @ V sums up to a row of keys of V, so it leaves fp16 range (65504)
+first (rows of magnitude ~5e3 into a 512-wide rms norm, or |V| ~ 50 over 4096 keys, gave inf),
+and the division rounds it back to its 16-bit type.
+
+Split-K plans of a widened sum or product store fp32 partials (each plan node takes its value's
+type).  kn-fuse runs this pass after composite recognition and before partitioning.
 """
 
 from __future__ import annotations
@@ -75,14 +84,37 @@ def widen_function(func: FuncOp) -> int:
     return count
 
 
+WIDENED_PRODUCTS = ("rms_norm_matmul", "softmax_matmul")
+"""The `kn.composite` records of divisions whose matmul operand is widened."""
+
+
+def widen_products(func: FuncOp) -> int:
+    """Give f32 to the 16-bit matmul products divided by a row statistic (module docstring);
+    the number widened."""
+    count = 0
+    for op in list(func.body.walk()):
+        if not isinstance(op, kn.DivOp) or not is_half(kn.element_type_of(op.result)):
+            continue
+        record = op.attributes.get("kn.composite")
+        if getattr(record, "data", None) not in WIDENED_PRODUCTS:
+            continue
+        mm = op.lhs.owner
+        if not isinstance(mm, kn.MatmulOp) or len(list(mm.result.uses)) != 1 or not is_half(kn.element_type_of(mm.result)):
+            continue
+        Rewriter.replace_value_with_new_type(mm.result, TensorType(f32, kn.shape_of(mm.result)))
+        count += 1
+    return count
+
+
 @dataclass(frozen=True)
 class KnWidenSumsPass(ModulePass):
-    """Give the row sums of 16-bit kernel graphs f32 (module docstring)."""
+    """Give the row sums of 16-bit kernel graphs, and the products divided by them, f32 (module
+    docstring)."""
 
     name = "kn-widen-sums"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        """Widen the eligible sums of every function of `op`, in place.
+        """Widen the eligible sums and products of every function of `op`, in place.
 
         Raises:
             Nothing: a sum that cannot be widened keeps its type.
@@ -90,3 +122,4 @@ class KnWidenSumsPass(ModulePass):
         for func in op.walk():
             if isinstance(func, FuncOp):
                 widen_function(func)
+                widen_products(func)

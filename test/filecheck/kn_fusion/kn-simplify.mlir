@@ -14,26 +14,6 @@ func.func @div_lhs(%x: tensor<2x4096xf16>, %r: tensor<2x1xf16>, %w: tensor<4096x
 
 // -----
 
-// An rms norm's division moves past the matmul too, and the product it leaves behind is f32:
-// X @ W is rms(X) times the normalized product and would leave fp16 range (65504) first; the
-// division rounds it to f16.
-func.func @rms_norm_matmul(%x: tensor<2x512xf16>, %w: tensor<512x64xf16>) -> tensor<2x64xf16> {
-  %s = kn.square %x : tensor<2x512xf16>
-  %m = kn.mul_scalar %s {scalar = 0.001953125 : f64} : tensor<2x512xf16>
-  %r = kn.reduction %m {dim = 1 : i64, size = 1 : i64} : tensor<2x512xf16> -> tensor<2x1xf16>
-  %q = kn.sqrt %r : tensor<2x1xf16>
-  %n = kn.div %x, %q : tensor<2x512xf16>, tensor<2x1xf16> -> tensor<2x512xf16>
-  %o = kn.matmul %n, %w : tensor<2x512xf16>, tensor<512x64xf16> -> tensor<2x64xf16>
-  func.return %o : tensor<2x64xf16>
-}
-// CHECK-LABEL: func.func @rms_norm_matmul
-// CHECK:         %[[Q:.*]] = kn.sqrt
-// CHECK-NEXT:    %[[MM:.*]] = kn.matmul %x, %w : tensor<2x512xf16>, tensor<512x64xf16> -> tensor<2x64xf32>
-// CHECK-NEXT:    %[[D:.*]] = kn.div %[[MM]], %[[Q]] : tensor<2x64xf32>, tensor<2x1xf16> -> tensor<2x64xf16>
-// CHECK-NEXT:    func.return %[[D]]
-
-// -----
-
 // mul with the factor first, and a column factor (constant along W's contracted rows) on the rhs.
 func.func @mul_both_sides(%x: tensor<8x256xf32>, %r: tensor<8x1xf32>, %w: tensor<256x32xf32>, %c: tensor<1x32xf32>) -> tensor<8x32xf32> {
   %a = kn.mul %r, %x : tensor<8x1xf32>, tensor<8x256xf32> -> tensor<8x256xf32>

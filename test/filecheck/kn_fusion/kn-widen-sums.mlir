@@ -45,3 +45,22 @@ func.func @kept(%x: tensor<4x64xf16>, %w: tensor<1x8xf16>, %y: tensor<4x64xf32>)
 // CHECK:         %out = kn.reduction %x {dim = 1 : i64, size = 1 : i64} : tensor<4x64xf16> -> tensor<4x1xf16>
 // CHECK-NEXT:    %t = kn.reduction %x {dim = 1 : i64, size = 1 : i64} : tensor<4x64xf16> -> tensor<4x1xf16>
 // CHECK:         %s32 = kn.reduction %y {dim = 1 : i64, size = 1 : i64} : tensor<4x64xf32> -> tensor<4x1xf32>
+
+// -----
+
+// A product divided by its row statistic (the records kn-recognize-composites leaves:
+// rms_norm_matmul, softmax_matmul) is kept in f32: X @ W is rms(X) times the result, and
+// exp(a) @ V sums a row of keys of V; the division rounds it to f16.
+func.func @products(%x: tensor<2x512xf16>, %w: tensor<512x64xf16>, %q: tensor<2x1xf16>, %e: tensor<2x512xf16>, %v: tensor<512x64xf16>) -> (tensor<2x64xf16>, tensor<2x64xf16>) {
+  %mm = kn.matmul %x, %w : tensor<2x512xf16>, tensor<512x64xf16> -> tensor<2x64xf16>
+  %a = kn.div %mm, %q {kn.composite = "rms_norm_matmul"} : tensor<2x64xf16>, tensor<2x1xf16> -> tensor<2x64xf16>
+  %pv = kn.matmul %e, %v : tensor<2x512xf16>, tensor<512x64xf16> -> tensor<2x64xf16>
+  %s = kn.reduction %e {dim = 1 : i64, size = 1 : i64} : tensor<2x512xf16> -> tensor<2x1xf16>
+  %b = kn.div %pv, %s {kn.composite = "softmax_matmul"} : tensor<2x64xf16>, tensor<2x1xf16> -> tensor<2x64xf16>
+  func.return %a, %b : tensor<2x64xf16>, tensor<2x64xf16>
+}
+// CHECK-LABEL: func.func @products
+// CHECK:         %mm = kn.matmul %x, %w : tensor<2x512xf16>, tensor<512x64xf16> -> tensor<2x64xf32>
+// CHECK-NEXT:    %a = kn.div %mm, %q {kn.composite = "rms_norm_matmul"} : tensor<2x64xf32>, tensor<2x1xf16> -> tensor<2x64xf16>
+// CHECK-NEXT:    %pv = kn.matmul %e, %v : tensor<2x512xf16>, tensor<512x64xf16> -> tensor<2x64xf32>
+// CHECK:         %b = kn.div %pv, %s {kn.composite = "softmax_matmul"} : tensor<2x64xf32>, tensor<2x1xf32> -> tensor<2x64xf16>
