@@ -8,8 +8,9 @@ keep their 16-bit input's sum in fp32.  `kn-widen-sums` (passes/kn/widen_sums.py
 sums that type, so the sum of 131072 values of at most 1 (a softmax over a 128k vocabulary:
 up to 131072 > 65504, the largest fp16) is stored without overflowing.  A matmul of two
 16-bit operands may have an f32 result (`widens_half`: tensor cores accumulate in fp32), which
-kn-simplify gives a product whose row scaling it moved past the matmul (`rms_norm(X) @ W ->
-(X @ W) / rms(X)`: X @ W is rms(X) times larger than the result and leaves fp16 range first).
+kn-widen-sums gives a product divided by its row statistic (`(X @ W) / rms(X)`, what kn-simplify
+makes of `rms_norm(X) @ W`, and attention's `(exp(a) @ V) / sum(exp(a))`): such a product is the
+statistic times the result and leaves fp16 range first.
 Maxima, concatenations and unary ops keep one element type: the squares of an rms statistic,
 `x^2 / n` before their sum, stay 16-bit, which bounds the rows an fp16 rms norm takes to
 |x| < sqrt(65504 n) (16k for n = 4096).
