@@ -144,8 +144,6 @@ class BinaryOpBase(GraphOp, Generic[TensorT]):
     broadcasting over equal ranks); syntax `OP %a, %b : A, B -> R`.  Elementwise ops may mix one
     16-bit float type with f32 (`precision.mixes_half_and_f32`; matmuls may not)."""
 
-    MIXED_PRECISION: ClassVar[bool] = True
-
     lhs = operand_def(LEVEL_TENSOR)
     rhs = operand_def(LEVEL_TENSOR)
     result = result_def(LEVEL_TENSOR)
@@ -164,6 +162,11 @@ class BinaryOpBase(GraphOp, Generic[TensorT]):
         shape = self.infer_shape(shape_of(lhs), shape_of(rhs))
         super().__init__(operands=[lhs, rhs], result_types=[self.derived_type(lhs, shape)])
 
+    def mixes_precision(self) -> bool:
+        """Whether the operands and result may hold different element types: one 16-bit float
+        type and f32 (`precision.mixes_half_and_f32`); matmuls override it."""
+        return mixes_half_and_f32((self.lhs, self.rhs, self.result))
+
     def verify_(self) -> None:
         """Check the level's rules, one element type and the inferred result shape.
 
@@ -172,7 +175,7 @@ class BinaryOpBase(GraphOp, Generic[TensorT]):
                 `infer_shape` rejects, or another result shape.
         """
         self.check_level_rules()
-        if not (self.MIXED_PRECISION and mixes_half_and_f32((self.lhs, self.rhs, self.result))):
+        if not self.mixes_precision():
             self.check_element_types(self.lhs, self.rhs, self.result)
         check_inferred_shape(self, lambda: self.infer_shape(shape_of(self.lhs), shape_of(self.rhs)), shape_of(self.result))
 
@@ -183,21 +186,9 @@ class MatmulOpBase(BinaryOpBase[TensorT], Generic[TensorT]):
     operands share one element type; the result has it too, or f32 for 16-bit operands (a
     widening product, as tensor cores accumulate: `precision.widens_half`)."""
 
-    MIXED_PRECISION: ClassVar[bool] = False
-
-    def verify_(self) -> None:
-        """Check the level's rules, the element types (one type, or 16-bit operands with an f32
-        result) and the inferred result shape.
-
-        Raises:
-            KnVerifyError: see `check_level_rules`, operands of different element types, a result
-                of another type than theirs (but f32 for 16-bit operands), or a shape mismatch.
-        """
-        if widens_half((self.lhs, self.rhs), self.result):
-            self.check_level_rules()
-            check_inferred_shape(self, lambda: self.infer_shape(shape_of(self.lhs), shape_of(self.rhs)), shape_of(self.result))
-            return
-        super().verify_()
+    def mixes_precision(self) -> bool:
+        """Whether the result widens the operands' one 16-bit type to f32 (`precision.widens_half`)."""
+        return widens_half((self.lhs, self.rhs), self.result)
 
     @classmethod
     def infer_shape(cls, lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
@@ -43,6 +43,7 @@ from xdsl.rewriter import Rewriter
 from mirage_xdsl.dialects import kn
 from mirage_xdsl.dialects.common.precision import is_half
 from mirage_xdsl.dialects.kn.elementwise_ops import KnBinaryOp, KnUnaryOp
+from mirage_xdsl.passes.kn.expand_composites import COMPOSITE_ATTR
 
 UNARY_WIDENED = (KnUnaryOp, kn.MulScalarOp, kn.ClampOp)
 """Ops that take their operand's type and are widened with it."""
@@ -95,8 +96,8 @@ def widen_products(func: FuncOp) -> int:
     for op in list(func.body.walk()):
         if not isinstance(op, kn.DivOp) or not is_half(kn.element_type_of(op.result)):
             continue
-        record = op.attributes.get("kn.composite")
-        if getattr(record, "data", None) not in WIDENED_PRODUCTS:
+        record = op.attributes.get(COMPOSITE_ATTR)
+        if not isinstance(record, StringAttr) or record.data not in WIDENED_PRODUCTS:
             continue
         mm = op.lhs.owner
         if not isinstance(mm, kn.MatmulOp) or len(list(mm.result.uses)) != 1 or not is_half(kn.element_type_of(mm.result)):
