@@ -18,12 +18,14 @@ from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from mirage_xdsl.codegen.cuda_syntax import dtype_name, printer_error
+from mirage_xdsl.codegen.hopper_attention import attention_launch
 from mirage_xdsl.codegen.hopper_gemm import hopper_launch
 from mirage_xdsl.codegen.kernel_resources import grid_sum_counters, late_finisher_trips, launch_smem_bytes
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
 from mirage_xdsl.codegen.permute_copy import permute_launch
 from mirage_xdsl.codegen.weight_prefetch import triggers_dependents
 from mirage_xdsl.dialects import cute, kn
+from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.dialects.cute.permute_copy import PermuteCopyOp
 from mirage_xdsl.dialects.kn import GRID_SUM_SCRATCH_ATTR, element_type_of, ints, shape_of
@@ -168,6 +170,9 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
             steps.append(
                 KernelLaunch(op.kernel_name.data, op.grid, op.block, launch_smem_bytes(op), args, pdl, one_wave=one_wave)
             )
+            continue
+        if isinstance(op, HopperAttentionOp):
+            steps.append(attention_launch(op, ref))
             continue
         if isinstance(op, HopperGemmOp):
             steps.append(hopper_launch(op, ref, counters))

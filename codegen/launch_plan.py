@@ -74,6 +74,9 @@ class KernelLaunch:
     (codegen/weight_prefetch.py), whose successor's blocks must spread evenly over the SMs"""
     tensor_maps: tuple[TensorMapSpec, ...] = ()
     """TMA tensor maps passed before `args` (sm_90 GEMM kernels, codegen/hopper_gemm.py)"""
+    sm90a: bool = False
+    """the kernel uses sm_90a-only instructions (wgmma, TMA: `cute.hopper_gemm`,
+    `cute.hopper_attention`), which the host emulator does not model"""
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,7 @@ class LaunchPlan:
                             )
                             for t in s.get("tensor_maps", ())
                         ),
+                        sm90a=s.get("sm90a", False),
                     )
                 )
             else:

@@ -18,7 +18,8 @@ Options (seven; `mirage-opt FILE -p 'mirage-transpile{to-cute=false tuning="stag
 become the sm_90a `cute.hopper_gemm`; other targets keep them as library calls), `smem-limit`
 (tb-plan-smem and tb-plan-pipeline), `time-limit-ms` (tb-plan-smem) and `tuning`, a
 `TuningPoint` (target/tuning.py) whose fields go to the pass that makes each choice: kn-fuse
-(`candidate`, `always_split`, `grid_sum`, `online_softmax`, `lone_block_max_stages`),
+(`candidate`, `always_split`, `grid_sum`, `online_softmax`, `flash_attention` as its
+`hopper-attention`, `lone_block_max_stages`),
 tb-plan-pipeline (`stages`, `lone_block_max_stages`), tb-decompose-accumulators
 (`reduce_partials`) and cute-late-finisher (`late_finisher` as its `shift`; 0 = not run).
 The tuner (driver/tune) searches exactly those fields.
@@ -105,7 +106,8 @@ class MirageTranspilePass(ModulePass):
     tuning: str = ""
     """A tuning point, `key=value` items separated by commas (target/tuning.py `TuningPoint`:
     candidate, stages, always_split, grid_sum, reduce_partials, late_finisher,
-    lone_block_max_stages, online_softmax); unnamed keys keep the default pipeline's choice."""
+    lone_block_max_stages, online_softmax, flash_attention); unnamed keys keep the default
+    pipeline's choice."""
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> MirageTranspilePass:
@@ -186,6 +188,7 @@ class MirageTranspilePass(ModulePass):
                 lone_block_max_stages=point.lone_block_max_stages,
                 online_softmax=point.online_softmax,
                 hopper_gemm=self.arch in HOPPER_GEMM_ARCHS,
+                hopper_attention=point.flash_attention,
             )
         for p in self.passes():
             p.apply(ctx, op)

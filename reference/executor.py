@@ -34,6 +34,7 @@ from mirage_xdsl.reference.numpy_ops import (
     UNARY,
     ReferenceExecutionError,
     apply_unary,
+    attention,
     causal_mask,
     check_shape,
     int_prop,
@@ -194,6 +195,9 @@ def _run_kn_op(op: Any, xs: list[np.ndarray], storage_rounding: bool = False) ->
         return [run_contraction(op.config(), xs[0], xs[1], value_shape(op.result), xs[2] if len(xs) > 2 else None, act)]
     if name == "contraction.permute":
         return [np.transpose(xs[0], op.perm())]
+    if name == "cute.hopper_attention":
+        offset = op.causal_offset.value.data if op.causal_offset is not None else None
+        return [attention(xs[0], xs[1], xs[2], op.scale.value.data, offset)]
     if not name.startswith("kn."):
         raise ReferenceExecutionError(f"unsupported operation '{name}' in a kernel graph")
     kind = name[3:]

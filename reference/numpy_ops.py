@@ -75,6 +75,17 @@ def causal_mask(x: np.ndarray, offset: int) -> np.ndarray:
     return np.where(j <= i + offset, x, -np.inf)
 
 
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, causal_offset: int | None) -> np.ndarray:
+    """`softmax(scale * q @ k [causally masked]) @ v` over the last two dims, the row max
+    subtracted first (`cute.hopper_attention`, dialects/cute/hopper_attention.py): q [..., sq, d],
+    k [..., d, sk], v [..., sk, d] -> [..., sq, d]."""
+    s = np.matmul(q, k) * scale
+    if causal_offset is not None:
+        s = causal_mask(s, causal_offset)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return np.matmul(p, v) / p.sum(axis=-1, keepdims=True)
+
+
 def strided_sum(x: np.ndarray, axis: int, size: int) -> np.ndarray:
     """Sum `axis` down to `size` elements over STRIDED groups:
     `out[..., j, ...] = sum_k x[..., j + k*size, ...]` (mirage-notes 1.7)."""

@@ -72,6 +72,10 @@ class DeviceModel:
     of 2048-16384 and 300 at 1024 on an H200 (2026-11-26, mirage-bench --contractions)."""
     hopper_launch_us: float = 4.0
     """Launch and tail of that persistent-grid kernel inside a captured CUDA graph."""
+    hopper_attention_flops_per_us: float = 4.5e8
+    """fp16/bf16 MMA rate of our sm_90a flash-attention kernel (`cute.hopper_attention`, both
+    products) when its blocks fill the SMs: 8 heads x 4096 tokens x head dim 128 on an H200
+    (2026-11-26) ran at 456 TFLOP/s (fp16, two blocks of one consumer warpgroup per SM)."""
     library_bf16_traffic: float = 4.0
     """bf16 operands reach the library GEMM through fp32 copies (CuPy has no bfloat16;
     runtime/library_ops.py): every operand byte is read, written and read again as fp32,
@@ -148,7 +152,7 @@ class DeviceModel:
     (`online_plan.online_chain_smem_bytes`) at `online_chain_smem_bytes_per_us`: a warp of
     16 rows reads every key and value fragment for 16 rows only, and those reads, not the
     MMAs, separate its tilings.  Both fitted to the prefill suite on an H200 (2026-11-26,
-    8 heads, d = 128, fp16, benchmarks/results/prefill-h200-2026-11-26.md): 4096 tokens,
+    8 heads, d = 128, fp16; the chain is the prefill kernel of targets other than sm_90): 4096 tokens,
     64 rows x 64 keys 286 us, 128 x 32 256 us, 64 x 32 301 us (estimates 285 / 258 / 328);
     1024 tokens, 64 x 64 28.8 us, 64 x 32 34.8 (estimates 32 / 44)."""
     online_k_tiles: tuple[int, ...] = (64, 32)

@@ -48,6 +48,9 @@ class TuningPoint:
             counted by kn-fuse's estimates alike.
         online_softmax: kn-fuse turns a max over the loop axis read inside the loop into a
             running max with rescaled accumulators (one kernel).
+        flash_attention: kn-fuse lowers an attention group to the sm_90a flash-attention kernel
+            (`cute.hopper_attention`) where that is estimated faster than its best generated
+            plan (sm_90 targets only); false keeps the generated attention kernels.
     """
 
     candidate: int = 0
@@ -58,6 +61,7 @@ class TuningPoint:
     late_finisher: int = 1
     lone_block_max_stages: int = LONE_BLOCK_MAX_STAGES
     online_softmax: bool = False
+    flash_attention: bool = True
 
     def options(self) -> dict[str, Any]:
         """Every field as a keyword (the pass options the point sets)."""

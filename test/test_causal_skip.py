@@ -50,7 +50,9 @@ def lowered(module: ModuleOp, num_sms: int | None, candidate: int = 0, heavy_sms
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     low = module.clone()
-    fuse = KnFusePass(candidate=candidate) if num_sms is None else KnFusePass(num_sms=num_sms, candidate=candidate)
+    # the generated (mma.sync) flash chain, not the sm_90a kernel (test_hopper_attention.py)
+    sms = {} if num_sms is None else {"num_sms": num_sms}
+    fuse = KnFusePass(candidate=candidate, hopper_attention=False, **sms)  # type: ignore[arg-type]
     fuse.apply(make_context(), low)
     MirageTranspilePass(fuse=False).apply(make_context(), low)
     if heavy_sms is not None:

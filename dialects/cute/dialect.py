@@ -6,6 +6,7 @@ from xdsl.ir import Dialect
 
 from mirage_xdsl.dialects.cute.attrs import FragmentType, LayoutAttr, SmemTensorType, SwizzleAttr, TiledMmaAttr, UnaryFnAttr
 from mirage_xdsl.dialects.cute.compute_ops import ConcatOp, ElementwiseOp, FillOp, GridSumOp, ReduceOp
+from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.dialects.cute.kernel import ForOp, KernelOp, YieldOp
 from mirage_xdsl.dialects.cute.mask_ops import CausalMaskOp
@@ -36,6 +37,7 @@ Cute = Dialect(
         ForOp,
         YieldOp,
         HopperGemmOp,
+        HopperAttentionOp,
         PermuteCopyOp,
     ],
     [LayoutAttr, SwizzleAttr, SmemTensorType, TiledMmaAttr, FragmentType, UnaryFnAttr],

@@ -16,6 +16,8 @@ Genes (`TuningPoint`, forwarded by `mirage-transpile{tuning=...}`):
 | `reduce_partials` | no/yes | a split block's accumulator reduced before its grid sum |
 | `late_finisher` | 0..3 | iterations each split-K partner hands to its finisher; 0 = off |
 | `lone_block_max_stages` | 2..6 | ring depth of wide lone blocks (plan estimate and kernel) |
+| `online_softmax` | no/yes | a max read inside the loop as a running max (one kernel) |
+| `flash_attention` | no/yes | an attention group as the sm_90a flash-attention kernel where estimated faster |
 
 Validity rules (`violations`; `repair` applies them, so equivalent genomes get one form):
 a value outside its domain is invalid (repair: the nearest value of the domain);
@@ -25,8 +27,9 @@ last plan, a ring deeper than shared memory allows) are left to evaluation: such
 fails to compile (fitness 0) or prints the same kernel as another (memoised by its source).
 
 Labels: the variant syntax of `mirage-bench --variants`, `c<rank>[s<stages>][x][r][f<shift>]`,
-extended with `n` (no grid sum) and `l<depth>` (lone-block ring depth other than 4); old
-strings read as before (absent letters = off, grid sums on, the default lone-block depth).
+extended with `n` (no grid sum), `l<depth>` (lone-block ring depth other than 4), `o` (online
+softmax) and `g` (generated attention kernels: no sm_90a flash kernel); old strings read as
+before (absent letters = off, grid sums and the flash kernel on, the default lone-block depth).
 
 Needs no xDSL (the GPU phase of mirage-bench imports this module through bench/prepare.py).
 """
@@ -73,6 +76,7 @@ GENES: tuple[Gene, ...] = (
     Gene("late_finisher", (0, 1, 2, 3), "iterations each split-K partner hands to its finisher (0: off)"),
     Gene("lone_block_max_stages", (2, 3, 4, 5, 6), "ring depth of wide lone blocks"),
     Gene("online_softmax", (False, True), "a max read inside the loop as a running max (one kernel)"),
+    Gene("flash_attention", (False, True), "an attention group as the sm_90a flash kernel where estimated faster"),
 )
 
 
@@ -92,6 +96,8 @@ class Genome(TuningPoint):
             out["lone_block_max_stages"] = self.lone_block_max_stages
         if self.online_softmax:
             out["online_softmax"] = True
+        if not self.flash_attention:
+            out["flash_attention"] = False
         return out
 
     @property
@@ -106,17 +112,18 @@ class Genome(TuningPoint):
         if self.lone_block_max_stages != DEFAULT_LONE_BLOCK_MAX_STAGES:
             text += f"l{self.lone_block_max_stages}"
         text += "o" if self.online_softmax else ""
+        text += "" if self.flash_attention else "g"
         return text
 
     def __str__(self) -> str:
         return self.label
 
 
-_LABEL = re.compile(r"c(\d+)(?:s(\d+))?(x?)(r?)(?:f(\d+))?(n?)(?:l(\d+))?(o?)")
+_LABEL = re.compile(r"c(\d+)(?:s(\d+))?(x?)(r?)(?:f(\d+))?(n?)(?:l(\d+))?(o?)(g?)")
 
 
 def genome_from_label(text: str) -> Genome:
-    """The genome of a variant string `c<rank>[s<stages>][x][r][f<shift>][n][l<depth>][o]`
+    """The genome of a variant string `c<rank>[s<stages>][x][r][f<shift>][n][l<depth>][o][g]`
     (the genome as written, not repaired: see `Space.repair`).
 
     Raises:
@@ -125,7 +132,7 @@ def genome_from_label(text: str) -> Genome:
     m = _LABEL.fullmatch(text.strip())
     if m is None:
         raise SpaceError(
-            f"variant '{text}': expected c<rank>[s<stages>][x][r][f<shift>][n][l<depth>][o], e.g. c0, c0s2, c3s4x or c0s7xrf1"
+            f"variant '{text}': expected c<rank>[s<stages>][x][r][f<shift>][n][l<depth>][o][g], e.g. c0, c0s2, c3s4x or c0s7xrf1"
         )
     return Genome(
         candidate=int(m[1]),
@@ -136,6 +143,7 @@ def genome_from_label(text: str) -> Genome:
         grid_sum=not m[6],
         lone_block_max_stages=int(m[7]) if m[7] is not None else DEFAULT_LONE_BLOCK_MAX_STAGES,
         online_softmax=bool(m[8]),
+        flash_attention=not m[9],
     )
 
 

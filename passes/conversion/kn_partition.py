@@ -28,8 +28,10 @@ group into `kn.customized` op(s) whose threadblock graphs come from the planner 
    (the TMA + wgmma kernel, sm_90a only: pass `hopper-gemm=false` for other targets).  So
    does a group of compute-bound matmuls whose other ops are their epilogues (unary ops, then
    one `kn.mul` by a tensor of the result's type: `gemm_epilogue`), when the GEMMs' estimates
-   sum below the group's best fused plan.  Ops of the function are then re-ordered
-   topologically (stable).
+   sum below the group's best fused plan; and an attention group (`softmax(scale Q K) V`
+   over at least 64 query rows) becomes one sm_90a flash-attention kernel,
+   `cute.hopper_attention` (passes/conversion/flash_attention.py), when its estimate is below
+   the group's best plan.  Ops of the function are then re-ordered topologically (stable).
 
 Options: `smem-limit` (bytes per block), `num-sms`, `allow-split`, `k-tiles` (for-loop tile
 candidates along the contracted dim), `candidate` (take the plan of this rank in estimated
@@ -40,7 +42,7 @@ profiles), `always-split` (also enumerate split-K plans when an unsplit grid fil
 included: a megakernel's tasks), `block-threads` (one thread count for every block; 0 =
 the planner's), `lone-block-max-stages` (the ring depth that
 tb-plan-pipeline's option of the same name gives wide lone blocks, which their estimate
-counts; pass both passes the same value), `hopper-gemm` (step 3) and `share-sms` (plan the
+counts; pass both passes the same value), `hopper-gemm` and `hopper-attention` (step 3) and `share-sms` (plan the
 groups of one dependency level that stream graph inputs for their byte shares of the SMs:
 `concurrent_sm_shares`, for a megakernel, whose workers run such kernels side by side).
 """
@@ -65,6 +67,7 @@ from mirage_xdsl.dialects import kn
 from mirage_xdsl.dialects.kn.reshape_op import ReshapeOp
 from mirage_xdsl.passes.conversion.build_tb_graph import emit_kernel
 from mirage_xdsl.passes.conversion.default_tb_graph import Planner
+from mirage_xdsl.passes.conversion.flash_attention import fits_kernel, flash_attention_us, lower_attention, match_attention
 from mirage_xdsl.passes.conversion.gemm_epilogue import factor_bytes, lower_chain, split_into_chains
 from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan
 from mirage_xdsl.passes.conversion.plan_group import elem_bytes, fusible_op, group_from_ops
@@ -195,6 +198,10 @@ class PartitionOptions:
     """Plan each group for its share of the SMs among the groups that run concurrently with it
     (`concurrent_sm_shares`): a megakernel runs the kernels of one dependency level side by
     side (mirage-megakernel), a per-kernel launch one at a time."""
+    hopper_attention: bool = True
+    """With `hopper_gemm`, an attention group becomes one sm_90a flash-attention kernel
+    (`cute.hopper_attention`) where that is estimated faster than its best plan (module
+    docstring, step 3); false keeps the generated (mma.sync) attention kernels."""
 
     def partition_options(self) -> dict[str, object]:
         """These options as keyword arguments of `KnPartitionPass` (kn-fuse forwards them)."""
@@ -234,7 +241,16 @@ class KnPartitionPass(ModulePass, PartitionOptions):
         """
         planner = Planner(self.device())
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
-            partition_function(func, planner, self.allow_split, self.candidate, self.per_op, self.hopper_gemm, self.share_sms)
+            partition_function(
+                func,
+                planner,
+                self.allow_split,
+                self.candidate,
+                self.per_op,
+                self.hopper_gemm,
+                self.share_sms,
+                hopper_attention=self.hopper_gemm and self.hopper_attention,
+            )
 
 
 def _plan(planner: Planner, ops: list[Operation], allow_split: bool, cache: dict, rank: int = 0) -> FusionPlan | None:
@@ -300,13 +316,15 @@ def partition_function(
     per_op: bool = False,
     hopper_gemm: bool = False,
     share_sms: bool = False,
+    hopper_attention: bool = False,
 ) -> list[FusionPlan]:
     """Partition one kernel graph in place (groups chosen with the cheapest plans, then each
     lowered with its `rank`-th cheapest plan); return the applied plans.  `per_op`: every
     fusible op is a group of its own and a lone matmul becomes a kernel too; `hopper_gemm`: a
     lone matmul left to the library becomes a `contraction.contract` where it can
     (module docstring, step 3); `share_sms`: each group is lowered with the plan its share of
-    the SMs among concurrent groups gets (`concurrent_sm_shares`)."""
+    the SMs among concurrent groups gets (`concurrent_sm_shares`); `hopper_attention`: an
+    attention group may become a `cute.hopper_attention` (step 3)."""
     block = func.body.block
     fusible_ops = [o for o in block.ops if fusible_op(o)]
     fusible = set(fusible_ops)
@@ -352,6 +370,8 @@ def partition_function(
         else:
             plan = _plan(planner, members, allow_split, cache, rank)
         if plan is None:
+            continue
+        if not per_op and hopper_attention and _leave_to_flash_attention(members, plan.cost_us, planner.device):
             continue
         if not per_op and _leave_to_gemm(members, planner, allow_split, cache, hopper_gemm):
             continue
@@ -406,6 +426,16 @@ def concurrent_sm_shares(groups: list[list[Operation]], num_sms: int) -> dict[in
         if len(members) > 1:
             shares.update({i: max(1, round(num_sms * b / total)) for i, b in members})
     return shares
+
+
+def _leave_to_flash_attention(members: list[Operation], best_us: float, device: DeviceModel) -> bool:
+    """Whether the group is an attention that `cute.hopper_attention` computes faster than its
+    best plan (module docstring, step 3); if so it is lowered to that op here."""
+    group = match_attention(members)
+    if group is None or not fits_kernel(group) or flash_attention_us(group, device) >= best_us:
+        return False
+    lower_attention(group)
+    return True
 
 
 def _leave_to_gemm(members: list[Operation], planner: Planner, allow_split: bool, cache: dict, hopper_gemm: bool) -> bool:

@@ -36,6 +36,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects import kn
+from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.kn.reshape_op import output_view_of
 from mirage_xdsl.dialects.tiling import row_major_strides
 from mirage_xdsl.passes.tb.layout_math import elem_bytes_of, physical_num_elems, round_up
@@ -98,7 +99,7 @@ GRID_SUM_SCRATCH_ATTR = kn.GRID_SUM_SCRATCH_ATTR
 WORKSPACE_DIALECTS = ("kn", "contraction")
 """Ops whose intermediate results get workspace: kernel-level ops and `contraction.contract`
 (kn-partition's lone matmuls for the sm_90a GEMM; convert-contraction-to-hopper keeps the
-offsets)."""
+offsets); so does `cute.hopper_attention` (kn-partition's attention groups for sm_90a)."""
 
 
 def grid_sum_scratch_bytes(op: Operation) -> int:
@@ -119,7 +120,7 @@ def plan_function(func: FuncOp) -> None:
     buffers: list[Buffer] = []
     owners: list[tuple[Operation, int]] = []
     for i, op in enumerate(ops):
-        if op.dialect_name() not in WORKSPACE_DIALECTS:
+        if op.dialect_name() not in WORKSPACE_DIALECTS and not isinstance(op, HopperAttentionOp):
             continue
         if kn.ALIAS_ATTR in op.attributes:
             continue  # an aliased kn.reshape: a view of its input's buffer (kn-alias-reshape)

@@ -79,7 +79,11 @@ class MirageMegakernelPass(ModulePass):
             PassFailedException: from any of the three steps (the op and rule named).
         """
         limit = worker_smem_budget(self.ctas_per_sm) if self.ctas_per_sm else SM90.smem_per_block_optin
-        fuse_plain_graphs(ctx, op, per_op=self.per_op, block_threads=self.threads, smem_limit=limit, share_sms=True)
+        # every kernel becomes a task of the persistent workers: none may be an sm_90a library-like
+        # kernel of its own (the flash-attention kernel keeps no task protocol)
+        fuse_plain_graphs(
+            ctx, op, per_op=self.per_op, block_threads=self.threads, smem_limit=limit, share_sms=True, hopper_attention=False
+        )
         MirageTranspilePass(fuse=False, smem_limit=limit, tuning="late_finisher=0").apply(ctx, op)
         # a task may load any graph input before its dependency wait (nothing in the launch writes one)
         WeightPrefetchPass(inputs_ready=True).apply(ctx, op)

@@ -122,3 +122,17 @@ func.func @view(%x: tensor<4x64xf16>) -> tensor<4x64xf16> {
 // CHECK:       cute.copy_s2g "chunked" %s -> %o0 {{{.*}}view_offset = 32 : i64}
 // CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "view"
 // CHECK-GENERIC:       "cute.copy_g2s"{{.*}}view_offset = 32 : i64
+
+// -----
+
+// The sm_90a flash-attention kernel (kn-partition's attention groups): operands, scale, the
+// optional causal offset and the tile options.
+func.func @flash(%q: tensor<2x128x64xbf16>, %k: tensor<2x64x256xbf16>, %v: tensor<2x256x64xbf16>) -> tensor<2x128x64xbf16> {
+  %o = cute.hopper_attention(%q, %k, %v) {kernel_name = "flash_attention_0", scale = 1.250000e-01 : f64, consumers = 1 : i64, key_tile = 64 : i64, stages = 2 : i64, causal_offset = 128 : i64} : (tensor<2x128x64xbf16>, tensor<2x64x256xbf16>, tensor<2x256x64xbf16>) -> tensor<2x128x64xbf16>
+  func.return %o : tensor<2x128x64xbf16>
+}
+
+// CHECK-LABEL: func.func @flash
+// CHECK:       %o = cute.hopper_attention(%q, %k, %v) {kernel_name = "flash_attention_0", scale = 1.250000e-01 : f64, consumers = 1 : i64, key_tile = 64 : i64, stages = 2 : i64, causal_offset = 128 : i64}
+// CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "flash"
+// CHECK-GENERIC:       "cute.hopper_attention"(%q, %k, %v) <{kernel_name = "flash_attention_0"

@@ -1,9 +1,10 @@
 // kn.causal_mask through the stack: round trip, verifier rules, kn-fuse's tb.causal_mask
 // (grid axis and loop flag of the masked dims), convert-tb-to-cute's cute.causal_mask and the
-// flash chain's in-register mask, and the CUDA the printer writes for each.
+// flash chain's in-register mask, and the CUDA the printer writes for each (the generated
+// kernels: without the sm_90a flash kernel, kn-partition-hopper-attention.mlir).
 // RUN: mirage-opt %s --split-input-file | filecheck %s --check-prefix=ROUND
-// RUN: mirage-opt %s --split-input-file -p kn-fuse | filecheck %s --check-prefix=FUSE
-// RUN: mirage-opt %s --split-input-file -p mirage-transpile -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: mirage-opt %s --split-input-file -p 'kn-fuse{hopper-attention=false}' | filecheck %s --check-prefix=FUSE
+// RUN: mirage-opt %s --split-input-file -p 'mirage-transpile{tuning="flash_attention=false"}' -t cuda | filecheck %s --check-prefix=CUDA
 // RUN: mirage-opt %S/Inputs/causal-mask-invalid.mlir --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %S/Inputs/causal-mask-invalid.mlir --check-prefix=BAD
 
 // Small prefill (2 heads x 256 x 128): the key dim stays whole (for-loop 1), the mask runs

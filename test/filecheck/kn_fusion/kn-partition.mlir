@@ -1,4 +1,4 @@
-// RUN: mirage-opt %s -p 'kn-partition{always-split=false}' --split-input-file | filecheck %s
+// RUN: mirage-opt %s -p 'kn-partition{always-split=false hopper-attention=false}' --split-input-file | filecheck %s
 // RUN: mirage-opt %s -p 'kn-partition{allow-split=false}' --split-input-file | filecheck %s --check-prefix=NOSPLIT
 // RUN: mirage-opt %s -p 'kn-partition{smem-limit=16384 always-split=false}' --split-input-file | filecheck %s --check-prefix=SMALL
 // RUN: mirage-opt %s -p kn-partition --split-input-file | filecheck %s --check-prefix=GRIDSUM

@@ -1,0 +1,136 @@
+"""CUDA for `cute.hopper_attention`: the kernel (a call of `mx::hopper::flash_attention`) and its launch.
+
+The op's attributes are printed as they are (kn-partition decided them); the strides are the
+operands' recorded ones (`dtensor_strides`), the scale is folded with log2(e) (the kernel's
+exponentials are `ex2`):
+
+    #include "mirage_xdsl/hopper_attention.cuh"
+    extern "C" __global__ void __launch_bounds__(256, 2)
+    prefill_flash_attention_0(half* __restrict__ o, const half* __restrict__ q,
+                              const half* __restrict__ k, const half* __restrict__ v) {
+      mx::hopper::flash_attention<half, 128, 1, 64, 2, false>(q, k, v, o, mx::hopper::AttnShape{...});
+    }
+
+The launch: grid (heads, query blocks), 128 x (consumers + 1) threads (the producer
+warpgroup), no PDL (the kernel reads its inputs from its first instruction on).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
+from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorRef
+from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
+from mirage_xdsl.dialects.kn.strides import dtensor_strides
+
+HEADER = "mirage_xdsl/hopper_attention.cuh"
+_CTYPES = {Float16Type: "half", BFloat16Type: "__nv_bfloat16"}
+_ALIGN_SLACK = 1024  # alignment of the tiles to 1024 B (hopper_attention.cuh: flash_attention_smem_bytes)
+_BARRIER_BYTES = 8  # one mbarrier
+LOG2E = 1.4426950408889634
+
+
+def _ctype(op: HopperAttentionOp) -> str:
+    tensor = op.result.type
+    assert isinstance(tensor, TensorType)
+    for cls, name in _CTYPES.items():
+        if isinstance(tensor.element_type, cls):
+            return name
+    raise CudaEmitError(f"{op.name} {op.kernel_name.data}: element type {tensor.element_type} is not f16 or bf16")
+
+
+def threads(op: HopperAttentionOp) -> int:
+    """Threads per block: the producer warpgroup and `consumers` consumer warpgroups."""
+    return 128 * (op.consumers.value.data + 1)
+
+
+def blocks_per_sm(op: HopperAttentionOp) -> int:
+    """The `__launch_bounds__` minimum of blocks per SM: two with one consumer (the header's
+    register split assumes 128 registers per thread at launch), else one."""
+    return 2 if op.consumers.value.data == 1 else 1
+
+
+def smem_bytes(op: HopperAttentionOp) -> int:
+    """Dynamic shared memory: Q's tile, `stages` K and V tiles, the mbarriers, the alignment
+    slack (hopper_attention.cuh: flash_attention_smem_bytes)."""
+    _, _, _, d = op.dims()
+    rows, keys, stages = 64 * op.consumers.value.data, op.key_tile.value.data, op.stages.value.data
+    return (rows * d + 2 * stages * keys * d) * 2 + (1 + 4 * stages) * _BARRIER_BYTES + _ALIGN_SLACK
+
+
+def row_blocks(op: HopperAttentionOp) -> int:
+    """Query blocks per head (the grid's y extent)."""
+    _, sq, _, _ = op.dims()
+    return -(-sq // (64 * op.consumers.value.data))
+
+
+def _head_row(op: HopperAttentionOp, value: SSAValue, which: str) -> tuple[int, int]:
+    """(head stride, row stride) of Q, V or the result, or of K's keys; its head-dim stride must be 1.
+
+    Raises:
+        CudaEmitError: a head dim with another stride (the layout passes changed it).
+    """
+    st = dtensor_strides(value)
+    unit, row = (st[-2], st[-1]) if which == "K" else (st[-1], st[-2])
+    if unit != 1:
+        raise CudaEmitError(
+            f"{op.name} {op.kernel_name.data}: {which}'s head dim has stride {unit}, the kernel needs 1; "
+            "lower the graph with mirage-transpile{arch=sm_80} to use the generated attention kernels"
+        )
+    head = st[0] if len(st) == 3 else 0
+    return head, row
+
+
+def print_hopper_attention(op: HopperAttentionOp) -> str:
+    """The kernel's CUDA source (includes the header; several kernels may share one TU).
+
+    Raises:
+        CudaEmitError: an element type other than f16/bf16, a head dim whose stride is not 1, or
+            a scale that is not finite.
+    """
+    ctype = _ctype(op)
+    _, sq, sk, d = op.dims()
+    strides = [_head_row(op, v, w) for v, w in ((op.q, "Q"), (op.k, "K"), (op.v, "V"), (op.result, "the result"))]
+    flat = ", ".join(f"{h}LL, {r}LL" for h, r in strides)
+    scale = op.scale.value.data * LOG2E
+    if not math.isfinite(scale):
+        raise CudaEmitError(f"{op.name} {op.kernel_name.data}: the scale {op.scale.value.data} is not finite")
+    offset = op.causal_offset.value.data if op.causal_offset is not None else 0
+    shape = f"{sq}, {sk}, {row_blocks(op)}, {flat}, {scale!r}f, {offset}"
+    template = f"{ctype}, {d}, {op.consumers.value.data}, {op.key_tile.value.data}, {op.stages.value.data}, {str(op.causal).lower()}"
+    name = op.kernel_name.data
+    return "\n".join(
+        [
+            f'#include "{HEADER}"',
+            f'extern "C" __global__ void __launch_bounds__({threads(op)}, {blocks_per_sm(op)})',
+            f"{name}({ctype}* __restrict__ o, const {ctype}* __restrict__ q, const {ctype}* __restrict__ k, "
+            f"const {ctype}* __restrict__ v) {{",
+            f"  mx::hopper::flash_attention<{template}>(q, k, v, o, mx::hopper::AttnShape{{{shape}}});",
+            "}",
+            "",
+        ]
+    )
+
+
+def attention_launch(op: HopperAttentionOp, ref: Callable[[SSAValue, Operation], TensorRef]) -> KernelLaunch:
+    """The `KernelLaunch` of `op`: grid (heads, query blocks), block, shared memory, and the
+    pointers of the result, Q, K and V (the kernel's parameter order).
+
+    Raises:
+        CudaEmitError: from `ref` (a value without a buffer).
+    """
+    heads, _, _, _ = op.dims()
+    return KernelLaunch(
+        op.kernel_name.data,
+        (heads, row_blocks(op), 1),
+        (threads(op), 1, 1),
+        smem_bytes(op),
+        (ref(op.result, op), ref(op.q, op), ref(op.k, op), ref(op.v, op)),
+        pdl=False,
+        sm90a=True,
+    )

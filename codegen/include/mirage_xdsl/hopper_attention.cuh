@@ -1,0 +1,350 @@
+// mirage_xdsl device library: sm_90a flash attention (wgmma), one block of query rows per CTA.
+//
+//   O[h][i][:] = sum_j softmax_j(scale * Q[h][i] . K[h][j]) V[h][j][:]      (keys j <= i + offset
+//                                                                            when CAUSAL)
+//
+// FlashAttention-2's loop (Dao 2023, algorithm 1) on Hopper's warpgroup MMA, organised as
+// FlashAttention-3 (Shah et al. 2024, section 3) organises it: a producer warpgroup fills
+// shared-memory rings of key and value tiles while consumer warpgroups (64 query rows each)
+// compute.  Per key tile of BN keys, S = Q K^T is one chain of `wgmma` m64nBNk16 with both
+// operands in shared memory; the running row max, the rescale factor and P = exp(S - max) stay
+// in the accumulator registers; P, rounded to 16 bits in place, is the register A operand of
+// O += P V (`wgmma` m64nDk16, V MN-major); S of the next tile and P V of this one are in flight
+// together, the softmax of the next beside P V (the intra-warpgroup overlap).  Tiles arrive by
+// cp.async in the canonical K-major layout with the 128-byte swizzle (PTX ISA 8.x,
+// "Asynchronous Warpgroup Level Matrix Shared Memory Layout"): 64-element column chunks of
+// 128-byte rows, 16-byte unit u of row r at (u ^ (r & 7)) * 16.  Q and K are K-major operands
+// (rows: query rows / keys; K: the head dim), V the MN-major B operand of P V (rows: keys); the
+// row sum is taken in fp32 before P is rounded.  With CAUSAL, a block walks only the key tiles
+// its last row sees and masks the tiles that cross the diagonal; the grid dispatches the query
+// blocks heaviest first (longest-first list scheduling: with two blocks per SM it beat the
+// heavy-half-first order `cute-causal-skip` gives the mma.sync chain, 93.7 vs 107.5 µs for the
+// suite's 4096-token causal prefill on an H200).
+//
+// Requires sm_90a; the host emulator does not model it.  The lowering's rules: head dim D of
+// 64 or 128 with stride 1, seq_k a multiple of BN, 16-byte aligned rows.
+#pragma once
+#ifndef MX_HOST
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "hopper_gemm.cuh"
+#include "hopper_wgmma.cuh"
+
+namespace mx {
+namespace hopper {
+
+// The problem of one `flash_attention` launch (strides in elements; the head dim has stride 1).
+struct AttnShape {
+  int seq_q, seq_k;      // query rows and keys per head
+  int row_blocks;        // query blocks per head: ceil(seq_q / (64 NC)) (the grid's y extent)
+  long long q_h, q_r;    // Q head and row strides
+  long long k_h, k_r;    // K (stored [keys, D]) head and key strides
+  long long v_h, v_r;    // V head and key strides
+  long long o_h, o_r;    // O head and row strides
+  float scale_log2;      // the softmax scale times log2(e): exp(scale s) = 2^(scale_log2 s)
+  int causal_offset;     // CAUSAL: key j is kept for query row i when j <= i + causal_offset
+};
+
+// Bytes of dynamic shared memory `flash_attention` needs: Q, STAGES stages of K and of V, the
+// mbarriers (Q's, and full / empty per stage of each ring) and 1 KiB for the 1024-byte
+// alignment of the swizzled tiles.
+template <class T, int D, int NC, int BN, int STAGES>
+constexpr int flash_attention_smem_bytes() {
+  return (64 * NC * D + 2 * STAGES * BN * D) * (int)sizeof(T) + (1 + 4 * STAGES) * 8 + 1024;
+}
+
+// Arrive on `bar` once every cp.async this thread issued before has landed (PTX ISA,
+// "cp.async.mbarrier.arrive"; .noinc: the barrier's expected count includes this arrival).
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// cp.async of a ROWS x D tile (row stride `row_stride`, D contiguous) into the swizzled K-major
+// layout above; rows at or past `rows` are zero-filled.
+template <class T, int ROWS, int D, int NT>
+__device__ __forceinline__ void load_swizzled(unsigned char* dst, const T* src, long long row_stride, int rows, int tid) {
+  constexpr int UNITS = D / 8;  // 16-byte units per row
+  static_assert((ROWS * UNITS) % NT == 0, "load_swizzled: the threads share the tile evenly");
+#pragma unroll
+  for (int n = 0; n < ROWS * UNITS / NT; ++n) {
+    const int i = tid + n * NT;
+    const int r = i / UNITS, u = i % UNITS;
+    unsigned char* d = dst + (u / 8) * (ROWS * 128) + r * 128 + (((u % 8) ^ (r & 7)) * 16);
+    const bool in = r < rows;
+    const T* p = in ? src + (long long)r * row_stride + u * 8 : src;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(d)), "l"(p), "r"(in ? 16 : 0)
+                 : "memory");
+  }
+}
+
+// An empty asm that "defines" r: the register's computation is finished before the next
+// `wgmma_fence` (without it, the compiler may sink e.g. P's rounding between the wgmmas that
+// read it, and ptxas serialises the wgmma pipeline: its C7513 / C7514 notes).
+__device__ __forceinline__ void fence_reg(uint32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
+__device__ __forceinline__ void fence_reg(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+template <class R, int N>
+__device__ __forceinline__ void fence_regs(R (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) fence_reg(r[i]);
+}
+
+__device__ __forceinline__ float attn_ex2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// Registers per thread after `setmaxnreg` (PTX ISA, "setmaxnreg"): the producer's copy loop
+// needs 56; the consumers take what the block's share of the SM's 64K registers leaves (NC = 1:
+// two blocks of 256 threads per SM, 128 each at launch; NC = 2: one block of 384, 168 each).
+constexpr int kFlashProducerRegs = 56;
+template <int NC>
+struct FlashConsumerRegs {
+  static constexpr int value = NC == 1 ? 2 * 128 - kFlashProducerRegs : (3 * 168 - kFlashProducerRegs) / 2 / 8 * 8;
+};
+
+// The block's shared memory: Q, the K and V rings, and their mbarriers.
+template <class T, int D, int NC, int BN, int STAGES>
+struct FlashSmem {
+  static constexpr int kQBytes = 64 * NC * D * (int)sizeof(T), kTileBytes = BN * D * (int)sizeof(T);
+  unsigned char* q;
+  unsigned char* k;  // STAGES tiles
+  unsigned char* v;  // STAGES tiles
+  uint64_t* q_full;
+  uint64_t* k_full;  // per stage: the producer's copies landed
+  uint64_t* k_empty;  // per stage: every consumer warp is done with it
+  uint64_t* v_full;
+  uint64_t* v_empty;
+  __device__ explicit FlashSmem(unsigned char* raw) {
+    unsigned char* base = raw + ((1024 - (smem_addr(raw) & 1023)) & 1023);  // the 128-B swizzle needs 1024-B alignment
+    q = base;
+    k = q + kQBytes;
+    v = k + STAGES * kTileBytes;
+    q_full = reinterpret_cast<uint64_t*>(v + STAGES * kTileBytes);
+    k_full = q_full + 1;
+    k_empty = k_full + STAGES;
+    v_full = k_empty + STAGES;
+    v_empty = v_full + STAGES;
+  }
+};
+
+// The producer warpgroup: Q, then K(t) and V(t) for every key tile, each into its ring stage
+// once the consumers freed it; a copy completes on the stage's `full` barrier.
+template <class T, int D, int NC, int BN, int STAGES>
+__device__ __forceinline__ void flash_produce(const FlashSmem<T, D, NC, BN, STAGES>& sm, const T* q, const T* kh, const T* vh,
+                                              const AttnShape& s, int row0, int n_kt, int tid) {
+  constexpr int BM = 64 * NC, TILE = FlashSmem<T, D, NC, BN, STAGES>::kTileBytes;
+  load_swizzled<T, BM, D, 128>(sm.q, q, s.q_r, s.seq_q - row0, tid);
+  cp_async_mbar_arrive_noinc(sm.q_full);
+  int st = 0;
+  unsigned ph = 0;
+  for (int t = 0; t < n_kt; ++t) {
+    mbar_wait(&sm.k_empty[st], ph ^ 1);
+    load_swizzled<T, BN, D, 128>(sm.k + st * TILE, kh + (long long)t * BN * s.k_r, s.k_r, BN, tid);
+    cp_async_mbar_arrive_noinc(&sm.k_full[st]);
+    mbar_wait(&sm.v_empty[st], ph ^ 1);
+    load_swizzled<T, BN, D, 128>(sm.v + st * TILE, vh + (long long)t * BN * s.v_r, s.v_r, BN, tid);
+    cp_async_mbar_arrive_noinc(&sm.v_full[st]);
+    if (++st == STAGES) {
+      st = 0;
+      ph ^= 1;
+    }
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+// One consumer warpgroup (64 query rows from `my_row0`): the online-softmax loop over the
+// block's n_kt key tiles, then O / row sum stored to `oh`.
+template <class T, int D, int NC, int BN, int STAGES, bool CAUSAL>
+__device__ __forceinline__ void flash_consume(const FlashSmem<T, D, NC, BN, STAGES>& sm, T* oh, const AttnShape& s, int row0,
+                                              int n_kt, int cw, int tid) {
+  constexpr int BM = 64 * NC, TILE = FlashSmem<T, D, NC, BN, STAGES>::kTileBytes;
+  const float kNegInf = -__int_as_float(0x7f800000);
+  const int warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, tq = lane % 4;
+  float acc[D / 2];  // O: register 4j + h holds row my_row + 8 (h / 2), column 8j + 2 tq + (h % 2)
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) acc[i] = 0.0f;
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
+  const int my_row = row0 + cw * 64 + warp * 16 + g;  // this thread's rows: my_row, my_row + 8
+  const uint32_t q0 = smem_addr(sm.q) + cw * 64 * 128;
+  float sc[BN / 2];  // S of one key tile, in the layout of acc (key 8j + 2 tq + (h % 2))
+  const auto wait_full = [&](uint64_t* full, int t) {
+    mbar_wait(&full[t % STAGES], (t / STAGES) & 1);
+    fence_async_smem();  // the copies' generic-proxy writes, visible to wgmma (the async proxy)
+  };
+  const auto release = [&](uint64_t* empty, int t) {
+    if (lane == 0) mbar_arrive(&empty[t % STAGES]);  // after the warpgroup's wgmma wait: all lanes are done
+  };
+  // S(t) = Q K(t), issued as one wgmma group (not waited for)
+  const auto issue_scores = [&](int t) {
+    const uint32_t k0 = smem_addr(sm.k + (t % STAGES) * TILE);
+    fence_regs(sc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint64_t da = smem_desc(q0 + (kk / 4) * (BM * 128) + (kk % 4) * 32, 16, 1024);
+      const uint64_t db = smem_desc(k0 + (kk / 4) * (BN * 128) + (kk % 4) * 32, 16, 1024);
+      Wgmma<BN>::template run<0, T>(sc, da, db, kk > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+    fence_regs(sc);
+  };
+  // the online softmax of S(t): new running maxima m, their rescale factors alpha (for acc),
+  // row sums l, and P(t) rounded to T as the m16n8k16 A fragments of P V's k16 steps
+  float alpha[2];
+  const auto softmax = [&](int t, uint32_t (&pf)[BN / 16][4]) {
+    const bool masked = CAUSAL && t * BN + BN - 1 > row0 + s.causal_offset;
+    // the scaled (and masked) score of register i, recomputed where it is read: writing it
+    // back into sc would define the registers the next S wgmma accumulates into (ptxas then
+    // serialises the wgmma pipeline)
+    const auto score = [&](int i) {
+      const float x = sc[i] * s.scale_log2;
+      const bool out = masked && t * BN + 8 * (i / 4) + 2 * tq + (i & 1) > my_row + 8 * ((i >> 1) & 1) + s.causal_offset;
+      return out ? kNegInf : x;
+    };
+    float mx[2] = {m[0], m[1]};
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], score(i));
+    float base[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      base[r] = mx[r] == kNegInf ? 0.0f : mx[r];  // a row with every key masked so far stays 0
+      alpha[r] = attn_ex2(m[r] - base[r]);
+      m[r] = mx[r];
+    }
+    float rs[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const float e0 = attn_ex2(score(4 * j) - base[0]), e1 = attn_ex2(score(4 * j + 1) - base[0]);
+      const float e2 = attn_ex2(score(4 * j + 2) - base[1]), e3 = attn_ex2(score(4 * j + 3) - base[1]);
+      rs[0] += e0 + e1;  // the row sum of P before its rounding to T
+      rs[1] += e2 + e3;
+      pf[j / 2][(j % 2) * 2] = pack2<T>(e0, e1);
+      pf[j / 2][(j % 2) * 2 + 1] = pack2<T>(e2, e3);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) l[r] = fmaf(l[r], alpha[r], rs[r]);
+  };
+  // O += P(t) V(t), issued as one wgmma group
+  const auto issue_pv = [&](int t, uint32_t (&pf)[BN / 16][4]) {
+    const uint32_t v0 = smem_addr(sm.v + (t % STAGES) * TILE);
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc) fence_regs(pf[kc]);
+    fence_regs(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc) {
+      const uint64_t db = smem_desc(v0 + kc * 16 * 128, BN * 128, 1024);
+      WgmmaRs<D>::template run<1, T>(acc, pf[kc], db, 1);
+    }
+    wgmma_commit();
+    fence_regs(acc);
+  };
+  uint32_t p[BN / 16][4], pn[BN / 16][4];  // P(kt), read by the P V in flight, and P(kt + 1)
+  mbar_wait(sm.q_full, 0);
+  fence_async_smem();
+  if (n_kt > 0) {
+    wait_full(sm.k_full, 0);
+    issue_scores(0);
+    wgmma_wait<0>();
+    release(sm.k_empty, 0);
+    softmax(0, p);
+  }
+  // one iteration with a next tile (a single path: ptxas then sees that waiting for one group in
+  // flight has finished S(kt + 1) and lets P(kt) V(kt) overlap its softmax)
+  const auto step = [&](int kt, uint32_t (&cur)[BN / 16][4], uint32_t (&nxt)[BN / 16][4]) {
+    wait_full(sm.k_full, kt + 1);
+    issue_scores(kt + 1);
+    wait_full(sm.v_full, kt);
+    issue_pv(kt, cur);
+    wgmma_wait<1>();  // S(kt + 1) is done; P(kt) V(kt) may still run beside its softmax
+    release(sm.k_empty, kt + 1);
+    softmax(kt + 1, nxt);
+    wgmma_wait<0>();
+    release(sm.v_empty, kt);
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) acc[i] *= alpha[(i >> 1) & 1];
+  };
+  // P alternates between p and pn, two iterations per trip: a copy between them would be
+  // register moves right before the wgmmas that read them (ptxas serialises those)
+  for (int kt = 0; kt + 1 < n_kt; kt += 2) {
+    step(kt, p, pn);
+    if (kt + 2 < n_kt) step(kt + 1, pn, p);
+  }
+  if (n_kt > 0) {
+    wait_full(sm.v_full, n_kt - 1);
+    if ((n_kt - 1) & 1) {
+      issue_pv(n_kt - 1, pn);
+    } else {
+      issue_pv(n_kt - 1, p);
+    }
+    wgmma_wait<0>();
+    release(sm.v_empty, n_kt - 1);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+  const float inv[2] = {l[0] > 0.0f ? 1.0f / l[0] : 0.0f, l[1] > 0.0f ? 1.0f / l[1] : 0.0f};
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    const int col = 8 * j + 2 * tq;
+    if (my_row < s.seq_q) store_pair<T>(oh + (long long)my_row * s.o_r + col, acc[4 * j] * inv[0], acc[4 * j + 1] * inv[0]);
+    if (my_row + 8 < s.seq_q)
+      store_pair<T>(oh + (long long)(my_row + 8) * s.o_r + col, acc[4 * j + 2] * inv[1], acc[4 * j + 3] * inv[1]);
+  }
+}
+
+// The kernel body; call from a `__global__ __launch_bounds__(128 * (NC + 1), NC == 1 ? 2 : 1)`
+// kernel with `flash_attention_smem_bytes<T, D, NC, BN, STAGES>()` bytes of dynamic shared
+// memory and the grid (heads, s.row_blocks).  Warpgroup 0 produces (`flash_produce`),
+// warpgroups 1..NC consume (`flash_consume`); after the barriers' initialisation no block-wide
+// barrier: a stage is refilled once each consumer warp has arrived on its `empty` barrier.
+template <class T, int D, int NC, int BN, int STAGES, bool CAUSAL>
+__device__ __forceinline__ void flash_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                                                T* __restrict__ o, const AttnShape s) {
+  static_assert(D == 64 || D == 128, "flash_attention: head dim 64 or 128");
+  static_assert(BN == 64 || BN == 128, "flash_attention: key tiles of 64 or 128");
+  static_assert(NC == 1 || NC == 2, "flash_attention: one or two consumer warpgroups");
+  extern __shared__ unsigned char smem_raw[];
+  const FlashSmem<T, D, NC, BN, STAGES> sm(smem_raw);
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    mbar_init(sm.q_full, 128);
+    for (int i = 0; i < STAGES; ++i) {
+      mbar_init(&sm.k_full[i], 128);  // every producer thread's copies
+      mbar_init(&sm.v_full[i], 128);
+      mbar_init(&sm.k_empty[i], NC * 4);  // lane 0 of every consumer warp
+      mbar_init(&sm.v_empty[i], NC * 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const int head = blockIdx.x;
+  int rb = blockIdx.y;
+  if constexpr (CAUSAL) rb = s.row_blocks - 1 - rb;  // the heaviest query blocks (the most key tiles) first
+  const int row0 = rb * 64 * NC;
+  int n_kt = s.seq_k / BN;
+  if constexpr (CAUSAL) {
+    const int last = row0 + 64 * NC - 1 + s.causal_offset;  // the last key the block's last row sees
+    n_kt = min(n_kt, last < 0 ? 0 : last / BN + 1);
+  }
+  if (wg == 0) {
+    setmaxnreg_dec<kFlashProducerRegs>();
+    flash_produce(sm, q + head * s.q_h + (long long)row0 * s.q_r, k + head * s.k_h, v + head * s.v_h, s, row0, n_kt, tid);
+  } else {
+    setmaxnreg_inc<FlashConsumerRegs<NC>::value>();
+    flash_consume<T, D, NC, BN, STAGES, CAUSAL>(sm, o + head * s.o_h, s, row0, n_kt, wg - 1, tid);
+  }
+}
+
+}  // namespace hopper
+}  // namespace mx
+#endif  // MX_HOST

@@ -1,0 +1,140 @@
+"""`cute.hopper_attention`: one sm_90a flash-attention kernel (wgmma), as a launch.
+
+    %o = cute.hopper_attention(%q, %k, %v) {kernel_name = "prefill_flash_attention_0",
+        scale = 0.088388347648318433 : f64, causal_offset = 0 : i64,   // optional: causal mask
+        consumers = 1 : i64, key_tile = 64 : i64, stages = 2 : i64}
+        : (tensor<8x4096x128xf16>, tensor<8x128x4096xf16>, tensor<8x4096x128xf16>) -> tensor<8x4096x128xf16>
+
+computes `softmax(scale * Q @ K [masked]) @ V` per head: Q [heads, seq_q, d], K as the matmul
+operand [heads, d, seq_k] (stored key-major: its d axis has stride 1), V [heads, seq_k, d], the
+result [heads, seq_q, d]; rank 2 is one head.  With `causal_offset` = c, key j is kept for
+query row i when j <= i + c (`kn.causal_mask`'s rule).  The operands are the graph's tensors;
+the printer reads their strides from the IR (`dtensor_strides`) when it prints the kernel.
+
+`kn-partition` (passes/conversion/flash_attention.py) makes it from a fused attention group
+and sets every attribute: `consumers` 64-row consumer warpgroups per block beside its producer
+warpgroup (the block's query rows are 64 x consumers), `key_tile` keys per tile and `stages`
+tiles in each of the key and value rings.  The CUDA printer
+(codegen/hopper_attention.py) prints a call of `mx::hopper::flash_attention`
+(codegen/include/mirage_xdsl/hopper_attention.cuh) instantiated with them.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, FloatAttr, IntegerAttr, StringAttr, TensorType, f64, i64
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
+from xdsl.utils.exceptions import VerifyException
+
+HEAD_DIMS = (64, 128)
+"""Head dims the header instantiates (one or two 64-element swizzle chunks per row)."""
+KEY_TILES = (64, 128)
+"""Keys per pipeline stage the header instantiates (the wgmma N of S = Q K^T)."""
+CONSUMERS = (1, 2)
+"""64-row consumer warpgroups per block."""
+MAX_STAGES = 4
+"""Deepest key / value ring: two blocks of one consumer with 2 stages (80 KiB each at d = 128)
+share an SM's shared memory; deeper rings leave one block per SM."""
+
+
+@irdl_op_definition
+class HopperAttentionOp(IRDLOperation):
+    """Flash attention over strided operands on sm_90a (see the module docstring)."""
+
+    name = "cute.hopper_attention"
+    q = operand_def(TensorType)
+    k = operand_def(TensorType)
+    v = operand_def(TensorType)
+    result = result_def(TensorType)
+    kernel_name = prop_def(StringAttr)
+    scale = prop_def(FloatAttr)
+    causal_offset = opt_prop_def(IntegerAttr)
+    consumers = prop_def(IntegerAttr)
+    key_tile = prop_def(IntegerAttr)
+    stages = prop_def(IntegerAttr)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "`(` $q `,` $k `,` $v `)` attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        q: SSAValue,
+        k: SSAValue,
+        v: SSAValue,
+        result_type: Attribute,
+        *,
+        kernel_name: str,
+        scale: float,
+        causal_offset: int | None,
+        consumers: int,
+        key_tile: int,
+        stages: int,
+    ):
+        props: dict[str, Attribute] = {
+            "kernel_name": StringAttr(kernel_name),
+            "scale": FloatAttr(scale, f64),
+            "consumers": IntegerAttr(consumers, i64),
+            "key_tile": IntegerAttr(key_tile, i64),
+            "stages": IntegerAttr(stages, i64),
+        }
+        if causal_offset is not None:
+            props["causal_offset"] = IntegerAttr(causal_offset, i64)
+        super().__init__(operands=[q, k, v], result_types=[result_type], properties=props)
+
+    def dims(self) -> tuple[int, int, int, int]:
+        """(heads, seq_q, seq_k, head dim) of the operand types (heads = 1 at rank 2)."""
+        q, k = _shape(self.q), _shape(self.k)
+        return (q[0] if len(q) == 3 else 1), q[-2], k[-1], q[-1]
+
+    @property
+    def causal(self) -> bool:
+        """Whether the scores are causally masked (`causal_offset` set)."""
+        return self.causal_offset is not None
+
+    def verify_(self) -> None:
+        """Check ranks, shapes, element types and the tile options against the header's rules.
+
+        Raises:
+            VerifyException: operands of rank other than 2 or 3 or of different ranks; shapes
+                that are not Q [h, sq, d], K [h, d, sk], V [h, sk, d], result [h, sq, d]; element
+                types other than one of f16 / bf16; a head dim not in `HEAD_DIMS`; `key_tile`
+                not in `KEY_TILES` or not dividing seq_k; `consumers` not in `CONSUMERS`;
+                `stages` outside 2..`MAX_STAGES`; a negative causal offset.
+        """
+        shapes = [_shape(x) for x in (self.q, self.k, self.v, self.result)]
+        ranks = {len(s) for s in shapes}
+        if len(ranks) != 1 or ranks.pop() not in (2, 3):
+            raise VerifyException(f"{self.name}: Q, K, V and the result must all have rank 2 or 3, not {shapes}")
+        q, k, v, o = shapes
+        _, _, sk, d = self.dims()
+        lead = q[:-2]
+        if k != [*lead, d, sk] or v != [*lead, sk, d] or o != q:
+            raise VerifyException(
+                f"{self.name}: shapes Q {q}, K {k}, V {v}, result {o} are not Q [h, sq, d], K [h, d, sk], V [h, sk, d], result [h, sq, d]"
+            )
+        elems = {type(_elem(x)) for x in (self.q, self.k, self.v, self.result)}
+        if len(elems) != 1 or elems.pop() not in (Float16Type, BFloat16Type):
+            raise VerifyException(f"{self.name}: Q, K, V and the result must share one element type, f16 or bf16")
+        if d not in HEAD_DIMS:
+            raise VerifyException(f"{self.name}: head dim {d} is not one of {HEAD_DIMS} (hopper_attention.cuh)")
+        tile = self.key_tile.value.data
+        if tile not in KEY_TILES or sk % tile:
+            raise VerifyException(f"{self.name}: key_tile {tile} must be one of {KEY_TILES} and divide seq_k = {sk}")
+        if self.consumers.value.data not in CONSUMERS:
+            raise VerifyException(f"{self.name}: consumers must be one of {CONSUMERS}")
+        if not 2 <= self.stages.value.data <= MAX_STAGES:
+            raise VerifyException(f"{self.name}: stages must be in 2..{MAX_STAGES}")
+        if self.causal_offset is not None and self.causal_offset.value.data < 0:
+            raise VerifyException(f"{self.name}: causal_offset must be >= 0 (row 0 would see no key)")
+
+
+def _shape(value: SSAValue) -> list[int]:
+    t = value.type
+    assert isinstance(t, TensorType)
+    return list(t.get_shape())
+
+
+def _elem(value: SSAValue) -> Attribute:
+    t = value.type
+    assert isinstance(t, TensorType)
+    return t.element_type
