@@ -20,28 +20,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
+from mirage_xdsl.codegen.hopper_gemm import element_names
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorRef
 from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
 
 HEADER = "mirage_xdsl/hopper_attention.cuh"
-_CTYPES = {Float16Type: "half", BFloat16Type: "__nv_bfloat16"}
 _ALIGN_SLACK = 1024  # alignment of the tiles to 1024 B (hopper_attention.cuh: flash_attention_smem_bytes)
 _BARRIER_BYTES = 8  # one mbarrier
 LOG2E = 1.4426950408889634
-
-
-def _ctype(op: HopperAttentionOp) -> str:
-    tensor = op.result.type
-    assert isinstance(tensor, TensorType)
-    for cls, name in _CTYPES.items():
-        if isinstance(tensor.element_type, cls):
-            return name
-    raise CudaEmitError(f"{op.name} {op.kernel_name.data}: element type {tensor.element_type} is not f16 or bf16")
 
 
 def threads(op: HopperAttentionOp) -> int:
@@ -90,10 +80,10 @@ def print_hopper_attention(op: HopperAttentionOp) -> str:
     """The kernel's CUDA source (includes the header; several kernels may share one TU).
 
     Raises:
-        CudaEmitError: an element type other than f16/bf16, a head dim whose stride is not 1, or
-            a scale that is not finite.
+        CudaEmitError: a head dim whose stride is not 1, or a scale that is not finite.
+        ValueError: an element type other than f16/bf16 (the verifier rejects it earlier).
     """
-    ctype = _ctype(op)
+    ctype, _ = element_names(op)
     _, sq, sk, d = op.dims()
     strides = [_head_row(op, v, w) for v, w in ((op.q, "Q"), (op.k, "K"), (op.v, "V"), (op.result, "the result"))]
     flat = ", ".join(f"{h}LL, {r}LL" for h, r in strides)

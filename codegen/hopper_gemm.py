@@ -70,8 +70,14 @@ def target_arch(module: ModuleOp, arch: str) -> str:
     )
 
 
-def _types(op: HopperGemmOp) -> tuple[str, str]:
-    tensor = op.result.type
+def element_names(op: Operation) -> tuple[str, str]:
+    """(CUDA type, dtype name) of the 16-bit element type of `op`'s first result, e.g.
+    ("half", "float16") -- the sm_90a kernels' (`cute.hopper_gemm`, `cute.hopper_attention`).
+
+    Raises:
+        ValueError: another element type (their verifiers reject it earlier).
+    """
+    tensor = op.results[0].type
     assert isinstance(tensor, TensorType)
     for cls, names in _CTYPES.items():
         if isinstance(tensor.element_type, cls):
@@ -99,7 +105,7 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     Raises:
         ValueError: the element type is not f16/bf16 (the verifier rejects that earlier).
     """
-    ctype, _ = _types(op)
+    ctype, _ = element_names(op)
     m, n, k, b_in, b_out = op.ints("gemm")
     _, bn, _ = op.ints("tile")
     ldc, c_in, c_out = op.ints("out_strides")
@@ -180,7 +186,7 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
     Raises:
         ValueError: the element type is not f16/bf16.
     """
-    _, dtype = _types(op)
+    _, dtype = element_names(op)
     elem = 2
     m, n, k, b_in, b_out = op.ints("gemm")
     bm, bn, _ = op.ints("tile")
