@@ -36,14 +36,19 @@ from mirage_xdsl.target.cost_model import DeviceModel
 KEY_TILE = 64
 """Keys per tile: with 128 a consumer holds S, two P buffers and O in more registers than it
 has (ptxas spills, head dim 128)."""
-CONSUMERS = 1
-"""Consumer warpgroups per block: one, so that two blocks share an SM (their producers and
-consumers interleave).  On an H200 (2026-11-26, 8 heads, d = 128, fp16) one consumer beat two
-at every size: 4096 tokens 150.8 vs 157.5 µs (causal 105.2 vs 109.2), 1024 tokens 16.4 vs
-21.7 (16.6 vs 24.6)."""
+def consumers_for(group: AttentionGroup, device: DeviceModel) -> int:
+    """Consumer warpgroups per block: two (128 query rows sharing each key / value tile, half
+    the L2 traffic) for a causal group whose 128-row blocks still give every SM one, which the
+    heaviest-first order then balances; else one, so that two blocks share an SM.  On an H200
+    (2026-11-26, 8 heads, d = 128, fp16, heaviest-first causal order) two consumers took 86.9 µs
+    for the causal 4096-token prefill against 92.2 with one; one beat two without the mask
+    (152.8 vs 155.2 µs) and at 1024 tokens (16.4 vs 22.3, causal 16.8 vs 24.6: 64 blocks of
+    128 rows leave SMs idle)."""
+    heads, sq, _, _ = group.dims()
+    return 2 if group.causal_offset is not None and heads * -(-sq // 128) >= device.num_sms else 1
 STAGES = 2
 """Tiles per key / value ring: deeper rings (3, 4) were no faster with two consumers (159.9 /
-159.2 vs 157.5 µs at 4096 tokens) and leave one block of one consumer per SM."""
+159.2 vs 157.5 µs at 4096 tokens, H200) and leave one block of one consumer per SM."""
 MIN_QUERY_ROWS = 64
 """Fewest query rows per head: one consumer warpgroup's wgmma tile (m64)."""
 
@@ -144,16 +149,18 @@ def flash_attention_us(group: AttentionGroup, device: DeviceModel) -> float:
     scaled by the share of the SMs its blocks occupy, and its bytes at HBM bandwidth."""
     heads, sq, sk, d = group.dims()
     flops = 4.0 * heads * sq * sk * d * kept_fraction(sq, sk, group.causal_offset)
-    blocks = heads * -(-sq // (64 * CONSUMERS))
-    occupancy = min(1.0, blocks / (device.num_sms * 2))  # two blocks per SM
+    consumers = consumers_for(group, device)
+    blocks = heads * -(-sq // (64 * consumers))
+    occupancy = min(1.0, blocks / (device.num_sms * (2 if consumers == 1 else 1)))  # blocks an SM holds
     nbytes = 2.0 * sum(math.prod(kn.shape_of(v)) for v in (group.q, group.k, group.v, group.out.result))
     return device.hopper_launch_us + max(flops / (device.hopper_attention_flops_per_us * occupancy), nbytes / device.hbm_bytes_per_us)
 
 
-def lower_attention(group: AttentionGroup, consumers: int = CONSUMERS) -> HopperAttentionOp:
+def lower_attention(group: AttentionGroup, device: DeviceModel, consumers: int | None = None) -> HopperAttentionOp:
     """Replace the group's ops by one `cute.hopper_attention` (named `<func>_flash_attention_<n>`,
-    `consumers` warpgroups per block, `KEY_TILE`, `STAGES`) whose result takes the place of
-    the division's."""
+    `consumers` warpgroups per block (None: `consumers_for`), `KEY_TILE`, `STAGES`) whose
+    result takes the place of the division's."""
+    consumers = consumers if consumers is not None else consumers_for(group, device)
     div = group.out
     func = div.parent_op()
     while func is not None and not isinstance(func, FuncOp):

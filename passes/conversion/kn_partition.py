@@ -434,7 +434,7 @@ def _leave_to_flash_attention(members: list[Operation], best_us: float, device: 
     group = match_attention(members)
     if group is None or not fits_kernel(group) or flash_attention_us(group, device) >= best_us:
         return False
-    lower_attention(group)
+    lower_attention(group, device)
     return True
 
 
