@@ -213,6 +213,17 @@ def check_gpu(
     """`check_emulated` on the GPU of this machine (nvcc for its architecture, CuPy): the
     same seeded inputs, NaN-poisoned outputs and comparison.  Never raises for a graph's
     failure."""
+    out = Outcome(case.name, "ok", dtype=case.dtype, kind=case.kind)
+    try:
+        lowered = lower_case(case, options)
+    except Exception as err:  # noqa: BLE001 - classified: rejection or crash
+        return failed_outcome(out, err, rejected=is_rejection(err))
+    return check_gpu_lowered(case, lowered, seed, cache_dir)
+
+
+def check_gpu_lowered(case: FuzzCase, lowered: Any, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Outcome:
+    """`check_gpu` of a module lowered already (e.g. with a kernel forced by a test), checked
+    against the reference of `case.module` (its kn graph).  Never raises for a graph's failure."""
     from mirage_xdsl.codegen.cuda_target import emit_cuda
     from mirage_xdsl.driver.nvcc import compile_cuda
     from mirage_xdsl.runtime.interop import detect_arch
@@ -220,7 +231,7 @@ def check_gpu(
     out = Outcome(case.name, "ok", dtype=case.dtype, kind=case.kind)
     arch = detect_arch()
     try:
-        program = emit_cuda(lower_case(case, options), arch)
+        program = emit_cuda(lowered, arch)
         cubin = str(compile_cuda(program.source, program.arch, cache_dir=cache_dir))
         plan = program.plans[case.name]
         inputs, refs = reference_of(case, plan, seed)

@@ -240,19 +240,12 @@ def test_nvcc_accepts_the_printed_kernels(tmp_path: Path) -> None:
 
 
 def _run_gpu(module_kn: ModuleOp, low: ModuleOp, dtype: str) -> None:
-    from mirage_xdsl.bench.fuzz_check import Outcome, ReadyCase, reference_of, run_gpu
+    from mirage_xdsl.bench.fuzz_check import check_gpu_lowered
     from mirage_xdsl.bench.fuzz_graphs import FuzzCase
-    from mirage_xdsl.driver.nvcc import compile_cuda
 
+    assert flash_ops(low)
     name = module_kn.body.block.first_op.sym_name.data  # type: ignore[union-attr]
-    program = emit_cuda(low, "sm_90")
-    assert program.arch == "sm_90a" and flash_ops(low)
-    cubin = str(compile_cuda(program.source, program.arch))
-    plan = program.plans[name]
-    case = FuzzCase(name, "kernel", dtype, module_kn)  # the reference runs the kn graph
-    inputs, refs = reference_of(case, plan, seed=5)
-    out = Outcome(name, "ok", dtype=dtype, kind="kernel")
-    run_gpu(ReadyCase(0, plan, cubin, program.source, inputs, refs), out)
+    out = check_gpu_lowered(FuzzCase(name, "kernel", dtype, module_kn), low, seed=5)  # the reference runs the kn graph
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
 
 

@@ -196,18 +196,11 @@ def test_gpu_cases_lower(batch: tuple[int, ...], m: int, n: int, k: int, dtype: 
 
 
 def _run_gpu(name: str, module_kn: ModuleOp, lowered: ModuleOp, dtype: str) -> None:
-    from mirage_xdsl.bench.fuzz_check import Outcome, ReadyCase, reference_of, run_gpu
+    from mirage_xdsl.bench.fuzz_check import check_gpu_lowered
     from mirage_xdsl.bench.fuzz_graphs import FuzzCase
-    from mirage_xdsl.driver.nvcc import compile_cuda
 
-    program = emit_cuda(lowered, "sm_90")
-    assert program.arch == "sm_90a"
-    cubin = str(compile_cuda(program.source, program.arch))
-    plan = program.plans[name]
-    case = FuzzCase(name, "kernel", dtype, module_kn)  # the reference runs the kn graph
-    inputs, refs = reference_of(case, plan, seed=7)
-    out = Outcome(name, "ok", dtype=dtype, kind="kernel")
-    run_gpu(ReadyCase(0, plan, cubin, program.source, inputs, refs), out)
+    assert emit_cuda(lowered, "sm_90").arch == "sm_90a"
+    out = check_gpu_lowered(FuzzCase(name, "kernel", dtype, module_kn), lowered, seed=7)  # the reference runs the kn graph
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
 
 
