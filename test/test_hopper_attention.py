@@ -153,6 +153,20 @@ def test_shapes_the_kernel_does_not_take(q: int, k: int, d: int, why: str) -> No
     assert not flash_ops(lowered(module))
 
 
+def test_value_head_dim_other_than_the_query_s() -> None:
+    """V with another head dim than Q and K (64 against 128) stays a generated kernel."""
+    g = new_kernel_graph("p")
+    Q = g.new_input((2, 128, 128), dtype="float16", name="Q")
+    K = g.new_input((2, 128, 256), strides=(32768, 1, 128), dtype="float16", name="K")
+    V = g.new_input((2, 256, 64), dtype="float16", name="V")
+    s = g.mul_scalar(g.matmul(Q, K), 0.125)
+    e = g.exp(g.sub(s, g.reduction_max(s, 2)))
+    g.mark_output(g.div(g.matmul(e, V), g.reduction(e, 2)))
+    group = match_attention(ops_of(g.module))
+    assert group is not None and not fits_kernel(group)
+    assert not flash_ops(lowered(g.module))
+
+
 def test_no_match_when_an_intermediate_leaves_the_group() -> None:
     """A row max that is also a graph output is not an attention group's private value."""
     g = new_kernel_graph("p")

@@ -118,8 +118,9 @@ def match_attention(members: Sequence[Operation]) -> AttentionGroup | None:
 
 def fits_kernel(group: AttentionGroup) -> bool:
     """Whether `hopper_attention.cuh` computes `group`: rank 2 or 3, one 16-bit element type,
-    head dim in `HEAD_DIMS`, at least `MIN_QUERY_ROWS` query rows, keys a multiple of
-    `KEY_TILE`, stride-1 head dims and 16-byte aligned rows (cp.async copies 16 bytes)."""
+    one head dim in `HEAD_DIMS` for Q, K and V, at least `MIN_QUERY_ROWS` query rows, keys a
+    multiple of `KEY_TILE`, stride-1 head dims and 16-byte aligned rows (cp.async copies 16
+    bytes)."""
     values = (group.q, group.k, group.v, group.out.result)
     if len(kn.shape_of(group.q)) not in (2, 3):
         return False
@@ -127,7 +128,7 @@ def fits_kernel(group: AttentionGroup) -> bool:
     if len(elems) != 1 or elems.pop() not in (Float16Type, BFloat16Type):
         return False
     _, sq, sk, d = group.dims()
-    if d not in HEAD_DIMS or sq < MIN_QUERY_ROWS or sk % KEY_TILE:
+    if d not in HEAD_DIMS or kn.shape_of(group.v)[-1] != d or sq < MIN_QUERY_ROWS or sk % KEY_TILE:
         return False
     sq_, sk_, sv_, so_ = (dtensor_strides(v) for v in values)
     unit = (sq_[-1], sk_[-2], sv_[-1], so_[-1])
