@@ -28,8 +28,10 @@ from xdsl.utils.exceptions import VerifyException
 
 HEAD_DIMS = (64, 128)
 """Head dims the header instantiates (one or two 64-element swizzle chunks per row)."""
-KEY_TILES = (64, 128)
-"""Keys per pipeline stage the header instantiates (the wgmma N of S = Q K^T)."""
+KEY_TILES = (64,)
+"""Keys per tile (the wgmma N of S = Q K^T): the header also instantiates 128, but a consumer
+then holds more registers than it has (ptxas spills at head dim 128), and that form is not
+tested on a GPU."""
 CONSUMERS = (1, 2)
 """64-row consumer warpgroups per block."""
 MAX_STAGES = 4

@@ -24,7 +24,7 @@ func.func @key_tile(%q: tensor<128x64xf16>, %k: tensor<64x192xf16>, %v: tensor<1
   %o = cute.hopper_attention(%q, %k, %v) {kernel_name = "k", scale = 1.0e-01 : f64, consumers = 1 : i64, key_tile = 128 : i64, stages = 2 : i64} : (tensor<128x64xf16>, tensor<64x192xf16>, tensor<192x64xf16>) -> tensor<128x64xf16>
   func.return %o : tensor<128x64xf16>
 }
-// CHECK: cute.hopper_attention: key_tile 128 must be one of (64, 128) and divide seq_k = 192
+// CHECK: cute.hopper_attention: key_tile 128 must be one of (64,) and divide seq_k = 192
 
 // -----
 
