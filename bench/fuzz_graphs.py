@@ -51,10 +51,20 @@ class _Val:
     pos: bool = False
     parent: Any = None
     """the value a unary op was applied to (sub(a, silu(a)) cancels: not generated)"""
+    one_sign: bool = False
+    """all values share one sign (relu, square, exp, ...): their sums grow with the count, not
+    with its square root (`sum_scale`)"""
 
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.t.dims)
+
+
+def sum_scale(v: _Val, n: float) -> float:
+    """The typical magnitude of a sum of `n` values like `v`: the count times `v.scale` when
+    they share one sign (a sum of relu outputs grows linearly), else a random walk's
+    sqrt(n), with margin."""
+    return v.scale * (n if v.one_sign or v.pos else math.sqrt(n) * 1.5)
 
 
 def _choice(rng: random.Random, weighted: Sequence[tuple[Any, int]]) -> Any:
@@ -88,7 +98,7 @@ def _unary_op(rng: random.Random, g: Any, v: _Val) -> _Val:
     if op == "sigmoid":
         return _Val(g.sigmoid(v.t), 1.0, True)
     if op == "square":
-        return _Val(g.square(v.t), v.scale * v.scale, False)
+        return _Val(g.square(v.t), v.scale * v.scale, False, one_sign=True)
     if op == "sqrt":
         return _Val(g.sqrt(v.t), math.sqrt(v.scale), True)
     if op == "log":
@@ -98,7 +108,7 @@ def _unary_op(rng: random.Random, g: Any, v: _Val) -> _Val:
     if op == "gelu":
         return _Val(g.gelu(v.t), v.scale, False)
     if op == "relu":
-        return _Val(g.relu(v.t), v.scale, False)
+        return _Val(g.relu(v.t), v.scale, False, one_sign=True)
     if op == "clamp":
         # bounds relative to the operand's magnitude: clamping to far below it would leave
         # outputs whose max is smaller than the rounding error of what fed the clamp
@@ -106,7 +116,7 @@ def _unary_op(rng: random.Random, g: Any, v: _Val) -> _Val:
         hi = rng.choice([0.25, 0.5, 1.0]) * max(v.scale, 1.0)
         return _Val(g.clamp(v.t, lo, hi), min(v.scale, max(abs(lo), hi)), False)
     c = rng.choice([-2.0, -0.5, 0.125, 0.5, 2.0])
-    return _Val(g.mul_scalar(v.t, c), v.scale * abs(c), v.pos and c > 0)
+    return _Val(g.mul_scalar(v.t, c), v.scale * abs(c), v.pos and c > 0, one_sign=v.one_sign or v.pos)
 
 
 def _binary(rng: random.Random, g: Any, a: _Val, b: _Val) -> _Val:
@@ -135,7 +145,9 @@ def _binary(rng: random.Random, g: Any, a: _Val, b: _Val) -> _Val:
 
 
 def _matmul_scale(a: _Val, b: _Val, k: int) -> float:
-    # sum of k products of magnitude a.scale * b.scale with random signs
+    # sum of k products of magnitude a.scale * b.scale: random signs, or one sign when both are
+    if (a.one_sign or a.pos) and (b.one_sign or b.pos):
+        return a.scale * b.scale * k
     return a.scale * b.scale * math.sqrt(k) * 1.2
 
 
@@ -188,7 +200,7 @@ def _kernel_graph(rng: random.Random, name: str, dtype: str) -> Any:
         else:
             last = shape[-1]
             size = rng.choice([s for s in (1, 1, 16, 32) if last % s == 0 and s < last] or [1])
-            cur = _Val(g.reduction(cur.t, len(shape) - 1, size), cur.scale * math.sqrt(last // size) * 1.2)
+            cur = _Val(g.reduction(cur.t, len(shape) - 1, size), sum_scale(cur, last // size))
         pool.append(cur)
     g.mark_output(cur.t)
     if len(pool) > 2 and rng.random() < 0.2:
@@ -230,18 +242,18 @@ def _accumulate(rng: random.Random, blk: _Block, v: _Val, rescale: _Val | None) 
         kinds.append("sum_todimx")
     kind = rng.choice(kinds)
     if kind is None:
-        return _Val(tb.forloop_accum(v.t), v.scale * math.sqrt(iters) * 1.5, v.pos)
+        return _Val(tb.forloop_accum(v.t), sum_scale(v, iters), v.pos, one_sign=v.one_sign)
     if kind == "max":
         return _Val(tb.forloop_accum_max(v.t), v.scale, v.pos)
     acc = tb.forloop_accum(v.t, kind)
     if kind == "sum":
-        return _Val(acc, v.scale * math.sqrt(iters * last) * 1.5, v.pos)
+        return _Val(acc, sum_scale(v, iters * last), v.pos, one_sign=v.one_sign)
     if kind == "mean":
         return _Val(acc, v.scale, v.pos)
     if kind == "rms":
         # rms of a tile row of >= 8 elements drawn from a nonzero distribution: away from 0
         return _Val(acc, v.scale, True)
-    return _Val(acc, v.scale * math.sqrt(iters * last / tb.reduction_dimx) * 1.5, v.pos)
+    return _Val(acc, sum_scale(v, iters * last / tb.reduction_dimx), v.pos, one_sign=v.one_sign)
 
 
 def _loop_ops(rng: random.Random, blk: _Block, steps: int) -> None:
@@ -259,7 +271,7 @@ def _loop_ops(rng: random.Random, blk: _Block, steps: int) -> None:
             dims = [d for d, n in enumerate(a.shape) if n > 1]
             if dims:
                 d = rng.choice(dims)
-                blk.loop.append(_Val(tb.reduction(a.t, d), a.scale * math.sqrt(a.shape[d]) * 1.5, a.pos))
+                blk.loop.append(_Val(tb.reduction(a.t, d), sum_scale(a, a.shape[d]), a.pos, one_sign=a.one_sign))
         elif op == "rms_norm":
             if a.shape[-1] >= 8:
                 blk.loop.append(_Val(tb.rms_norm(a.t), 2.0))
@@ -357,7 +369,10 @@ def _block_matmul(rng: random.Random, blk: _Block) -> tuple[int, int, int]:
     if rng.random() < 0.3:
         p = _unary(rng, tb, p)
         blk.loop.append(p)
-    acc = _accumulate(rng, blk, p, None) if rng.random() < 0.3 else _Val(tb.forloop_accum(p.t), p.scale * math.sqrt(iters) * 1.5)
+    if rng.random() < 0.3:
+        acc = _accumulate(rng, blk, p, None)
+    else:
+        acc = _Val(tb.forloop_accum(p.t), sum_scale(p, iters), p.pos, one_sign=p.one_sign)
     blk.after.append(acc)
     if rng.random() < 0.4:
         r = _Val(tb.forloop_accum(x.t, "rms"), INPUT_SCALE, True)
