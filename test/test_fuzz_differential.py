@@ -358,3 +358,15 @@ def test_rms_norm_of_tiny_values() -> None:
     inside the reduction."""
     out = check_emulated(_saved_case("fuzz_14_337", "kernel"), seed=_seed_of(14, 337))
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
+def test_sums_of_one_signed_values_grow_linearly() -> None:
+    """The generator bounds a sum of relu outputs (all >= 0) by the count times their scale,
+    not a random walk's sqrt(count): fuzz seed 1127 graph 645 squared the sum of 128 relu
+    outputs past fp16's range when it was bounded by sqrt(128)."""
+    from mirage_xdsl.bench.fuzz_graphs import _Val, sum_scale
+
+    relu_like = _Val(None, 0.5, one_sign=True)
+    mixed = _Val(None, 0.5)
+    assert sum_scale(relu_like, 128) == 64.0
+    assert sum_scale(mixed, 128) < 10.0
