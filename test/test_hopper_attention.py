@@ -30,21 +30,35 @@ from mirage_xdsl.reference.executor import run_reference
 from mirage_xdsl.target.cost_model import DeviceModel
 
 
-def attention(dtype: str, q: int, k: int, d: int, heads: int | None = 1, causal: bool = False, offset: int | None = None) -> ModuleOp:
+def attention(
+    dtype: str,
+    q: int,
+    k: int,
+    d: int,
+    heads: int | None = 1,
+    causal: bool = False,
+    offset: int | None = None,
+    dv: int | None = None,
+    max_out: bool = False,
+) -> ModuleOp:
     """`softmax(Q K / sqrt(d)) V` with q queries and k keys per head (heads None: rank 2), K
-    stored key-major; `causal` masks with `offset` (default k - q, bottom-right)."""
+    stored key-major; `causal` masks with `offset` (default k - q, bottom-right); `dv`: V's
+    head dim (default d); `max_out`: the row max is a graph output too."""
     g = new_kernel_graph("p")
     lead = () if heads is None else (heads,)
     Q = g.new_input((*lead, q, d), dtype=dtype, name="Q")
     key_strides = (1, d) if heads is None else (k * d, 1, d)
     K = g.new_input((*lead, d, k), strides=key_strides, dtype=dtype, name="K")
-    V = g.new_input((*lead, k, d), dtype=dtype, name="V")
+    V = g.new_input((*lead, k, dv or d), dtype=dtype, name="V")
     s = g.mul_scalar(g.matmul(Q, K), 1.0 / math.sqrt(d))
     if causal:
         s = g.causal_mask(s, offset)
     last = len(lead) + 1
-    e = g.exp(g.sub(s, g.reduction_max(s, last)))
+    m = g.reduction_max(s, last)
+    e = g.exp(g.sub(s, m))
     g.mark_output(g.div(g.matmul(e, V), g.reduction(e, last)))
+    if max_out:
+        g.mark_output(m)
     return g.module
 
 
@@ -155,30 +169,15 @@ def test_shapes_the_kernel_does_not_take(q: int, k: int, d: int, why: str) -> No
 
 def test_value_head_dim_other_than_the_query_s() -> None:
     """V with another head dim than Q and K (64 against 128) stays a generated kernel."""
-    g = new_kernel_graph("p")
-    Q = g.new_input((2, 128, 128), dtype="float16", name="Q")
-    K = g.new_input((2, 128, 256), strides=(32768, 1, 128), dtype="float16", name="K")
-    V = g.new_input((2, 256, 64), dtype="float16", name="V")
-    s = g.mul_scalar(g.matmul(Q, K), 0.125)
-    e = g.exp(g.sub(s, g.reduction_max(s, 2)))
-    g.mark_output(g.div(g.matmul(e, V), g.reduction(e, 2)))
-    group = match_attention(ops_of(g.module))
+    module = attention("float16", 128, 256, 128, heads=2, dv=64)
+    group = match_attention(ops_of(module))
     assert group is not None and not fits_kernel(group)
-    assert not flash_ops(lowered(g.module))
+    assert not flash_ops(lowered(module))
 
 
 def test_no_match_when_an_intermediate_leaves_the_group() -> None:
     """A row max that is also a graph output is not an attention group's private value."""
-    g = new_kernel_graph("p")
-    Q = g.new_input((2, 128, 64), dtype="float16", name="Q")
-    K = g.new_input((2, 64, 128), strides=(8192, 1, 64), dtype="float16", name="K")
-    V = g.new_input((2, 128, 64), dtype="float16", name="V")
-    s = g.mul_scalar(g.matmul(Q, K), 0.125)
-    m = g.reduction_max(s, 2)
-    e = g.exp(g.sub(s, m))
-    g.mark_output(g.div(g.matmul(e, V), g.reduction(e, 2)))
-    g.mark_output(m)
-    assert match_attention(ops_of(g.module)) is None
+    assert match_attention(ops_of(attention("float16", 128, 128, 64, heads=2, max_out=True))) is None
 
 
 def test_verifier_rules() -> None:
