@@ -29,8 +29,6 @@ from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
 
 HEADER = "mirage_xdsl/hopper_attention.cuh"
-_ALIGN_SLACK = 1024  # alignment of the tiles to 1024 B (hopper_attention.cuh: flash_attention_smem_bytes)
-_BARRIER_BYTES = 8  # one mbarrier
 LOG2E = 1.4426950408889634
 
 
@@ -43,14 +41,6 @@ def blocks_per_sm(op: HopperAttentionOp) -> int:
     """The `__launch_bounds__` minimum of blocks per SM: two with one consumer (the header's
     register split assumes 128 registers per thread at launch), else one."""
     return 2 if op.consumers.value.data == 1 else 1
-
-
-def smem_bytes(op: HopperAttentionOp) -> int:
-    """Dynamic shared memory: Q's tile, `stages` K and V tiles, the mbarriers, the alignment
-    slack (hopper_attention.cuh: flash_attention_smem_bytes)."""
-    _, _, _, d = op.dims()
-    rows, keys, stages = 64 * op.consumers.value.data, op.key_tile.value.data, op.stages.value.data
-    return (rows * d + 2 * stages * keys * d) * 2 + (1 + 4 * stages) * _BARRIER_BYTES + _ALIGN_SLACK
 
 
 def row_blocks(op: HopperAttentionOp) -> int:
@@ -119,7 +109,7 @@ def attention_launch(op: HopperAttentionOp, ref: Callable[[SSAValue, Operation],
         op.kernel_name.data,
         (heads, row_blocks(op), 1),
         (threads(op), 1, 1),
-        smem_bytes(op),
+        op.smem_bytes(),
         (ref(op.result, op), ref(op.q, op), ref(op.k, op), ref(op.v, op)),
         pdl=False,
         sm90a=True,

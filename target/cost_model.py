@@ -74,8 +74,12 @@ class DeviceModel:
     """Launch and tail of that persistent-grid kernel inside a captured CUDA graph."""
     hopper_attention_flops_per_us: float = 4.5e8
     """fp16/bf16 MMA rate of our sm_90a flash-attention kernel (`cute.hopper_attention`, both
-    products) when its blocks fill the SMs: 8 heads x 4096 tokens x head dim 128 on an H200
-    (2026-11-26) ran at 456 TFLOP/s (fp16, two blocks of one consumer warpgroup per SM)."""
+    products) with 64-key tiles when its blocks fill the SMs: 8 heads x 4096 tokens x head dim
+    128 on an H200 (2026-11-26) ran at 456 TFLOP/s (fp16, two blocks of one consumer warpgroup
+    per SM)."""
+    hopper_attention_wide_flops_per_us: float = 5.3e8
+    """The same with 128-key tiles and two consumers per block: 525-550 TFLOP/s on that
+    problem, 560-573 at 8192 tokens (H200, fp16, 2026-11-27)."""
     library_bf16_traffic: float = 4.0
     """bf16 operands reach the library GEMM through fp32 copies (CuPy has no bfloat16;
     runtime/library_ops.py): every operand byte is read, written and read again as fp32,

@@ -40,17 +40,19 @@ def attention(
     offset: int | None = None,
     dv: int | None = None,
     max_out: bool = False,
+    scale: float | None = None,
 ) -> ModuleOp:
-    """`softmax(Q K / sqrt(d)) V` with q queries and k keys per head (heads None: rank 2), K
-    stored key-major; `causal` masks with `offset` (default k - q, bottom-right); `dv`: V's
-    head dim (default d); `max_out`: the row max is a graph output too."""
+    """`softmax(scale Q K) V` (scale 1 / sqrt(d) unless given) with q queries and k keys per
+    head (heads None: rank 2), K stored key-major; `causal` masks with `offset` (default
+    k - q, bottom-right); `dv`: V's head dim (default d); `max_out`: the row max is a graph
+    output too."""
     g = new_kernel_graph("p")
     lead = () if heads is None else (heads,)
     Q = g.new_input((*lead, q, d), dtype=dtype, name="Q")
     key_strides = (1, d) if heads is None else (k * d, 1, d)
     K = g.new_input((*lead, d, k), strides=key_strides, dtype=dtype, name="K")
     V = g.new_input((*lead, k, dv or d), dtype=dtype, name="V")
-    s = g.mul_scalar(g.matmul(Q, K), 1.0 / math.sqrt(d))
+    s = g.mul_scalar(g.matmul(Q, K), 1.0 / math.sqrt(d) if scale is None else scale)
     if causal:
         s = g.causal_mask(s, offset)
     last = len(lead) + 1
@@ -67,13 +69,14 @@ def ops_of(module: ModuleOp) -> list:
     return [op for op in fn.body.block.ops if op.name != "func.return"]  # type: ignore[union-attr]
 
 
-def forced(module: ModuleOp, consumers: int = 1) -> ModuleOp:
+def forced(module: ModuleOp, consumers: int = 1, key_tile: int = 64) -> ModuleOp:
     """`module` (a clone) with its attention group lowered to `cute.hopper_attention` (with
-    `consumers` warpgroups) whatever the estimate says, then mirage-transpile."""
+    `consumers` warpgroups and `key_tile` keys per tile) whatever the estimate says, then
+    mirage-transpile."""
     low = module.clone()
     group = match_attention(ops_of(low))
     assert group is not None and fits_kernel(group)
-    lower_attention(group, DeviceModel(), consumers)
+    lower_attention(group, DeviceModel(), (consumers, key_tile))
     MirageTranspilePass(fuse=False).apply(make_context(), low)
     low.verify()
     return low
@@ -93,26 +96,28 @@ def flash_ops(module: ModuleOp) -> list[HopperAttentionOp]:
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("seq", [1024, 4096])
 def test_suite_prefill_becomes_one_flash_kernel(seq: int, causal: bool) -> None:
-    """The default pipeline routes the suite's prefills (8 heads, d = 128) to one kernel: a
-    producer and one 64-row consumer warpgroup per block, two for the causal 4096-token prefill
-    (its 256 blocks of 128 rows fill the SMs), 64-key tiles in two-stage rings."""
-    consumers = 2 if causal and seq == 4096 else 1
+    """The default pipeline routes the suite's prefills (8 heads, d = 128) to one kernel with
+    two-stage rings: at 1024 tokens a producer and one 64-row consumer warpgroup per block with
+    64-key tiles (64 blocks of 128 rows would leave half the SMs idle), at 4096 two consumers
+    sharing 128-key tiles (256 blocks of 128 rows)."""
+    consumers, key_tile = (2, 128) if seq == 4096 else (1, 64)
     build = graphs.prefill_attention_causal if causal else graphs.prefill_attention
     low = lowered(build("float16", "prefill", heads=8, seq=seq, head_dim=128))
     (op,) = flash_ops(low)
-    assert op.consumers.value.data == consumers and op.key_tile.value.data == 64 and op.stages.value.data == 2
+    assert op.consumers.value.data == consumers and op.key_tile.value.data == key_tile and op.stages.value.data == 2
     assert op.causal == causal and (not causal or op.causal_offset.value.data == 0)  # type: ignore[union-attr]
     assert not [o for o in low.walk() if isinstance(o, cute.KernelOp)]
     program = emit_cuda(low, "sm_90")
     assert program.arch == "sm_90a"
     call = (
-        f"mx::hopper::flash_attention<half, 128, {consumers}, 64, 2, {str(causal).lower()}>(q, k, v, o, mx::hopper::AttnShape{{{seq}, {seq}"
+        f"mx::hopper::flash_attention<half, 128, {consumers}, {key_tile}, 2, {str(causal).lower()}>"
+        f"(q, k, v, o, mx::hopper::AttnShape{{{seq}, {seq}"
     )
     assert call in program.source and f"__launch_bounds__({128 * (consumers + 1)}, {3 - consumers})" in program.source
     (step,) = program.plans["prefill"].steps
     assert isinstance(step, KernelLaunch) and step.sm90a and not step.pdl
     assert step.grid == (8, seq // (64 * consumers), 1) and step.block == (128 * (consumers + 1), 1, 1)
-    assert step.smem_bytes == (64 * consumers * 128 + 4 * 64 * 128) * 2 + 9 * 8 + 1024
+    assert step.smem_bytes == (64 * consumers * 128 + 4 * key_tile * 128) * 2 + 9 * 8 + 1024
     assert [a.kind for a in step.args] == ["output", "input", "input", "input"]
     assert LaunchPlan.from_json(program.plans["prefill"].to_json()) == program.plans["prefill"]
 
@@ -167,6 +172,31 @@ def test_shapes_the_kernel_does_not_take(q: int, k: int, d: int, why: str) -> No
     assert not flash_ops(lowered(module))
 
 
+def test_negative_scale_stays_generated() -> None:
+    """A negative scale turns the row maximum of the raw scores into their minimum, which the
+    kernel does not take: such a group stays a generated kernel."""
+    module = attention("float16", 128, 256, 64, heads=2, scale=-0.125)
+    group = match_attention(ops_of(module))
+    assert group is not None and not fits_kernel(group)
+    assert not flash_ops(lowered(module))
+
+
+def test_kernel_shape_follows_the_block_count() -> None:
+    """Two consumers with 128-key tiles once 128-row blocks give half the SMs one (8 heads x
+    2048 tokens: 128 blocks), 64-key tiles where seq_k is no multiple of 128, one consumer
+    below that (8 heads x 1024 tokens: 64 blocks of 128 rows on 132 SMs)."""
+    from mirage_xdsl.passes.conversion.flash_attention import kernel_shape
+
+    def shape(q: int, k: int, heads: int) -> tuple[int, int]:
+        group = match_attention(ops_of(attention("float16", q, k, 128, heads=heads)))
+        assert group is not None
+        return kernel_shape(group, DeviceModel())
+
+    assert shape(2048, 2048, 8) == (2, 128)
+    assert shape(2048, 2048 + 64, 8) == (2, 64)
+    assert shape(1024, 1024, 8) == (1, 64)
+
+
 def test_value_head_dim_other_than_the_query_s() -> None:
     """V with another head dim than Q and K (64 against 128) stays a generated kernel."""
     module = attention("float16", 128, 256, 128, heads=2, dv=64)
@@ -192,7 +222,7 @@ def test_verifier_rules() -> None:
             op.v,
             op.result.type,
             kernel_name="x",
-            scale=0.1,
+            scale=props.get("scale", 0.1),  # type: ignore[arg-type]
             causal_offset=props.get("offset"),  # type: ignore[arg-type]
             consumers=props.get("consumers", 1),  # type: ignore[arg-type]
             key_tile=props.get("key_tile", 64),  # type: ignore[arg-type]
@@ -205,6 +235,9 @@ def test_verifier_rules() -> None:
     rejects("consumers must be one of", consumers=3)
     rejects("causal_offset must be >= 0", offset=-1)
     rejects("stages must be in 2..4", stages=5)
+    rejects("key_tile 128 needs consumers = 2", key_tile=128)
+    rejects("bytes of shared memory exceed the block limit", consumers=2, key_tile=128, stages=4)
+    rejects("scale -0.1 must be positive", scale=-0.1)
     q_d64 = ops_of(attention("float16", 128, 256, 64, heads=2))[0].lhs  # Q [2, 128, 64] beside K [2, 128, 256]
     mismatched = HopperAttentionOp(
         q_d64, op.k, op.v, op.result.type, kernel_name="x", scale=0.1, causal_offset=None, consumers=1, key_tile=64, stages=2
@@ -231,6 +264,7 @@ def test_nvcc_accepts_the_printed_kernels(tmp_path: Path) -> None:
         emit_cuda(forced(attention("float16", 256, 256, 128, heads=None, causal=True), consumers=2), "sm_90").source,
         emit_cuda(lowered(graphs.prefill_attention("bfloat16", "p2", heads=8, seq=4096, head_dim=128)), "sm_90").source,
         emit_cuda(forced(attention("bfloat16", 128, 192, 64, heads=3)), "sm_90").source,
+        emit_cuda(forced(attention("float16", 192, 256, 64, heads=2, causal=True), consumers=2, key_tile=128), "sm_90").source,
     ]
     for i, source in enumerate(sources):
         src = tmp_path / f"k{i}.cu"
@@ -263,21 +297,24 @@ def _run_gpu(module_kn: ModuleOp, low: ModuleOp, dtype: str) -> None:
 
 
 GPU_CASES = [
-    ("float16", 200, 256, 128, 2, False, None, 1),  # ragged query rows (zero-filled, not stored)
-    ("bfloat16", 192, 256, 64, 3, True, None, 1),  # causal, bottom-right: offset 64
-    ("float16", 256, 256, 128, None, True, 0, 2),  # rank 2, causal from the top-left, two consumers
-    ("bfloat16", 128, 320, 128, 1, True, 192, 1),  # keys past the last row's diagonal skipped
-    ("float16", 320, 512, 64, 2, False, None, 2),  # two consumers, a ragged last block
+    ("float16", 200, 256, 128, 2, False, None, (1, 64)),  # ragged query rows (zero-filled, not stored)
+    ("bfloat16", 192, 256, 64, 3, True, None, (1, 64)),  # causal, bottom-right: offset 64
+    ("float16", 256, 256, 128, None, True, 0, (2, 64)),  # rank 2, causal from the top-left, two consumers
+    ("bfloat16", 128, 320, 128, 1, True, 192, (1, 64)),  # keys past the last row's diagonal skipped
+    ("float16", 320, 512, 64, 2, False, None, (2, 64)),  # two consumers, a ragged last block
+    ("float16", 320, 512, 128, 2, False, None, (2, 128)),  # 128-key tiles, a ragged last block
+    ("bfloat16", 256, 384, 128, 1, True, 128, (2, 128)),  # 128-key tiles, causal bottom-right
+    ("float16", 200, 256, 64, None, True, 0, (2, 128)),  # 128-key tiles, top-left causal, ragged rows
 ]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("dtype", "q", "k", "d", "heads", "causal", "offset", "consumers"), GPU_CASES)
+@pytest.mark.parametrize(("dtype", "q", "k", "d", "heads", "causal", "offset", "shape"), GPU_CASES)
 def test_forced_flash_attention_matches_reference(
-    dtype: str, q: int, k: int, d: int, heads: int | None, causal: bool, offset: int | None, consumers: int
+    dtype: str, q: int, k: int, d: int, heads: int | None, causal: bool, offset: int | None, shape: tuple[int, int]
 ) -> None:
     module = attention(dtype, q, k, d, heads, causal, offset)
-    _run_gpu(module, forced(module, consumers), dtype)
+    _run_gpu(module, forced(module, *shape), dtype)
 
 
 @pytest.mark.gpu

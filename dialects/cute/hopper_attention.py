@@ -26,17 +26,24 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
+from mirage_xdsl.target.device import SM90
+
 HEAD_DIMS = (64, 128)
 """Head dims the header instantiates (one or two 64-element swizzle chunks per row)."""
-KEY_TILES = (64,)
-"""Keys per tile (the wgmma N of S = Q K^T): the header also instantiates 128, but a consumer
-then holds more registers than it has (ptxas spills at head dim 128), and that form is not
-tested on a GPU."""
+KEY_TILES = (64, 128)
+"""Keys per tile (the wgmma N of S = Q K^T)."""
+WIDE_KEY_TILE_CONSUMERS = 2
+"""Consumers a block needs for 128-key tiles: such a consumer holds S (64 fp32 registers per
+thread), P (32) and O (64 at head dim 128), which only the register share of a block with two
+consumers leaves it (hopper_attention.cuh, `FlashConsumerRegs`: 208; one consumer gets 176)."""
 CONSUMERS = (1, 2)
 """64-row consumer warpgroups per block."""
 MAX_STAGES = 4
-"""Deepest key / value ring: two blocks of one consumer with 2 stages (80 KiB each at d = 128)
-share an SM's shared memory; deeper rings leave one block per SM."""
+"""Deepest key / value ring (the block's shared memory, `smem_bytes`, bounds it further)."""
+ALIGN_SLACK = 1024
+"""Bytes the header spends aligning the swizzled tiles to 1024 B (`flash_attention_smem_bytes`)."""
+BARRIER_BYTES = 8
+"""Bytes of one mbarrier."""
 
 
 @irdl_op_definition
@@ -88,6 +95,14 @@ class HopperAttentionOp(IRDLOperation):
         q, k = _shape(self.q), _shape(self.k)
         return (q[0] if len(q) == 3 else 1), q[-2], k[-1], q[-1]
 
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory of the kernel (bytes): Q's tile of 64 x `consumers` rows, `stages`
+        key and value tiles, the mbarriers (Q's, and full / empty per stage of each ring) and the
+        alignment slack (hopper_attention.cuh: `flash_attention_smem_bytes`)."""
+        _, _, _, d = self.dims()
+        rows, keys, stages = 64 * self.consumers.value.data, self.key_tile.value.data, self.stages.value.data
+        return (rows * d + 2 * stages * keys * d) * 2 + (1 + 4 * stages) * BARRIER_BYTES + ALIGN_SLACK
+
     @property
     def causal(self) -> bool:
         """Whether the scores are causally masked (`causal_offset` set)."""
@@ -101,7 +116,9 @@ class HopperAttentionOp(IRDLOperation):
                 that are not Q [h, sq, d], K [h, d, sk], V [h, sk, d], result [h, sq, d]; element
                 types other than one of f16 / bf16; a head dim not in `HEAD_DIMS`; `key_tile`
                 not in `KEY_TILES` or not dividing seq_k; `consumers` not in `CONSUMERS`;
-                `stages` outside 2..`MAX_STAGES`; a negative causal offset.
+                128-key tiles with fewer than `WIDE_KEY_TILE_CONSUMERS` consumers; `stages`
+                outside 2..`MAX_STAGES`; shared memory (`smem_bytes`) over the block limit of
+                `SM90`; a scale that is not positive; a negative causal offset.
         """
         shapes = [_shape(x) for x in (self.q, self.k, self.v, self.result)]
         ranks = {len(s) for s in shapes}
@@ -124,8 +141,23 @@ class HopperAttentionOp(IRDLOperation):
             raise VerifyException(f"{self.name}: key_tile {tile} must be one of {KEY_TILES} and divide seq_k = {sk}")
         if self.consumers.value.data not in CONSUMERS:
             raise VerifyException(f"{self.name}: consumers must be one of {CONSUMERS}")
+        if tile == 128 and self.consumers.value.data < WIDE_KEY_TILE_CONSUMERS:
+            raise VerifyException(
+                f"{self.name}: key_tile 128 needs consumers = {WIDE_KEY_TILE_CONSUMERS} (a consumer of one-consumer "
+                "blocks has too few registers for 128-key tiles); set consumers = 2 or key_tile = 64"
+            )
         if not 2 <= self.stages.value.data <= MAX_STAGES:
             raise VerifyException(f"{self.name}: stages must be in 2..{MAX_STAGES}")
+        if self.smem_bytes() > SM90.smem_per_block_optin:
+            raise VerifyException(
+                f"{self.name}: {self.smem_bytes()} bytes of shared memory exceed the block limit of "
+                f"{SM90.smem_per_block_optin}; use fewer stages or a smaller key_tile"
+            )
+        if not self.scale.value.data > 0:
+            raise VerifyException(
+                f"{self.name}: scale {self.scale.value.data} must be positive (the kernel scales the row maximum of "
+                "the raw scores); lower such a group to the generated attention kernels"
+            )
         if self.causal_offset is not None and self.causal_offset.value.data < 0:
             raise VerifyException(f"{self.name}: causal_offset must be >= 0 (row 0 would see no key)")
 

@@ -33,19 +33,25 @@ from mirage_xdsl.dialects.cute.hopper_attention import HEAD_DIMS, HopperAttentio
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
 from mirage_xdsl.target.cost_model import DeviceModel
 
-KEY_TILE = 64
-"""Keys per tile: with 128 a consumer holds S, two P buffers and O in more registers than it
-has (ptxas spills, head dim 128)."""
-def consumers_for(group: AttentionGroup, device: DeviceModel) -> int:
-    """Consumer warpgroups per block: two (128 query rows sharing each key / value tile, half
-    the L2 traffic) for a causal group whose 128-row blocks still give every SM one, which the
-    heaviest-first order then balances; else one, so that two blocks share an SM.  On an H200
-    (2026-11-26, 8 heads, d = 128, fp16, heaviest-first causal order) two consumers took 86.9 µs
-    for the causal 4096-token prefill against 92.2 with one; one beat two without the mask
-    (152.8 vs 155.2 µs) and at 1024 tokens (16.4 vs 22.3, causal 16.8 vs 24.6: 64 blocks of
-    128 rows leave SMs idle)."""
-    heads, sq, _, _ = group.dims()
-    return 2 if group.causal_offset is not None and heads * -(-sq // 128) >= device.num_sms else 1
+MIN_KEY_TILE = 64
+"""The smaller key tile: seq_k must be a multiple of it."""
+
+
+def kernel_shape(group: AttentionGroup, device: DeviceModel) -> tuple[int, int]:
+    """(consumer warpgroups per block, keys per tile): two consumers of 64 query rows sharing
+    128-key tiles (FlashAttention-3's 128 x 128 tiles) once the group's 128-row blocks give at
+    least half the SMs one, with 64-key tiles where seq_k is no multiple of 128; else blocks of
+    one consumer and 64-key tiles, two per SM.  H200, 8 heads, d = 128, fp16 (2026-11-27,
+    one process): 4096 tokens (256 blocks of 128 rows) 125-131 µs against 153-158 with one
+    consumer, causal 70-73 against 81-87 (two consumers, 64-key tiles) and 94-97 (one);
+    2048 tokens (128 blocks) 36-37 against 43.8; 1024 tokens (64 blocks) 20.3-21.4 against
+    16.8-17.1, causal 20.7 against 16.9."""
+    heads, sq, sk, _ = group.dims()
+    if 2 * heads * -(-sq // 128) >= device.num_sms:
+        return (2, 128) if sk % 128 == 0 else (2, MIN_KEY_TILE)
+    return 1, MIN_KEY_TILE
+
+
 STAGES = 2
 """Tiles per key / value ring: deeper rings (3, 4) were no faster with two consumers (159.9 /
 159.2 vs 157.5 µs at 4096 tokens, H200) and leave one block of one consumer per SM."""
@@ -119,8 +125,8 @@ def match_attention(members: Sequence[Operation]) -> AttentionGroup | None:
 def fits_kernel(group: AttentionGroup) -> bool:
     """Whether `hopper_attention.cuh` computes `group`: rank 2 or 3, one 16-bit element type,
     one head dim in `HEAD_DIMS` for Q, K and V, at least `MIN_QUERY_ROWS` query rows, keys a
-    multiple of `KEY_TILE`, stride-1 head dims and 16-byte aligned rows (cp.async copies 16
-    bytes)."""
+    multiple of `MIN_KEY_TILE`, a positive scale (the kernel scales the row maximum), stride-1
+    head dims and 16-byte aligned rows (cp.async copies 16 bytes)."""
     values = (group.q, group.k, group.v, group.out.result)
     if len(kn.shape_of(group.q)) not in (2, 3):
         return False
@@ -128,7 +134,7 @@ def fits_kernel(group: AttentionGroup) -> bool:
     if len(elems) != 1 or elems.pop() not in (Float16Type, BFloat16Type):
         return False
     _, sq, sk, d = group.dims()
-    if d not in HEAD_DIMS or kn.shape_of(group.v)[-1] != d or sq < MIN_QUERY_ROWS or sk % KEY_TILE:
+    if d not in HEAD_DIMS or kn.shape_of(group.v)[-1] != d or sq < MIN_QUERY_ROWS or sk % MIN_KEY_TILE or not group.scale > 0:
         return False
     sq_, sk_, sv_, so_ = (dtensor_strides(v) for v in values)
     unit = (sq_[-1], sk_[-2], sv_[-1], so_[-1])
@@ -146,22 +152,24 @@ def kept_fraction(sq: int, sk: int, offset: int | None) -> float:
 
 def flash_attention_us(group: AttentionGroup, device: DeviceModel) -> float:
     """Estimated time of the kernel (µs): one launch plus the slower of its MMA flops (both
-    products, the kept share of the scores) at `DeviceModel.hopper_attention_flops_per_us`,
-    scaled by the share of the SMs its blocks occupy, and its bytes at HBM bandwidth."""
+    products, the kept share of the scores) at `DeviceModel.hopper_attention_flops_per_us` (128-key
+    tiles: `hopper_attention_wide_flops_per_us`), scaled by the share of the SMs its blocks
+    occupy, and its bytes at HBM bandwidth."""
     heads, sq, sk, d = group.dims()
     flops = 4.0 * heads * sq * sk * d * kept_fraction(sq, sk, group.causal_offset)
-    consumers = consumers_for(group, device)
+    consumers, key_tile = kernel_shape(group, device)
+    rate = device.hopper_attention_wide_flops_per_us if key_tile == 128 else device.hopper_attention_flops_per_us
     blocks = heads * -(-sq // (64 * consumers))
     occupancy = min(1.0, blocks / (device.num_sms * (2 if consumers == 1 else 1)))  # blocks an SM holds
     nbytes = 2.0 * sum(math.prod(kn.shape_of(v)) for v in (group.q, group.k, group.v, group.out.result))
-    return device.hopper_launch_us + max(flops / (device.hopper_attention_flops_per_us * occupancy), nbytes / device.hbm_bytes_per_us)
+    return device.hopper_launch_us + max(flops / (rate * occupancy), nbytes / device.hbm_bytes_per_us)
 
 
-def lower_attention(group: AttentionGroup, device: DeviceModel, consumers: int | None = None) -> HopperAttentionOp:
+def lower_attention(group: AttentionGroup, device: DeviceModel, shape: tuple[int, int] | None = None) -> HopperAttentionOp:
     """Replace the group's ops by one `cute.hopper_attention` (named `<func>_flash_attention_<n>`,
-    `consumers` warpgroups per block (None: `consumers_for`), `KEY_TILE`, `STAGES`) whose
-    result takes the place of the division's."""
-    consumers = consumers if consumers is not None else consumers_for(group, device)
+    `shape` = (consumers, key_tile) (None: `kernel_shape`), `STAGES`) whose result takes the
+    place of the division's."""
+    consumers, key_tile = shape if shape is not None else kernel_shape(group, device)
     div = group.out
     func = div.parent_op()
     while func is not None and not isinstance(func, FuncOp):
@@ -177,7 +185,7 @@ def lower_attention(group: AttentionGroup, device: DeviceModel, consumers: int |
         scale=group.scale,
         causal_offset=group.causal_offset,
         consumers=consumers,
-        key_tile=KEY_TILE,
+        key_tile=key_tile,
         stages=STAGES,
     )
     Rewriter.insert_op(op, InsertPoint.before(div))

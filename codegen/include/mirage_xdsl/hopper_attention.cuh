@@ -6,11 +6,15 @@
 // FlashAttention-2's loop (Dao 2023, algorithm 1) on Hopper's warpgroup MMA, organised as
 // FlashAttention-3 (Shah et al. 2024, section 3) organises it: a producer warpgroup fills
 // shared-memory rings of key and value tiles while consumer warpgroups (64 query rows each)
-// compute.  Per key tile of BN keys, S = Q K^T is one chain of `wgmma` m64nBNk16 with both
-// operands in shared memory; the running row max, the rescale factor and P = exp(S - max) stay
-// in the accumulator registers; P, rounded to 16 bits in place, is the register A operand of
-// O += P V (`wgmma` m64nDk16, V MN-major); S of the next tile and P V of this one are in flight
-// together, the softmax of the next beside P V (the intra-warpgroup overlap).  Tiles arrive by
+// compute.  Per key tile of BN (64 or 128) keys, S = Q K^T is one chain of `wgmma` m64nBNk16
+// with both operands in shared memory; the running row max, the rescale factor and
+// P = exp(S - max) stay in the accumulator registers; P, rounded to 16 bits, is the register A
+// operand of O += P V (`wgmma` m64nDk16, V MN-major); S of the next tile and P V of this one
+// are in flight together, the softmax of the next beside P V (the intra-warpgroup overlap of
+// FlashAttention-3's algorithm 2).  Two consumers with 128-key tiles (FlashAttention-3's
+// 128 x 128 tiles at head dim 128) ran the 4096-token prefill of 8 heads 18 % faster than two
+// blocks of one 64-row consumer with 64-key tiles on an H200 (125-131 vs 153-158 µs, fp16,
+// 2026-11-27).  Tiles arrive by
 // cp.async in the canonical K-major layout with the 128-byte swizzle (PTX ISA 8.x,
 // "Asynchronous Warpgroup Level Matrix Shared Memory Layout"): 64-element column chunks of
 // 128-byte rows, 16-byte unit u of row r at (u ^ (r & 7)) * 16.  Q and K are K-major operands
@@ -22,7 +26,8 @@
 // suite's 4096-token causal prefill on an H200).
 //
 // Requires sm_90a; the host emulator does not model it.  The lowering's rules: head dim D of
-// 64 or 128 with stride 1, seq_k a multiple of BN, 16-byte aligned rows.
+// 64 or 128 with stride 1, seq_k a multiple of BN, 16-byte aligned rows, a positive scale (the
+// row maximum is taken over the raw scores and then scaled), NC = 2 for BN = 128.
 #pragma once
 #ifndef MX_HOST
 #include <cuda_bf16.h>
@@ -98,12 +103,15 @@ __device__ __forceinline__ float attn_ex2(float x) {
 }
 
 // Registers per thread after `setmaxnreg` (PTX ISA, "setmaxnreg"): the producer's copy loop
-// needs 56; the consumers take what the block's share of the SM's 64K registers leaves (NC = 1:
-// two blocks of 256 threads per SM, 128 each at launch; NC = 2: one block of 384, 168 each).
-constexpr int kFlashProducerRegs = 56;
-template <int NC>
+// needs 56 with 64-key tiles and 80 with 128-key ones (fewer spill); the consumers take what
+// the block's share of the SM's 64K registers leaves (NC = 1: two blocks of 256 threads per SM,
+// 128 each at launch; NC = 2: one block of 384, 168 each).  A 128-key consumer holds S (64
+// registers), P (32) and O (64 at head dim 128): it needs NC = 2's 208.
+template <int BN>
+constexpr int kFlashProducerRegs = BN == 128 ? 80 : 56;
+template <int NC, int BN>
 struct FlashConsumerRegs {
-  static constexpr int value = NC == 1 ? 2 * 128 - kFlashProducerRegs : (3 * 168 - kFlashProducerRegs) / 2 / 8 * 8;
+  static constexpr int value = NC == 1 ? 2 * 128 - kFlashProducerRegs<BN> : (3 * 168 - kFlashProducerRegs<BN>) / 2 / 8 * 8;
 };
 
 // The block's shared memory: Q, the K and V rings, and their mbarriers.
@@ -156,8 +164,12 @@ __device__ __forceinline__ void flash_produce(const FlashSmem<T, D, NC, BN, STAG
   asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
-// One consumer warpgroup (64 query rows from `my_row0`): the online-softmax loop over the
-// block's n_kt key tiles, then O / row sum stored to `oh`.
+// One consumer warpgroup (64 query rows from row0 + 64 cw): the online-softmax loop over the
+// block's n_kt key tiles in FlashAttention-3's order (its algorithm 2), then O / row sum stored
+// to `oh`.  Per iteration: S(t + 1) = Q K(t + 1) and O += P(t) V(t) are issued as two wgmma
+// groups; once S(t + 1) is done, its softmax -- exp2 in place in S's registers -- runs beside
+// P(t) V(t); after P V, O is rescaled and P(t + 1) rounded into the one P buffer (a second
+// buffer would not fit the registers with 128-key tiles).
 template <class T, int D, int NC, int BN, int STAGES, bool CAUSAL>
 __device__ __forceinline__ void flash_consume(const FlashSmem<T, D, NC, BN, STAGES>& sm, T* oh, const AttnShape& s, int row0,
                                               int n_kt, int cw, int tid) {
@@ -165,88 +177,105 @@ __device__ __forceinline__ void flash_consume(const FlashSmem<T, D, NC, BN, STAG
   const float kNegInf = -__int_as_float(0x7f800000);
   const int warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, tq = lane % 4;
-  float acc[D / 2];  // O: register 4j + h holds row my_row + 8 (h / 2), column 8j + 2 tq + (h % 2)
+  float acc[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) acc[i] = 0.0f;
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
-  const int my_row = row0 + cw * 64 + warp * 16 + g;  // this thread's rows: my_row, my_row + 8
+  const int my_row = row0 + cw * 64 + warp * 16 + g;
   const uint32_t q0 = smem_addr(sm.q) + cw * 64 * 128;
-  float sc[BN / 2];  // S of one key tile, in the layout of acc (key 8j + 2 tq + (h % 2))
+  float sc[BN / 2];
+  uint32_t p[BN / 16][4];
   const auto wait_full = [&](uint64_t* full, int t) {
     mbar_wait(&full[t % STAGES], (t / STAGES) & 1);
-    fence_async_smem();  // the copies' generic-proxy writes, visible to wgmma (the async proxy)
+    fence_async_smem();
   };
   const auto release = [&](uint64_t* empty, int t) {
-    if (lane == 0) mbar_arrive(&empty[t % STAGES]);  // after the warpgroup's wgmma wait: all lanes are done
+    if (lane == 0) mbar_arrive(&empty[t % STAGES]);
   };
-  // S(t) = Q K(t), issued as one wgmma group (not waited for)
+  // descriptor words: low = start address >> 4 | LBO >> 4 << 16, high = SBO >> 4 | swizzle; a
+  // tile's k-steps add their byte offset >> 4 to the low word (addresses stay below 256 KiB)
+  const uint32_t q_lo = (uint32_t)smem_desc(q0, 16, 1024), k_lo = (uint32_t)smem_desc(smem_addr(sm.k), 16, 1024);
+  const uint32_t kv_hi = (uint32_t)(smem_desc(0, 16, 1024) >> 32);
+  const uint32_t v_lo = (uint32_t)smem_desc(smem_addr(sm.v), BN * 128, 1024);
+  const auto desc = [](uint32_t lo, uint32_t hi) { return (uint64_t)hi << 32 | lo; };
   const auto issue_scores = [&](int t) {
-    const uint32_t k0 = smem_addr(sm.k + (t % STAGES) * TILE);
+    const uint32_t kst = k_lo + (uint32_t)((t % STAGES) * TILE >> 4);
     fence_regs(sc);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const uint64_t da = smem_desc(q0 + (kk / 4) * (BM * 128) + (kk % 4) * 32, 16, 1024);
-      const uint64_t db = smem_desc(k0 + (kk / 4) * (BN * 128) + (kk % 4) * 32, 16, 1024);
+      const uint64_t da = desc(q_lo + ((kk / 4) * (BM * 128) + (kk % 4) * 32) / 16, kv_hi);
+      const uint64_t db = desc(kst + ((kk / 4) * (BN * 128) + (kk % 4) * 32) / 16, kv_hi);
       Wgmma<BN>::template run<0, T>(sc, da, db, kk > 0 ? 1 : 0);
     }
     wgmma_commit();
     fence_regs(sc);
   };
-  // the online softmax of S(t): new running maxima m, their rescale factors alpha (for acc),
-  // row sums l, and P(t) rounded to T as the m16n8k16 A fragments of P V's k16 steps
   float alpha[2];
-  const auto softmax = [&](int t, uint32_t (&pf)[BN / 16][4]) {
+  // exp(S - max) in place, the running max / sum and the rescale factor
+  const auto softmax = [&](int t) {
     const bool masked = CAUSAL && t * BN + BN - 1 > row0 + s.causal_offset;
-    // the scaled (and masked) score of register i, recomputed where it is read: writing it
-    // back into sc would define the registers the next S wgmma accumulates into (ptxas then
-    // serialises the wgmma pipeline)
-    const auto score = [&](int i) {
-      const float x = sc[i] * s.scale_log2;
-      const bool out = masked && t * BN + 8 * (i / 4) + 2 * tq + (i & 1) > my_row + 8 * ((i >> 1) & 1) + s.causal_offset;
-      return out ? kNegInf : x;
-    };
-    float mx[2] = {m[0], m[1]};
+    if (masked) {
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], score(i));
+      for (int i = 0; i < BN / 2; ++i)
+        if (t * BN + 8 * (i / 4) + 2 * tq + (i & 1) > my_row + 8 * ((i >> 1) & 1) + s.causal_offset) sc[i] = kNegInf;
+    }
+    float mx[2] = {kNegInf, kNegInf};
+    {  // four partial maxima per row: short dependency chains
+      float pm[2][4];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) pm[(i >> 1) & 1][(i >> 2) & 3] = i & 1 ? fmaxf(pm[(i >> 1) & 1][(i >> 2) & 3], sc[i]) : sc[i];
+#pragma unroll
+      for (int i = 16; i < BN / 2; ++i) pm[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(pm[(i >> 1) & 1][(i >> 2) & 3], sc[i]);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) mx[r] = fmaxf(fmaxf(pm[r][0], pm[r][1]), fmaxf(pm[r][2], pm[r][3]));
+    }
     float base[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      base[r] = mx[r] == kNegInf ? 0.0f : mx[r];  // a row with every key masked so far stays 0
+      const float nm = fmaxf(m[r], mx[r] * s.scale_log2);  // scale > 0: the max of the scaled scores
+      base[r] = nm == kNegInf ? 0.0f : nm;
       alpha[r] = attn_ex2(m[r] - base[r]);
-      m[r] = mx[r];
+      m[r] = nm;
     }
     float rs[2] = {0.0f, 0.0f};
+    {  // four partial sums per row
+      float ps[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const float e0 = attn_ex2(score(4 * j) - base[0]), e1 = attn_ex2(score(4 * j + 1) - base[0]);
-      const float e2 = attn_ex2(score(4 * j + 2) - base[1]), e3 = attn_ex2(score(4 * j + 3) - base[1]);
-      rs[0] += e0 + e1;  // the row sum of P before its rounding to T
-      rs[1] += e2 + e3;
-      pf[j / 2][(j % 2) * 2] = pack2<T>(e0, e1);
-      pf[j / 2][(j % 2) * 2 + 1] = pack2<T>(e2, e3);
+      for (int i = 0; i < BN / 2; ++i) {
+        const int r = (i >> 1) & 1;
+        sc[i] = attn_ex2(fmaf(sc[i], s.scale_log2, -base[r]));
+        ps[r][(i >> 2) & 3] += sc[i];
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) rs[r] = (ps[r][0] + ps[r][1]) + (ps[r][2] + ps[r][3]);
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) l[r] = fmaf(l[r], alpha[r], rs[r]);
   };
-  // O += P(t) V(t), issued as one wgmma group
-  const auto issue_pv = [&](int t, uint32_t (&pf)[BN / 16][4]) {
-    const uint32_t v0 = smem_addr(sm.v + (t % STAGES) * TILE);
+  const auto round_p = [&]() {
 #pragma unroll
-    for (int kc = 0; kc < BN / 16; ++kc) fence_regs(pf[kc]);
+    for (int j = 0; j < BN / 8; ++j) {
+      p[j / 2][(j % 2) * 2] = pack2<T>(sc[4 * j], sc[4 * j + 1]);
+      p[j / 2][(j % 2) * 2 + 1] = pack2<T>(sc[4 * j + 2], sc[4 * j + 3]);
+    }
+  };
+  const auto issue_pv = [&](int t) {
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc) fence_regs(p[kc]);
     fence_regs(acc);
+    const uint32_t vst = v_lo + (uint32_t)((t % STAGES) * TILE >> 4);
     wgmma_fence();
 #pragma unroll
     for (int kc = 0; kc < BN / 16; ++kc) {
-      const uint64_t db = smem_desc(v0 + kc * 16 * 128, BN * 128, 1024);
-      WgmmaRs<D>::template run<1, T>(acc, pf[kc], db, 1);
+      const uint64_t db = desc(vst + kc * 16 * 128 / 16, kv_hi);
+      WgmmaRs<D>::template run<1, T>(acc, p[kc], db, 1);
     }
     wgmma_commit();
     fence_regs(acc);
   };
-  uint32_t p[BN / 16][4], pn[BN / 16][4];  // P(kt), read by the P V in flight, and P(kt + 1)
   mbar_wait(sm.q_full, 0);
   fence_async_smem();
   if (n_kt > 0) {
@@ -254,36 +283,26 @@ __device__ __forceinline__ void flash_consume(const FlashSmem<T, D, NC, BN, STAG
     issue_scores(0);
     wgmma_wait<0>();
     release(sm.k_empty, 0);
-    softmax(0, p);
+    softmax(0);
+    round_p();
   }
-  // one iteration with a next tile (a single path: ptxas then sees that waiting for one group in
-  // flight has finished S(kt + 1) and lets P(kt) V(kt) overlap its softmax)
-  const auto step = [&](int kt, uint32_t (&cur)[BN / 16][4], uint32_t (&nxt)[BN / 16][4]) {
+  for (int kt = 0; kt + 1 < n_kt; ++kt) {
     wait_full(sm.k_full, kt + 1);
     issue_scores(kt + 1);
     wait_full(sm.v_full, kt);
-    issue_pv(kt, cur);
+    issue_pv(kt);
     wgmma_wait<1>();  // S(kt + 1) is done; P(kt) V(kt) may still run beside its softmax
     release(sm.k_empty, kt + 1);
-    softmax(kt + 1, nxt);
+    softmax(kt + 1);
     wgmma_wait<0>();
     release(sm.v_empty, kt);
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc[i] *= alpha[(i >> 1) & 1];
-  };
-  // P alternates between p and pn, two iterations per trip: a copy between them would be
-  // register moves right before the wgmmas that read them (ptxas serialises those)
-  for (int kt = 0; kt + 1 < n_kt; kt += 2) {
-    step(kt, p, pn);
-    if (kt + 2 < n_kt) step(kt + 1, pn, p);
+    round_p();
   }
   if (n_kt > 0) {
     wait_full(sm.v_full, n_kt - 1);
-    if ((n_kt - 1) & 1) {
-      issue_pv(n_kt - 1, pn);
-    } else {
-      issue_pv(n_kt - 1, p);
-    }
+    issue_pv(n_kt - 1);
     wgmma_wait<0>();
     release(sm.v_empty, n_kt - 1);
   }
@@ -337,10 +356,10 @@ __device__ __forceinline__ void flash_attention(const T* __restrict__ q, const T
     n_kt = min(n_kt, last < 0 ? 0 : last / BN + 1);
   }
   if (wg == 0) {
-    setmaxnreg_dec<kFlashProducerRegs>();
+    setmaxnreg_dec<kFlashProducerRegs<BN>>();
     flash_produce(sm, q + head * s.q_h + (long long)row0 * s.q_r, k + head * s.k_h, v + head * s.v_h, s, row0, n_kt, tid);
   } else {
-    setmaxnreg_inc<FlashConsumerRegs<NC>::value>();
+    setmaxnreg_inc<FlashConsumerRegs<NC, BN>::value>();
     flash_consume<T, D, NC, BN, STAGES, CAUSAL>(sm, o + head * s.o_h, s, row0, n_kt, wg - 1, tid);
   }
 }

@@ -24,7 +24,7 @@ func.func @key_tile(%q: tensor<128x64xf16>, %k: tensor<64x192xf16>, %v: tensor<1
   %o = cute.hopper_attention(%q, %k, %v) {kernel_name = "k", scale = 1.0e-01 : f64, consumers = 1 : i64, key_tile = 128 : i64, stages = 2 : i64} : (tensor<128x64xf16>, tensor<64x192xf16>, tensor<192x64xf16>) -> tensor<128x64xf16>
   func.return %o : tensor<128x64xf16>
 }
-// CHECK: cute.hopper_attention: key_tile 128 must be one of (64,) and divide seq_k = 192
+// CHECK: cute.hopper_attention: key_tile 128 must be one of (64, 128) and divide seq_k = 192
 
 // -----
 
@@ -33,3 +33,27 @@ func.func @types(%q: tensor<128x64xf32>, %k: tensor<64x128xf32>, %v: tensor<128x
   func.return %o : tensor<128x64xf32>
 }
 // CHECK: cute.hopper_attention: Q, K, V and the result must share one element type, f16 or bf16
+
+// -----
+
+func.func @wide_tile_one_consumer(%q: tensor<128x64xf16>, %k: tensor<64x256xf16>, %v: tensor<256x64xf16>) -> tensor<128x64xf16> {
+  %o = cute.hopper_attention(%q, %k, %v) {kernel_name = "k", scale = 1.0e-01 : f64, consumers = 1 : i64, key_tile = 128 : i64, stages = 2 : i64} : (tensor<128x64xf16>, tensor<64x256xf16>, tensor<256x64xf16>) -> tensor<128x64xf16>
+  func.return %o : tensor<128x64xf16>
+}
+// CHECK: cute.hopper_attention: key_tile 128 needs consumers = 2 (a consumer of one-consumer blocks has too few registers for 128-key tiles); set consumers = 2 or key_tile = 64
+
+// -----
+
+func.func @smem(%q: tensor<128x128xf16>, %k: tensor<128x256xf16>, %v: tensor<256x128xf16>) -> tensor<128x128xf16> {
+  %o = cute.hopper_attention(%q, %k, %v) {kernel_name = "k", scale = 1.0e-01 : f64, consumers = 2 : i64, key_tile = 128 : i64, stages = 4 : i64} : (tensor<128x128xf16>, tensor<128x256xf16>, tensor<256x128xf16>) -> tensor<128x128xf16>
+  func.return %o : tensor<128x128xf16>
+}
+// CHECK: cute.hopper_attention: 296072 bytes of shared memory exceed the block limit of 232448; use fewer stages or a smaller key_tile
+
+// -----
+
+func.func @scale(%q: tensor<128x64xf16>, %k: tensor<64x256xf16>, %v: tensor<256x64xf16>) -> tensor<128x64xf16> {
+  %o = cute.hopper_attention(%q, %k, %v) {kernel_name = "k", scale = -1.0e-01 : f64, consumers = 1 : i64, key_tile = 64 : i64, stages = 2 : i64} : (tensor<128x64xf16>, tensor<64x256xf16>, tensor<256x64xf16>) -> tensor<128x64xf16>
+  func.return %o : tensor<128x64xf16>
+}
+// CHECK: cute.hopper_attention: scale -0.1 must be positive (the kernel scales the row maximum of the raw scores); lower such a group to the generated attention kernels

@@ -37,6 +37,27 @@ func.func @prefill(%Q: tensor<8x1024x128xf16>, %K: tensor<8x128x1024xf16> {kn.st
 
 // -----
 
+// 16 heads x 1024 tokens: 128 blocks of 128 query rows give most SMs one, so two consumer
+// warpgroups share each 128-key tile (FlashAttention-3's 128 x 128 tiles).
+func.func @wide(%Q: tensor<16x1024x128xbf16>, %K: tensor<16x128x1024xbf16> {kn.strides = array<i64: 131072, 1, 128>}, %V: tensor<16x1024x128xbf16>) -> tensor<16x1024x128xbf16> {
+  %0 = kn.matmul %Q, %K : tensor<16x1024x128xbf16>, tensor<16x128x1024xbf16> -> tensor<16x1024x1024xbf16>
+  %1 = kn.mul_scalar %0 {scalar = 0.088388347648318433 : f64} : tensor<16x1024x1024xbf16>
+  %3 = kn.reduction_max %1 {dim = 2 : i64} : tensor<16x1024x1024xbf16> -> tensor<16x1024x1xbf16>
+  %4 = kn.sub %1, %3 : tensor<16x1024x1024xbf16>, tensor<16x1024x1xbf16> -> tensor<16x1024x1024xbf16>
+  %5 = kn.exp %4 : tensor<16x1024x1024xbf16>
+  %6 = kn.reduction %5 {dim = 2 : i64, size = 1 : i64} : tensor<16x1024x1024xbf16> -> tensor<16x1024x1xbf16>
+  %7 = kn.matmul %5, %V : tensor<16x1024x1024xbf16>, tensor<16x1024x128xbf16> -> tensor<16x1024x128xbf16>
+  %8 = kn.div %7, %6 : tensor<16x1024x128xbf16>, tensor<16x1024x1xbf16> -> tensor<16x1024x128xbf16>
+  func.return %8 : tensor<16x1024x128xbf16>
+}
+// CHECK-LABEL: func.func @wide
+// CHECK-NEXT:    %{{.*}} = cute.hopper_attention(%Q, %K, %V) {kernel_name = "wide_flash_attention_0", scale = 0.088388347648318433 : f64, consumers = 2 : i64, key_tile = 128 : i64, stages = 2 : i64} : (tensor<16x1024x128xbf16>, tensor<16x128x1024xbf16>, tensor<16x1024x128xbf16>) -> tensor<16x1024x128xbf16>
+// CUDA: extern "C" __global__ void __launch_bounds__(384, 1)
+// CUDA-NEXT: wide_flash_attention_0(__nv_bfloat16* __restrict__ o, const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k, const __nv_bfloat16* __restrict__ v) {
+// CUDA-NEXT: mx::hopper::flash_attention<__nv_bfloat16, 128, 2, 128, 2, false>(q, k, v, o, mx::hopper::AttnShape{1024, 1024, 8,
+
+// -----
+
 // Decode-sized (8 query rows per head): below one wgmma tile of 64 rows, the group stays a
 // generated kernel.
 func.func @decode(%Q: tensor<32x8x128xf16>, %K: tensor<32x128x1024xf16> {kn.strides = array<i64: 131072, 1, 128>}, %V: tensor<32x1024x128xf16>) -> tensor<32x8x128xf16> {
