@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from mirage_xdsl.codegen.cuda_syntax import dtype_name, printer_error
+from mirage_xdsl.codegen.decode_attention import decode_launch
 from mirage_xdsl.codegen.hopper_attention import attention_launch
 from mirage_xdsl.codegen.hopper_gemm import hopper_launch
 from mirage_xdsl.codegen.kernel_resources import grid_sum_counters, late_finisher_trips, launch_smem_bytes
@@ -25,6 +26,7 @@ from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCal
 from mirage_xdsl.codegen.permute_copy import permute_launch
 from mirage_xdsl.codegen.weight_prefetch import triggers_dependents
 from mirage_xdsl.dialects import cute, kn
+from mirage_xdsl.dialects.cute.decode_attention import DecodeAttentionOp
 from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.dialects.cute.permute_copy import PermuteCopyOp
@@ -173,6 +175,10 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
             continue
         if isinstance(op, HopperAttentionOp):
             steps.append(attention_launch(op, ref))
+            continue
+        if isinstance(op, DecodeAttentionOp):
+            steps.append(decode_launch(op, ref, counters))
+            counters += op.counter_words()
             continue
         if isinstance(op, HopperGemmOp):
             steps.append(hopper_launch(op, ref, counters))

@@ -35,6 +35,7 @@ from xdsl.ir import Operation
 
 from mirage_xdsl.codegen.build_launch_plan import plan_function
 from mirage_xdsl.codegen.cuda_syntax import c_float, c_ident, c_type, copy_order, layout_t, missing_decision, printer_error, smem_vec_ok
+from mirage_xdsl.codegen.decode_attention import print_decode_attention
 from mirage_xdsl.codegen.grid_sum_printer import GridSumPrinter
 from mirage_xdsl.codegen.hopper_attention import print_hopper_attention
 from mirage_xdsl.codegen.hopper_gemm import print_hopper_gemm
@@ -46,6 +47,7 @@ from mirage_xdsl.codegen.row_chain_printer import RowChainPrinter
 from mirage_xdsl.codegen.weight_prefetch import split_at_dependency_wait
 from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.cute.causal_skip import CAUSAL_TRIPS
+from mirage_xdsl.dialects.cute.decode_attention import DecodeAttentionOp
 from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.dialects.cute.permute_copy import PermuteCopyOp
@@ -527,7 +529,7 @@ def print_module(module: ModuleOp, arch: str = "sm_90") -> tuple[str, dict[str, 
     for fn in funcs:
         weights = kn.weight_inputs(fn)
         for op in fn.body.block.ops:
-            if isinstance(op, cute.KernelOp | HopperGemmOp | HopperAttentionOp | PermuteCopyOp):
+            if isinstance(op, cute.KernelOp | HopperGemmOp | HopperAttentionOp | DecodeAttentionOp | PermuteCopyOp):
                 name = op.kernel_name.data
                 if name in seen or c_ident(name) != name:
                     raise printer_error(op, f"kernel name '{name}' is not a unique C identifier")
@@ -536,6 +538,8 @@ def print_module(module: ModuleOp, arch: str = "sm_90") -> tuple[str, dict[str, 
                     kernels.append(print_hopper_gemm(op))
                 elif isinstance(op, HopperAttentionOp):
                     kernels.append(print_hopper_attention(op))
+                elif isinstance(op, DecodeAttentionOp):
+                    kernels.append(print_decode_attention(op))
                 elif isinstance(op, PermuteCopyOp):
                     kernels.append(print_permute_copy(op))
                 else:

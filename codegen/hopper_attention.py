@@ -25,6 +25,7 @@ from xdsl.ir import Operation, SSAValue
 from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
 from mirage_xdsl.codegen.hopper_gemm import element_names
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorRef
+from mirage_xdsl.dialects.cute.decode_attention import DecodeAttentionOp
 from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
 
@@ -49,7 +50,7 @@ def row_blocks(op: HopperAttentionOp) -> int:
     return -(-sq // (64 * op.consumers.value.data))
 
 
-def _head_row(op: HopperAttentionOp, value: SSAValue, which: str) -> tuple[int, int]:
+def head_row_strides(op: HopperAttentionOp | DecodeAttentionOp, value: SSAValue, which: str) -> tuple[int, int]:
     """(head stride, row stride) of Q, V or the result, or of K's keys; its head-dim stride must be 1.
 
     Raises:
@@ -75,7 +76,7 @@ def print_hopper_attention(op: HopperAttentionOp) -> str:
     """
     ctype, _ = element_names(op)
     _, sq, sk, d = op.dims()
-    strides = [_head_row(op, v, w) for v, w in ((op.q, "Q"), (op.k, "K"), (op.v, "V"), (op.result, "the result"))]
+    strides = [head_row_strides(op, v, w) for v, w in ((op.q, "Q"), (op.k, "K"), (op.v, "V"), (op.result, "the result"))]
     flat = ", ".join(f"{h}LL, {r}LL" for h, r in strides)
     scale = op.scale.value.data * LOG2E
     if not math.isfinite(scale):

@@ -31,6 +31,7 @@ from xdsl.ir import Operation, SSAValue
 from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorMapSpec, TensorRef
 from mirage_xdsl.codegen.printer_base import KernelPrinterBase
+from mirage_xdsl.dialects.cute.decode_attention import DecodeAttentionOp
 from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.cute.hopper_gemm import BK, EPILOGUES, HopperGemmOp
 from mirage_xdsl.target.device import HOPPER_GEMM_ARCHS
@@ -47,22 +48,22 @@ class HopperArchError(CudaEmitError):
 
 def target_arch(module: ModuleOp, arch: str) -> str:
     """The architecture to compile `module` for, given the requested `arch` (normalized,
-    e.g. `sm_90`): `sm_90a` when the module holds a `cute.hopper_gemm` or
-    `cute.hopper_attention` and `sm_90` was asked for -- wgmma and setmaxnreg exist only on the
-    architecture-specific sm_90a target (PTX ISA, "wgmma.mma_async" target requirements), and
-    sm_90a cubins run on every compute capability 9.0 GPU (H100, H200); `arch` unchanged
-    otherwise.
+    e.g. `sm_90`): `sm_90a` when the module holds a `cute.hopper_gemm`, `cute.hopper_attention`
+    or `cute.decode_attention` (kn-partition makes it only for sm_90 like the others) and
+    `sm_90` was asked for -- wgmma and setmaxnreg exist only on the architecture-specific
+    sm_90a target (PTX ISA, "wgmma.mma_async" target requirements), and sm_90a cubins run on
+    every compute capability 9.0 GPU (H100, H200); `arch` unchanged otherwise.
 
     Raises:
         HopperArchError: such an op and a target other than sm_90/sm_90a (the
             message names the kernel and the fix: `mirage-transpile{arch=...}`).
     """
-    gemm = next((op for op in module.walk() if isinstance(op, HopperGemmOp | HopperAttentionOp)), None)
+    gemm = next((op for op in module.walk() if isinstance(op, HopperGemmOp | HopperAttentionOp | DecodeAttentionOp)), None)
     if gemm is None or arch == "sm_90a":
         return arch
     if arch in HOPPER_GEMM_ARCHS:
         return "sm_90a"
-    what = "TMA + wgmma GEMM" if isinstance(gemm, HopperGemmOp) else "wgmma flash attention"
+    what = {HopperGemmOp: "TMA + wgmma GEMM", HopperAttentionOp: "wgmma flash attention"}.get(type(gemm), "split-key decode attention")
     raise HopperArchError(
         f"cuda target: {gemm.name} {gemm.kernel_name.data}: the {what} needs sm_90a, not {arch}; "
         f"compile with mirage-transpile{{arch={arch}}} (kn-partition then keeps such ops in generated kernels "

@@ -198,6 +198,8 @@ def _run_kn_op(op: Any, xs: list[np.ndarray], storage_rounding: bool = False) ->
     if name == "cute.hopper_attention":
         offset = op.causal_offset.value.data if op.causal_offset is not None else None
         return [attention(xs[0], xs[1], xs[2], op.scale.value.data, offset)]
+    if name == "cute.decode_attention":
+        return [attention(xs[0], xs[1], xs[2], op.scale.value.data, None)]
     if not name.startswith("kn."):
         raise ReferenceExecutionError(f"unsupported operation '{name}' in a kernel graph")
     kind = name[3:]

@@ -203,7 +203,8 @@ class HostEmulator:
 
     Raises:
         HostEmulationError: no C++ compiler, the host build failed, or a plan launches the
-            sm_90a kernel (`cute.hopper_gemm`, `cute.hopper_attention`), which has no host emulation.
+            sm_90a kernel (`cute.hopper_gemm`, `cute.hopper_attention`, `cute.decode_attention`), which has
+            no host emulation.
         OSError: the cache dir cannot be written or the library cannot be loaded.
     """
 
@@ -212,9 +213,9 @@ class HostEmulator:
             hopper = next((s.kernel for s in plan.steps if isinstance(s, KernelLaunch) and (s.sm90a or s.tensor_maps)), None)
             if hopper is not None:
                 raise HostEmulationError(
-                    f"{name}: kernel {hopper} is an sm_90a kernel (wgmma: cute.hopper_gemm or cute.hopper_attention), which "
-                    "the host emulator cannot run; lower the graph for a target without it (mirage-transpile{arch=sm_80}) "
-                    "to emulate it"
+                    f"{name}: kernel {hopper} is an sm_90a kernel (cute.hopper_gemm, cute.hopper_attention or "
+                    "cute.decode_attention), which the host emulator cannot run; lower the graph for a target without it "
+                    "(mirage-transpile{arch=sm_80}) to emulate it"
                 )
         self.program = program
         self.lib = ctypes.CDLL(str(build_host_library(program, cache_dir)))

@@ -49,8 +49,9 @@ class TuningPoint:
         online_softmax: kn-fuse turns a max over the loop axis read inside the loop into a
             running max with rescaled accumulators (one kernel).
         flash_attention: kn-fuse lowers an attention group to the sm_90a flash-attention kernel
-            (`cute.hopper_attention`) where that is estimated faster than its best generated
-            plan (sm_90 targets only); false keeps the generated attention kernels.
+            (`cute.hopper_attention`) or, over a few query rows per head, the split-key decode
+            kernel (`cute.decode_attention`) where that is estimated faster than its best
+            generated plan (sm_90 targets only); false keeps the generated attention kernels.
     """
 
     candidate: int = 0

@@ -6,6 +6,7 @@ from xdsl.ir import Dialect
 
 from mirage_xdsl.dialects.cute.attrs import FragmentType, LayoutAttr, SmemTensorType, SwizzleAttr, TiledMmaAttr, UnaryFnAttr
 from mirage_xdsl.dialects.cute.compute_ops import ConcatOp, ElementwiseOp, FillOp, GridSumOp, ReduceOp
+from mirage_xdsl.dialects.cute.decode_attention import DecodeAttentionOp
 from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.dialects.cute.kernel import ForOp, KernelOp, YieldOp
@@ -38,6 +39,7 @@ Cute = Dialect(
         YieldOp,
         HopperGemmOp,
         HopperAttentionOp,
+        DecodeAttentionOp,
         PermuteCopyOp,
     ],
     [LayoutAttr, SwizzleAttr, SmemTensorType, TiledMmaAttr, FragmentType, UnaryFnAttr],

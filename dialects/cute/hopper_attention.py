@@ -92,8 +92,7 @@ class HopperAttentionOp(IRDLOperation):
 
     def dims(self) -> tuple[int, int, int, int]:
         """(heads, seq_q, seq_k, head dim) of the operand types (heads = 1 at rank 2)."""
-        q, k = _shape(self.q), _shape(self.k)
-        return (q[0] if len(q) == 3 else 1), q[-2], k[-1], q[-1]
+        return attention_dims(self.q, self.k)
 
     def smem_bytes(self) -> int:
         """Dynamic shared memory of the kernel (bytes): Q's tile of 64 x `consumers` rows, `stages`
@@ -120,22 +119,7 @@ class HopperAttentionOp(IRDLOperation):
                 outside 2..`MAX_STAGES`; shared memory (`smem_bytes`) over the block limit of
                 `SM90`; a scale that is not positive; a negative causal offset.
         """
-        shapes = [_shape(x) for x in (self.q, self.k, self.v, self.result)]
-        ranks = {len(s) for s in shapes}
-        if len(ranks) != 1 or ranks.pop() not in (2, 3):
-            raise VerifyException(f"{self.name}: Q, K, V and the result must all have rank 2 or 3, not {shapes}")
-        q, k, v, o = shapes
-        _, _, sk, d = self.dims()
-        lead = q[:-2]
-        if k != [*lead, d, sk] or v != [*lead, sk, d] or o != q:
-            raise VerifyException(
-                f"{self.name}: shapes Q {q}, K {k}, V {v}, result {o} are not Q [h, sq, d], K [h, d, sk], V [h, sk, d], result [h, sq, d]"
-            )
-        elems = {type(_elem(x)) for x in (self.q, self.k, self.v, self.result)}
-        if len(elems) != 1 or elems.pop() not in (Float16Type, BFloat16Type):
-            raise VerifyException(f"{self.name}: Q, K, V and the result must share one element type, f16 or bf16")
-        if d not in HEAD_DIMS:
-            raise VerifyException(f"{self.name}: head dim {d} is not one of {HEAD_DIMS} (hopper_attention.cuh)")
+        _, _, sk, _ = verify_attention_operands(self.name, self.q, self.k, self.v, self.result, self.scale.value.data)
         tile = self.key_tile.value.data
         if tile not in KEY_TILES or sk % tile:
             raise VerifyException(f"{self.name}: key_tile {tile} must be one of {KEY_TILES} and divide seq_k = {sk}")
@@ -153,13 +137,50 @@ class HopperAttentionOp(IRDLOperation):
                 f"{self.name}: {self.smem_bytes()} bytes of shared memory exceed the block limit of "
                 f"{SM90.smem_per_block_optin}; use fewer stages or a smaller key_tile"
             )
-        if not self.scale.value.data > 0:
-            raise VerifyException(
-                f"{self.name}: scale {self.scale.value.data} must be positive (the kernel scales the row maximum of "
-                "the raw scores); lower such a group to the generated attention kernels"
-            )
         if self.causal_offset is not None and self.causal_offset.value.data < 0:
             raise VerifyException(f"{self.name}: causal_offset must be >= 0 (row 0 would see no key)")
+
+
+def attention_dims(q: SSAValue, k: SSAValue) -> tuple[int, int, int, int]:
+    """(heads, seq_q, seq_k, head dim) of attention operands Q and K (heads = 1 at rank 2)."""
+    qs, ks = _shape(q), _shape(k)
+    return (qs[0] if len(qs) == 3 else 1), qs[-2], ks[-1], qs[-1]
+
+
+def verify_attention_operands(
+    name: str, q: SSAValue, k: SSAValue, v: SSAValue, result: SSAValue, scale: float
+) -> tuple[int, int, int, int]:
+    """The operand rules an attention kernel op shares (`cute.hopper_attention`,
+    `cute.decode_attention`); returns (heads, seq_q, seq_k, head dim).
+
+    Raises:
+        VerifyException: operands of rank other than 2 or 3 or of different ranks; shapes that
+            are not Q [h, sq, d], K [h, d, sk], V [h, sk, d], result [h, sq, d]; element types
+            other than one of f16 / bf16; a head dim not in `HEAD_DIMS`; a scale that is not
+            positive (the kernels scale the row maximum of the raw scores).
+    """
+    shapes = [_shape(x) for x in (q, k, v, result)]
+    ranks = {len(s) for s in shapes}
+    if len(ranks) != 1 or ranks.pop() not in (2, 3):
+        raise VerifyException(f"{name}: Q, K, V and the result must all have rank 2 or 3, not {shapes}")
+    qs, ks, vs, os_ = shapes
+    heads, sq, sk, d = attention_dims(q, k)
+    lead = qs[:-2]
+    if ks != [*lead, d, sk] or vs != [*lead, sk, d] or os_ != qs:
+        raise VerifyException(
+            f"{name}: shapes Q {qs}, K {ks}, V {vs}, result {os_} are not Q [h, sq, d], K [h, d, sk], V [h, sk, d], result [h, sq, d]"
+        )
+    elems = {type(_elem(x)) for x in (q, k, v, result)}
+    if len(elems) != 1 or elems.pop() not in (Float16Type, BFloat16Type):
+        raise VerifyException(f"{name}: Q, K, V and the result must share one element type, f16 or bf16")
+    if d not in HEAD_DIMS:
+        raise VerifyException(f"{name}: head dim {d} is not one of {HEAD_DIMS} (hopper_attention.cuh)")
+    if not scale > 0:
+        raise VerifyException(
+            f"{name}: scale {scale} must be positive (the kernel scales the row maximum of the raw scores); "
+            "lower such a group to the generated attention kernels"
+        )
+    return heads, sq, sk, d
 
 
 def _shape(value: SSAValue) -> list[int]:

@@ -122,24 +122,51 @@ def match_attention(members: Sequence[Operation]) -> AttentionGroup | None:
     return AttentionGroup(s.lhs, s.rhs, pv.rhs, div, scaled.scalar.value.data, offset, ops)
 
 
-def fits_kernel(group: AttentionGroup) -> bool:
-    """Whether `hopper_attention.cuh` computes `group`: rank 2 or 3, one 16-bit element type,
-    one head dim in `HEAD_DIMS` for Q, K and V, at least `MIN_QUERY_ROWS` query rows, keys a
-    multiple of `MIN_KEY_TILE`, a positive scale (the kernel scales the row maximum), stride-1
-    head dims and 16-byte aligned rows (cp.async copies 16 bytes)."""
+def operands_fit(group: AttentionGroup) -> bool:
+    """The operand rules of the attention kernels (`cute.hopper_attention`,
+    `cute.decode_attention`): rank 2 or 3, one 16-bit element type, one head dim in `HEAD_DIMS`
+    for Q, K and V, a positive scale (the kernels scale the row maximum), stride-1 head dims and
+    16-byte aligned rows (cp.async copies 16 bytes)."""
     values = (group.q, group.k, group.v, group.out.result)
     if len(kn.shape_of(group.q)) not in (2, 3):
         return False
     elems = {type(kn.element_type_of(v)) for v in values}
     if len(elems) != 1 or elems.pop() not in (Float16Type, BFloat16Type):
         return False
-    _, sq, sk, d = group.dims()
-    if d not in HEAD_DIMS or kn.shape_of(group.v)[-1] != d or sq < MIN_QUERY_ROWS or sk % MIN_KEY_TILE or not group.scale > 0:
+    _, _, _, d = group.dims()
+    if d not in HEAD_DIMS or kn.shape_of(group.v)[-1] != d or not group.scale > 0:
         return False
     sq_, sk_, sv_, so_ = (dtensor_strides(v) for v in values)
     unit = (sq_[-1], sk_[-2], sv_[-1], so_[-1])
     rows = (sq_[-2], sk_[-1], sv_[-2], so_[-2], *sq_[:-2], *sk_[:-2], *sv_[:-2], *so_[:-2])
     return unit == (1, 1, 1, 1) and all(r % 8 == 0 for r in rows)
+
+
+def fits_kernel(group: AttentionGroup) -> bool:
+    """Whether `hopper_attention.cuh` computes `group`: the operand rules (`operands_fit`), at
+    least `MIN_QUERY_ROWS` query rows and keys a multiple of `MIN_KEY_TILE`."""
+    _, sq, sk, _ = group.dims()
+    return operands_fit(group) and sq >= MIN_QUERY_ROWS and sk % MIN_KEY_TILE == 0
+
+
+def kernel_name(group: AttentionGroup, stem: str, op_type: type) -> str:
+    """`<function>_<stem>_<n>`: n counts the function's ops of `op_type` so far."""
+    func = group.out.parent_op()
+    while func is not None and not isinstance(func, FuncOp):
+        func = func.parent_op()
+    prefix = func.sym_name.data if func is not None else "graph"
+    n = sum(1 for op in (func.walk() if func is not None else ()) if isinstance(op, op_type))
+    return f"{prefix}_{stem}_{n}"
+
+
+def replace_group(group: AttentionGroup, op: Operation) -> None:
+    """Insert `op` before the group's division, let its result take the division's place and
+    erase the group's ops."""
+    div = group.out
+    Rewriter.insert_op(op, InsertPoint.before(div))
+    div.result.replace_all_uses_with(op.results[0])
+    for old in reversed(group.ops):
+        Rewriter.erase_op(old)
 
 
 def kept_fraction(sq: int, sk: int, offset: int | None) -> float:
@@ -170,26 +197,17 @@ def lower_attention(group: AttentionGroup, device: DeviceModel, shape: tuple[int
     `shape` = (consumers, key_tile) (None: `kernel_shape`), `STAGES`) whose result takes the
     place of the division's."""
     consumers, key_tile = shape if shape is not None else kernel_shape(group, device)
-    div = group.out
-    func = div.parent_op()
-    while func is not None and not isinstance(func, FuncOp):
-        func = func.parent_op()
-    prefix = func.sym_name.data if func is not None else "graph"
-    n = sum(1 for op in (func.walk() if func is not None else ()) if isinstance(op, HopperAttentionOp))
     op = HopperAttentionOp(
         group.q,
         group.k,
         group.v,
-        div.result.type,
-        kernel_name=f"{prefix}_flash_attention_{n}",
+        group.out.result.type,
+        kernel_name=kernel_name(group, "flash_attention", HopperAttentionOp),
         scale=group.scale,
         causal_offset=group.causal_offset,
         consumers=consumers,
         key_tile=key_tile,
         stages=STAGES,
     )
-    Rewriter.insert_op(op, InsertPoint.before(div))
-    div.result.replace_all_uses_with(op.result)
-    for old in reversed(group.ops):
-        Rewriter.erase_op(old)
+    replace_group(group, op)
     return op

@@ -30,8 +30,10 @@ group into `kn.customized` op(s) whose threadblock graphs come from the planner 
    one `kn.mul` by a tensor of the result's type: `gemm_epilogue`), when the GEMMs' estimates
    sum below the group's best fused plan; and an attention group (`softmax(scale Q K) V`
    over at least 64 query rows) becomes one sm_90a flash-attention kernel,
-   `cute.hopper_attention` (passes/conversion/flash_attention.py), when its estimate is below
-   the group's best plan.  Ops of the function are then re-ordered topologically (stable).
+   `cute.hopper_attention` (passes/conversion/flash_attention.py), and one over at most 16
+   query rows per head one split-key decode kernel, `cute.decode_attention`
+   (passes/conversion/decode_attention.py), when its estimate is below the group's best
+   plan.  Ops of the function are then re-ordered topologically (stable).
 
 Options: `smem-limit` (bytes per block), `num-sms`, `allow-split`, `k-tiles` (for-loop tile
 candidates along the contracted dim), `candidate` (take the plan of this rank in estimated
@@ -66,6 +68,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from mirage_xdsl.dialects import kn
 from mirage_xdsl.dialects.kn.reshape_op import ReshapeOp
 from mirage_xdsl.passes.conversion.build_tb_graph import emit_kernel
+from mirage_xdsl.passes.conversion.decode_attention import decode_attention_us, fits_decode, lower_decode
 from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.flash_attention import fits_kernel, flash_attention_us, lower_attention, match_attention
 from mirage_xdsl.passes.conversion.gemm_epilogue import factor_bytes, lower_chain, split_into_chains
@@ -200,8 +203,9 @@ class PartitionOptions:
     side (mirage-megakernel), a per-kernel launch one at a time."""
     hopper_attention: bool = True
     """With `hopper_gemm`, an attention group becomes one sm_90a flash-attention kernel
-    (`cute.hopper_attention`) where that is estimated faster than its best plan (module
-    docstring, step 3); false keeps the generated (mma.sync) attention kernels."""
+    (`cute.hopper_attention`) or split-key decode kernel (`cute.decode_attention`) where that is
+    estimated faster than its best plan (module docstring, step 3); false keeps the generated
+    (mma.sync) attention kernels."""
 
     def partition_options(self) -> dict[str, object]:
         """These options as keyword arguments of `KnPartitionPass` (kn-fuse forwards them)."""
@@ -429,13 +433,19 @@ def concurrent_sm_shares(groups: list[list[Operation]], num_sms: int) -> dict[in
 
 
 def _leave_to_flash_attention(members: list[Operation], best_us: float, device: DeviceModel) -> bool:
-    """Whether the group is an attention that `cute.hopper_attention` computes faster than its
-    best plan (module docstring, step 3); if so it is lowered to that op here."""
+    """Whether the group is an attention that `cute.hopper_attention` (prefill) or
+    `cute.decode_attention` (a few query rows per head) computes faster than its best plan
+    (module docstring, step 3); if so it is lowered to that op here."""
     group = match_attention(members)
-    if group is None or not fits_kernel(group) or flash_attention_us(group, device) >= best_us:
+    if group is None:
         return False
-    lower_attention(group, device)
-    return True
+    if fits_kernel(group) and flash_attention_us(group, device) < best_us:
+        lower_attention(group, device)
+        return True
+    if fits_decode(group, device) and decode_attention_us(group, device) < best_us:
+        lower_decode(group, device)
+        return True
+    return False
 
 
 def _leave_to_gemm(members: list[Operation], planner: Planner, allow_split: bool, cache: dict, hopper_gemm: bool) -> bool:

@@ -36,6 +36,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from mirage_xdsl.dialects import kn
+from mirage_xdsl.dialects.cute.decode_attention import DecodeAttentionOp
 from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.kn.reshape_op import output_view_of
 from mirage_xdsl.dialects.tiling import row_major_strides
@@ -99,7 +100,9 @@ GRID_SUM_SCRATCH_ATTR = kn.GRID_SUM_SCRATCH_ATTR
 WORKSPACE_DIALECTS = ("kn", "contraction")
 """Ops whose intermediate results get workspace: kernel-level ops and `contraction.contract`
 (kn-partition's lone matmuls for the sm_90a GEMM; convert-contraction-to-hopper keeps the
-offsets); so does `cute.hopper_attention` (kn-partition's attention groups for sm_90a)."""
+offsets); so do `cute.hopper_attention` and `cute.decode_attention` (kn-partition's attention
+groups for sm_90a), the latter also its splits' partials (`scratch_bytes`, live while it runs,
+at its `scratch_offset`)."""
 
 
 def grid_sum_scratch_bytes(op: Operation) -> int:
@@ -120,7 +123,7 @@ def plan_function(func: FuncOp) -> None:
     buffers: list[Buffer] = []
     owners: list[tuple[Operation, int]] = []
     for i, op in enumerate(ops):
-        if op.dialect_name() not in WORKSPACE_DIALECTS and not isinstance(op, HopperAttentionOp):
+        if op.dialect_name() not in WORKSPACE_DIALECTS and not isinstance(op, HopperAttentionOp | DecodeAttentionOp):
             continue
         if kn.ALIAS_ATTR in op.attributes:
             continue  # an aliased kn.reshape: a view of its input's buffer (kn-alias-reshape)
@@ -135,9 +138,15 @@ def plan_function(func: FuncOp) -> None:
         if scratch := grid_sum_scratch_bytes(op):
             buffers.append(Buffer(scratch, i, i))  # live while the kernel runs
             owners.append((op, -1))
+        if isinstance(op, DecodeAttentionOp) and (scratch := op.scratch_bytes()):
+            buffers.append(Buffer(scratch, i, i))
+            owners.append((op, -2))
     offsets, total = plan(buffers)
     per_op: dict[Operation, list[int]] = {}
     for (op, r), offset in zip(owners, offsets):
+        if r == -2:
+            op.properties["scratch_offset"] = IntegerAttr(offset, i64)
+            continue
         if r < 0:
             op.attributes[GRID_SUM_SCRATCH_ATTR] = IntegerAttr(offset, i64)
             continue

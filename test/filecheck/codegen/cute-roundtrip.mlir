@@ -136,3 +136,17 @@ func.func @flash(%q: tensor<2x128x64xbf16>, %k: tensor<2x64x256xbf16>, %v: tenso
 // CHECK:       %o = cute.hopper_attention(%q, %k, %v) {kernel_name = "flash_attention_0", scale = 1.250000e-01 : f64, consumers = 1 : i64, key_tile = 64 : i64, stages = 2 : i64, causal_offset = 128 : i64}
 // CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "flash"
 // CHECK-GENERIC:       "cute.hopper_attention"(%q, %k, %v) <{kernel_name = "flash_attention_0"
+
+// -----
+
+// The split-key decode kernel (kn-partition's decode attention groups): operands, scale, the
+// kernel options and the partials' workspace offset.
+func.func @decode(%q: tensor<2x4x64xbf16>, %k: tensor<2x64x1024xbf16>, %v: tensor<2x1024x64xbf16>) -> tensor<2x4x64xbf16> {
+  %o = cute.decode_attention(%q, %k, %v) {kernel_name = "decode_attention_0", scale = 1.250000e-01 : f64, splits = 4 : i64, warps = 8 : i64, stages = 3 : i64, scratch_offset = 256 : i64} : (tensor<2x4x64xbf16>, tensor<2x64x1024xbf16>, tensor<2x1024x64xbf16>) -> tensor<2x4x64xbf16>
+  func.return %o : tensor<2x4x64xbf16>
+}
+
+// CHECK-LABEL: func.func @decode
+// CHECK:       %o = cute.decode_attention(%q, %k, %v) {kernel_name = "decode_attention_0", scale = 1.250000e-01 : f64, splits = 4 : i64, warps = 8 : i64, stages = 3 : i64, scratch_offset = 256 : i64}
+// CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "decode"
+// CHECK-GENERIC:       "cute.decode_attention"(%q, %k, %v) <{kernel_name = "decode_attention_0"
