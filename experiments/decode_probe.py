@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import subprocess
 import tempfile
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import cupy  # type: ignore[import-not-found]
 import torch  # type: ignore[import-not-found]
+from attention_probe import time_it  # the same folder: run as python experiments/decode_probe.py
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,19 +99,6 @@ def main() -> None:
         print("| variant (warps, stages, splits) | µs | GB/s (K + V) | max rel err |")
         for name, us, bw, err in rows:
             print(f"| {name} | {us:.1f} | {bw:.0f} | {err:.1e} |")
-
-
-def time_it(fn) -> float:  # noqa: ANN001
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ts = []
-    for _ in range(9):
-        start.record()
-        for _ in range(20):
-            fn()
-        stop.record()
-        stop.synchronize()
-        ts.append(start.elapsed_time(stop) * 1e3 / 20)
-    return statistics.median(ts)
 
 
 if __name__ == "__main__":

@@ -53,8 +53,9 @@ def kernel_shape(group: AttentionGroup, device: DeviceModel) -> tuple[int, int]:
 
 
 STAGES = 2
-"""Tiles per key / value ring: deeper rings (3, 4) were no faster with two consumers (159.9 /
-159.2 vs 157.5 µs at 4096 tokens, H200) and leave one block of one consumer per SM."""
+"""Tiles per key / value ring: deeper rings were no faster (H200, 4096 tokens: two consumers with
+64-key tiles 159.9 / 159.2 µs with 3 / 4 stages against 157.5; with 128-key tiles 126.5 with 3
+against 126.1) and leave one block of one consumer per SM."""
 MIN_QUERY_ROWS = 64
 """Fewest query rows per head: one consumer warpgroup's wgmma tile (m64)."""
 
