@@ -18,19 +18,17 @@ the kernel touches neither: both are the workspace base); no PDL.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
-from mirage_xdsl.codegen.hopper_attention import head_row_strides
+from mirage_xdsl.codegen.hopper_attention import exp2_scale, head_row_strides
 from mirage_xdsl.codegen.hopper_gemm import element_names
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorRef
 from mirage_xdsl.dialects.cute.decode_attention import DecodeAttentionOp
 
 HEADER = "mirage_xdsl/decode_attention.cuh"
-LOG2E = 1.4426950408889634
 
 
 def print_decode_attention(op: DecodeAttentionOp) -> str:
@@ -44,9 +42,7 @@ def print_decode_attention(op: DecodeAttentionOp) -> str:
     _, g, sk, d = op.dims()
     strides = [head_row_strides(op, v, w) for v, w in ((op.q, "Q"), (op.k, "K"), (op.v, "V"), (op.result, "the result"))]
     flat = ", ".join(f"{h}LL, {r}LL" for h, r in strides)
-    scale = op.scale.value.data * LOG2E
-    if not math.isfinite(scale):
-        raise CudaEmitError(f"{op.name} {op.kernel_name.data}: the scale {op.scale.value.data} is not finite")
+    scale = exp2_scale(op)
     splits, warps, stages = op.splits.value.data, op.warps.value.data, op.stages.value.data
     shape = f"{sk}, {sk // splits}, {flat}, {scale!r}f"
     name = op.kernel_name.data

@@ -67,6 +67,18 @@ def head_row_strides(op: HopperAttentionOp | DecodeAttentionOp, value: SSAValue,
     return head, row
 
 
+def exp2_scale(op: HopperAttentionOp | DecodeAttentionOp) -> float:
+    """The op's softmax scale times log2(e): the kernels' exponentials are `ex2`.
+
+    Raises:
+        CudaEmitError: a scale whose product is not finite.
+    """
+    scale = op.scale.value.data * LOG2E
+    if not math.isfinite(scale):
+        raise CudaEmitError(f"{op.name} {op.kernel_name.data}: the scale {op.scale.value.data} is not finite")
+    return scale
+
+
 def print_hopper_attention(op: HopperAttentionOp) -> str:
     """The kernel's CUDA source (includes the header; several kernels may share one TU).
 
@@ -78,9 +90,7 @@ def print_hopper_attention(op: HopperAttentionOp) -> str:
     _, sq, sk, d = op.dims()
     strides = [head_row_strides(op, v, w) for v, w in ((op.q, "Q"), (op.k, "K"), (op.v, "V"), (op.result, "the result"))]
     flat = ", ".join(f"{h}LL, {r}LL" for h, r in strides)
-    scale = op.scale.value.data * LOG2E
-    if not math.isfinite(scale):
-        raise CudaEmitError(f"{op.name} {op.kernel_name.data}: the scale {op.scale.value.data} is not finite")
+    scale = exp2_scale(op)
     offset = op.causal_offset.value.data if op.causal_offset is not None else 0
     shape = f"{sq}, {sk}, {row_blocks(op)}, {flat}, {scale!r}f, {offset}"
     template = f"{ctype}, {d}, {op.consumers.value.data}, {op.key_tile.value.data}, {op.stages.value.data}, {str(op.causal).lower()}"

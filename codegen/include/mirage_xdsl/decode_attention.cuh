@@ -7,8 +7,8 @@
 // (heads, splits); a block takes seq_k / splits keys of one head, and each of its WARPS warps a
 // contiguous quarter (1 / WARPS) of those, walked 16 keys at a time with no block barrier: a warp
 // streams its own STAGES-deep ring of 16-key K and V tiles by cp.async (128-byte swizzle,
-// `load_swizzled`), computes S = Q K^T with mma.sync m16n8k16 (Q's G rows, zero-padded to 16, in
-// registers as the A fragments; K by ldmatrix), the online softmax in the accumulator registers,
+// `load_swizzled`), computes S = Q K^T with mma.sync m16n8k16 (`mma_16x8x16`; Q's G rows, zero-padded to 16, in
+// registers as the A fragments; K by ldmatrix, `ldsm`), the online softmax in the accumulator registers,
 // and O += P V (P re-used in registers as the A operand -- FlashAttention-2's register layout --,
 // V by ldmatrix.trans).  At the end the warps' (max, sum, O) meet in shared memory; with one
 // split the block writes O / sum, else it stores its partial (fp32: max, sum, O per row) to the
@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "hopper_attention.cuh"
+#include "mma.cuh"
 
 namespace mx {
 namespace hopper {
@@ -52,32 +53,6 @@ constexpr int decode_attention_smem_bytes() {
   return (ring > combine ? ring : combine) + 128;
 }
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-template <class T>
-__device__ __forceinline__ void decode_mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
 template <class T>
 __device__ __forceinline__ void decode_store(T* p, float x) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
@@ -88,7 +63,7 @@ __device__ __forceinline__ void decode_store(T* p, float x) {
 }
 
 // Byte offset of 16-byte unit u of row r in a swizzled 16-row tile (`load_swizzled`'s layout).
-__device__ __forceinline__ uint32_t decode_unit(int r, int u) {
+__device__ __forceinline__ int decode_unit(int r, int u) {
   return (u / 8) * (kDecodeKeys * 128) + r * 128 + (((u % 8) ^ (r & 7)) * 16);
 }
 
@@ -103,6 +78,7 @@ __device__ __forceinline__ void decode_attention(const T* __restrict__ q, const 
   static_assert(D == 64 || D == 128, "decode_attention: head dim 64 or 128");
   static_assert(G >= 1 && G <= 16, "decode_attention: 1..16 query rows per head");
   constexpr int TILE = kDecodeKeys * D * 2, NB = D / 8;
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
   const float kNegInf = -__int_as_float(0x7f800000);
   extern __shared__ unsigned char smem_raw[];
   unsigned char* base = smem_raw + ((128 - (smem_addr(smem_raw) & 127)) & 127);
@@ -114,7 +90,7 @@ __device__ __forceinline__ void decode_attention(const T* __restrict__ q, const 
   const T* vh = v + head * s.v_h + key0 * s.v_r;
   unsigned char* ring = base + warp * STAGES * 2 * TILE;
   // Q's rows g and g + 8 as m16n8k16 A fragments (rows >= G are zero)
-  uint32_t qa[D / 16][4];
+  unsigned qa[D / 16][4];
   const T* qh = q + head * s.q_h;
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
@@ -146,14 +122,15 @@ __device__ __forceinline__ void decode_attention(const T* __restrict__ q, const 
     asm volatile("cp.async.commit_group;" ::: "memory");
     asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 1) : "memory");
     __syncwarp();
-    const uint32_t kb = smem_addr(ring + (step % STAGES) * 2 * TILE), vb = kb + TILE;
+    const unsigned char* kb = ring + (step % STAGES) * 2 * TILE;
+    const unsigned char* vb = kb + TILE;
     float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t b[4];
-      ldmatrix_x4(b, kb + decode_unit(k_row, 2 * kk + k_unit));
-      decode_mma<T>(sc[0], qa[kk], b[0], b[1]);
-      decode_mma<T>(sc[1], qa[kk], b[2], b[3]);
+      unsigned b[4];
+      ldsm<4, false>(b, kb + decode_unit(k_row, 2 * kk + k_unit));
+      mma_16x8x16<kBf16>(sc[0], qa[kk], {b[0], b[1]});
+      mma_16x8x16<kBf16>(sc[1], qa[kk], {b[2], b[3]});
     }
     // online softmax: rows g (registers 0, 1) and g + 8 (2, 3) over this step's 16 keys
     float mx[2];
@@ -171,7 +148,7 @@ __device__ __forceinline__ void decode_attention(const T* __restrict__ q, const 
       base2[r] = nm;
       m[r] = nm;
     }
-    uint32_t pa[4];
+    unsigned pa[4];
     float rs[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
@@ -186,12 +163,12 @@ __device__ __forceinline__ void decode_attention(const T* __restrict__ q, const 
     for (int r = 0; r < 2; ++r) l[r] = fmaf(l[r], alpha[r], rs[r]);
 #pragma unroll
     for (int n = 0; n < NB; n += 2) {
-      uint32_t b[4];
-      ldmatrix_x4_trans(b, vb + decode_unit(v_row, n + v_unit));
+      unsigned b[4];
+      ldsm<4, true>(b, vb + decode_unit(v_row, n + v_unit));
       acc[n][0] *= alpha[0], acc[n][1] *= alpha[0], acc[n][2] *= alpha[1], acc[n][3] *= alpha[1];
       acc[n + 1][0] *= alpha[0], acc[n + 1][1] *= alpha[0], acc[n + 1][2] *= alpha[1], acc[n + 1][3] *= alpha[1];
-      decode_mma<T>(acc[n], pa, b[0], b[1]);
-      decode_mma<T>(acc[n + 1], pa, b[2], b[3]);
+      mma_16x8x16<kBf16>(acc[n], pa, {b[0], b[1]});
+      mma_16x8x16<kBf16>(acc[n + 1], pa, {b[2], b[3]});
     }
     __syncwarp();  // every lane's ldmatrix of this slot precedes the copies that refill it
   }
