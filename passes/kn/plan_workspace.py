@@ -115,6 +115,23 @@ def grid_sum_scratch_bytes(op: Operation) -> int:
     return math.prod(op.grid) * per_block * 4
 
 
+def scratch_bytes(op: Operation) -> int:
+    """Bytes of scratch `op` needs while it runs: a grid-summing kernel's partials
+    (`grid_sum_scratch_bytes`) or a split `cute.decode_attention`'s partial rows."""
+    if isinstance(op, DecodeAttentionOp):
+        return op.scratch_bytes()
+    return grid_sum_scratch_bytes(op)
+
+
+def set_scratch_offset(op: Operation, offset: int) -> None:
+    """Record where `op`'s scratch lies in the workspace: `kn.grid_sum_scratch_offset` on a
+    kernel, the `scratch_offset` property of a `cute.decode_attention`."""
+    if isinstance(op, DecodeAttentionOp):
+        op.properties["scratch_offset"] = IntegerAttr(offset, i64)
+    else:
+        op.attributes[GRID_SUM_SCRATCH_ATTR] = IntegerAttr(offset, i64)
+
+
 def plan_function(func: FuncOp) -> None:
     """Plan the workspace of one kernel-graph function and annotate it."""
     ops = list(func.body.block.ops)
@@ -135,20 +152,14 @@ def plan_function(func: FuncOp) -> None:
             last = max((position[_top_level(u, func)] for u in _readers(res)), default=i)
             buffers.append(Buffer(size, i, last))
             owners.append((op, r))
-        if scratch := grid_sum_scratch_bytes(op):
+        if scratch := scratch_bytes(op):
             buffers.append(Buffer(scratch, i, i))  # live while the kernel runs
             owners.append((op, -1))
-        if isinstance(op, DecodeAttentionOp) and (scratch := op.scratch_bytes()):
-            buffers.append(Buffer(scratch, i, i))
-            owners.append((op, -2))
     offsets, total = plan(buffers)
     per_op: dict[Operation, list[int]] = {}
     for (op, r), offset in zip(owners, offsets):
-        if r == -2:
-            op.properties["scratch_offset"] = IntegerAttr(offset, i64)
-            continue
         if r < 0:
-            op.attributes[GRID_SUM_SCRATCH_ATTR] = IntegerAttr(offset, i64)
+            set_scratch_offset(op, offset)
             continue
         per_op.setdefault(op, [-1] * len(op.results))[r] = offset
     for op, values in per_op.items():
