@@ -40,6 +40,7 @@ HEADER = "mirage_xdsl/hopper_gemm.cuh"
 _CTYPES = {Float16Type: ("half", "float16"), BFloat16Type: ("__nv_bfloat16", "bfloat16")}
 _BARRIER_SLACK = 1024  # alignment of the ring to 1024 B (hopper_gemm.cuh: gemm_ws_smem_bytes)
 _SPLIT_TICKETS = 16  # the split-K arrival words of the consumers (hopper_gemm.cuh: gemm_ws_smem_bytes)
+_ORDER_BARRIERS = 16  # the two ping-pong order mbarriers (hopper_gemm.cuh: gemm_ws_smem_bytes)
 
 
 class HopperArchError(CudaEmitError):
@@ -88,11 +89,12 @@ def element_names(op: Operation) -> tuple[str, str]:
 
 def smem_bytes(op: HopperGemmOp) -> int:
     """Dynamic shared memory of the kernel: the ring, the staging tiles of a TMA-store
-    epilogue, the mbarriers and the alignment slack (hopper_gemm.cuh: gemm_ws_smem_bytes)."""
+    epilogue (a whole tile per consumer under ping-pong), the mbarriers and the alignment
+    slack (hopper_gemm.cuh: gemm_ws_smem_bytes)."""
     bm, bn, bk = op.ints("tile")
     stages = op.stages.value.data
-    staging = bm * bn * 2 if op.epilogue.data == "tma_store" else 0
-    return stages * (bm + bn) * bk * 2 + staging + 2 * stages * 8 + _SPLIT_TICKETS + _BARRIER_SLACK
+    staging = bm * bn * 2 * (op.consumers.value.data if op.is_pingpong else 1) if op.epilogue.data == "tma_store" else 0
+    return stages * (bm + bn) * bk * 2 + staging + 2 * stages * 8 + _ORDER_BARRIERS + _SPLIT_TICKETS + _BARRIER_SLACK
 
 
 def threads(op: HopperGemmOp) -> int:
@@ -117,8 +119,8 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     act = f"{name}_act" if op.activation is not None else ""
     split = op.splits
     # trailing template arguments only as far as they differ from the header's defaults
-    tail = [str(1 if has_mul else 0), act or "mx::hopper::NoActivation", str(split)]
-    keep = 3 if split > 1 else 2 if act else 1 if has_mul else 0
+    tail = [str(1 if has_mul else 0), act or "mx::hopper::NoActivation", str(split), "1"]
+    keep = 4 if op.is_pingpong else 3 if split > 1 else 2 if act else 1 if has_mul else 0
     template = (
         f"{ctype}, {bn}, {op.stages.value.data}, {op.consumers.value.data}, "
         f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}, {op.cluster.value.data}"

@@ -37,14 +37,15 @@ def compile_einsum(
     tile_n: int = 0,
     epilogue: str = "",
     cluster: int = 1,
+    pingpong: int = -1,
     poison_outputs: bool = False,
 ) -> CompiledGraph:
     """The compiled graph of one einsum (cached per arguments in this process).
 
     Args:
         equation, shapes, dtype: see `frontends.einsum.einsum_module`.
-        group_m, stages, tile_n, epilogue, cluster: `convert-contraction-to-hopper` options
-            (-1/0/0/"": decide; cluster 1: none).
+        group_m, stages, tile_n, epilogue, cluster, pingpong: `convert-contraction-to-hopper`
+            options (-1/0/0/""/-1: decide; cluster 1: none).
         poison_outputs: fill outputs with NaN before each run (tests).
 
     Raises:
@@ -53,7 +54,7 @@ def compile_einsum(
             operands permuted (message says why).
         CudaCompileError, LaunchError: see `driver.compile.compile`.
     """
-    key = (equation, shapes, dtype, group_m, stages, tile_n, epilogue, cluster, poison_outputs)
+    key = (equation, shapes, dtype, group_m, stages, tile_n, epilogue, cluster, pingpong, poison_outputs)
     graph = _CACHE.get(key)
     if graph is None:
         from mirage_xdsl.frontends.einsum import einsum_module
@@ -67,7 +68,9 @@ def compile_einsum(
         for p in (
             PermuteOperandsPass(),
             PlanWorkspacePass(),
-            ConvertContractionToHopperPass(group_m=group_m, stages=stages, tile_n=tile_n, epilogue=epilogue, cluster=cluster),
+            ConvertContractionToHopperPass(
+                group_m=group_m, stages=stages, tile_n=tile_n, epilogue=epilogue, cluster=cluster, pingpong=pingpong
+            ),
             ConvertPermuteToCutePass(),
         ):
             p.apply(ctx, module)

@@ -7,6 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import BoolAttr
 from xdsl.utils.exceptions import PassFailedException
 
 from mirage_xdsl.codegen.launch_plan import LaunchPlan
@@ -49,7 +50,7 @@ def test_gemm_view_rejects_unfusable_m_dims() -> None:
 
 def test_pass_decides_the_schedule() -> None:
     op = lowered(*BMM)
-    assert op.ints("tile") == [128, 256, 64]
+    assert op.ints("tile") == [128, 256, 64] and not op.is_pingpong  # 64 k-tiles: cooperative
     assert op.epilogue.data == "tma_store"
     assert op.stages.value.data == 3  # 3 x 48 KiB stages + 64 KiB of staging fit 227 KiB, 4 do not
     assert op.grid.value.data == 132
@@ -74,6 +75,44 @@ def test_cluster_pairs_share_b() -> None:
     assert step.tensor_maps[1].box == (64, 128, 1, 1)  # K-major B: each CTA loads half of BN = 256 rows
     with pytest.raises(PassFailedException, match="cluster=2 needs an even m-tile count"):
         lowered("mk,kn->mn", [(384, 64), (64, 256)], cluster=2)
+
+
+def test_pingpong_schedule() -> None:
+    """pingpong=1: 128 x 128 tiles (a wider BN choice becomes 128), a whole 128 x 128 staging
+    tile per consumer (5 ring stages of 32 KiB fit beside 64 KiB of staging), the header's
+    PINGPONG argument printed; the verifier and the pass name what the schedule needs."""
+    from xdsl.utils.exceptions import VerifyException
+
+    from mirage_xdsl.codegen.hopper_gemm import smem_bytes
+
+    op = lowered(*BMM, pingpong=1, epilogue="tma_store")
+    assert op.is_pingpong and op.ints("tile") == [128, 128, 64] and op.stages.value.data == 5
+    assert smem_bytes(op) == 5 * 256 * 64 * 2 + 2 * 128 * 128 * 2 + 2 * 5 * 8 + 16 + 16 + 1024
+    # decided (`wants_pingpong`): more 128 x 128 tiles than SMs, each of 16-32 k-tiles; the
+    # stores go straight from the registers (16 bytes), so a sixth ring stage fits
+    bmm_nt = lowered("cmk,cnk->cmn", [(8, 1024, 1024), (8, 1024, 1024)])
+    assert bmm_nt.is_pingpong and bmm_nt.epilogue.data == "store16" and bmm_nt.stages.value.data == 6
+    assert lowered("mk,kn->mn", [(2048, 2048), (2048, 2048)]).is_pingpong  # 256 tiles of 32 k-tiles
+    assert not lowered("cmk,cnk->cmn", [(8, 1024, 1024), (8, 1024, 1024)], pingpong=0).is_pingpong
+    assert not lowered(*BMM).is_pingpong  # 64 k-tiles
+    assert not lowered("abcd,cde->abe", [(8, 256, 64, 64), (64, 64, 1024)]).is_pingpong  # 128 tiles
+    assert not lowered("mk,kn->mn", [(1024, 1024), (1024, 1024)]).is_pingpong  # 64 tiles
+    assert not lowered("bhqd,bkhd->bhqk", [(8, 32, 1024, 128), (8, 1024, 32, 128)]).is_pingpong  # 2 k-tiles
+    assert not lowered("mk,kn->mn", [(128, 4096), (4096, 12288)]).is_pingpong  # skinny: weight streaming
+    module = einsum_module(*BMM)
+    ConvertContractionToHopperPass(pingpong=1, epilogue="tma_store").apply(make_context(), module)
+    src = prepare(module, arch="sm_90a").program.source
+    assert "gemm_ws<half, 128, 5, 2, 1, 2, 1, 0, mx::hopper::NoActivation, 1, 1>(&a, &b, &cm, c," in src
+    with pytest.raises(PassFailedException, match="pingpong=1 needs m > 64"):
+        lowered("mk,kn->mn", [(64, 96), (96, 72)], pingpong=1)
+    with pytest.raises(PassFailedException, match="pingpong=1 needs .* cluster=1"):
+        lowered(*BMM, pingpong=1, cluster=2)
+    with pytest.raises(PassFailedException, match="tile-n <= 128"):
+        lowered(*BMM, pingpong=1, tile_n=256)
+    op = lowered(*BMM, tile_n=256)
+    op.pingpong = BoolAttr.from_bool(True)
+    with pytest.raises(VerifyException, match="pingpong needs consumers = 2, cluster = 1, no split_k and a tile N of at most 128"):
+        op.verify()
 
 
 def test_pass_errors_name_the_op_and_the_rule() -> None:
@@ -141,6 +180,13 @@ GPU_CASES = [
 ]
 
 
+PINGPONG_CASES = [
+    ("cmk,ckn->cmn", [(3, 1024, 256), (3, 256, 1000)], "float16"),  # 192 tiles: blocks of 1 and 2 tiles; n tail
+    ("cmk,cnk->cmn", [(8, 512, 192), (8, 520, 192)], "bfloat16"),  # K-major B, 3 k-tiles, 160 tiles
+    ("mk,kn->mn", [(4000, 136), (136, 1024)], "float16"),  # m and k tails, 256 tiles
+]
+
+
 CLUSTER_CASES = [
     ("cmk,ckn->cmn", [(3, 200, 104), (3, 104, 264)], "float16"),  # tails in m, n, k; 3 batches
     ("mk,nk->mn", [(256, 192), (512, 192)], "bfloat16"),  # K-major B split between the pair
@@ -155,9 +201,37 @@ def test_einsum_cluster_matches_reference(equation: str, shapes: list[tuple[int,
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("epilogue", ["", "store16", "store4"])
+@pytest.mark.parametrize(("equation", "shapes", "dtype"), PINGPONG_CASES)
+def test_einsum_pingpong_matches_reference(equation: str, shapes: list[tuple[int, ...]], dtype: str, epilogue: str) -> None:
+    """The ping-pong schedule: blocks whose tiles alternate between the two consumers (an odd
+    count leaves consumer 1 a tile fewer), tails in m, n and k, both B layouts."""
+    test_einsum_matches_reference(equation, shapes, dtype, epilogue, pingpong=1)
+
+
+@pytest.mark.gpu
+def test_einsum_pingpong_elwise_mul_matches_reference() -> None:
+    """ELWISE_MUL under ping-pong: each consumer multiplies its whole tile by D's elements."""
+    import torch
+
+    from mirage_xdsl.driver.einsum import compile_einsum
+
+    shapes = ((2, 640, 128), (2, 128, 1024), (2, 640, 1024))
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    a, b, d = (torch.randn(s, device="cuda", dtype=torch.float16, generator=gen) for s in shapes)
+    graph = compile_einsum("cmk,ckn,cmn->cmn", shapes, "float16", pingpong=1, poison_outputs=True)
+    (out,) = graph(a, b, d)
+    module = einsum_module("cmk,ckn,cmn->cmn", [list(s) for s in shapes], "float16")
+    (ref,) = run_function(module.body.block.first_op, [t.float().cpu().numpy() for t in (a, b, d)])
+    got = out.float().cpu().numpy()
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, ref, atol=4e-3 * np.abs(ref).max(), rtol=4e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("epilogue", ["", "store16", "store4"])
 @pytest.mark.parametrize(("equation", "shapes", "dtype"), GPU_CASES)
 def test_einsum_matches_reference(
-    equation: str, shapes: list[tuple[int, ...]], dtype: str, epilogue: str, cluster: int = 1
+    equation: str, shapes: list[tuple[int, ...]], dtype: str, epilogue: str, cluster: int = 1, pingpong: int = -1
 ) -> None:
     import torch
 
@@ -172,7 +246,13 @@ def test_einsum_matches_reference(
     if epilogue and n % 8:
         pytest.skip("16-byte epilogues need n % 8 == 0")
     graph = compile_einsum(
-        equation, tuple(tuple(s) for s in shapes), dtype, epilogue=epilogue, cluster=cluster, poison_outputs=True
+        equation,
+        tuple(tuple(s) for s in shapes),
+        dtype,
+        epilogue=epilogue,
+        cluster=cluster,
+        pingpong=pingpong,
+        poison_outputs=True,
     )
     (out,) = graph(a, b)
     (ref,) = run_function(einsum_module(equation, shapes, dtype).body.block.first_op, [a.float().cpu().numpy(), b.float().cpu().numpy()])

@@ -19,7 +19,10 @@ applies unary functions to each fp32 accumulator first, in order: the result is
 `split_k = S` (S > 1) cuts each tile's K range into S work units that add their fp32 partial
 tiles through `S x tiles x BM x BN x 4` bytes of the graph's workspace at `scratch_offset`
 and one arrival counter per tile and consumer (the runtime's zeroed counter buffer); the
-last unit of a tile runs the epilogue.  Every decision is an attribute set by `convert-contraction-to-hopper`
+last unit of a tile runs the epilogue.  `pingpong = true` (two consumers, no cluster, no
+split, BN <= 128) gives each consumer warpgroup whole BM x BN tiles in turn instead of one
+64-row slab of every tile, so one consumer's epilogue overlaps the other's mainloop
+(CUTLASS's ping-pong schedule).  Every decision is an attribute set by `convert-contraction-to-hopper`
 (passes/contraction/to_hopper.py); the CUDA printer (codegen/hopper_gemm.py) prints a call
 of `mx::hopper::gemm_ws` (codegen/include/mirage_xdsl/hopper_gemm.cuh) instantiated with
 them.  Tile rules of that header: BM = 64 * consumers, BK = 64, BN in {64, 128, 256}.
@@ -87,6 +90,7 @@ class HopperGemmOp(IRDLOperation):
     activation = opt_prop_def(ArrayAttr[UnaryFnAttr])
     split_k = opt_prop_def(IntegerAttr)
     scratch_offset = opt_prop_def(IntegerAttr)
+    pingpong = opt_prop_def(BoolAttr)
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "`(` $lhs `,` $rhs (`,` $mul^)? `)` attr-dict `:` functional-type(operands, results)"
@@ -114,10 +118,13 @@ class HopperGemmOp(IRDLOperation):
         activation: Sequence[UnaryFnAttr] = (),
         split_k: int = 1,
         scratch_offset: int = 0,
+        pingpong: bool = False,
     ):
         extra: dict[str, Attribute] = {"activation": ArrayAttr(activation)} if activation else {}
         if split_k > 1:
             extra |= {"split_k": _int(split_k), "scratch_offset": _int(scratch_offset)}
+        if pingpong:
+            extra["pingpong"] = BoolAttr.from_bool(True)
         super().__init__(
             operands=[lhs, rhs, [mul] if mul is not None else []],
             result_types=[result_type],
@@ -138,6 +145,11 @@ class HopperGemmOp(IRDLOperation):
                 **extra,
             },
         )
+
+    @property
+    def is_pingpong(self) -> bool:
+        """Whether the consumers take whole tiles in turn (the ping-pong schedule)."""
+        return self.pingpong is not None and bool(self.pingpong.value.data)
 
     @property
     def splits(self) -> int:
@@ -179,8 +191,9 @@ class HopperGemmOp(IRDLOperation):
             VerifyException: `gemm` is not 5 positive sizes, the stride arrays do not have 3/4/3
                 entries, the tile or the consumers / stages / grid / cluster are out of range, the
                 cluster does not divide the grid, a split_k below 1, above the k-tile count or
-                with a cluster or without scratch_offset, an unknown epilogue, operands and result of
-                different element types, or an ELWISE_MUL factor whose type is not the result's.
+                with a cluster or without scratch_offset, a ping-pong schedule other than two
+                consumers without cluster or split and BN <= 128, an unknown epilogue, operands and
+                result of different element types, or an ELWISE_MUL factor whose type is not the result's.
         """
         gemm, tile = self.ints("gemm"), self.ints("tile")
         if len(gemm) != 5 or min(gemm) < 1:
@@ -202,6 +215,12 @@ class HopperGemmOp(IRDLOperation):
             raise VerifyException("cute.hopper_gemm: split_k must be >= 1; a split GEMM needs cluster = 1 and a scratch_offset")
         if self.splits > 1 and -(-gemm[2] // BK) < self.splits:
             raise VerifyException(f"cute.hopper_gemm: split_k = {self.splits} exceeds the {-(-gemm[2] // BK)} k-tiles of K = {gemm[2]}")
+        if self.is_pingpong and (consumers != 2 or self.cluster.value.data != 1 or self.splits > 1 or tile[1] > 128):
+            raise VerifyException(
+                "cute.hopper_gemm: pingpong needs consumers = 2, cluster = 1, no split_k and a tile N of at most 128 "
+                f"(each consumer holds a whole 128 x N tile's fp32 accumulators), got consumers {consumers}, cluster "
+                f"{self.cluster.value.data}, split_k {self.splits}, tile {tile}"
+            )
         if self.mul is not None and self.mul.type != self.result.type:
             raise VerifyException(f"cute.hopper_gemm: the ELWISE_MUL factor must have the result's type {self.result.type}")
         for v in (self.lhs, self.rhs, self.result):

@@ -12,6 +12,10 @@ which the CUDA printer only prints:
   work over the persistent grid's rounds, the widest on ties), BK = 64 (one 128-byte
   swizzle row); a skinny GEMM (64 < m <= `SKINNY_ROWS`, weight streaming) takes the BM,
   BN and K split whose busiest block moves the fewest bytes (`skinny_tile`);
+- schedule: ping-pong (each consumer takes whole 128 x BN tiles in turn, BN <= 128, so one
+  consumer's epilogue overlaps the other's mainloop) when the tiles outnumber the SMs and
+  each has 16-32 k-tiles (`wants_pingpong`), else cooperative (the two consumers share each
+  tile);
 - split-K (skinny GEMMs whose tiles alone leave SMs idle, e.g. a down projection of 32
   tiles): S units per tile add fp32 partial tiles through the function's workspace
   (appended to `kn.workspace_size`, offset in `scratch_offset`) and per-tile arrival
@@ -30,12 +34,14 @@ which the CUDA printer only prints:
 - epilogue: `tma_store` (a 64 x BN staging tile per consumer written in registers' order
   and stored by TMA, asynchronously, while the next tile's mainloop runs; it costs one
   ring stage of shared memory) when n and C's strides are multiples of 8 elements (16-byte
-  TMA strides and rows), else `store4` (4-byte stores from the accumulators); option
-  `epilogue=store16` picks the 16-byte direct stores.
+  TMA strides and rows), `store16` (16-byte direct stores) under ping-pong with that
+  alignment, else `store4` (4-byte stores from the accumulators); option `epilogue=`
+  overrides it.
 
 Options override the decisions: `group-m` (>= 1), `stages` (>= 2), `tile-n` (64/128/256),
-`epilogue` (store4 / store16 / tma_store), `split-k` (1: none; S: S units per tile);
-`cluster=2` runs CTA pairs that share the B tile
+`epilogue` (store4 / store16 / tma_store), `split-k` (1: none; S: S units per tile),
+`pingpong=1` (the two consumers take whole 128 x BN tiles in turn, BN <= 128, so one's
+epilogue overlaps the other's mainloop); `cluster=2` runs CTA pairs that share the B tile
 through TMA multicast, halving B's L2 reads -- correct, but 20-30 % slower than without on an
 H200 (2026-11-26: the pair refills a ring buffer only when both CTAs freed it), so off.
 After the pass each touched function carries `kn.workspace_size` (0 unless kn-plan-workspace
@@ -87,6 +93,7 @@ class HopperSchedule:
     epilogue: str
     cluster: int = 1
     split: int = 1
+    pingpong: bool = False
 
 
 def _panel_bytes(g: int, grid: int, a_panel: int, b_panel: int) -> int:
@@ -123,6 +130,35 @@ def choose_tile_n(view: GemmView, bm: int, num_sms: int = SM90.num_sms) -> int:
         if fill(bn) >= MIN_ROUND_FILL:
             return bn
     return max(candidates, key=fill)
+
+
+PINGPONG_MIN_KTILES = 16
+PINGPONG_MAX_KTILES = 32
+"""The k-tiles per tile for which `wants_pingpong` picks the ping-pong schedule: the epilogue it
+hides is a share of about 1 / k-tiles of a tile's time."""
+
+
+def wants_pingpong(view: GemmView, bn: int, num_sms: int = SM90.num_sms) -> bool:
+    """Whether `plan_schedule` picks the ping-pong schedule by itself: 128 x `bn` tiles
+    (`bn` <= 128) of `PINGPONG_MIN_KTILES` .. `PINGPONG_MAX_KTILES` k-tiles, more of them than
+    SMs, so that most blocks hold two tiles or more and each consumer's epilogue can overlap
+    the other's mainloop.  H200, cooperative (128 x 256) / ping-pong (128 x 128) TFLOP/s, one process
+    (2026-11-27): 8 x 1024^3 batched GEMM 443 / 513 (A B^T) and 447 / 511 (A B); 2048^3 547 /
+    576; 4096^3 615 / 621; 16384 x 4096 x 4096 (`bshd,hdn`) 615 / 628; 4 x 4096^3 621 / 620.
+    Where it lost: one tile per block (1024^3, 64 tiles: 299 / 269; 2048 x 1024 x 4096, 128
+    tiles: 645 / 557 -- one consumer alone does not keep the tensor cores busy) and two k-tiles
+    (K = 128: 224 / 211).  From 64 k-tiles on the gain is gone: a second run gave 4096^3 614 /
+    633 but 16384 x 4096 x 4096 620 / 609, 4 x 4096^3 616 / 608, 8192^3 645 / 634, 16384^3 664 /
+    638.  With 16-byte stores from the registers instead of the TMA-store staging tiles (which
+    ping-pong does not need to overlap its stores; one more ring stage fits): 8 x 1024^3 505
+    (A B^T) and 518 (A B), 2048^3 587.
+
+    Raises:
+        Nothing.
+    """
+    tiles = math.ceil(view.m / 128) * math.ceil(view.n / bn) * view.batch
+    ktiles = math.ceil(view.k / BK)
+    return bn <= 128 and PINGPONG_MIN_KTILES <= ktiles <= PINGPONG_MAX_KTILES and tiles > num_sms
 
 
 SKINNY_ROWS = 256
@@ -189,6 +225,7 @@ def plan_schedule(
     epilogue: str = "",
     cluster: int = 1,
     split_k: int = 0,
+    pingpong: int = -1,
 ) -> HopperSchedule:
     """Choose tile, stages, grid, L2 group and epilogue for `view` (module docstring).
 
@@ -197,6 +234,10 @@ def plan_schedule(
         group_m, stages, tile_n, epilogue, split_k: overrides (-1 / 0 / 0 / "" / 0: decide).
         cluster: 2 runs CTA pairs sharing B by TMA multicast (needs an even m-block count and an
             even group_m, so that both tiles of a pair have one n-block); 1: no clusters.
+        pingpong: 1 gives the two consumers whole 128 x BN tiles in turn (BN <= 128: a wider
+            choice becomes 128; needs m > 64, no cluster, no split); 0: the cooperative
+            schedule; -1: `wants_pingpong` decides (never for skinny GEMMs, split-K or
+            clusters).
 
     Raises:
         ValueError: an override out of range (message names it).
@@ -205,7 +246,17 @@ def plan_schedule(
     bm = 64 * consumers
     bn = tile_n or choose_tile_n(view, bm)
     split = 1
-    if not tile_n and 64 < view.m <= SKINNY_ROWS and cluster == 1:
+    skinny = not tile_n and 64 < view.m <= SKINNY_ROWS and cluster == 1
+    if pingpong == -1:
+        auto = consumers == 2 and cluster == 1 and not skinny and split_k <= 1 and tile_n <= 128
+        pingpong = int(auto and wants_pingpong(view, min(bn, 128)))
+    if pingpong and (consumers != 2 or cluster != 1 or split_k > 1 or tile_n > 128):
+        raise ValueError(
+            f"pingpong=1 needs m > 64 (two consumers; m = {view.m}), cluster=1, no split-k and tile-n <= 128"
+        )
+    if pingpong:
+        bn = min(bn, 128)
+    elif skinny:
         bm, bn, split = skinny_tile(view)
         consumers = bm // 64
     if split_k:
@@ -215,14 +266,15 @@ def plan_schedule(
     if bn not in TILE_N:
         raise ValueError(f"tile-n={bn} is not one of {TILE_N}")
     aligned = view.n % 8 == 0 and all(s % 8 == 0 for s in view.out_strides)
-    epilogue = epilogue or ("tma_store" if aligned else "store4")
+    # ping-pong overlaps a tile's stores with the other consumer's mainloop itself (`wants_pingpong`)
+    epilogue = epilogue or (("store16" if pingpong else "tma_store") if aligned else "store4")
     if epilogue not in EPILOGUES or (epilogue != "store4" and not aligned):
         raise ValueError(
             f"epilogue={epilogue} must be one of {sorted(EPILOGUES)}; store16/tma_store need n and the output "
             "strides to be multiples of 8 elements"
         )
     stage_bytes = (bm + bn) * BK * elem_bytes
-    staging = bm * bn * elem_bytes if epilogue == "tma_store" else 0
+    staging = bm * bn * elem_bytes * (consumers if pingpong else 1) if epilogue == "tma_store" else 0
     fit = (SM90.smem_per_block_optin - BARRIER_BYTES - staging) // stage_bytes
     if stages and not 2 <= stages <= fit:
         raise ValueError(f"stages={stages} must be in 2..{fit} for a {bm}x{bn}x{BK} tile")
@@ -244,7 +296,7 @@ def plan_schedule(
                 "a cluster share one n-block"
             )
         grid = 2 * min(math.ceil(mtiles * ntiles * view.batch / 2), SM90.num_sms // 2)
-    return HopperSchedule((bm, bn, BK), stages, consumers, group_m, grid, epilogue, cluster, split)
+    return HopperSchedule((bm, bn, BK), stages, consumers, group_m, grid, epilogue, cluster, split, bool(pingpong))
 
 
 SCRATCH_ALIGN = 256
@@ -281,6 +333,7 @@ class ConvertContractionToHopperPass(ModulePass):
     epilogue: str = ""
     cluster: int = 1
     split_k: int = 0
+    pingpong: int = -1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Replace each contraction.contract with a `cute.hopper_gemm` named `<func>_hopper_gemm_<i>`.
@@ -325,6 +378,7 @@ class ConvertContractionToHopperPass(ModulePass):
                     epilogue=self.epilogue,
                     cluster=self.cluster,
                     split_k=self.split_k,
+                    pingpong=self.pingpong,
                 )
             except ValueError as err:
                 raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err
@@ -355,6 +409,7 @@ class ConvertContractionToHopperPass(ModulePass):
                 activation=contract.activation_fns,
                 split_k=sched.split,
                 scratch_offset=scratch,
+                pingpong=sched.pingpong,
             )
             parent = contract.parent_block()
             assert parent is not None

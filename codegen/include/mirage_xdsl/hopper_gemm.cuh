@@ -185,12 +185,14 @@ enum Epilogue : int {
 };
 
 // Bytes of dynamic shared memory `gemm_ws` needs: the ring, for kTmaStore one 64 x BN staging
-// tile per consumer, the mbarriers, two split-K arrival words and 1 KiB for the 1024-B
-// alignment of the swizzled tiles.
-template <class T, int BN, int STAGES, int NC, int EPI>
+// tile per consumer slab (ping-pong: NC slabs per consumer), the ring's mbarriers, the two
+// ping-pong order mbarriers, the split-K arrival words and 1 KiB for the 1024-B alignment of
+// the swizzled tiles.
+template <class T, int BN, int STAGES, int NC, int EPI, int PINGPONG = 0>
 constexpr int gemm_ws_smem_bytes() {
-  return STAGES * (64 * NC + BN) * 64 * (int)sizeof(T) + (EPI == kTmaStore ? NC * 64 * BN * (int)sizeof(T) : 0) +
-         2 * STAGES * 8 + 16 + 1024;
+  return STAGES * (64 * NC + BN) * 64 * (int)sizeof(T) +
+         (EPI == kTmaStore ? NC * (PINGPONG ? NC : 1) * 64 * BN * (int)sizeof(T) : 0) + 2 * STAGES * 8 + 16 + 16 +
+         1024;
 }
 
 __device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, const void* src, int c0, int c1, int c2, int c3) {
@@ -269,8 +271,19 @@ __device__ __forceinline__ void release(uint64_t* bar, int rank) {
 // ACT (kn-partition's epilogue chains): a type with `static constexpr bool kIdentity = false`
 // and `static __device__ float apply(float)`, applied to every fp32 accumulator before MUL's
 // factor: the stored value is ACT(A x B) [* D].
+// PINGPONG = 1 (NC = 2, CLUSTER = 1, SPLIT = 1, BN <= 128; CUTLASS calls this schedule
+// "ping-pong"): the consumers no longer share a tile; each computes whole BM x BN tiles (its
+// NC m64 slabs, BN floats of accumulators per thread), the block's tiles alternating between
+// them.  The producer fills the ring in tile order, so consumer 0 runs tile 0's mainloop
+// while consumer 1 waits for tile 1's data, then consumer 1 runs its mainloop while consumer
+// 0 stores tile 0: the epilogue of one tile overlaps the mainloop of the next, which the
+// cooperative schedule leaves exposed (it matters when a tile has few k-tiles).  An order
+// mbarrier per consumer lets a consumer start its next mainloop only after the other has
+// passed every ring wait of its tile: a consumer skips the other's k-tiles in its ring count,
+// and the parity waits (`mbar_wait`) are only unambiguous while the waiter is at most one
+// phase behind the barrier.
 template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI, int CLUSTER = 1, int MUL = 0,
-          class ACT = NoActivation, int SPLIT = 1>
+          class ACT = NoActivation, int SPLIT = 1, int PINGPONG = 0>
 __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, const CUtensorMap* tmc,
                                         T* __restrict__ c, const GemmShape s, const T* __restrict__ mul = nullptr,
                                         float* __restrict__ ws = nullptr, unsigned* __restrict__ cnt = nullptr) {
@@ -279,23 +292,32 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
   constexpr int A_BYTES = BM * BK * (int)sizeof(T);
   constexpr int B_BYTES = BN * BK * (int)sizeof(T);
   constexpr int C_BYTES = 64 * BN * (int)sizeof(T);  // one consumer's staging tile (kTmaStore)
+  constexpr int MS = PINGPONG ? NC : 1;  // m64 slabs of one consumer's tile
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN must be 64, 128 or 256");
   static_assert(SPLIT == 1 || CLUSTER == 1, "split-K runs without clusters");
+  static_assert(!PINGPONG || (NC == 2 && CLUSTER == 1 && SPLIT == 1 && BN <= 128),
+                "ping-pong: two consumers, no cluster, no split-K, BN <= 128 (BN fp32 accumulators per thread)");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem =
       smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // the 128-B swizzle needs 1024-B alignment
   unsigned char* sa = smem;
   unsigned char* sb = smem + STAGES * A_BYTES;
   unsigned char* sc = sb + STAGES * B_BYTES;
-  uint64_t* full = reinterpret_cast<uint64_t*>(sc + (EPI == kTmaStore ? NC * C_BYTES : 0));
+  uint64_t* full = reinterpret_cast<uint64_t*>(sc + (EPI == kTmaStore ? NC * MS * C_BYTES : 0));
   uint64_t* empty = full + STAGES;
-  int* split_ticket = reinterpret_cast<int*>(empty + STAGES);  // one word per consumer (SPLIT > 1)
+  uint64_t* order = empty + STAGES;  // PINGPONG: consumer i may start its next mainloop
+  int* split_ticket = reinterpret_cast<int*>(order + 2);  // one word per consumer (SPLIT > 1)
   const int wg = threadIdx.x / 128;
   const int tid = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     for (int i = 0; i < STAGES; ++i) {
       mbar_init(&full[i], 1);
-      mbar_init(&empty[i], CLUSTER * NC * 4);  // lane 0 of every consumer warp of the cluster
+      // lane 0 of every consumer warp of the cluster (PINGPONG: of the tile's one consumer)
+      mbar_init(&empty[i], CLUSTER * (PINGPONG ? 1 : NC) * 4);
+    }
+    if (PINGPONG) {
+      mbar_init(&order[0], 1);
+      mbar_init(&order[1], 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     prefetch_tensor_map(tma);
@@ -365,11 +387,12 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
     setmaxnreg_inc<232>();
     const int cw = wg - 1;
     const int warp = tid / 32, lane = tid % 32;
-    unsigned char* stile = sc + cw * C_BYTES;
-    float d[BN / 2];
+    float d2[MS][BN / 2];
+    float(&d)[BN / 2] = d2[0];  // the accumulators of slab 0 (the only one unless PINGPONG)
     int stage = 0;
-    unsigned phase = 0;
-    for (int g = first_group; g < groups; g += group_step) {
+    unsigned phase = 0, order_phase = 0;
+    int seq = 0;  // this block's unit count so far (PINGPONG: unit seq belongs to consumer seq % NC)
+    for (int g = first_group; g < groups; g += group_step, ++seq) {
       const bool own = g * CLUSTER + rank < units;  // else: the peer's tile, not stored
       const int u = own ? g * CLUSTER + rank : g * CLUSTER;
       const int t = u / SPLIT, sp = u % SPLIT;
@@ -377,22 +400,39 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
       tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
       int prev = -1;  // the stage whose wgmma group may still be reading it
       const int k0 = sp * ktiles / SPLIT, k1 = (sp + 1) * ktiles / SPLIT;
+      if constexpr (PINGPONG) {
+        if (seq % NC != cw) {  // the other consumer's tile: pass over its k-tiles in the ring
+          phase ^= ((stage + k1 - k0) / STAGES) & 1;
+          stage = (stage + k1 - k0) % STAGES;
+          continue;
+        }
+        if (seq > 0) {  // the other consumer has passed the ring waits of the previous tile
+          mbar_wait(&order[cw], order_phase);
+          order_phase ^= 1;
+        }
+      }
       for (int kt = k0; kt < k1; ++kt) {
         if constexpr (MUL) {
           if (own && kt == (k1 - k0 > MUL_PREFETCH_KTILES ? k1 - MUL_PREFETCH_KTILES : k0)) {
             const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
-            prefetch_mul_slab<T, BN>(mul + ci * s.c_inner_stride + co * s.c_outer_stride, s, mb * BM + cw * 64, nb * BN, tid);
+#pragma unroll
+            for (int ms = 0; ms < MS; ++ms)
+              prefetch_mul_slab<T, BN>(mul + ci * s.c_inner_stride + co * s.c_outer_stride, s,
+                                       mb * BM + (PINGPONG ? ms : cw) * 64, nb * BN, tid);
           }
         }
         mbar_wait(&full[stage], phase);
-        const uint32_t a0 = smem_addr(sa + stage * A_BYTES) + cw * 64 * BK * (int)sizeof(T);
         const uint32_t b0 = smem_addr(sb + stage * B_BYTES);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-          const uint64_t da = smem_desc(a0 + kk * 32, 16, 1024);
-          const uint64_t db = TRANS_B ? smem_desc(b0 + kk * 16 * 128, BK * 128, 1024) : smem_desc(b0 + kk * 32, 16, 1024);
-          Wgmma<BN>::template run<TRANS_B, T>(d, da, db, (kt > k0 || kk > 0) ? 1 : 0);
+        for (int ms = 0; ms < MS; ++ms) {
+          const uint32_t a0 = smem_addr(sa + stage * A_BYTES) + (PINGPONG ? ms : cw) * 64 * BK * (int)sizeof(T);
+#pragma unroll
+          for (int kk = 0; kk < BK / 16; ++kk) {
+            const uint64_t da = smem_desc(a0 + kk * 32, 16, 1024);
+            const uint64_t db = TRANS_B ? smem_desc(b0 + kk * 16 * 128, BK * 128, 1024) : smem_desc(b0 + kk * 32, 16, 1024);
+            Wgmma<BN>::template run<TRANS_B, T>(d2[ms], da, db, (kt > k0 || kk > 0) ? 1 : 0);
+          }
         }
         wgmma_commit();
         // keep this k-tile's group in flight; the previous one is done, so free its buffer
@@ -403,6 +443,9 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
           stage = 0;
           phase ^= 1;
         }
+      }
+      if constexpr (PINGPONG) {
+        if (tid == 0) mbar_arrive(&order[cw ^ 1]);  // thread 0 has passed every ring wait of this tile
       }
       wgmma_wait<0>();
       if (prev >= 0 && lane == 0) release<CLUSTER>(&empty[prev], rank);
@@ -427,88 +470,96 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
         }
         if (tid == 0) cnt[t * NC + cw] = 0u;  // re-armed for the next launch
       }
-      // Epilogue: accumulator fragment (PTX ISA, wgmma m64nNk16 D layout): register 4j+r holds
-      // row 16*warp + lane/4 + 8*(r/2), column 8j + 2*(lane%4) + r%2.
       const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
-      if constexpr (!ACT::kIdentity) {
 #pragma unroll
-        for (int i = 0; i < BN / 2; ++i) d[i] = ACT::apply(d[i]);
-      }
-      if constexpr (MUL) {  // d[4j + 2h + e] is row row0 + 8h, column col0 + 8j + e
-        const T* mbase = mul + ci * s.c_inner_stride + co * s.c_outer_stride;
-        const int row0 = mb * BM + cw * 64 + warp * 16 + lane / 4;
-        const int col0 = nb * BN + 2 * (lane % 4);
+      for (int ms = 0; ms < MS; ++ms) {  // the consumer's slabs: one, or NC under PINGPONG
+        float(&acc)[BN / 2] = d2[ms];
+        const int slab = PINGPONG ? ms : cw;  // the slab's 64-row block of the BM-row tile
+        // Epilogue: accumulator fragment (PTX ISA, wgmma m64nNk16 D layout): register 4j+r holds
+        // row 16*warp + lane/4 + 8*(r/2), column 8j + 2*(lane%4) + r%2.
+        if constexpr (!ACT::kIdentity) {
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
+          for (int i = 0; i < BN / 2; ++i) acc[i] = ACT::apply(acc[i]);
+        }
+        if constexpr (MUL) {  // acc[4j + 2h + e] is row row0 + 8h, column col0 + 8j + e
+          const T* mbase = mul + ci * s.c_inner_stride + co * s.c_outer_stride;
+          const int row0 = mb * BM + slab * 64 + warp * 16 + lane / 4;
+          const int col0 = nb * BN + 2 * (lane % 4);
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = row0 + 8 * h;
-            const int col = col0 + 8 * j;
-            const T* p = mbase + (long long)row * s.ldc + col;
-            if constexpr (EPI != kStore4) {  // n and the strides are multiples of 8: aligned pairs
-              if (row < s.m && col < s.n) {
-                const uint32_t w = __ldg(reinterpret_cast<const unsigned int*>(p));
-                d[4 * j + 2 * h] *= static_cast<float>(reinterpret_cast<const T*>(&w)[0]);
-                d[4 * j + 2 * h + 1] *= static_cast<float>(reinterpret_cast<const T*>(&w)[1]);
+          for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = row0 + 8 * h;
+              const int col = col0 + 8 * j;
+              const T* p = mbase + (long long)row * s.ldc + col;
+              if constexpr (EPI != kStore4) {  // n and the strides are multiples of 8: aligned pairs
+                if (row < s.m && col < s.n) {
+                  const uint32_t w = __ldg(reinterpret_cast<const unsigned int*>(p));
+                  acc[4 * j + 2 * h] *= static_cast<float>(reinterpret_cast<const T*>(&w)[0]);
+                  acc[4 * j + 2 * h + 1] *= static_cast<float>(reinterpret_cast<const T*>(&w)[1]);
+                }
+              } else {
+                if (row < s.m && col < s.n) acc[4 * j + 2 * h] *= static_cast<float>(p[0]);
+                if (row < s.m && col + 1 < s.n) acc[4 * j + 2 * h + 1] *= static_cast<float>(p[1]);
               }
-            } else {
-              if (row < s.m && col < s.n) d[4 * j + 2 * h] *= static_cast<float>(p[0]);
-              if (row < s.m && col + 1 < s.n) d[4 * j + 2 * h + 1] *= static_cast<float>(p[1]);
             }
           }
         }
-      }
-      if constexpr (EPI == kTmaStore) {
-        // the staging tile is free once the previous tile's TMA stores have read it
-        if (tid == 0) bulk_wait_read0();
-        named_barrier(1 + cw, 128);
-#pragma unroll
-        for (int jg = 0; jg < BN / 32; ++jg) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const uint4 v = quad_row16<T>(d, jg, h, lane);
-            const int j = 4 * jg + (lane & 3);  // n8 block: box j / 8, 16-byte chunk j % 8
-            const int r = warp * 16 + lane / 4 + 8 * h;
-            *reinterpret_cast<uint4*>(stile + (j / 8) * 64 * 128 + r * 128 + (((j % 8) ^ (r & 7)) * 16)) = v;
+        if constexpr (EPI == kTmaStore) {
+          // the staging tiles are free once the previous tile's TMA stores have read them
+          if (ms == 0) {
+            if (tid == 0) bulk_wait_read0();
+            named_barrier(1 + cw, 128);
           }
-        }
-        fence_async_smem();
-        named_barrier(1 + cw, 128);
-        if (tid == 0) {
-#pragma unroll
-          for (int j = 0; j < BN / 64; ++j) tma_store_4d(tmc, stile + j * 64 * 128, nb * BN + 64 * j, mb * BM + cw * 64, ci, co);
-          bulk_commit();
-        }
-      } else {
-        T* cbase = c + ci * s.c_inner_stride + co * s.c_outer_stride;
-        const int row0 = mb * BM + cw * 64 + warp * 16 + lane / 4;
-        if constexpr (EPI == kStore16) {
+          unsigned char* stile = sc + (cw * MS + ms) * C_BYTES;
 #pragma unroll
           for (int jg = 0; jg < BN / 32; ++jg) {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              const uint4 v = quad_row16<T>(d, jg, h, lane);
-              const int row = row0 + 8 * h;
-              const int col = nb * BN + 32 * jg + 8 * (lane & 3);
-              if (row < s.m && col < s.n) {
-#ifdef MX_HOPPER_STORE_CS
-                asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(cbase + (long long)row * s.ldc + col),
-                             "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-                             : "memory");
-#else
-                *reinterpret_cast<uint4*>(cbase + (long long)row * s.ldc + col) = v;
-#endif
-              }
+              const uint4 v = quad_row16<T>(acc, jg, h, lane);
+              const int j = 4 * jg + (lane & 3);  // n8 block: box j / 8, 16-byte chunk j % 8
+              const int r = warp * 16 + lane / 4 + 8 * h;
+              *reinterpret_cast<uint4*>(stile + (j / 8) * 64 * 128 + r * 128 + (((j % 8) ^ (r & 7)) * 16)) = v;
             }
           }
-        } else {
-          const int col0 = nb * BN + 2 * (lane % 4);
+          fence_async_smem();
+          named_barrier(1 + cw, 128);
+          if (tid == 0) {
 #pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            const int col = col0 + 8 * j;
-            if (col < s.n) {
-              if (row0 < s.m) store_pair<T>(cbase + (long long)row0 * s.ldc + col, d[4 * j], d[4 * j + 1]);
-              if (row0 + 8 < s.m) store_pair<T>(cbase + (long long)(row0 + 8) * s.ldc + col, d[4 * j + 2], d[4 * j + 3]);
+            for (int j = 0; j < BN / 64; ++j) tma_store_4d(tmc, stile + j * 64 * 128, nb * BN + 64 * j, mb * BM + slab * 64, ci, co);
+            bulk_commit();
+          }
+        } else {
+          T* cbase = c + ci * s.c_inner_stride + co * s.c_outer_stride;
+          const int row0 = mb * BM + slab * 64 + warp * 16 + lane / 4;
+          if constexpr (EPI == kStore16) {
+#pragma unroll
+            for (int jg = 0; jg < BN / 32; ++jg) {
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const uint4 v = quad_row16<T>(acc, jg, h, lane);
+                const int row = row0 + 8 * h;
+                const int col = nb * BN + 32 * jg + 8 * (lane & 3);
+                if (row < s.m && col < s.n) {
+#ifdef MX_HOPPER_STORE_CS
+                  asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(cbase + (long long)row * s.ldc + col),
+                               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                               : "memory");
+#else
+                  *reinterpret_cast<uint4*>(cbase + (long long)row * s.ldc + col) = v;
+#endif
+                }
+              }
+            }
+          } else {
+            const int col0 = nb * BN + 2 * (lane % 4);
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+              const int col = col0 + 8 * j;
+              if (col < s.n) {
+                if (row0 < s.m) store_pair<T>(cbase + (long long)row0 * s.ldc + col, acc[4 * j], acc[4 * j + 1]);
+                if (row0 + 8 < s.m) store_pair<T>(cbase + (long long)(row0 + 8) * s.ldc + col, acc[4 * j + 2], acc[4 * j + 3]);
+              }
             }
           }
         }
