@@ -16,16 +16,11 @@ from mirage_xdsl.target.device import SM90
 LONE_BLOCK_MAX_STAGES = 4
 """tb-plan-pipeline's ring depth for wide lone blocks (`plan_pipeline.is_wide_lone_block`): H200,
 gated_mlp on 128 blocks of 512 threads, 2 stages 25.1-25.4 µs, 4 stages 19.9-20.1 (2026-11-22)."""
-WEIGHT_MAX_STAGES = 7
-WEIGHT_PREFETCH_BYTES = 20 * 2**20
+WEIGHT_MAX_STAGES = 6
+WEIGHT_PREFETCH_BYTES = 12 * 2**20
 """What the ring prologues of a weight-streaming grid should prefetch before the PDL wait:
-at least the ~3 µs of HBM at 4 TB/s (12 MiB) from the previous grid's last loop end to this
-grid's release in a per-block `%globaltimer` timeline of back-to-back launches on an H200
-(2026-11-25); a deeper ring kept paying while the grid stays one wave: H200, rmsnorm_linear
-(384 blocks, 8 KiB weight tiles) 5 -> 7 stages 12.8-12.9 -> 12.5 µs, the batch-8 form 14.5-14.6
--> 13.9 (2026-11-27, alternated twice in one process); the 13 other programs whose ring it
-deepens (gated_mlp, the suite's GELU / SwiGLU MLPs at batch 1 and 16, its LoRAs) ran within
-0.1-0.6 µs of before (H200, 2026-11-27)."""
+about 3 µs of HBM at 4 TB/s, the time from the previous grid's last loop end to this grid's
+release in a per-block `%globaltimer` timeline of back-to-back launches on an H200 (2026-11-25)."""
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ would only cost shared memory).
 
 A graph that streams a `kn.weight` input loads its ring prologue before the PDL wait, while
 the previous grid finishes (codegen/weight_prefetch.py).  Its depth is chosen for that
-prefetch instead: the fewest `N <= weight-max-stages` (7) with `(N - 1) * weight tile bytes *
-#blocks >= weight-prefetch-bytes` (20 MiB), among the depths that keep the whole grid resident
+prefetch instead: the fewest `N <= weight-max-stages` (6) with `(N - 1) * weight tile bytes *
+#blocks >= weight-prefetch-bytes` (12 MiB), among the depths that keep the whole grid resident
 in one wave (`B(N) >= ceil(#blocks / num-sms)`); else the deepest such `N`.
 Option `stages=N` forces `N` (clamped to `2 .. min(8, forloop_range)`); tb-plan-smem still
 removes stages when the plan does not fit.

@@ -7,7 +7,7 @@
 // that tb-schedule marked, and nothing else (shared memory is tb-plan-smem's). Without a
 // weight it maximises min(bytes in flight per SM, inflight-bytes) up to max-stages (default
 // 2); a graph streaming a kn.weight takes the fewest stages whose ring prologues prefetch
-// weight-prefetch-bytes over the grid, else the deepest <= weight-max-stages (7) keeping one
+// weight-prefetch-bytes over the grid, else the deepest <= weight-max-stages (6) keeping one
 // wave; stages=N forces N, clamped to 8 and the loop length. Checked: each rule on
 // X [16, 1024] @ W [1024, 64], 2 blocks, 16 iterations, tiles X 2 KiB + W 4 KiB per stage.
 // Input: after tb-decompose-accumulators .. tb-compute-strides.
@@ -56,10 +56,10 @@ func.func @weight(%X: tensor<16x1024xf16> {kn.strides = array<i64: 1024, 1>, kn.
   func.return %O : tensor<16x64xf16>
 }
 
-// 20 MiB is out of reach for 2 blocks: the deepest one-wave ring, weight-max-stages = 7.
+// 12 MiB is out of reach for 2 blocks: the deepest one-wave ring, weight-max-stages = 6.
 // CHECK-LABEL: func.func @weight
-// CHECK:       %tx = tb.input %x {{{.*}}tb.stages = 7 : i64,
-// CHECK-NEXT:  %tw = tb.input %w {{{.*}}tb.stages = 7 : i64,
+// CHECK:       %tx = tb.input %x {{{.*}}tb.stages = 6 : i64,
+// CHECK-NEXT:  %tw = tb.input %w {{{.*}}tb.stages = 6 : i64,
 // CHECK-NOT:   tb.stages
 // CHECK-NOT:   tb.smem_offset
 // CHECK:       func.return
