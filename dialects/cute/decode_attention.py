@@ -21,12 +21,12 @@ and chooses the options; kn-plan-workspace sets `scratch_offset`; the CUDA print
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, f64, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, f64, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
+from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
 
-from mirage_xdsl.dialects.cute.hopper_attention import attention_dims, verify_attention_operands
+from mirage_xdsl.dialects.cute.hopper_attention import AttentionOpBase, attention_dims, verify_attention_operands
 from mirage_xdsl.target.device import SM90
 
 MAX_QUERY_ROWS = 16
@@ -42,23 +42,14 @@ ALIGN_SLACK = 128
 
 
 @irdl_op_definition
-class DecodeAttentionOp(IRDLOperation):
+class DecodeAttentionOp(AttentionOpBase):
     """Split-key decode attention over strided operands (see the module docstring)."""
 
     name = "cute.decode_attention"
-    q = operand_def(TensorType)
-    k = operand_def(TensorType)
-    v = operand_def(TensorType)
-    result = result_def(TensorType)
-    kernel_name = prop_def(StringAttr)
-    scale = prop_def(FloatAttr)
     splits = prop_def(IntegerAttr)
     warps = prop_def(IntegerAttr)
     stages = prop_def(IntegerAttr)
     scratch_offset = opt_prop_def(IntegerAttr)
-
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "`(` $q `,` $k `,` $v `)` attr-dict `:` functional-type(operands, results)"
 
     def __init__(
         self,

@@ -46,24 +46,31 @@ BARRIER_BYTES = 8
 """Bytes of one mbarrier."""
 
 
-@irdl_op_definition
-class HopperAttentionOp(IRDLOperation):
-    """Flash attention over strided operands on sm_90a (see the module docstring)."""
+class AttentionOpBase(IRDLOperation):
+    """The operands, result, name and scale that the attention kernel ops share
+    (`cute.hopper_attention`, `cute.decode_attention`), with their syntax
+    `OP(%q, %k, %v) {props} : (Q, K, V) -> O`; `verify_attention_operands` holds their rules."""
 
-    name = "cute.hopper_attention"
     q = operand_def(TensorType)
     k = operand_def(TensorType)
     v = operand_def(TensorType)
     result = result_def(TensorType)
     kernel_name = prop_def(StringAttr)
     scale = prop_def(FloatAttr)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "`(` $q `,` $k `,` $v `)` attr-dict `:` functional-type(operands, results)"
+
+
+@irdl_op_definition
+class HopperAttentionOp(AttentionOpBase):
+    """Flash attention over strided operands on sm_90a (see the module docstring)."""
+
+    name = "cute.hopper_attention"
     causal_offset = opt_prop_def(IntegerAttr)
     consumers = prop_def(IntegerAttr)
     key_tile = prop_def(IntegerAttr)
     stages = prop_def(IntegerAttr)
-
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "`(` $q `,` $k `,` $v `)` attr-dict `:` functional-type(operands, results)"
 
     def __init__(
         self,
