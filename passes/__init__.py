@@ -42,6 +42,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "kn-partition": ("conversion.kn_partition", "KnPartitionPass"),
     "kn-fold-views": ("kn.fold_views", "KnFoldViewsPass"),
     "kn-fuse": ("conversion.kn_fuse", "KnFusePass"),
+    "kn-lift-customized": ("conversion.lift_customized", "KnLiftCustomizedPass"),
     "kn-widen-sums": ("kn.widen_sums", "KnWidenSumsPass"),
     "kn-to-task-graph": ("mpk.task_graph", "KnToTaskGraphPass"),
     "mirage-megakernel": ("mpk.pipeline", "MirageMegakernelPass"),

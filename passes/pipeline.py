@@ -13,8 +13,9 @@ Passes are looked up through `mirage_xdsl.passes.get_all_passes()`; `convert-tb-
 runs when it is registered and `to-cute=true` (the default). A pass of the list that is not
 available is an error (the pipeline would silently skip a decision).
 
-Options (seven; `mirage-opt FILE -p 'mirage-transpile{to-cute=false tuning="stages=3"}'`):
-`fuse`, `to-cute`, `decide` (how far to lower), `arch` (sm_90: lone matmuls with a GEMM view
+Options (eight; `mirage-opt FILE -p 'mirage-transpile{to-cute=false tuning="stages=3"}'`):
+`fuse`, `lift` (kn-lift-customized: raise saved threadblock graphs to kn ops first),
+`to-cute`, `decide` (how far to lower), `arch` (sm_90: lone matmuls with a GEMM view
 become the sm_90a `cute.hopper_gemm`; other targets keep them as library calls), `smem-limit`
 (tb-plan-smem and tb-plan-pipeline), `time-limit-ms` (tb-plan-smem) and `tuning`, a
 `TuningPoint` (target/tuning.py) whose fields go to the pass that makes each choice: kn-fuse
@@ -37,6 +38,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from mirage_xdsl.passes import get_all_passes
+from mirage_xdsl.passes.conversion.lift_customized import lift_customized
 from mirage_xdsl.passes.tb.plan_smem import SM90_SMEM_LIMIT
 from mirage_xdsl.target.device import HOPPER_GEMM_ARCHS
 from mirage_xdsl.target.tuning import TuningError, TuningPoint
@@ -90,6 +92,10 @@ class MirageTranspilePass(ModulePass):
     `rms_norm(X) @ W` written as kn ops becomes fused kernels and a saved muGraph's loose
     matmul / exp / div chains are fused like a plain graph's (`fuse_plain_graphs`); the
     threadblock graphs a muGraph already holds are left as they are."""
+    lift: bool = True
+    """Run `kn-lift-customized` first: a saved kernel whose threadblock graph has an exact
+    kernel-level form is replaced by those kn ops, so kn-fuse plans it like a plain graph; false
+    keeps every saved threadblock plan as it is."""
     to_cute: bool = True
     """Lower to cute (convert-tb-to-cute and what follows); false stops at planned tb IR."""
     decide: bool = True
@@ -178,6 +184,8 @@ class MirageTranspilePass(ModulePass):
                 fails (its located message).
         """
         point = self.point()
+        if self.fuse and self.lift:
+            lift_customized(op)
         if self.fuse:
             fuse_plain_graphs(
                 ctx,

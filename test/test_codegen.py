@@ -115,7 +115,9 @@ class FileResult:
 
 def transpile_file(path: Path) -> FileResult:
     """Import a file and lower every candidate on its own (one failing candidate must not
-    hide the others), then print all lowered candidates as ONE translation unit."""
+    hide the others), then print all lowered candidates as ONE translation unit.  The saved
+    threadblock graphs are kept (`lift=False`): these tests are about their code; the lifted
+    path is test_lift_customized.py's."""
     from mirage_xdsl.frontends.mugraph_import import load_mugraph_file
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
@@ -130,7 +132,7 @@ def transpile_file(path: Path) -> FileResult:
         name = fn.sym_name.data
         single = ModuleOp([fn.clone()])
         try:
-            MirageTranspilePass().apply(ctx, single)
+            MirageTranspilePass(lift=False).apply(ctx, single)
             single.verify()
         except DiagnosticException as err:
             msg = str(err).strip().splitlines()[0]
@@ -318,7 +320,7 @@ def test_emit_cuda_refuses_unlowered_ir() -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     module = parse(RMSNORM_G0.read_text())
-    MirageTranspilePass(to_cute=False).apply(make_ctx(), module)
+    MirageTranspilePass(lift=False, to_cute=False).apply(make_ctx(), module)
     before = str(module)
     with pytest.raises(CudaEmitError, match="convert-tb-to-cute"):
         emit_cuda(module)
@@ -329,7 +331,7 @@ def test_emit_cuda_prints_lowered_ir() -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     module = parse(RMSNORM_G0.read_text())
-    MirageTranspilePass().apply(make_ctx(), module)
+    MirageTranspilePass(lift=False).apply(make_ctx(), module)
     program = emit_cuda(module)
     assert program.kernel_names == ["graph_0_k0"]
     (step,) = program.plans["graph_0"].steps
@@ -344,7 +346,7 @@ def test_cuda_target_prints_source_and_plans() -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     module = parse(RMSNORM_G0.read_text())
-    MirageTranspilePass().apply(make_ctx(), module)
+    MirageTranspilePass(lift=False).apply(make_ctx(), module)
     out = io.StringIO()
     CudaTarget(arch="sm_90").emit(make_ctx(), module, out)
     text = out.getvalue()
@@ -360,7 +362,7 @@ def test_kernels_wait_for_prior_grids_before_global_memory() -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     module = parse(RMSNORM_G0.read_text())
-    MirageTranspilePass().apply(make_ctx(), module)
+    MirageTranspilePass(lift=False).apply(make_ctx(), module)
     program = emit_cuda(module)
     body = program.source.split('extern "C" __global__', 1)[1].split(") {", 1)[1]
     statements = [line.strip() for line in body.splitlines() if line.strip()]
@@ -385,7 +387,7 @@ def _rmsnorm_example(weight: bool) -> CudaProgram:
     text = (EXAMPLES_DIR / "rmsnorm_linear.mlir").read_text()
     assert ", kn.weight}" in text
     module = parse(text if weight else text.replace(", kn.weight}", "}"))
-    MirageTranspilePass(tuning="always_split=true").apply(make_ctx(), module)
+    MirageTranspilePass(lift=False, tuning="always_split=true").apply(make_ctx(), module)
     return emit_cuda(module)
 
 
@@ -441,7 +443,7 @@ def test_smem_limit_of_older_arch() -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     module = parse(RMSNORM_G0.read_text())
-    MirageTranspilePass().apply(make_ctx(), module)
+    MirageTranspilePass(lift=False).apply(make_ctx(), module)
     kernel = next(op for op in module.walk() if isinstance(op, cute.KernelOp))
     kernel.properties["smem_size"] = IntegerAttr(120000, i64)
     with pytest.raises(DiagnosticException, match="more than sm_86's 101376 B"):
@@ -452,7 +454,7 @@ def test_fma_fallback_compiles() -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     module = parse(RMSNORM_G0.read_text())
-    MirageTranspilePass(to_cute=False).apply(make_ctx(), module)
+    MirageTranspilePass(lift=False, to_cute=False).apply(make_ctx(), module)
     ConvertTbToCutePass(tensor_cores=False).apply(make_ctx(), module)
     CuteDecisionsPass().apply(make_ctx(), module)
     (init,) = [op for op in module.walk() if isinstance(op, cute.MmaInitOp)]
@@ -543,7 +545,7 @@ def test_host_emulation_fma_fallback() -> None:
 
     source = RMSNORM_G0.read_text()
     module = parse(source)
-    MirageTranspilePass(to_cute=False).apply(make_ctx(), module)
+    MirageTranspilePass(lift=False, to_cute=False).apply(make_ctx(), module)
     ConvertTbToCutePass(tensor_cores=False).apply(make_ctx(), module)
     CuteDecisionsPass().apply(make_ctx(), module)
     program = emit_cuda(module)
@@ -662,7 +664,7 @@ def test_synthetic_graph_emulated(name: str) -> None:
     build, lo, hi = SYNTHETIC[name]
     module = build()
     lowered = module.clone()
-    MirageTranspilePass().apply(make_ctx(), lowered)
+    MirageTranspilePass(lift=False).apply(make_ctx(), lowered)
     program = emit_cuda(lowered)
     plan = program.plans[name]
     rng = np.random.default_rng(1)
@@ -714,7 +716,7 @@ def test_pipeline_stages_emulated(stages: int) -> None:
 
     module = graph_deep_pipeline()
     lowered = module.clone()
-    MirageTranspilePass(tuning=f"stages={stages}").apply(make_ctx(), lowered)
+    MirageTranspilePass(lift=False, tuning=f"stages={stages}").apply(make_ctx(), lowered)
     program = emit_cuda(lowered)
     assert f"mx::cp_async_wait<{stages - 1}>();" in program.source
     assert program.source.count("mx::cp_async_commit();") == stages  # prologue N-1 + the loop's
@@ -738,12 +740,12 @@ def test_synthetic_graphs_compile() -> None:
     funcs = []
     for build, _, _ in SYNTHETIC.values():
         module = build()
-        MirageTranspilePass().apply(make_ctx(), module)
+        MirageTranspilePass(lift=False).apply(make_ctx(), module)
         funcs += [op.clone() for op in module.body.block.ops]
     bf = graph_odd_matmul()
     text = str(bf).replace("f16", "bf16").replace("@odd", "@odd_bf16")
     bf = parse(text)
-    MirageTranspilePass().apply(make_ctx(), bf)
+    MirageTranspilePass(lift=False).apply(make_ctx(), bf)
     funcs += [op.clone() for op in bf.body.block.ops]
     program = emit_cuda(ModuleOp(funcs))
     assert "SM80_16x8x16_F32BF16BF16F32_TN" in program.source
@@ -783,7 +785,7 @@ def test_host_emulation_bfloat16() -> None:
 
     module = graph_bf16_kernel_and_library()
     lowered = module.clone()
-    MirageTranspilePass().apply(make_ctx(), lowered)
+    MirageTranspilePass(lift=False).apply(make_ctx(), lowered)
     program = emit_cuda(lowered)
     plan = program.plans["bf"]
     assert [s.dtype for s in plan.inputs] == ["bfloat16", "bfloat16"]
@@ -865,7 +867,7 @@ def test_sliced_k_emulated() -> None:
 
     module = graph_sliced_k()
     lowered = module.clone()
-    MirageTranspilePass().apply(make_ctx(), lowered)
+    MirageTranspilePass(lift=False).apply(make_ctx(), lowered)
     kernel = next(op for op in lowered.walk() if isinstance(op, cute.KernelOp))
     slicing = kernel_resources.mma_slicing(kernel)
     assert list(slicing.slices.values()) == [2]
@@ -906,7 +908,7 @@ def test_register_accumulator_shares_the_ring_after_the_loop() -> None:
 
     text = (Path(__file__).resolve().parents[1] / "examples" / "rmsnorm_linear_bs8.mlir").read_text()
     lowered = Parser(make_ctx(), text).parse_module()
-    MirageTranspilePass().apply(make_ctx(), lowered)
+    MirageTranspilePass(lift=False).apply(make_ctx(), lowered)
     kernel = next(op for op in lowered.walk() if isinstance(op, cute.KernelOp))
     marked = [op for op in kernel.walk() if isinstance(op, cute.FillOp) and cute.ACCUM_IN_REG in op.attributes]
     assert len(marked) == 1
@@ -940,7 +942,7 @@ def test_wide_block_emulated() -> None:
     text = (Path(__file__).resolve().parents[1] / "examples" / "ntrans.mlir").read_text()
     module = Parser(make_ctx(), text).parse_module()
     lowered = module.clone()
-    MirageTranspilePass().apply(make_ctx(), lowered)
+    MirageTranspilePass(lift=False).apply(make_ctx(), lowered)
     program = emit_cuda(lowered)
     (step,) = program.plans["ntrans"].steps
     assert isinstance(step, KernelLaunch) and step.block == (512, 1, 1)
@@ -992,7 +994,7 @@ def test_grid_sum_emulated(reduce_partials: bool) -> None:
     lowered = module.clone()
     # equal splits (late_finisher=0): the last block to arrive sums (the late finisher's
     # protocol has its own tests)
-    MirageTranspilePass(tuning=f"reduce_partials={reduce_partials},late_finisher=0").apply(make_ctx(), lowered)
+    MirageTranspilePass(lift=False, tuning=f"reduce_partials={reduce_partials},late_finisher=0").apply(make_ctx(), lowered)
     (grid_sum,) = [op for op in lowered.walk() if isinstance(op, cute.GridSumOp)]
     assert len(grid_sum.ins) == 2 and grid_sum.grid_axis == 1
     partial_shapes = sorted(tuple(v.type.get_shape()) for v in grid_sum.ins)
@@ -1037,7 +1039,7 @@ def test_late_finisher_emulated(rows: int) -> None:
 
     module = Parser(make_ctx(), split_k_rms_text(rows)).parse_module()
     lowered = module.clone()
-    MirageTranspilePass().apply(make_ctx(), lowered)
+    MirageTranspilePass(lift=False).apply(make_ctx(), lowered)
     (grid_sum,) = [op for op in lowered.walk() if isinstance(op, cute.GridSumOp)]
     assert grid_sum.partner_trip_count == 1
     slot = sum(math.prod(v.type.get_shape()) for v in grid_sum.ins)
@@ -1094,7 +1096,7 @@ def test_late_finisher_verifier_rejects_bad_splits() -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     lowered = parse(split_k_rms_text(2))
-    MirageTranspilePass().apply(make_ctx(), lowered)
+    MirageTranspilePass(lift=False).apply(make_ctx(), lowered)
     (grid_sum,) = [op for op in lowered.walk() if isinstance(op, cute.GridSumOp)]
     grid_sum.partner_trips = IntegerAttr(2, i64)
     with pytest.raises(VerifyException, match=r"partner_trips = 2 must lie in \[1, 2\)"):
@@ -1199,7 +1201,7 @@ def fused_and_lowered(text: str, ranks: int) -> Iterator[tuple[int, ModuleOp, Mo
         module = Parser(make_ctx(), text).parse_module()
         fuse_plain_graphs(make_ctx(), module, candidate=rank)
         lowered = module.clone()
-        MirageTranspilePass().apply(make_ctx(), lowered)
+        MirageTranspilePass(lift=False).apply(make_ctx(), lowered)
         yield rank, module, lowered
 
 
@@ -1248,7 +1250,7 @@ def test_register_chain_emulated(rows: int, dtype: str, warps: tuple[int, int]) 
     text = REGISTER_CHAIN.read_text().replace("f16", dtype).replace("x16x", f"x{rows}x")
     module = Parser(make_ctx(), text).parse_module()
     lowered = module.clone()
-    MirageTranspilePass().apply(make_ctx(), lowered)
+    MirageTranspilePass(lift=False).apply(make_ctx(), lowered)
     (loop,) = [op for op in lowered.walk() if isinstance(op, cute.ForOp)]
     names = [op.name for op in loop.body.block.ops]
     assert names.count("cute.mma_chain") == 1 and "cute.mma" not in names

@@ -50,7 +50,7 @@ def test_pipeline_options_are_what_a_user_sets() -> None:
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
     assert [f.name for f in fields(MirageTranspilePass)] == [
-        "fuse", "to_cute", "decide", "arch", "smem_limit", "time_limit_ms", "tuning",
+        "fuse", "lift", "to_cute", "decide", "arch", "smem_limit", "time_limit_ms", "tuning",
     ]
     both = MirageTranspilePass.from_options({"to_cute": False, "stages": 6, "late_finisher": 0})
     assert (both.to_cute, both.tuning) == (False, "stages=6,late_finisher=0")

@@ -304,7 +304,7 @@ def smem_fits(plan: FusionPlan, limit: int) -> bool:
     func = FuncOp("smem_check", (list(block.arg_types), [v.type for v in partials]), Region(block))
     module = ModuleOp([func])
     try:
-        MirageTranspilePass(to_cute=False, smem_limit=limit).apply(Context(), module)
+        MirageTranspilePass(fuse=False, to_cute=False, smem_limit=limit).apply(Context(), module)
     except SharedMemoryExceeded:
         return False
     except DiagnosticException:

@@ -1,6 +1,6 @@
-// RUN: mirage-opt %s -p 'mirage-transpile{to-cute=false tuning="stages=6"}' | filecheck %s
-// RUN: mirage-opt %mugraphs/rmsnorm_bs1.json -p 'mirage-transpile{to-cute=false smem-limit=300000 tuning="stages=6"}' | filecheck %s --check-prefix=JSON
-// RUN: mirage-opt %mugraphs/rmsnorm_bs1.json -p 'mirage-transpile{to-cute=false}' 2>&1 | filecheck %s --check-prefix=LIMIT
+// RUN: mirage-opt %s -p 'mirage-transpile{lift=false to-cute=false tuning="stages=6"}' | filecheck %s
+// RUN: mirage-opt %mugraphs/rmsnorm_bs1.json -p 'mirage-transpile{lift=false to-cute=false smem-limit=300000 tuning="stages=6"}' | filecheck %s --check-prefix=JSON
+// RUN: mirage-opt %mugraphs/rmsnorm_bs1.json -p 'mirage-transpile{lift=false to-cute=false}' 2>&1 | filecheck %s --check-prefix=LIMIT
 
 // rmsnorm_bs1 graph 0 through passes 1-9 reaches the decisions of mirage-notes 2.3:
 // * chains [square, mul_scalar, nored] (red_ld_rms decomposed: square -> mul_scalar(1/4096)
