@@ -36,7 +36,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp, TensorType, UnitAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -428,7 +428,7 @@ class _Importer:
         if len(outputs) != len(out_descs):
             raise RuleError(f"bgraph has {len(outputs)} tb_output_op operators for {len(out_descs)} customized outputs")
         result_types = [TensorType(element_type_of(v), shape) for v, shape in outputs]
-        return kn.CustomizedOp(
+        kernel = kn.CustomizedOp(
             inputs,
             result_types,
             body,
@@ -437,6 +437,8 @@ class _Importer:
             forloop_range=forloop_range,
             reduction_dimx=dimx,
         )
+        kernel.attributes[kn.SAVED_PLAN_ATTR] = UnitAttr()  # a plan Mirage's search found
+        return kernel
 
     @staticmethod
     def tile_mismatch(

@@ -93,9 +93,10 @@ class MirageTranspilePass(ModulePass):
     matmul / exp / div chains are fused like a plain graph's (`fuse_plain_graphs`); the
     threadblock graphs a muGraph already holds are left as they are."""
     lift: bool = True
-    """Run `kn-lift-customized` first: a saved kernel whose threadblock graph has an exact
-    kernel-level form is replaced by those kn ops, so kn-fuse plans it like a plain graph; false
-    keeps every saved threadblock plan as it is."""
+    """Run `kn-lift-customized{saved-only=true}` first: a kernel read from a saved muGraph
+    (`kn.saved_plan`) whose threadblock graph has an exact kernel-level form is replaced by those
+    kn ops, so kn-fuse plans it like a plain graph; false keeps every saved threadblock plan as
+    it is.  Hand-written threadblock graphs are never lifted here."""
     to_cute: bool = True
     """Lower to cute (convert-tb-to-cute and what follows); false stops at planned tb IR."""
     decide: bool = True
@@ -185,7 +186,7 @@ class MirageTranspilePass(ModulePass):
         """
         point = self.point()
         if self.fuse and self.lift:
-            lift_customized(op)
+            lift_customized(op, saved_only=True)
         if self.fuse:
             fuse_plain_graphs(
                 ctx,

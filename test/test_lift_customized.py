@@ -90,3 +90,14 @@ def test_transpile_lifts_by_default_and_keeps_on_request() -> None:
     # the saved plan: 128 blocks walking K in 64 iterations; the lifted graph is planned by kn-fuse
     assert any(op.grid == (128, 1, 1) and op.num_iterations == 64 for op in saved)
     assert kernels and not any(op.num_iterations == 64 and op.grid == (128, 1, 1) for op in kernels)
+
+
+def test_hand_written_threadblock_graphs_are_kept() -> None:
+    """mirage-transpile lifts only kernels read from a saved muGraph (`kn.saved_plan`); the same
+    threadblock graph without the mark (written by hand) is compiled as written."""
+    module = _single(MUGRAPHS / "single_gated_mlp.json", 0)
+    (saved,) = [op for op in module.walk() if isinstance(op, kn.CustomizedOp)]
+    assert kn.SAVED_PLAN_ATTR in saved.attributes
+    del saved.attributes[kn.SAVED_PLAN_ATTR]
+    MirageTranspilePass(to_cute=False).apply(make_context(), module)
+    assert any(op.grid == (128, 1, 1) and op.num_iterations == 64 for op in module.walk() if isinstance(op, kn.CustomizedOp))

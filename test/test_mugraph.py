@@ -361,6 +361,10 @@ def test_all_ops_round_trip_every_era() -> None:
         exported = export_mugraph(module, era=era)
         again = import_mugraph(exported, era=era)
         again.verify()
+        for op in again.walk():  # the reader marks the kernels it reads as saved plans
+            if op.name == "kn.customized":
+                assert "kn.saved_plan" in op.attributes
+                del op.attributes["kn.saved_plan"]
         assert str(again) == str(module), era
 
 

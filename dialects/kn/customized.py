@@ -25,6 +25,11 @@ from mirage_xdsl.dialects.common.checks import check_shape, element_type_of, fai
 from mirage_xdsl.dialects.kn.tensors import TB_OUTPUT_OP, check_tensor_types, int_array, ints
 from mirage_xdsl.target.device import MAX_FORLOOP_RANGE
 
+SAVED_PLAN_ATTR = "kn.saved_plan"
+"""Unit attribute on a `kn.customized` read from a saved muGraph (a plan found by Mirage's
+search): `mirage-transpile` raises such kernels to kn ops and re-plans them by default
+(`kn-lift-customized`), while threadblock graphs written by hand or by our planner are kept."""
+
 
 @irdl_op_definition
 class CustomizedOp(IRDLOperation):

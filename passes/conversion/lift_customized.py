@@ -8,7 +8,9 @@ kernel whose block graph it can describe exactly as kn ops on whole tensors; kn-
 them like any plain graph.  A kernel it cannot describe is left as it is (its plan is run as
 saved), so the pass never changes what a graph computes.  By default a graph (function) is
 lifted only when all its kernels are: beside a saved kernel our planner's share was sometimes
-slower (option `partial`).
+slower (option `partial`).  `mirage-transpile` lifts only the kernels the muGraph reader marked
+`kn.saved_plan` (a plan Mirage's search found); a threadblock graph written by hand is compiled
+as written unless this pass is run on it explicitly.
 
 How a tile is described (`Lifted`): every tile value is a slice of a whole-tensor kn value.  Per
 dim a `Split` says how the whole dim is cut: by one grid axis into slabs (outermost), by the
@@ -369,18 +371,20 @@ def liftable(graph: kn.CustomizedOp) -> bool:
     return True
 
 
-def lift_customized(module: ModuleOp, partial: bool = False) -> int:
+def lift_customized(module: ModuleOp, partial: bool = False, saved_only: bool = False) -> int:
     """Replace the liftable `kn.customized` kernels of `module` by their kn ops, in the graphs
-    (functions) where every kernel lifts, or wherever one does with `partial`; the number
-    replaced."""
+    (functions) where every kernel lifts, or wherever one does with `partial`; with `saved_only`
+    only kernels read from a saved muGraph (`kn.SAVED_PLAN_ATTR`) count.  The number replaced."""
     graphs: dict[Operation | None, list[kn.CustomizedOp]] = {}
     for op in module.walk():
         if isinstance(op, kn.CustomizedOp):
             graphs.setdefault(op.parent_op(), []).append(op)
     lifted = 0
     for kernels in graphs.values():
+        if saved_only:
+            kernels = [k for k in kernels if kn.SAVED_PLAN_ATTR in k.attributes]
         chosen = [k for k in kernels if liftable(k)]
-        if len(chosen) < len(kernels) and not partial:
+        if not chosen or (len(chosen) < len(kernels) and not partial):
             continue
         for graph in chosen:
             ops, results = lift(graph)
@@ -404,6 +408,9 @@ class KnLiftCustomizedPass(ModulePass):
     by default: the planner then sees saved kernels beside its own and, on an H200, made Mirage's
     saved MHA batch-8 candidates whose split-key kernel stays up to 1.8x slower (geometric mean
     over all such saved candidates 0.91x the time)."""
+    saved_only: bool = False
+    """Only kernels read from a saved muGraph (`kn.saved_plan`, what `mirage-transpile` lifts);
+    off: every kernel, hand-written ones too."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Lift in place (`lift_customized`); kernels outside the rules are kept.
@@ -411,4 +418,4 @@ class KnLiftCustomizedPass(ModulePass):
         Raises:
             Nothing.
         """
-        lift_customized(op, self.partial)
+        lift_customized(op, self.partial, self.saved_only)

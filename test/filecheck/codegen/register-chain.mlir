@@ -1,5 +1,5 @@
-// RUN: mirage-opt %s -p "mirage-transpile{lift=false}" | mirage-opt | filecheck %s --check-prefix=CUTE
-// RUN: mirage-opt %s -p "mirage-transpile{lift=false}" -t cuda | filecheck %s
+// RUN: mirage-opt %s -p mirage-transpile | mirage-opt | filecheck %s --check-prefix=CUTE
+// RUN: mirage-opt %s -p mirage-transpile -t cuda | filecheck %s
 
 // Attention for decoding (Mirage's form: exp(Q @ K) / sum(exp(Q @ K)) @ V) with 16 query
 // rows per block: convert-tb-to-cute keeps P = exp(Q @ K) in registers (cute.mma_chain)

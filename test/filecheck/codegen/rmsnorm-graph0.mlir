@@ -1,5 +1,5 @@
-// RUN: mirage-opt %s -p 'mirage-transpile{lift=false tuning="stages=6"}' | filecheck %s --check-prefix=CUTE
-// RUN: mirage-opt %s -p 'mirage-transpile{lift=false tuning="stages=6"}' -t cuda | filecheck %s
+// RUN: mirage-opt %s -p 'mirage-transpile{tuning="stages=6"}' | filecheck %s --check-prefix=CUTE
+// RUN: mirage-opt %s -p 'mirage-transpile{tuning="stages=6"}' -t cuda | filecheck %s
 
 // rmsnorm_bs1.json graph 0 (mirage-notes 2.3): RMSNorm(X) @ W, X [2,4096], W [4096,6144],
 // grid 256, for-loop 32.  Expected lowering (notes 2.3): both inputs cp.async pipelined

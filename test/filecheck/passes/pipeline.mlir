@@ -1,4 +1,4 @@
-// RUN: mirage-opt %s -p 'mirage-transpile{lift=false to-cute=false tuning="stages=6"}' | filecheck %s
+// RUN: mirage-opt %s -p 'mirage-transpile{to-cute=false tuning="stages=6"}' | filecheck %s
 // RUN: mirage-opt %mugraphs/rmsnorm_bs1.json -p 'mirage-transpile{lift=false to-cute=false smem-limit=300000 tuning="stages=6"}' | filecheck %s --check-prefix=JSON
 // RUN: mirage-opt %mugraphs/rmsnorm_bs1.json -p 'mirage-transpile{lift=false to-cute=false}' 2>&1 | filecheck %s --check-prefix=LIMIT
 
