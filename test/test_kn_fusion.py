@@ -627,3 +627,26 @@ def test_gpu_large_grid_fallback() -> None:
 
     out = check_gpu(FuzzCase("bigexp", "kernel", "float16", _big_shift_exp()), seed=1)
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
+# ---------------------------------------------------------------------------------------
+# kn-partition's cut of a recomputing kernel (`_cheaper_cut`)
+
+
+def _kernels_after_fuse(path: Path) -> list[kn.CustomizedOp]:
+    from mirage_xdsl.driver.load import load_module
+
+    module = load_module(path)
+    KnFusePass().apply(Context(), module)
+    return [op for op in module.walk() if isinstance(op, kn.CustomizedOp)]
+
+
+def test_lora_rank_64_is_cut_after_x_at_a() -> None:
+    """One kernel would make each of its 128 blocks recompute `X @ A` (A [4096, 64]); the cut
+    computes it once in a split-K kernel and fuses `X @ W + T @ B` in a second one."""
+    root = Path(__file__).resolve().parent.parent
+    first, second = _kernels_after_fuse(root / "examples/suite/suite_lora_r64_f16.mlir")
+    assert [tuple(kn.shape_of(r)) for r in first.results] == [(16, 64)]
+    assert first.results[0] in second.operands
+    # the small LoRA example stays one kernel: its W (2 MB) hides too little of a first kernel
+    assert len(_kernels_after_fuse(root / "examples/lora.mlir")) == 1

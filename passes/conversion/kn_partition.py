@@ -9,7 +9,12 @@ group into `kn.customized` op(s) whose threadblock graphs come from the planner 
    producers of a `kn.concat`'s operands count as connected: one kernel writes both parts of
    its result through views, `kn-fold-views`).  A
    component that `Planner.plan` can lower as a whole (legal phases, fits 227 KiB of shared
-   memory and the register budget) becomes one group.
+   memory and the register budget) becomes one group -- unless that plan recomputes a
+   producer in every block (at least `CUT_MIN_REDUNDANCY` x the group's matmul FLOPs, e.g.
+   LoRA's `X @ A` in each block of `X @ W + (X @ A) @ B`) and a cut in two after a producer,
+   passing the second part few bytes (`CUT_MAX_INTERMEDIATE_SHARE`), is estimated within
+   `CUT_GAIN` of it (`_cheaper_cut`; not with `allow-split=false`): then the two parts are
+   groups.
 2. *Partition.*  Otherwise the component is grown greedily in program order: each op joins
    the union of its producers' groups, or the largest single producer group, if the result
    is still convex (no path leaves and re-enters it) and plannable; else it starts a group.
@@ -67,6 +72,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from mirage_xdsl.dialects import kn
 from mirage_xdsl.dialects.kn.reshape_op import ReshapeOp
+from mirage_xdsl.dialects.kn.tensors import is_weight
 from mirage_xdsl.passes.conversion.build_tb_graph import emit_kernel
 from mirage_xdsl.passes.conversion.decode_attention import decode_attention_us, fits_decode, lower_decode
 from mirage_xdsl.passes.conversion.default_tb_graph import Planner
@@ -312,6 +318,77 @@ def smem_fits(plan: FusionPlan, limit: int) -> bool:
     return True
 
 
+CUT_MIN_REDUNDANCY = 1.5
+"""Cuts are tried only for a one-kernel plan whose blocks do at least this multiple of the
+group's own matmul FLOPs (`KernelPlan.redundancy`): what a cut saves is the recomputation."""
+CUT_GAIN = 1.1
+"""A cut of such a plan is kept unless its two kernels are estimated more than this multiple of
+the one kernel's time.  Above 1: the estimate bills a recomputing kernel's re-reads of the
+shared operand as L2 bandwidth, but its blocks read the same lines in lockstep, which costs
+more -- H200, suite LoRA r64 (2026-11-27): the one kernel (128 blocks, each computing
+`X @ A` with A [4096, 64]) estimated 17.2 µs, measured 25.1; cut after `X @ A`, estimated
+18.6, measured 20.4."""
+
+
+def _prefetch_overlap_us(tail: list[Operation], head_us: float, device: DeviceModel) -> float:
+    """The share of the head kernel's time the tail kernel hides: a tail that streams `kn.weight`
+    inputs loads its ring prologue (at most those inputs' bytes and `weight_prefetch_bytes`) before
+    its PDL wait, while the head kernel still runs (passes/cute/weight_prefetch.py)."""
+    weights = {v for o in tail for v in o.operands if is_weight(v)}
+    nbytes = sum(math.prod(kn.shape_of(v)) * elem_bytes(kn.element_type_of(v)) for v in weights)
+    return min(head_us, min(nbytes, device.weight_prefetch_bytes) / device.hbm_bytes_per_us)
+
+
+CUT_MAX_INTERMEDIATE_SHARE = 1 / 8
+"""A cut must pass the second kernel few bytes: the head's results it reads at most this share
+of the graph inputs it streams anyway (LoRA's `X @ A`, 2 KB, beside W's 32 MB; not attention's
+score matrix beside K and V)."""
+
+
+def _small_intermediate(head: set[Operation], tail: list[Operation]) -> bool:
+    """Whether the values `head` passes to `tail` are small (`CUT_MAX_INTERMEDIATE_SHARE`)."""
+
+    def nbytes(v: SSAValue) -> int:
+        return math.prod(kn.shape_of(v)) * elem_bytes(kn.element_type_of(v))
+
+    passed = {v for o in tail for v in o.operands if isinstance(v.owner, Operation) and v.owner in head}
+    streamed = {v for o in tail for v in o.operands if not isinstance(v.owner, Operation)}
+    return sum(map(nbytes, passed)) <= CUT_MAX_INTERMEDIATE_SHARE * sum(map(nbytes, streamed))
+
+
+def _cheaper_cut(planner: Planner, comp: list[Operation], whole: FusionPlan, cache: dict) -> list[list[Operation]]:
+    """`comp` as one group, or, when its one-kernel plan `whole` recomputes
+    (`CUT_MIN_REDUNDANCY`), cut in two (`CUT_GAIN`): after an op that other members read, the op
+    with its producers in `comp` as one kernel and the rest as a second one, estimated as the
+    two kernels' times less what the second's weight prefetch hides of the first.  The cheapest
+    such cut is kept."""
+    if max(k.redundancy for k in whole.kernels) < CUT_MIN_REDUNDANCY:
+        return [comp]
+    members = set(comp)
+    best: tuple[float, list[list[Operation]]] = (whole.cost_us * CUT_GAIN, [comp])
+    for op in comp:
+        if not any(use.operation in members for r in op.results for use in r.uses):
+            continue
+        head: set[Operation] = set()
+        stack = [op]
+        while stack:
+            o = stack.pop()
+            if o not in head:
+                head.add(o)
+                stack += _producers(o, members)
+        tail = [o for o in comp if o not in head]
+        head_ops = [o for o in comp if o in head]
+        if not tail or not is_convex(set(tail)) or not _small_intermediate(head, tail):
+            continue
+        first, second = _plan(planner, head_ops, True, cache), _plan(planner, tail, True, cache)
+        if first is None or second is None:
+            continue
+        cost = first.cost_us + second.cost_us - _prefetch_overlap_us(tail, first.cost_us, planner.device)
+        if cost < best[0]:
+            best = (cost, [head_ops, tail])
+    return best[1]
+
+
 def partition_function(
     func: FuncOp,
     planner: Planner,
@@ -335,8 +412,9 @@ def partition_function(
     cache: dict = {}
     groups: list[list[Operation]] = []
     for comp in [[o] for o in fusible_ops] if per_op else _components(fusible_ops):
-        if _plan(planner, comp, allow_split, cache) is not None:
-            groups.append(comp)
+        whole = _plan(planner, comp, allow_split, cache)
+        if whole is not None:
+            groups += _cheaper_cut(planner, comp, whole, cache) if allow_split and not per_op else [comp]
             continue
         group_of: dict[Operation, int] = {}
         local: list[list[Operation]] = []
