@@ -330,12 +330,17 @@ more -- H200, suite LoRA r64 (2026-11-27): the one kernel (128 blocks, each comp
 18.6, measured 20.4."""
 
 
+def _value_bytes(v: SSAValue) -> int:
+    """Bytes of the DTensor `v`."""
+    return math.prod(kn.shape_of(v)) * elem_bytes(kn.element_type_of(v))
+
+
 def _prefetch_overlap_us(tail: list[Operation], head_us: float, device: DeviceModel) -> float:
     """The share of the head kernel's time the tail kernel hides: a tail that streams `kn.weight`
     inputs loads its ring prologue (at most those inputs' bytes and `weight_prefetch_bytes`) before
     its PDL wait, while the head kernel still runs (passes/cute/weight_prefetch.py)."""
     weights = {v for o in tail for v in o.operands if is_weight(v)}
-    nbytes = sum(math.prod(kn.shape_of(v)) * elem_bytes(kn.element_type_of(v)) for v in weights)
+    nbytes = sum(map(_value_bytes, weights))
     return min(head_us, min(nbytes, device.weight_prefetch_bytes) / device.hbm_bytes_per_us)
 
 
@@ -347,13 +352,9 @@ score matrix beside K and V)."""
 
 def _small_intermediate(head: set[Operation], tail: list[Operation]) -> bool:
     """Whether the values `head` passes to `tail` are small (`CUT_MAX_INTERMEDIATE_SHARE`)."""
-
-    def nbytes(v: SSAValue) -> int:
-        return math.prod(kn.shape_of(v)) * elem_bytes(kn.element_type_of(v))
-
     passed = {v for o in tail for v in o.operands if isinstance(v.owner, Operation) and v.owner in head}
     streamed = {v for o in tail for v in o.operands if not isinstance(v.owner, Operation)}
-    return sum(map(nbytes, passed)) <= CUT_MAX_INTERMEDIATE_SHARE * sum(map(nbytes, streamed))
+    return sum(map(_value_bytes, passed)) <= CUT_MAX_INTERMEDIATE_SHARE * sum(map(_value_bytes, streamed))
 
 
 def _cheaper_cut(planner: Planner, comp: list[Operation], whole: FusionPlan, cache: dict) -> list[list[Operation]]:
@@ -495,7 +496,7 @@ def concurrent_sm_shares(groups: list[list[Operation]], num_sms: int) -> dict[in
 
     def input_bytes(g: list[Operation]) -> int:
         args = {v for op in g for v in op.operands if not isinstance(v.owner, Operation)}
-        return sum(math.prod(kn.shape_of(v)) * elem_bytes(kn.element_type_of(v)) for v in args)
+        return sum(map(_value_bytes, args))
 
     by_level: dict[int, list[tuple[int, int]]] = {}
     for i, g in enumerate(groups):
