@@ -91,7 +91,7 @@ class MirageTranspilePass(ModulePass):
     """Run `kn-fuse` first on the kernel-level ops outside `kn.customized` kernels, so
     `rms_norm(X) @ W` written as kn ops becomes fused kernels and a saved muGraph's loose
     matmul / exp / div chains are fused like a plain graph's (`fuse_plain_graphs`); the
-    threadblock graphs a muGraph already holds are left as they are."""
+    threadblock graphs a muGraph already holds are left as they are unless `lift` raises them."""
     lift: bool = True
     """Run `kn-lift-customized{saved-only=true}` first: a kernel read from a saved muGraph
     (`kn.saved_plan`) whose threadblock graph has an exact kernel-level form is replaced by those
