@@ -360,15 +360,12 @@ def lift(graph: kn.CustomizedOp) -> tuple[list[Operation], list[SSAValue]]:
     return lifter.ops, results
 
 
-def liftable(graph: kn.CustomizedOp) -> bool:
-    """Whether `graph`'s block graph has a kernel-level form (the module docstring's rules)."""
+def _try_lift(graph: kn.CustomizedOp) -> tuple[list[Operation], list[SSAValue]] | None:
+    """`lift(graph)`, or None where the block graph is outside the rules."""
     try:
-        ops, _ = lift(graph)
+        return lift(graph)
     except (NotLiftable, VerifyException, ValueError):
-        return False
-    for op in reversed(ops):
-        op.erase(safe_erase=False)
-    return True
+        return None
 
 
 def lift_customized(module: ModuleOp, partial: bool = False, saved_only: bool = False) -> int:
@@ -383,11 +380,13 @@ def lift_customized(module: ModuleOp, partial: bool = False, saved_only: bool = 
     for kernels in graphs.values():
         if saved_only:
             kernels = [k for k in kernels if kn.SAVED_PLAN_ATTR in k.attributes]
-        chosen = [k for k in kernels if liftable(k)]
-        if not chosen or (len(chosen) < len(kernels) and not partial):
+        forms = {k: form for k in kernels if (form := _try_lift(k)) is not None}
+        if not forms or (len(forms) < len(kernels) and not partial):
+            for ops, _ in forms.values():  # built but not used: drop them and their uses
+                for op in reversed(ops):
+                    op.erase(safe_erase=False)
             continue
-        for graph in chosen:
-            ops, results = lift(graph)
+        for graph, (ops, results) in forms.items():
             Rewriter.insert_op(ops, InsertPoint.before(graph))
             for old, new in zip(graph.results, results):
                 old.replace_all_uses_with(new)
