@@ -67,7 +67,7 @@ VARIANTS: dict[str, dict[str, Any]] = {"ours L2": {}, "ours plain": {"group_m": 
 def run_workload(
     w: ContractionWorkload,
     *,
-    compile_peer: bool,
+    compile_mode: str | None,
     atol_rel: float,
     log: Any = print,
     variants: dict[str, dict[str, Any]] | None = None,
@@ -93,7 +93,7 @@ def run_workload(
     gen = torch.Generator(device="cuda").manual_seed(1234)
     sets = [[torch.randn(s, device="cuda", dtype=dtype, generator=gen) for s in w.shapes] for _ in range(SETS)]
     first = sets[0]
-    ref = contraction_peers(w.equation, False)["torch.einsum"](*(t.float() for t in first))
+    ref = contraction_peers(w.equation, None)["torch.einsum"](*(t.float() for t in first))
     scale = ref.abs().max().item()
     flops = _flops(w)
     # about 20 ms of device time per timed replay and 10 replays, at most 16 runs x 20 replays
@@ -119,7 +119,7 @@ def run_workload(
         except Exception as err:  # noqa: BLE001 - a failed variant is a note
             res.notes.append(f"{label}: {one_line(err)}")
     try:
-        peers = contraction_peers(w.equation, compile_peer)
+        peers = contraction_peers(w.equation, compile_mode)
     except Exception as err:  # noqa: BLE001
         peers = {}
         res.notes.append(f"peers: {one_line(err)}")
@@ -183,7 +183,7 @@ def report(results: Sequence[ContractionResult], device: str, date: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(names: str | None, *, compile_peer: bool, atol_rel: float, log: Any = print) -> str:
+def run(names: str | None, *, compile_mode: str | None, atol_rel: float, log: Any = print) -> str:
     """Run the selected contraction workloads in this process and return the report.
 
     Raises:
@@ -193,6 +193,6 @@ def run(names: str | None, *, compile_peer: bool, atol_rel: float, log: Any = pr
 
     import torch
 
-    results = [run_workload(w, compile_peer=compile_peer, atol_rel=atol_rel, log=log) for w in select_contractions(names)]
+    results = [run_workload(w, compile_mode=compile_mode, atol_rel=atol_rel, log=log) for w in select_contractions(names)]
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return report(results, torch.cuda.get_device_name(0), date)

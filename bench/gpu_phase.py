@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from mirage_xdsl.bench.peers import PEERS, PeerTimes
+from mirage_xdsl.bench.peers import COMPILE_MODE, PEERS, PeerTimes
 from mirage_xdsl.bench.prepare import Prepared, one_line
 
 CHILD_TAG = "@@mirage-bench "
@@ -165,7 +165,7 @@ def run_workload(
     bench: bool,
     atol_rel: float,
     peers: bool = True,
-    compile_peer: bool = True,
+    compile_mode: str | None = COMPILE_MODE,
     peer_source: Prepared | None = None,
     on_result: Callable[[Result], None] | None = None,
 ) -> tuple[list[Result], PeerTimes | None]:
@@ -287,7 +287,7 @@ def run_workload(
         inputs_cache[specs_key],
         refs[ref_key] if ref_key is not None else None,
         atol_rel=tolerance(atol_rel, [o.dtype for o in plan.outputs]),
-        compile_peer=compile_peer,
+        compile_mode=compile_mode,
         log=lambda text: _log(f"  {text}"),
     )
     parts = [f"{name} {_f(t, '.1f')}us" for name, t in times.times().items()]
@@ -306,7 +306,7 @@ def child_main(
     *,
     bench: bool,
     atol_rel: float,
-    compile_peer: bool,
+    compile_mode: str | None,
     peer_source: int | None = None,
 ) -> int:
     """The GPU phase for the candidates at manifest positions `indices` (one workload), then
@@ -339,7 +339,7 @@ def child_main(
             bench=bench,
             atol_rel=atol_rel,
             peers=peers_of is not None,
-            compile_peer=compile_peer,
+            compile_mode=compile_mode,
             peer_source=prepared[peer_source] if peer_source is not None else None,
             on_result=emit,
         )
@@ -384,7 +384,7 @@ def run_isolated(
     *,
     bench: bool,
     atol_rel: float,
-    compile_peer: bool,
+    compile_mode: str | None,
     timeout_s: float = 900,
     positions: Sequence[int] | None = None,
 ) -> tuple[list[Result], dict[str, PeerTimes]]:
@@ -405,7 +405,7 @@ def run_isolated(
             todo = [positions_of[id(p)] for p in cands[start:]]
             cmd = [*command, "--child-candidates", ",".join(map(str, todo)) or "-", "--child-peers", workload,
                    "--atol-rel", repr(atol_rel)]
-            cmd += ([] if bench else ["--no-bench"]) + ([] if compile_peer else ["--no-compile-peer"])
+            cmd += ([] if bench else ["--no-bench"]) + (["--compile-mode", compile_mode] if compile_mode else ["--no-compile-peer"])
             passed = [r for r in results if r.workload == workload and r.status == "ok" and r.dup_of is None]
             source = next((p for p in cands if passed and (p.file, p.graph) == (passed[0].file, passed[0].graph)), None)
             if source is not None:
@@ -442,7 +442,7 @@ def run_in_process(
     *,
     bench: bool,
     atol_rel: float,
-    compile_peer: bool,
+    compile_mode: str | None,
 ) -> tuple[list[Result], dict[str, PeerTimes]]:
     """The GPU phase in this process (no restart: after a sticky CUDA error the remaining
     candidates are marked `crash`)."""
@@ -460,7 +460,7 @@ def run_in_process(
         mine: list[Result] = []
         try:
             _, times = run_workload(workload, cands, refs.get(workload, []), seeds[workload], bench=bench,
-                                    atol_rel=atol_rel, compile_peer=compile_peer, on_result=mine.append)
+                                    atol_rel=atol_rel, compile_mode=compile_mode, on_result=mine.append)
         except StickyCudaError:
             broken, times = True, None
             results += mine

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     `trace_summary`."""
     import cupy
 
-    from mirage_xdsl.bench.peers import time_peers
+    from mirage_xdsl.bench.peers import COMPILE_MODE, time_peers
     from mirage_xdsl.driver.compile import compile
     from mirage_xdsl.reference.executor import run_reference
     from mirage_xdsl.runtime.measure import (
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             [to_device(cupy, x) for x in inputs],
             refs,
             atol_rel=1e-2,
-            compile_peer=name not in no_compile,
+            compile_mode=None if name in no_compile else COMPILE_MODE,
         )
         gbs = plan_bytes(mk.plan.inputs) / (t_mk * 1e3) if t_mk else float("nan")
         tasks = len(mk.plan.megakernel["tasks"]) if mk.plan.megakernel else 0

@@ -27,6 +27,9 @@ import numpy as np
 
 PEERS = ("torch eager", "torch graph", "torch.compile")
 COMPILE_MODE = "max-autotune-no-cudagraphs"
+COMPILE_MODES = (COMPILE_MODE, "default")
+"""The torch.compile modes `mirage-bench --compile-mode` offers: those that leave CUDA graphs
+to us (the module docstring says why not `max-autotune`)."""
 
 
 @dataclass
@@ -40,7 +43,9 @@ class PeerTimes:
     notes: dict[str, str] = field(default_factory=dict)
     """peer name -> one-line reason it has no time"""
     compile_s: float | None = None
-    """seconds torch.compile (with max-autotune) took, warm-up call included"""
+    """seconds torch.compile took, warm-up call included"""
+    compile_mode: str | None = None
+    """the torch.compile mode the `torch.compile` time was measured in"""
 
     def times(self) -> dict[str, float | None]:
         """Peer name (`PEERS`) -> µs per call, None where the peer has no time."""
@@ -65,12 +70,13 @@ def time_peers(
     refs: Sequence[np.ndarray] | None,
     *,
     atol_rel: float,
-    compile_peer: bool = True,
+    compile_mode: str | None = COMPILE_MODE,
     log: Any = None,
 ) -> PeerTimes:
     """Time the torch peers of the workload `program_name` on `sets` (CuPy arrays laid out as
     `specs`, plan TensorSpecs), after checking each on `check_inputs` (CuPy arrays of the
-    seeded inputs) against `refs`.  Never raises: failures become `notes`."""
+    seeded inputs) against `refs`; `compile_mode`: the torch.compile mode of the
+    `torch.compile` peer (None leaves that peer out).  Never raises: failures become `notes`."""
     from mirage_xdsl.bench.check import relative_error
     from mirage_xdsl.bench.timing import bench_us, sweep_sets, sweep_us, torch_sweep_graph
     from mirage_xdsl.bench.workloads import torch_workload_program
@@ -122,16 +128,17 @@ def time_peers(
             del replay
         except Exception as err:  # noqa: BLE001
             out.notes["torch graph"] = _one_line(err)
-        if not compile_peer:
+        if compile_mode is None:
             return fail(("torch.compile",), "skipped (--no-compile-peer)")
         try:
             if log is not None:
-                log(f"torch.compile(mode={COMPILE_MODE!r}) of {program_name} ...")
+                log(f"torch.compile(mode={compile_mode!r}) of {program_name} ...")
             start = time.perf_counter()
-            compiled = torch.compile(fn, mode=COMPILE_MODE, dynamic=False)
+            compiled = torch.compile(fn, mode=compile_mode, dynamic=False)
             compiled(*tsets[0])
             torch.cuda.synchronize()
             out.compile_s = time.perf_counter() - start
+            out.compile_mode = compile_mode
             if check("torch.compile", compiled):
                 replay = torch_sweep_graph(compiled, runs)
                 out.compile_us = sweep_us(replay, len(runs), tstream)
@@ -141,11 +148,11 @@ def time_peers(
     return out
 
 
-def contraction_peers(equation: str, compile_peer: bool) -> dict[str, Any]:
+def contraction_peers(equation: str, compile_mode: str | None) -> dict[str, Any]:
     """The torch peers of a binary einsum: `torch.einsum`, `torch.matmul` when the einsum is
     a plain (batched) matmul of row-major operands (`cmk,ckn->cmn`, `mk,kn->mn`: cuBLAS with
-    no permutes), and, with `compile_peer`, `torch.compile` of the einsum in
-    `COMPILE_MODE` (max-autotune: Triton GEMM templates tuned against cuBLAS).  An einsum with
+    no permutes), and, with a `compile_mode`, `torch.compile` of the einsum in that mode
+    (`COMPILE_MODE`, max-autotune: Triton GEMM templates tuned against cuBLAS; None: no such peer).  An einsum with
     an ELWISE_MUL factor (`lhs,rhs,out->out`) is `torch.einsum(lhs,rhs->out, a, b) * d`, and
     torch.compile compiles that function (Inductor may fuse the multiply into its GEMM).
 
@@ -168,6 +175,6 @@ def contraction_peers(equation: str, compile_peer: bool) -> dict[str, Any]:
         m, k, n = lhs[-2], lhs[-1], rhs[-1]
         if rhs[-2] == k and out[-2:] == m + n:
             peers["torch.matmul"] = torch.matmul
-    if compile_peer:
-        peers["torch.compile"] = torch.compile(einsum, mode=COMPILE_MODE)
+    if compile_mode is not None:
+        peers["torch.compile"] = torch.compile(einsum, mode=compile_mode)
     return peers

@@ -163,6 +163,13 @@ def header_lines(env: EnvInfo, date: str | None = None) -> list[str]:
     ]
 
 
+def _compile_modes(peers: dict[str, PeerTimes]) -> str:
+    """The torch.compile mode(s) the peers were measured in, for the report's timing line
+    (`COMPILE_MODE` when no workload recorded one)."""
+    modes = sorted({t.compile_mode for t in peers.values() if t.compile_mode}) or [COMPILE_MODE]
+    return " / ".join(repr(m) for m in modes)
+
+
 def write_report(
     path: Path,
     results: Sequence[Result],
@@ -197,7 +204,7 @@ def write_report(
         "- Timing: CUDA events, warm-up, median of 60 sweeps over rotated input sets (about 3x the L2 per sweep). "
         f"'ours dev' and 'torch graph' / 'torch.compile' = one CUDA graph of {SWEEP_LAUNCHES} or more runs over the input "
         "sets in turn, replayed, per run; "
-        f"torch.compile uses mode={COMPILE_MODE!r} inside our CUDA graph; 'torch eager' and 'ours' = eager calls.",
+        f"torch.compile uses mode={_compile_modes(peers)} inside our CUDA graph; 'torch eager' and 'ours' = eager calls.",
         "",
         "## Summary",
         "",

@@ -16,6 +16,7 @@ from xdsl.ir import SSAValue
 
 from mirage_xdsl.codegen.cuda_syntax import CudaEmitError, missing_decision
 from mirage_xdsl.dialects import cute
+from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN_SMEM
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,9 @@ def launch_smem_bytes(kernel: cute.KernelOp) -> int:
         return grid_sum_flag_offset(kernel) + GRID_SUM_FLAG_BYTES
     slicing = mma_slicing(kernel)
     extra = slicing.total + reduce_scratch_bytes(kernel)
-    return slicing.base + extra if extra else kernel.smem_bytes
+    live = kernel.attributes.get(ROW_CHAIN_SMEM)
+    plan = live.value.data if isinstance(live, IntegerAttr) else kernel.smem_bytes
+    return slicing.base + extra if extra else plan
 
 
 def grid_sum_slot(op: cute.GridSumOp) -> int:

@@ -25,6 +25,12 @@ def _broadcast(value: SSAValue) -> bool:
     return isinstance(typ, cute.SmemTensorType) and typ.get_shape()[-1] == 1
 
 
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    typ = value.type
+    assert isinstance(typ, cute.SmemTensorType)
+    return tuple(typ.get_shape())
+
+
 def _uniform(value: SSAValue) -> bool:
     """A tile of one element (a row sum): one register every thread holds."""
     typ = value.type
@@ -128,14 +134,18 @@ class RowChainPrinter(KernelPrinterBase):
 
     def row_vectors(self, copy: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue, trips: int) -> bool:
         """Whether a thread's `trips` consecutive elements of `tile` move as 16-byte global
-        vectors: unit stride along the row, and the planner already allows 16-byte vectors
-        for this tensor (the copy's `vec`), so the row start is 16-byte aligned."""
+        vectors: unit stride along the row, a row length (the tile's last dim) that whole
+        runs of `trips` divide, and the planner already allows 16-byte vectors for this
+        tensor (the copy's `vec`), so each row starts 16-byte aligned."""
         eb = cute.elem_bytes(self.elem(tile))
-        return copy.tile.strides[-1] == 1 and copy.vec.value.data * eb == 16 and (trips * eb) % 16 == 0
+        last = _shape(tile)[-1]
+        return copy.tile.strides[-1] == 1 and copy.vec.value.data * eb == 16 and (trips * eb) % 16 == 0 and last % trips == 0
 
     def preload_inputs(self, chain: RowChain, regs: dict[SSAValue, str], index: str, contiguous: bool) -> None:
         """Whole-row inputs that the chain reads from global memory, loaded once into
-        register arrays `x<k>` before its first op: every load in flight together."""
+        register arrays `x<k>` before its first op: every load in flight together; with
+        consecutive elements per thread also inputs broadcast along a dim other than the
+        last (rotary's cosines: one row per token for every head), as 16-byte vectors."""
         trips = chain.length // self.nt
         values = set(chain.values)
         for op in chain.ops:
@@ -149,10 +159,14 @@ class RowChainPrinter(KernelPrinterBase):
             assert isinstance(out, cute.SmemTensorType)
             order = cute.dense_ints(op.order)
             for v in op.ins:
-                if v in regs or v not in self.io.loads or v.type.get_shape() != out.get_shape():  # type: ignore[attr-defined]
+                if v in regs or v not in self.io.loads:
+                    continue
+                copy = self.io.loads[v]
+                shape = _shape(v)
+                broadcast_row = shape[-1] == out.get_shape()[-1] > 1 and contiguous and self.row_vectors(copy, v, trips)
+                if shape != out.get_shape() and not broadcast_row:
                     continue
                 name = regs[v] = f"x{len([r for r in regs.values() if r.startswith('x')])}"
-                copy = self.io.loads[v]
                 self.emit(f"float {name}[{trips}];  // {self.names[v]}, from global memory")
                 if contiguous and self.row_vectors(copy, v, trips):
                     start = self.global_element(copy, v, out.get_shape(), order, f"tid * {trips}")

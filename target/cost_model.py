@@ -110,7 +110,10 @@ class DeviceModel:
     another grid and gqa took 8.5 / 32.5 µs at batch 1 / 8 against 8.2 / 30.6 without it,
     H200, 2026-11-26).  Grids of at most one block per SM pay it too: a row sum over 16 x
     1024 x 4096 fp16 planned as 128 blocks walking 32 loop tiles took 106 µs where the
-    2048-block plan it then beat on the estimate took 56."""
+    2048-block plan it then beat on the estimate took 56.  An op of a for-loop's body walks
+    its tile once per iteration (`CostModel._smem_element_ops`): the cross-entropy over
+    [1024, 32768] fp16 chose 4-row blocks at 2 per SM without that (130.8 µs on an H200,
+    2026-11-27) where the one-row blocks it now picks took 81.1."""
     launch_us: float = 1.5  # per kernel, incl. the drain/ramp between dependent kernels
     iter_latency_us: float = 0.25  # exposed per for-loop iteration (double-buffered loads)
     mem_latency_us: float = 0.5  # global-load latency under load (Little's law)

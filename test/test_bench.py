@@ -190,7 +190,7 @@ def test_run_isolated_restarts_after_crashes(tmp_path: Path) -> None:
     child = tmp_path / "child.py"
     child.write_text(textwrap.dedent(FAKE_CHILD))
     prepared = [Prepared("w", "f.json", f"graph_{i}") for i in range(6)]
-    results, peers = run_isolated([sys.executable, str(child)], tmp_path, prepared, bench=True, atol_rel=1e-2, compile_peer=False)
+    results, peers = run_isolated([sys.executable, str(child)], tmp_path, prepared, bench=True, atol_rel=1e-2, compile_mode=None)
     assert [(r.graph, r.status) for r in results] == [
         ("graph_0", "ok"),
         ("graph_1", "crash"),
@@ -201,6 +201,30 @@ def test_run_isolated_restarts_after_crashes(tmp_path: Path) -> None:
     ]
     assert "exited with status 7" in (results[1].message or "")
     assert peers["w"].graph_us == 20.0 and peers["w"].notes["torch.compile"] == "skipped"
+
+
+MODE_CHILD = """
+import json, sys
+args = sys.argv[1:]
+mode = args[args.index("--compile-mode") + 1] if "--compile-mode" in args else None
+tag = "@@mirage-bench "
+res = {"workload": "w", "file": "f.json", "graph": "graph_0", "kind": "mugraph", "status": "ok", "ours_dev_us": 10.0}
+print(tag + json.dumps({"result": res}), flush=True)
+skipped = "--no-compile-peer" in args
+print(tag + json.dumps({"peers": {"compile_us": None if skipped else 9.0, "compile_mode": mode}}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["default", None])
+def test_run_isolated_forwards_the_compile_mode(tmp_path: Path, mode: str | None) -> None:
+    """The torch.compile peer's mode reaches each workload's GPU process (`--compile-mode`),
+    and no mode means `--no-compile-peer` there."""
+    child = tmp_path / "child.py"
+    child.write_text(textwrap.dedent(MODE_CHILD))
+    prepared = [Prepared("w", "f.json", "graph_0")]
+    _, peers = run_isolated([sys.executable, str(child)], tmp_path, prepared, bench=True, atol_rel=1e-2, compile_mode=mode)
+    assert peers["w"].compile_mode == mode
+    assert (peers["w"].compile_us is None) == (mode is None)
 
 
 # ---------------------------------------------------------------------------------------
@@ -239,8 +263,12 @@ def test_summary_arithmetic_and_report(tmp_path: Path) -> None:
     assert (tmp_path / "r.md").read_text() == text
     for needle in ("- Device: NVIDIA H200 (sm_90)", "torch 2.11, triton 3.6", "Copy bandwidth: 4000 GB/s", rows[2],
                    "- gqa_bs1 torch.compile: RuntimeError: x", "| gqa_bs1 | gqa.mlir | gqa@c0s3x | ok |",
-                   "- lora lora.json graph_0: boom", "3 of 5 candidates passed"):
+                   "- lora lora.json graph_0: boom", "3 of 5 candidates passed",
+                   "torch.compile uses mode='max-autotune-no-cudagraphs'"):
         assert needle in text, needle
+    peers["gqa_bs1"].compile_mode = "default"
+    text = write_report(tmp_path / "r.md", results, peers, env, {"gqa_bs1": 1, "lora": 5}, 1e-2, date="2026-11-22T00:00:00")
+    assert "torch.compile uses mode='default'" in text
 
 
 # ---------------------------------------------------------------------------------------

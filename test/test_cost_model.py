@@ -14,6 +14,7 @@ from mirage_xdsl.driver.load import functions, load_module
 from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan
 from mirage_xdsl.passes.conversion.kn_fuse import KnFusePass
+from mirage_xdsl.passes.conversion.plan_cost import CostModel
 from mirage_xdsl.passes.conversion.plan_group import elem_bytes, group_from_ops
 from mirage_xdsl.target import SM90
 from mirage_xdsl.target.cost_model import DeviceModel
@@ -105,3 +106,16 @@ def test_a_long_decode_split_fills_the_sms() -> None:
     KnFusePass().apply(make_context(), module)
     grids = [op.grid for op in module.walk() if isinstance(op, kn.CustomizedOp) and op.attributes["kn.template"].data == "flash_decoding"]  # type: ignore[attr-defined]
     assert grids and all(gx * gy * gz >= SM90.num_sms for gx, gy, gz in grids)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_loop_body_passes_are_charged_per_iteration(dtype: str) -> None:
+    # the cross-entropy over [1024, 32768] walks its loop body's shared-memory tiles (max,
+    # exp, rescaled sum, two more sums) once per iteration: 4-row blocks at 2 per SM had too
+    # few warps for that work (130.8 us on an H200 where the one-row blocks took 81.1)
+    plan = _plan(f"suite_cross_entropy_{dtype}", DeviceModel())
+    k = plan.kernels[0]
+    assert k.forloop_range > 1
+    x = next(n.idx for n in k.group.nodes if n.kind == "input")
+    assert k.tiles[x][0] == 1, k.tiles[x]
+    assert CostModel._smem_element_ops(k) > k.forloop_range * k.tiles[x][-1]

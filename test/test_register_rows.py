@@ -15,7 +15,15 @@ from mirage_xdsl.codegen import cuda_printer
 from mirage_xdsl.codegen.cuda_target import emit_cuda
 from mirage_xdsl.codegen.kernel_resources import reduce_threads
 from mirage_xdsl.dialects import cute
-from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN, ROW_CHAIN_GLOBAL, ROW_CHAIN_STORED, ROW_CHAINS, RowChain, row_length
+from mirage_xdsl.dialects.cute.row_chains import (
+    ROW_CHAIN,
+    ROW_CHAIN_GLOBAL,
+    ROW_CHAIN_SMEM,
+    ROW_CHAIN_STORED,
+    ROW_CHAINS,
+    RowChain,
+    row_length,
+)
 from mirage_xdsl.driver.compile import make_context
 from mirage_xdsl.passes.cute.row_chains import plan_row_chain
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
@@ -39,6 +47,8 @@ def without_chains(module: ModuleOp) -> ModuleOp:
             op.attributes.pop(name, None)
         if isinstance(op, cute.KernelOp):
             op.attributes[ROW_CHAINS] = IntegerAttr(0, i64)
+            if op.attributes.pop(ROW_CHAIN_SMEM, None) is not None:  # the whole plan again
+                op.attributes[cute.KSLICE_SCRATCH] = cute.dense([(op.smem_bytes + 15) // 16 * 16, 0])
     return clone
 
 
@@ -157,3 +167,107 @@ def test_used_lines_drops_only_unreferenced_tile_pointers() -> None:
         "  mx::fill<128, L>(s1_0, 0.0f, tid);",
     ]
     assert cuda_printer.used_lines(lines) == lines[1:]
+
+
+def rotary_module(dtype: str, tokens: int = 64, heads: int = 4) -> ModuleOp:
+    """The suite's rotary embedding (small by default), lowered by the default pipeline."""
+    from mirage_xdsl.bench.suite import graphs
+
+    module = graphs.rotary(dtype, "rot", tokens=tokens, heads=heads, head_dim=128)
+    MirageTranspilePass().apply(make_context(), module)
+    return module
+
+
+def test_an_elementwise_kernel_over_a_whole_tile_is_one_chain() -> None:
+    """Rotary's [tokens, heads, 64] tiles are not rows, but with no reduction every op walks
+    the same tile row-major: the four products, the difference and the sum run in
+    registers; X's halves and the cosine / sine rows (broadcast over the heads) load as
+    16-byte vectors, and the two halves of the output (concat: zero-filled accumulators of
+    one trip) are stored from registers (the suite's size: 16 elements per thread)."""
+    module = rotary_module("float16", tokens=4096, heads=32)
+    (kernel,) = [op for op in module.walk() if isinstance(op, cute.KernelOp)]
+    (loop,) = [op for op in kernel.body.block.ops if isinstance(op, cute.ForOp)]
+    chain = plan_row_chain(list(loop.body.block.ops), kernel.num_threads, set(), reduce_threads)
+    assert chain is not None and len(chain.ops) == 6 and row_length(chain.values[0].type.get_shape()) is None
+    src = emit_cuda(module).source
+    assert src.count("mx::load_row<") == 4 and src.count("mx::store_row<") == 2
+    assert "mx::elementwise<" not in src and "mx::g2s_chunked<" not in src
+
+
+def test_a_whole_tile_chain_takes_no_reduction() -> None:
+    """A row sum reads a whole row with the whole block; over a tile of several rows a
+    thread's registers do not hold one row, so such a chain ends before a reduction."""
+    module = rotary_module("float16")
+    (kernel,) = [op for op in module.walk() if isinstance(op, cute.KernelOp)]
+    (loop,) = [op for op in kernel.body.block.ops if isinstance(op, cute.ForOp)]
+    first = next(op for op in loop.body.block.ops if isinstance(op, cute.ElementwiseOp))
+    from mirage_xdsl.passes.cute.row_chains import _Builder
+
+    builder = _Builder(kernel.num_threads, set(), reduce_threads)
+    assert builder.add(first) and builder.tile == tuple(first.out.type.get_shape())
+    ntrans, _ = ntrans_chain(lowered("ntrans"))
+    assert ntrans is not None
+    row_sum = next(op for op in ntrans.ops if isinstance(op, cute.ReduceOp))
+    assert _Builder(512, set(), reduce_threads).reduce_fits(row_sum, []) is not None  # fits a row chain
+    assert builder.chain is not None and builder.reduce_fits(row_sum, builder.chain.values) is None
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_whole_tile_chain_matches_op_by_op(dtype: str) -> None:
+    """The host-emulated rotary kernel with the chain equals the op-by-op print bit for bit
+    (elementwise ops only: the same roundings in the same order) and the reference."""
+    from mirage_xdsl.bench.suite import graphs
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.host_emulator import HostEmulator, find_cxx
+
+    if find_cxx() is None:
+        pytest.skip("no host C++ compiler")
+    module = rotary_module(dtype)
+    chained, op_by_op = emit_cuda(module), emit_cuda(without_chains(module))
+    assert "in registers" in chained.source and "in registers" not in op_by_op.source
+    plan = chained.plans["rot"]
+    rng = np.random.default_rng(21)
+    np_type = np.float16 if dtype == "float16" else np.float32
+    inputs = [rng.uniform(-1, 1, size=s.shape).astype(np_type) for s in plan.inputs]
+    (got,) = HostEmulator(chained).run("rot", inputs)
+    (want,) = HostEmulator(op_by_op).run("rot", inputs)
+    assert np.array_equal(got, want)
+    (ref,) = run_reference(graphs.rotary(dtype, "rot", tokens=64, heads=4, head_dim=128), [x.astype(np.float64) for x in inputs])
+    assert np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max() < 1e-2
+
+
+def test_chain_kernels_ask_only_for_the_shared_memory_they_touch() -> None:
+    """A layernorm over 4096-wide fp32 rows keeps every value in registers: its launch asks
+    for the header and the block-sum scratch, not tb-plan-smem's 98 KB of tiles it never
+    touches (`cute.row_chain_smem`), so six 512-thread blocks fit an SM instead of two."""
+    from mirage_xdsl.codegen.kernel_resources import launch_smem_bytes
+
+    module = Parser(make_context(), (EXAMPLES / "suite" / "suite_layernorm_f32.mlir").read_text()).parse_module()
+    MirageTranspilePass().apply(make_context(), module)
+    (kernel,) = [op for op in module.walk() if isinstance(op, cute.KernelOp)]
+    assert kernel.smem_bytes > 64 * 1024 and ROW_CHAIN_SMEM in kernel.attributes
+    assert launch_smem_bytes(kernel) <= 256
+
+
+@pytest.mark.parametrize("stem", sorted(p.stem for p in (EXAMPLES / "suite").glob("*.mlir")))
+def test_printed_shared_offsets_lie_inside_the_launch(stem: str) -> None:
+    """Every shared-memory offset the printed code uses (tile pointers, block-sum scratch)
+    lies below the bytes its launch asks for: trimming the plan to the live tiles never
+    leaves a touched byte outside."""
+    import re
+
+    module = Parser(make_context(), (EXAMPLES / "suite" / f"{stem}.mlir").read_text()).parse_module()
+    MirageTranspilePass().apply(make_context(), module)
+    program = emit_cuda(module)
+    from mirage_xdsl.codegen.launch_plan import KernelLaunch
+
+    for launch in program.plans[stem].steps:
+        if not isinstance(launch, KernelLaunch):
+            continue
+        start = program.source.find(f" {launch.kernel}(")
+        if start < 0:  # a templated sm_90a kernel (GEMM, attention): no chains, its own smem plan
+            continue
+        end = program.source.find("__global__", start)
+        body = program.source[start : end if end > 0 else None]
+        offsets = [int(m) for m in re.findall(r"\(smem \+ (\d+)\)", body)]
+        assert all(off < launch.smem_bytes for off in offsets), (launch.kernel, max(offsets, default=0), launch.smem_bytes)

@@ -83,6 +83,7 @@ if not __package__:  # run as a script: python tools/mirage_bench.py
     _bootstrap()
 
 from mirage_xdsl.bench import BenchError  # noqa: E402
+from mirage_xdsl.bench.peers import COMPILE_MODE, COMPILE_MODES  # noqa: E402
 
 
 class _Parser(argparse.ArgumentParser):
@@ -128,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the contraction workloads instead (our sm_90a einsum kernels vs torch.einsum/matmul; "
                         "--workloads picks among them, e.g. bmm_4x4096,gemm_8192_fp16)")
     p.add_argument("--no-compile-peer", action="store_true", help="leave out the torch.compile peer (it compiles for minutes)")
+    p.add_argument("--compile-mode", choices=COMPILE_MODES, default=COMPILE_MODE,
+                   help=f"mode of the torch.compile peer (default {COMPILE_MODE}: Triton GEMM templates autotuned "
+                   "against cuBLAS, minutes per program; 'default' compiles in seconds, GEMMs stay cuBLAS calls)")
     p.add_argument("--atol-rel", type=float, default=1e-2,
                    help="max|out - ref| / max|ref| that passes (default 1e-2; 5x that for bf16 outputs, bench/check.py)")
     p.add_argument("--seed", type=int, help="base seed (default: fresh); workload k of the table uses seed + k")
@@ -185,6 +189,11 @@ def _detect_arch_elsewhere(default: str | None = "sm_90") -> str | None:
     return f"sm_{out}" if out.isdigit() and out != "0" else default
 
 
+def _compile_mode(args: argparse.Namespace) -> str | None:
+    """The torch.compile peer's mode, None with --no-compile-peer."""
+    return None if args.no_compile_peer else args.compile_mode
+
+
 def _child_command() -> list[str]:
     return [sys.executable, str(Path(__file__).resolve())]
 
@@ -197,12 +206,12 @@ def _main(args: argparse.Namespace) -> int:
     if args.child_candidates is not None:
         indices = [int(i) for i in args.child_candidates.split(",") if i not in ("", "-")]
         return gpu_phase.child_main(args.from_dir, indices, args.child_peers, bench=not args.no_bench,
-                                    atol_rel=args.atol_rel, compile_peer=not args.no_compile_peer,
+                                    atol_rel=args.atol_rel, compile_mode=_compile_mode(args),
                                     peer_source=args.child_peer_source)
     if args.contractions:
         from mirage_xdsl.bench.contraction import run as run_contractions
 
-        text = run_contractions(args.workloads, compile_peer=not args.no_compile_peer, atol_rel=args.atol_rel, log=_log)
+        text = run_contractions(args.workloads, compile_mode=_compile_mode(args), atol_rel=args.atol_rel, log=_log)
         if args.report is not None:
             args.report.write_text(text)
         print(text)
@@ -330,11 +339,11 @@ def _gpu_phase(args, prep_dir, prepared, refs, seeds, arch, positions) -> int:  
     start = time.perf_counter()
     if args.in_process:
         results, peers = gpu_phase.run_in_process(prepared, refs, seeds, bench=bench, atol_rel=args.atol_rel,
-                                                  compile_peer=not args.no_compile_peer)
+                                                  compile_mode=_compile_mode(args))
     else:
         results, peers = gpu_phase.run_isolated([*_child_command(), "--from", str(prep_dir)], prep_dir, prepared,
                                                 bench=bench, atol_rel=args.atol_rel,
-                                                compile_peer=not args.no_compile_peer, timeout_s=args.child_timeout,
+                                                compile_mode=_compile_mode(args), timeout_s=args.child_timeout,
                                                 positions=positions)
     _log(f"GPU phase: {time.perf_counter() - start:.1f} s")
     write_report(args.report, results, peers, env, seeds, args.atol_rel)

@@ -14,10 +14,14 @@ printer reads (passes/cute/row_chains.py explains what a chain is and when one i
   underflows below |x| ~ 2.4e-4; as `cute-fuse-square-sum` does outside chains).
 * `ROW_CHAINS` (`i64`) on the `cute.kernel`: the number of chains (its presence says the
   decision was made).
+* `ROW_CHAIN_SMEM` (`i64`) on a `cute.kernel` whose chains leave tiles of its plan unused:
+  the bytes of the plan its printed code still touches (the header and the live tiles); a
+  launch asks for that much (and the scratch after the plan) instead of `smem_size`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -30,14 +34,16 @@ ROW_CHAIN_STORED = "cute.row_chain_stored"
 ROW_CHAIN_GLOBAL = "cute.row_chain_global"
 ROW_CHAIN_FP32 = "cute.row_chain_fp32"
 ROW_CHAINS = "cute.row_chains"
+ROW_CHAIN_SMEM = "cute.row_chain_smem"
 
 
 @dataclass
 class RowChain:
-    """A run of elementwise ops and whole-row reductions over one [1, ..., 1, C] tile."""
+    """A run of elementwise ops and whole-row reductions over one [1, ..., 1, C] tile, or of
+    elementwise ops alone over one tile of any shape (walked in row-major order)."""
 
     length: int
-    """C, the row's elements"""
+    """the elements of the chain's tile: C for a row"""
     ops: list[Operation] = field(default_factory=list)
     """`cute.elementwise` and `cute.reduce` ops, in order"""
     stored: set[SSAValue] = field(default_factory=set)
@@ -69,12 +75,15 @@ def row_length(shape: Sequence[int]) -> int | None:
 
 
 def chain_row_length(op: Operation) -> int:
-    """The row length of a chain op: its result's (an elementwise op) or its input's (a reduction)."""
+    """The elements of a chain op's tile: its result's (an elementwise op, a row or a whole
+    tile) or its input's row (a reduction)."""
     value = op.input if isinstance(op, cute.ReduceOp) else op.out  # type: ignore[attr-defined]
     typ = value.type
     assert isinstance(typ, cute.SmemTensorType)
     c = row_length(typ.get_shape())
-    assert c is not None, f"{op.name}: a row chain op on a tile that is not a row"
+    if c is None:
+        assert isinstance(op, cute.ElementwiseOp), f"{op.name}: a row chain reduction over a tile that is not a row"
+        c = math.prod(typ.get_shape())
     return c
 
 

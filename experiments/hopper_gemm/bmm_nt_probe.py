@@ -19,4 +19,4 @@ for w in (
     ContractionWorkload("bmm_nn_8x1024", "cmk,ckn->cmn", ((8, 1024, 1024), (8, 1024, 1024))),
     ContractionWorkload("gemm_2048", "mk,kn->mn", ((2048, 2048), (2048, 2048))),
 ):
-    run_workload(w, compile_peer=False, atol_rel=1e-2, variants=VARIANTS)
+    run_workload(w, compile_mode=None, atol_rel=1e-2, variants=VARIANTS)

@@ -5,6 +5,7 @@ then the two copy kernels of aebf alone (GB/s)."""
 
 import sys
 
+from mirage_xdsl.bench.peers import COMPILE_MODE
 from mirage_xdsl.bench.contraction import report, run_workload
 from mirage_xdsl.bench.workloads import CONTRACTIONS_BY_NAME
 
@@ -19,9 +20,9 @@ BHQD = {
 }
 compile_peer = "--compile" in sys.argv
 results = [
-    run_workload(CONTRACTIONS_BY_NAME[n], compile_peer=compile_peer, atol_rel=1e-2) for n in ("aebf_dfce", "bshd_hdn_mul")
+    run_workload(CONTRACTIONS_BY_NAME[n], compile_mode=COMPILE_MODE if compile_peer else None, atol_rel=1e-2) for n in ("aebf_dfce", "bshd_hdn_mul")
 ]
-results.append(run_workload(CONTRACTIONS_BY_NAME["bhqd_bkhd"], compile_peer=False, atol_rel=1e-2, variants=BHQD))
+results.append(run_workload(CONTRACTIONS_BY_NAME["bhqd_bkhd"], compile_mode=None, atol_rel=1e-2, variants=BHQD))
 print(report(results, "see nvidia-smi line", "this run"))
 
 

@@ -34,6 +34,6 @@ WORKLOADS = [
 names = sys.argv[1:]
 for w in WORKLOADS:
     if not names or w.name in names:
-        r = run_workload(w, compile_peer=False, atol_rel=1e-2, variants=VARIANTS)
+        r = run_workload(w, compile_mode=None, atol_rel=1e-2, variants=VARIANTS)
         for note in r.notes:
             print("  note:", note)

@@ -182,8 +182,9 @@ class CostModel:
 
     @staticmethod
     def _smem_element_ops(plan: KernelPlan) -> int:
-        """Elements one block's elementwise and reduction ops walk in shared memory (a
-        reduction walks its input tile; skipped and input nodes walk nothing)."""
+        """Elements one block's elementwise and reduction ops walk in shared memory over the
+        whole kernel (a reduction walks its input tile; an op of the for-loop body walks its
+        tile once per iteration; skipped and input nodes walk nothing)."""
         group = plan.group
         total = 0
         for n in plan.needed:
@@ -191,7 +192,7 @@ class CostModel:
             if n in plan.skipped or node.kind in ("input", "matmul"):
                 continue
             walked = plan.tiles[node.args[0]] if node.kind in ("reduction", "reduction_max") else plan.tiles[n]
-            total += numel(walked)
+            total += numel(walked) * (plan.forloop_range if plan.phase[n] == "loop" else 1)
         return total
 
     def is_wide_lone_block(self, plan: KernelPlan) -> bool:

@@ -84,7 +84,11 @@ def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
 
 def _loop_accumulators(loop: cute.ForOp, before: list[Operation]) -> list[SSAValue]:
     """Shared fp32 tiles that `loop` only adds into, once per iteration, cleared by the one
-    op of `before` (the ops ahead of the loop) that touches them."""
+    op of `before` (the ops ahead of the loop) that touches them; none for a one-trip loop,
+    whose single add saves no read-modify-write in registers and whose row chain
+    (cute-row-chains) can store the sum straight from its own registers instead."""
+    if loop.trip_count == 1:
+        return []
     inner = list(loop.body.block.ops)
     tiles: list[SSAValue] = []
     for op in inner:

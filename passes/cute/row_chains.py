@@ -1,5 +1,6 @@
 """`cute-row-chains`: register-resident row chains -- a run of elementwise ops and whole-row
-reductions over one [1, ..., 1, C] tile kept in registers instead of shared memory.
+reductions over one [1, ..., 1, C] tile, or of elementwise ops alone over one tile of any
+shape, kept in registers instead of shared memory.
 
 Normalisation kernels (nTrans: rms_norm(X + alpha * (rms_norm(H) + X)), one 4096-wide row
 per 512-thread block) are chains of elementwise passes and row sums.  Printed op by op, every
@@ -25,6 +26,12 @@ NT-th element per thread `mx::block_sum` adds in the order of `mx::reduce_sum` w
 block per output (each thread's elements in j order, shuffles 16..1, the warps' sums in warp
 order), so the result is bit-identical to the op-by-op print; with consecutive elements per
 thread the row sums add in another order (the same within fp16 rounding).
+
+Elementwise ops alone need no rows: over a tile of several rows ([16, 2, 64] for rotary's
+tokens x heads x half head_dim) every op that walks the same shape row-major gives a thread
+the same elements, so such a "tile chain" runs in registers too (no reduction can join it:
+a thread holds no whole row), and inputs broadcast along a dim other than the last (the
+cosines of a token, shared by its heads) load as vectors like the rest.
 
 Rules (anything else is printed op by op): elementwise ops with mode `store` or `add`, the
 natural order and a shared output that is not register-resident; sums (and plain maxima,
@@ -58,6 +65,7 @@ from mirage_xdsl.dialects.cute.row_chains import (
     ROW_CHAIN,
     ROW_CHAIN_FP32,
     ROW_CHAIN_GLOBAL,
+    ROW_CHAIN_SMEM,
     ROW_CHAIN_STORED,
     ROW_CHAINS,
     GlobalIO,
@@ -84,6 +92,8 @@ class _Builder:
         self.register_resident = register_resident
         self.block_threads = block_threads
         self.chain: RowChain | None = None
+        self.tile: tuple[int, ...] | None = None
+        """the shape of a chain over a whole tile (not a row): every member's"""
 
     def fits_length(self, c: int | None) -> bool:
         return c is not None and c % self.nt == 0 and c // self.nt <= MAX_TRIPS
@@ -95,7 +105,14 @@ class _Builder:
         shape = _shape(op.out)
         c = row_length(shape)
         rank = len(shape)
-        if not self.fits_length(c) or cute.dense_ints(op.order)[0] != rank - 1:
+        order = cute.dense_ints(op.order)
+        if c is None or self.tile is not None:
+            # a whole tile, no reductions: every member walks the same shape row-major, so
+            # a thread's j-th element is the same element of each
+            if (self.chain is not None and self.tile != shape) or tuple(order) != tuple(reversed(range(rank))):
+                return None
+            c = math.prod(shape)
+        if not self.fits_length(c) or order[0] != rank - 1:
             return None
         for v in op.ins:
             if v in values and _shape(v) not in (shape, (1,) * rank):
@@ -107,6 +124,8 @@ class _Builder:
         plain = op.kind.data == "sum" or (op.kind.data == "max" and len(op.outs) == 1)  # not a running max
         # a chain value, or a shared row tile the chain reads (loaded into registers once:
         # a softmax's row max of its input, then exp(x - max) over the same registers)
+        if self.tile is not None:  # a thread's registers hold no whole row of a tile chain
+            return None
         if not plain or op.mode.data != "store" or (src not in values and src in self.register_resident):
             return None
         shape = _shape(src)
@@ -129,6 +148,8 @@ class _Builder:
             return False
         if self.chain is None:
             self.chain = RowChain(c)
+            if isinstance(op, cute.ElementwiseOp) and row_length(_shape(op.out)) is None:
+                self.tile = _shape(op.out)
         self.chain.ops.append(op)
         return True
 
@@ -290,6 +311,8 @@ class RowChainsPass(ModulePass):
             for o in kernel.walk():
                 for name in (ROW_CHAIN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL, ROW_CHAIN_FP32):
                     o.attributes.pop(name, None)
+            if kernel.attributes.pop(ROW_CHAIN_SMEM, None) is not None:  # the scratch back after the whole plan
+                kernel.attributes[cute.KSLICE_SCRATCH] = cute.dense([(kernel.smem_bytes + 15) // 16 * 16, 0])
             chains, io = kernel_row_chains(kernel)
             for index, chain in enumerate(chains):
                 for member, value in zip(chain.ops, chain.values):
@@ -301,3 +324,54 @@ class RowChainsPass(ModulePass):
             for skipped in io.skipped:
                 skipped.attributes[ROW_CHAIN_GLOBAL] = UnitAttr()
             kernel.attributes[ROW_CHAINS] = IntegerAttr(len(chains), i64)
+            if chains:
+                trim_shared_memory(kernel, chains, io)
+
+
+HEADER_BYTES = 128
+"""The kernel's shared-memory header (a zeroed 16-byte word, 128-byte aligned tiles after it)."""
+
+
+def live_tiles(kernel: cute.KernelOp, chains: Sequence[RowChain], io: GlobalIO) -> set[SSAValue]:
+    """The shared tiles that `kernel`'s printed code still touches once its chains run in
+    registers: operands of every op outside the chains and the skipped global copies and
+    fills, the shared tiles a chain reads (not its own values, not tiles it loads from
+    global memory) and the chain values it writes back to their tiles (not those stored
+    straight to global memory)."""
+    members = {op for chain in chains for op in chain.ops}
+    live: set[SSAValue] = set()
+    for op in kernel.walk():
+        if op is kernel or op in members or op in io.skipped or isinstance(op, cute.SmemAllocOp):
+            continue
+        live.update(v for v in op.operands if isinstance(v.type, cute.SmemTensorType))
+    for chain in chains:
+        values = set(chain.values)
+        for op in chain.ops:
+            ins = list(op.ins) if isinstance(op, cute.ElementwiseOp) else [op.input]  # type: ignore[attr-defined]
+            live.update(v for v in ins if v not in values and v not in io.loads)
+        live.update(v for v in chain.stored if v not in io.stores)
+    return live
+
+
+def trim_shared_memory(kernel: cute.KernelOp, chains: Sequence[RowChain], io: GlobalIO) -> None:
+    """Write `ROW_CHAIN_SMEM`, the end of the kernel's live tiles (`live_tiles`), when its
+    chains leave the rest of tb-plan-smem's plan untouched, so a launch asks for less and
+    more blocks fit an SM: a layernorm over 4096-wide fp32 rows whose chain keeps every value
+    in registers asked for 98 KB per 512-thread block (2 per SM) for tiles it never used.
+    The block-reduction scratch after the plan (`cute.kslice_scratch`'s base) moves down with
+    it; kernels with sliced-K scratch keep their plan."""
+    region = kernel.attributes.get(cute.KSLICE_SCRATCH)
+    if region is None or cute.dense_ints(region)[1]:  # type: ignore[arg-type]
+        return  # cute-slice-mma has not placed the scratch yet, or placed sliced-K partials there
+    end = HEADER_BYTES
+    for tile in live_tiles(kernel, chains, io):
+        owner = tile.owner
+        if not isinstance(owner, cute.SmemAllocOp):
+            return
+        typ = tile.type
+        assert isinstance(typ, cute.SmemTensorType)
+        end = max(end, max(owner.byte_offsets) + typ.cosize() * cute.elem_bytes(typ.element_type))
+    size = (end + 15) // 16 * 16
+    if size < kernel.smem_bytes:
+        kernel.attributes[ROW_CHAIN_SMEM] = IntegerAttr(size, i64)
+        kernel.attributes[cute.KSLICE_SCRATCH] = cute.dense([size, 0])

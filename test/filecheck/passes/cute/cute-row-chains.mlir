@@ -1,13 +1,15 @@
-// RUN: mirage-opt %s -p 'mirage-transpile{decide=false}' | mirage-opt -p cute-block-reduce,cute-register-accumulators,cute-row-chains | filecheck %s
+// RUN: mirage-opt %s -p 'mirage-transpile{decide=false}' | mirage-opt -p cute-block-reduce,cute-slice-mma,cute-register-accumulators,cute-row-chains | filecheck %s
 // RUN: mirage-opt %s -p 'mirage-transpile{decide=false}' | mirage-opt -p cute-row-chains | filecheck %s --check-prefix=NOBLOCK
 
 // cute-row-chains marks register-resident row chains: here a whole row softmax (row max of
 // the loaded row, exp, row sum, div into the one-trip output accumulator) is one chain
 // (`cute.row_chain = 0` on each of its ops); the input copy, the output accumulator's fill
 // and its copy out are replaced by global loads / stores (`cute.row_chain_global`).
+// The chain leaves every tile of the plan untouched: the launch asks only for the header
+// (`cute.row_chain_smem`), the block sums' scratch moves down to it (`cute.kslice_scratch`).
 // Without cute-block-reduce the reductions are not whole-block ones: no chain.
 
-// CHECK:      cute.kernel(%X) attributes {{{.*}}cute.row_chains = 1 : i64
+// CHECK:      cute.kernel(%X) attributes {{{.*}}cute.kslice_scratch = array<i64: 128, 0>{{.*}}cute.row_chains = 1 : i64, cute.row_chain_smem = 128 : i64
 // CHECK:      cute.copy_g2s "chunked" %i0 -> %s0 {cute.row_chain_global
 // CHECK:      cute.fill %s4, 0.0 {cute.row_chain_global}
 // CHECK:      cute.reduce "max" %s0 [] "store" %s1 {cute.reduce_threads = 256 : i64, cute.row_chain = 0 : i64
