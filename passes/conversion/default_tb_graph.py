@@ -323,12 +323,16 @@ class Planner:
         frontier: Sequence[int] = (),
         grid_sum: bool = False,
     ) -> KernelPlan | None:
-        # grid axes: partitioned parallel axes in the order of the first output's dims, then split
+        # grid axes: partitioned parallel axes in the order of the first output's dims, then
+        # split; elementwise groups innermost dim first, so that consecutive blocks (blockIdx.x
+        # fastest) stream neighbouring memory of row-major tensors (rotary's token blocks on
+        # blockIdx.x read 256-byte runs 16 KB apart)
         first = group.outputs[0] if group.outputs else None
+        inner_first = all(n.kind not in ("matmul", "reduction", "reduction_max", "rms_norm") for n in group.nodes)
 
         def position(a: int) -> tuple[int, int]:
             d = ax.dim_of(first, a) if first is not None else None
-            return (99 if d is None else d, a)
+            return (99 if d is None else -d if inner_first else d, a)
 
         order = sorted(factor, key=position)
         gaxes: list[int | None] = list(order)
