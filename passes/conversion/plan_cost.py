@@ -64,7 +64,10 @@ bounds these kernels, and the registers they take bound the blocks per SM.  H200
 2026-11-26, 4096 x 4096 rows, 8 / 16 elements per thread (µs): softmax fp16 27.1 / 23.8,
 layernorm fp16 30.6 / 27.5, rmsnorm fp16 22.6 / 20.3 (one streamed row: 32 bytes wins);
 add + rmsnorm fp16 35.9 / 42.1 (two streamed rows: 16 bytes each); layernorm fp32 53.6 /
-56.1 (8 elements); softmax fp32 with 4 elements (1024 threads) 61.7 where 8 took 41.3."""
+56.1 (8 elements); softmax fp32 with 4 elements (1024 threads) 61.7 where 8 took 41.3.
+Again once the launches asked only for the chains' shared memory (H200, 2026-11-27, 16 / 32 /
+64 bytes, µs): layernorm fp16 30.7 / 27.6 / 38.0, fp32 51.6 / 44.8 / 58.1, rmsnorm fp32 45.4
+/ 42.5 / 50.8, softmax fp32 52.5 / 40.6 / 50.7."""
 
 
 def row_chain_threads(plan: KernelPlan, max_threads: int, num_sms: int) -> int | None:
