@@ -25,12 +25,6 @@ def _broadcast(value: SSAValue) -> bool:
     return isinstance(typ, cute.SmemTensorType) and typ.get_shape()[-1] == 1
 
 
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    typ = value.type
-    assert isinstance(typ, cute.SmemTensorType)
-    return tuple(typ.get_shape())
-
-
 def _uniform(value: SSAValue) -> bool:
     """A tile of one element (a row sum): one register every thread holds."""
     typ = value.type
@@ -138,7 +132,7 @@ class RowChainPrinter(KernelPrinterBase):
         runs of `trips` divide, and the planner already allows 16-byte vectors for this
         tensor (the copy's `vec`), so each row starts 16-byte aligned."""
         eb = cute.elem_bytes(self.elem(tile))
-        last = _shape(tile)[-1]
+        last = cute.smem_shape(tile)[-1]
         return copy.tile.strides[-1] == 1 and copy.vec.value.data * eb == 16 and (trips * eb) % 16 == 0 and last % trips == 0
 
     def preload_inputs(self, chain: RowChain, regs: dict[SSAValue, str], index: str, contiguous: bool) -> None:
@@ -162,7 +156,7 @@ class RowChainPrinter(KernelPrinterBase):
                 if v in regs or v not in self.io.loads:
                     continue
                 copy = self.io.loads[v]
-                shape = _shape(v)
+                shape = cute.smem_shape(v)
                 broadcast_row = shape[-1] == out.get_shape()[-1] > 1 and contiguous and self.row_vectors(copy, v, trips)
                 if shape != out.get_shape() and not broadcast_row:
                     continue
