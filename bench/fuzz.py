@@ -187,6 +187,9 @@ class _GpuRunner:
         self.worker = IsolatedWorker(ctx)
 
     def run(self, ready: ReadyCase, out: Outcome) -> Outcome:
+        """The Outcome of `ready` run and judged in the GPU process (`run_gpu`), or `out` as a crash
+        ("GPU process lost") when the process died or took longer than `GPU_RUN_TIMEOUT_S`; after
+        any crash the process is ended, so the next graph starts a fresh one (sticky CUDA errors)."""
         from mirage_xdsl.driver.isolated import WorkerLost
 
         try:
@@ -200,6 +203,7 @@ class _GpuRunner:
         return result
 
     def close(self) -> None:
+        """End the GPU process now (killed, not waited for); a later `run` starts a new one."""
         self.worker.close()
 
 

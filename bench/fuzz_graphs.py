@@ -57,6 +57,7 @@ class _Val:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The tensor's dims (elements)."""
         return tuple(self.t.dims)
 
 
@@ -221,6 +222,12 @@ class _Block:
     after: list[_Val] = field(default_factory=list)
 
     def new_input(self, dims: tuple[int, ...], imap: tuple[int, int, int], fdim: int, name: str, weight: bool = False) -> _Val:
+        """A graph input of `dims` (the block's dtype; `weight`: marked kn.weight) loaded by a
+        `tb.input` with grid map `imap` (x, y, z; -1 = replicated) and for-loop dim `fdim` (-1 =
+        loaded once); its tile (magnitude `INPUT_SCALE`), appended to the loop values.
+
+        Raises:
+            GraphBuildError: the maps or the for-loop do not divide `dims` (a builder rule)."""
         d = self.g.new_input(dims=dims, dtype=self.dtype, name=name, weight=weight)
         self.inputs.append(d)
         v = _Val(self.tb.new_input(d, input_map=imap, forloop_dim=fdim), INPUT_SCALE)

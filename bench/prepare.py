@@ -324,6 +324,7 @@ class _Task:
 
     @property
     def kind(self) -> str:
+        """`mugraph` for a saved muGraph file (`.json`), else `plain` (`Prepared.kind`)."""
         return "mugraph" if self.path.endswith(".json") else "plain"
 
 

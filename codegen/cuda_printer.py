@@ -80,6 +80,16 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
     reductions, concatenations and the for-loop (see the module docstring)."""
 
     def print(self) -> str:
+        """The C++ text of the kernel: a comment (grid, block, dynamic shared-memory bytes, for-loop
+        trips), `extern "C" __global__ void __launch_bounds__(...) <name>(o0.., i0..)` (outputs, then
+        const inputs, `__restrict__` only on kn.weight ones; the grid sum's scratch and counters after
+        them) and its body, in which only the kn.weight loads of the ring prologue come before
+        `mx::wait_for_prior_grids()`.  A megakernel task (`device_fn`) is printed by `print_task`.
+
+        Raises:
+            CudaEmitError: an op without a CUDA printing, a decision of a cute pass missing (the pass
+                has not run) or malformed, or a late-finisher kernel printed as a megakernel task.
+            ValueError: an element type without a C++ type (`c_type`)."""
         k = self.kernel
         params = []
         nout = len(k.outputs)
@@ -206,6 +216,12 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
                 self.op(op)
 
     def op(self, op: Operation) -> None:
+        """Print one op of the walk, dispatched by its type to the part that prints it (the cp.async
+        commit and wait and the barrier as one line each, `cute.yield` as nothing).
+
+        Raises:
+            CudaEmitError: an op without a CUDA printing, or one its printer rejects (a nested
+                `cute.for`, a missing decision of a cute pass)."""
         if isinstance(op, cute.SmemAllocOp):
             self.smem_alloc(op)
         elif isinstance(op, cute.CopyG2SOp):
@@ -244,6 +260,13 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
             raise printer_error(op, "has no CUDA printing")
 
     def smem_alloc(self, op: cute.SmemAllocOp) -> None:
+        """Declare the C pointer(s) of a shared tile at its byte offset(s) from `smem`: `s<k>` for one
+        buffer, `s<k>_0`, `s<k>_1`, ... for a ring of stage buffers, recorded in `ring` with the
+        element stride between consecutive buffers (0 unless more than two are equally spaced; then
+        only the first pointer is declared).
+
+        Raises:
+            ValueError: an element type without a C++ type (`c_type`)."""
         ct = c_type(self.elem(op.result))
         name = f"s{self.smem_count}"
         self.smem_count += 1
@@ -273,6 +296,13 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
     def copy_layouts(
         self, op: cute.CopyG2SOp | cute.CopyS2GOp, smem: cute.SmemTensorType, vec: int
     ) -> tuple[str, str, bool, int]:
+        """(global layout, shared layout, whether the shared side takes `vec`-element vectors, the
+        shared tile's stride along the fastest mode in elements) of a copy between `op`'s global tile
+        and `smem`: both `mx::L<...>` over the copy's modes fastest first (`copy_order`), the fastest
+        mode counted in vectors of `vec` elements (1: single elements).
+
+        Raises:
+            ValueError: more than 4 non-trivial modes (`layout_t`)."""
         dims, gstrides = op.tile.dims, op.tile.strides
         order = copy_order(dims, gstrides)
         sd = [dims[d] for d in order]
@@ -288,6 +318,14 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         return layout_t(sd, gs), layout_t(sd, ss, smem.swizzle), svec, ss0
 
     def copy_g2s(self, op: cute.CopyG2SOp) -> None:
+        """Load a global tile into its shared tile: `mx::g2s_sync` (mode `sync`), `mx::g2s_chunked`
+        (mode `chunked`, or an async copy whose 16-byte vectors the shared side cannot take whole), else cp.async
+        `mx::g2s_async` (`mx::g2s_async_evict_first` under `cute.l2_evict_first`).  A load `shift`
+        iterations ahead (the ring's prefetch or prologue) goes to that iteration's stage buffer and
+        is skipped past the loop's trip count (the runtime `cs_trips` for a prologue under causal skip).
+
+        Raises:
+            ValueError: more than 4 non-trivial modes (`layout_t`)."""
         smem = op.dst.type
         assert isinstance(smem, cute.SmemTensorType)
         mode = op.mode.data
@@ -314,6 +352,12 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
             self.emit(call)
 
     def copy_s2g(self, op: cute.CopyS2GOp) -> None:
+        """Store a shared tile to its global tile: `mx::s2g_sync` (mode `sync`) or `mx::s2g_chunked`
+        (16-byte global vectors; whole vectors on the shared side too only when it has the global
+        element type and its layout allows them).
+
+        Raises:
+            ValueError: more than 4 non-trivial modes (`layout_t`)."""
         smem = op.src.type
         assert isinstance(smem, cute.SmemTensorType)
         mode = op.mode.data
@@ -328,6 +372,12 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
             self.emit(f"mx::s2g_chunked<{self.nt}, {lg}, {ls}, {vec}, {str(svec).lower()}, {ss0}>({dst}, {src}, tid);")
 
     def fill(self, op: cute.FillOp) -> None:
+        """Fill a shared tile with the op's value (`mx::fill`); for a register-resident accumulator
+        (cute-register-accumulators) declare its `mx::RegTile` `r<k>` instead and zero it, with the
+        tensor-core sum of squares that rides on it where there is one (square_sum_mma.py).
+
+        Raises:
+            ValueError: more than 4 non-trivial modes (`layout_t`)."""
         typ = op.dst.type
         assert isinstance(typ, cute.SmemTensorType)
         if op.dst in self.reg_acc:
@@ -342,6 +392,14 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         self.emit(f"mx::fill<{self.nt}, {self.natural_layout(typ)}>({self.tile_ptr(op.dst)}, {c_float(op.fill_value)}, tid);")
 
     def elementwise(self, op: cute.ElementwiseOp) -> None:
+        """`mx::elementwise` over the output tile in the op's order: the chain's value of inputs `a`,
+        `b`, `c` (broadcast dims at stride 0) with its epilogue, stored by the op's mode (`store`,
+        `add`, `max`, or `rescale`: the old value times the last input, plus the value).  Into a
+        register-resident accumulator it is `mx::elementwise_reg` (or the update of its tensor-core
+        sum of squares) and the tile is stored after the loop (`for_loop`).
+
+        Raises:
+            ValueError: more than 4 non-trivial modes (`layout_t`)."""
         out = op.out.type
         assert isinstance(out, cute.SmemTensorType)
         order = cute.dense_ints(op.order)
@@ -373,6 +431,15 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         self.emit(f"    [](float o, float a, float b, float c) {{ return {body}; }});")
 
     def reduce(self, op: cute.ReduceOp) -> None:
+        """Reduce dim `dim` of the input tile to the output's extent: each output element combines
+        `extent / group` inputs `group` elements apart (`mx::reduce_sum`, `reduce_sum_squares`,
+        `reduce_max` with the epilogue and the store mode, `cute.reduce_threads` threads per output,
+        one float per warp of block scratch after the sliced-K scratch when more than 32), or
+        Mirage's running max with its two outputs (`mx::reduce_max_running`: new max, old - new).
+
+        Raises:
+            CudaEmitError: no `cute.reduce_threads` (cute-block-reduce has not run).
+            ValueError: more than 4 non-trivial modes (`layout_t`)."""
         src = op.input.type
         assert isinstance(src, cute.SmemTensorType)
         outs = list(op.outs)
@@ -432,6 +499,11 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         self.emit(f"    [](float o, float a) {{ return {body}; }});  // causal mask: column <= row + offset")
 
     def concat(self, op: cute.ConcatOp) -> None:
+        """Two `mx::elementwise` passes that write `lhs`, then `rhs` into the output tile, `rhs`
+        starting after `lhs`'s extent along `dim`, each with the op's epilogue and store mode.
+
+        Raises:
+            ValueError: more than 4 non-trivial modes (`layout_t`)."""
         out = op.out.type
         assert isinstance(out, cute.SmemTensorType)
         order = cute.dense_ints(op.order)
@@ -454,6 +526,14 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
             base += pdims[d] * out.strides[d]
 
     def for_loop(self, op: cute.ForOp) -> None:
+        """Print a `cute.for` (`loop_body`) over its trip count, or the runtime `cs_trips` under
+        `cute.causal_trips`; on a late-finisher kernel one loop per split length, the finisher's
+        (loading its partners' words during the last stage) and the other blocks'.  Afterwards every
+        register-resident tile the loop updated is stored to its shared tile (`mx::reg_store`, a sum
+        of squares' row share first), then a barrier.
+
+        Raises:
+            CudaEmitError: a `cute.for` nested in another, or from the loop's ops."""
         if self.loop is not None:
             raise printer_error(op, "nested cute.for loops are not supported")
         if self.late is None:

@@ -160,6 +160,10 @@ EXAMPLES: dict[str, Callable[..., ModuleOp]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print the named examples (`argv`, default `sys.argv[1:]`; none: all of them) as MLIR.
+
+    Returns 0, or 1 after one line on stderr for an unknown name (examples before it are printed).
+    """
     names = (sys.argv[1:] if argv is None else argv) or list(EXAMPLES)
     for name in names:
         if name not in EXAMPLES:

@@ -160,17 +160,25 @@ class _Tensor:
 
     @property
     def dims(self) -> tuple[int, ...]:
+        """The shape (elements per dim)."""
         return kn.shape_of(self.value)
 
     @property
     def num_dims(self) -> int:
+        """The rank (number of dims)."""
         return len(self.dims)
 
     @property
     def dtype(self) -> str:
+        """The element type's builder name ("float16", "bfloat16", "float32", "float64"), else its IR spelling."""
         return dtype_name(kn.element_type_of(self.value))
 
     def dim(self, i: int) -> int:
+        """The size (elements) of dim `i` (negative `i` counts from the last dim).
+
+        Raises:
+            IndexError: `i` is not a dim of the tensor.
+        """
         return self.dims[i]
 
 

@@ -44,9 +44,15 @@ class _Exporter:
         self.where = ""
 
     def fail(self, msg: str) -> MugraphExportError:
+        """The MugraphExportError for `msg`, prefixed with the current location (`self.where`) when set; callers raise it."""
         return MugraphExportError(f"{self.where}: {msg}" if self.where else msg)
 
     def dtype(self, value: SSAValue) -> int:
+        """The era's muGraph `data_type` code of `value`'s element type.
+
+        Raises:
+            MugraphExportError: the element type has no data_type in this era.
+        """
         typ = element_type_of(value)
         code = self.codes.get(typ)
         if code is None:
@@ -55,9 +61,16 @@ class _Exporter:
 
     @staticmethod
     def dims(shape: Sequence[int]) -> list[int]:
+        """`shape` padded with 0s to MAX_TENSOR_DIMS (4) entries: the JSON `dim` field."""
         return list(shape) + [0] * (tiling.MAX_TENSOR_DIMS - len(shape))
 
     def dtensor(self, value: SSAValue) -> dict[str, Any]:
+        """A new DTensor descriptor for the ranked tensor `value`: the next DTensor guid, `DmemRowMajor`, `dim` padded to 4.
+
+        Raises:
+            MugraphExportError: `value` is not a ranked tensor, has a dynamic or empty dim, or its element type has no
+                data_type in this era.
+        """
         if not isinstance(value.type, TensorType):
             raise self.fail(f"value of type {value.type} is not a ranked tensor")
         shape = shape_of(value)
@@ -74,6 +87,12 @@ class _Exporter:
         }
 
     def stensor(self, value: SSAValue) -> dict[str, Any]:
+        """A new STensor descriptor for the `!tb.stensor` `value`: the next STensor guid, `SmemRowMajor`, `smem_offset` 0,
+        `after_accum` from the type, `dim` padded to 4.
+
+        Raises:
+            MugraphExportError: `value` is not a `!tb.stensor`, or its element type has no data_type in this era.
+        """
         typ = value.type
         if not isinstance(typ, STensorType):
             raise self.fail(f"value of type {typ} is not a !tb.stensor")
@@ -92,6 +111,7 @@ class _Exporter:
 
     @staticmethod
     def strides_of(attrs: ArrayAttr[DictionaryAttr] | None, i: int) -> tuple[int, ...] | None:
+        """The `kn.strides` (elements per dim) of entry `i` of a func's argument/result attributes; None when absent."""
         if attrs is None or i >= len(attrs.data):
             return None
         attr = attrs.data[i].data.get(STRIDES_ATTR)
@@ -99,9 +119,16 @@ class _Exporter:
 
     @staticmethod
     def xyz(values: Sequence[int]) -> dict[str, int]:
+        """`values` as an `{"x", "y", "z"}` object (grid/block dims, input/output maps)."""
         return dict(zip(tiling.GRID_AXES, values))
 
     def graph(self, gi: int, func: FuncOp) -> list[dict[str, Any]]:
+        """The JSON operator list of kernel graph `gi`: one `kn_input_op` per argument (strides from `kn.strides`, else
+        row-major), one entry per body op, then one `kn_output_op` per returned value.  Sets the error location.
+
+        Raises:
+            MugraphExportError: the func has other than one block, or an op, type or operand has no muGraph equivalent.
+        """
         self.where = f"graph {gi} (@{func.sym_name.data})"
         if len(func.body.blocks) != 1:
             raise self.fail("a kernel graph needs exactly one block")
@@ -142,12 +169,23 @@ class _Exporter:
         return ops
 
     def ref(self, descs: dict[SSAValue, dict[str, Any]], value: SSAValue) -> dict[str, Any]:
+        """The descriptor already emitted for `value` (an `input_tensors` reference).
+
+        Raises:
+            MugraphExportError: `value` is not defined earlier in this graph (not in `descs`).
+        """
         desc = descs.get(value)
         if desc is None:
             raise self.fail(f"operand {value} is not defined in this graph")
         return desc
 
     def kn_op(self, op: Operation, descs: dict[SSAValue, dict[str, Any]]) -> dict[str, Any]:
+        """The JSON entry (`op_type` and parameters) of the kernel op `op`; the caller adds the output tensors.  A
+        `kn.customized` entry also carries its `bgraph` and its `input_tensors` in `tb.input` order.
+
+        Raises:
+            MugraphExportError: `op` has no muGraph equivalent, or its threadblock graph cannot be exported (`bgraph`).
+        """
         for name, cls in KN_UNARY.items():
             if type(op) is cls:
                 return {"op_type": f"kn_{name}_op"}
@@ -183,6 +221,14 @@ class _Exporter:
     def bgraph(
         self, op: kn.CustomizedOp, descs: dict[SSAValue, dict[str, Any]]
     ) -> tuple[dict[str, Any], list[SSAValue]]:
+        """The `bgraph` object of `op` (grid, block, forloop_range, reduction_dimx, tb operators) and `op`'s inputs in the
+        order its `tb.input` ops load them (the JSON binds them positionally); adds `op`'s results to `descs`.
+
+        Raises:
+            MugraphExportError: a `tb.input`/`tb.output` carries a view (view_offset / result_index), a `tb.input` does not
+                load a block argument of `op`, the inputs are not each loaded exactly once, there are more `tb.output` ops
+                than results, or a tb op or type has no muGraph equivalent.
+        """
         block = op.body.block
         inputs = list(op.inputs)
         for o in block.ops:
@@ -247,6 +293,13 @@ class _Exporter:
         }, bound
 
     def tb_op(self, op: Operation, graph: kn.CustomizedOp) -> dict[str, Any]:
+        """The JSON entry (`op_type` and parameters) of the threadblock op `op`; the caller adds the tensors.  Accumulators
+        take the era's prefix (`tb_accum_` in era A, else `tb_forloop_accum_`); `reduction_*_to_dimx` gets `reduce_size`
+        = `graph`'s reduction_dimx.
+
+        Raises:
+            MugraphExportError: `op` has no muGraph equivalent.
+        """
         for name, cls in TB_UNARY.items():
             if type(op) is cls:
                 return {"op_type": f"tb_{name}_op"}

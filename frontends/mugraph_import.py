@@ -100,6 +100,14 @@ class _Importer:
     # -- descriptors ----------------------------------------------------------------
 
     def tensor(self, value: Any, what: str, smem: bool) -> _Tensor:
+        """Parse the DTensor/STensor descriptor `value` (`what` names it): its guid, the first `num_dims` entries of `dim` as
+        the shape (elements per dim), the era's element type for `data_type` and, for an STensor (`smem`), `after_accum`
+        when present (else None).
+
+        Raises:
+            RuleError: a missing or mistyped field, num_dims outside 1..16, fewer `dim` entries than num_dims, a dim < 1,
+                or a data_type unknown in this era.
+        """
         obj = json_object(value, what)
         guid = json_int(json_field(obj, "guid", what), f"{what}.guid", -(2**63), 2**63)
         rank = json_int(json_field(obj, "num_dims", what), f"{what}.num_dims", 1, 16)
@@ -120,6 +128,12 @@ class _Importer:
         return _Tensor(guid, shape, dtype, after)
 
     def tensors(self, op: dict[str, Any], key: str, count: int | None, smem: bool) -> list[_Tensor]:
+        """The descriptors in list field `key` (`input_tensors` / `output_tensors`) of `op`; STensors when `smem`.
+
+        Raises:
+            RuleError: the field is missing or not a list, has other than `count` entries (unless None), or holds a
+                malformed descriptor (`tensor`).
+        """
         items = json_list(json_field(op, key), f"'{key}'")
         if count is not None and len(items) != count:
             raise RuleError(f"expects {count} {key}, got {len(items)}")
@@ -144,6 +158,13 @@ class _Importer:
     def resolve(
         self, op: dict[str, Any], count: int | None, table: dict[int, SSAValue], smem: bool
     ) -> list[SSAValue]:
+        """The values `op`'s `input_tensors` reference by guid in `table` (`count` of them unless None), each descriptor
+        checked against its producer (shape, dtype, after_accum).
+
+        Raises:
+            RuleError: a malformed or miscounted entry, a guid no earlier operator produces, or a stored descriptor that
+                differs from its producer.
+        """
         values = []
         for i, desc in enumerate(self.tensors(op, "input_tensors", count, smem)):
             value = table.get(desc.guid)
@@ -154,6 +175,13 @@ class _Importer:
         return values
 
     def bind(self, op: dict[str, Any], values: Sequence[SSAValue], table: dict[int, SSAValue], smem: bool) -> None:
+        """Check `op`'s `output_tensors` (one per value of `values`) against the recomputed results and map each guid to its
+        value in `table`.
+
+        Raises:
+            RuleError: a malformed or miscounted entry, a descriptor that differs from its result, or a guid that an earlier
+                operator already produces.
+        """
         for i, desc in enumerate(self.tensors(op, "output_tensors", len(values), smem)):
             self.check(desc, values[i], f"output_tensors[{i}]", "the recomputed result has")
             if desc.guid in table:
@@ -164,6 +192,11 @@ class _Importer:
 
     @staticmethod
     def scalar(op: dict[str, Any]) -> float:
+        """The `mul_scalar` factor: the first key of SCALAR_KEYS present in `op`, else DEFAULT_SCALAR (0.0).
+
+        Raises:
+            RuleError: the value is not a number.
+        """
         for key in SCALAR_KEYS:
             if key in op:
                 return json_number(op[key], f"'{key}'")
@@ -171,6 +204,12 @@ class _Importer:
 
     @staticmethod
     def clamp_bounds(op: dict[str, Any]) -> tuple[float, float]:
+        """The clamp (min, max) from the first key pair of CLAMP_KEYS with either key in `op`; a missing bound takes its
+        DEFAULT_CLAMP (0.0, 1.0) value.
+
+        Raises:
+            RuleError: a bound is not a number.
+        """
         for lo_key, hi_key in CLAMP_KEYS:
             if lo_key in op or hi_key in op:
                 lo = json_number(op[lo_key], f"'{lo_key}'") if lo_key in op else DEFAULT_CLAMP[0]
@@ -180,6 +219,12 @@ class _Importer:
 
     @staticmethod
     def name_dim(match: re.Match[str], op: dict[str, Any], key: str, rank: int) -> int:
+        """The dim written in the operator name (group 1 of `match`, e.g. `reduction_1`), checked against field `key` of `op`
+        when present and against the operand's `rank`.
+
+        Raises:
+            RuleError: field `key` contradicts the name's dim, or the dim is not below `rank`.
+        """
         dim = int(match.group(1))
         if key in op and op[key] != dim:
             raise RuleError(f"'{key}' = {json.dumps(op[key])[:20]} contradicts the dim {dim} in the operator name")
@@ -190,6 +235,12 @@ class _Importer:
     # -- files and graphs ---------------------------------------------------------------
 
     def module(self, data: Any) -> ModuleOp:
+        """The module of the parsed file `data`: one `func.func @graph_<N>` per candidate kernel graph (an array of operator
+        objects is one kernel graph).
+
+        Raises:
+            MugraphImportError: `data` or a graph is not a JSON array, or a graph does not import (`graph`).
+        """
         if not isinstance(data, list):
             raise MugraphImportError(
                 f"{self.name}: the top level must be a JSON array of kernel graphs, got {json_kind(data)}"
@@ -209,6 +260,12 @@ class _Importer:
         return ModuleOp(funcs)
 
     def graph(self, gi: int, ops: list[Any]) -> FuncOp:
+        """Kernel graph `gi` (its operator list `ops`) as a verified `func.func @graph_<gi>`: `kn_input_op`s become arguments,
+        `kn_output_op`s results (both with `kn.strides` attributes, result ones only when stored), the rest `kn.*` ops.
+
+        Raises:
+            MugraphImportError: a broken rule, a shape error or a failed verifier, located by graph and operator index.
+        """
         block = Block()
         table: dict[int, SSAValue] = {}
         arg_strides: list[tuple[int, ...]] = []
@@ -281,6 +338,11 @@ class _Importer:
             raise MugraphImportError(f"{self.name}: graph {gi}: {str(err).splitlines()[0]}") from None
 
     def strides(self, op: dict[str, Any], key: str, rank: int) -> tuple[int, ...]:
+        """The strides (elements per dim) in list field `key` of `op`; () when the field is absent or empty.
+
+        Raises:
+            RuleError: the field is not a list, has other than `rank` entries, or holds an entry that is not an int >= 0.
+        """
         if key not in op:
             return ()
         items = json_list(op[key], f"'{key}'")
@@ -291,6 +353,13 @@ class _Importer:
     # -- kernel-level operators -------------------------------------------------------
 
     def kn_op(self, op: dict[str, Any], op_type: str, table: dict[int, SSAValue], loc: str) -> Operation:
+        """The `kn.*` op of the kernel operator `op` of type `op_type`, its inputs resolved in `table`; a
+        `kn_customized_op` goes to `customized` (`loc` locates its threadblock operators).
+
+        Raises:
+            RuleError: an unknown type, a malformed field, wrong arity, an unresolved or mismatched input, or a bad dim.
+            tiling.ShapeError: the op's shape rules reject its operands (e.g. a chunk count that does not divide the dim).
+        """
         match = _OP_NAME.fullmatch(op_type)
         body = match.group(2) if match and match.group(1) == "kn" else None
         if body is None:
@@ -345,6 +414,16 @@ class _Importer:
         raise RuleError(f"unknown or unsupported kernel operator type '{show_name(op_type)}'")
 
     def customized(self, op: dict[str, Any], table: dict[int, SSAValue], loc: str) -> Operation:
+        """The `kn.customized` op of a `kn_customized_op`: inputs resolved in `table`, `bgraph` as the body (block_dim
+        defaults to (128, 1, 1), reduction_dimx to 64); the i-th `tb_input_op` loads block argument i and the i-th
+        `tb_output_op` yields result i.  Tile and output shapes are recomputed and checked against the stored dims; `loc`
+        prefixes the tb ops' locations for the verifier.  The op is marked `kn.SAVED_PLAN_ATTR`.
+
+        Raises:
+            RuleError: a malformed field, forloop_range above MAX_FORLOOP_RANGE, a `dtensor` whose guid or shape differs
+                from the customized input/output it binds to, a tile that differs from the stored dims, or a tb
+                input/output count that differs from the op's; errors of a tb operator name it in `sub`.
+        """
         in_descs = self.tensors(op, "input_tensors", None, False)
         inputs = self.resolve(op, None, table, False)
         out_descs = self.tensors(op, "output_tensors", None, False)
@@ -450,6 +529,9 @@ class _Importer:
         fdim: int,
         forloop_range: int,
     ) -> str:
+        """The message for a `tb_input_op` whose stored tile dims `stored` differ from the `tile` recomputed from the
+        dtensor shape `dshape`, grid, input map, forloop_dim and forloop_range: the rank, else the first differing dim.
+        """
         ctx = (
             f"(dtensor {fmt_dims(dshape)}, grid {fmt_dims(grid)}, input_map {fmt_dims(imap)}, forloop_dim {fdim}, "
             f"forloop_range {forloop_range}); stored dims {fmt_dims(stored)}"
@@ -462,6 +544,14 @@ class _Importer:
     # -- threadblock-level operators ------------------------------------------------------
 
     def tb_op(self, op: dict[str, Any], op_type: str, table: dict[int, SSAValue], dimx: int) -> Operation:
+        """The `tb.*` op of the threadblock operator `op` of type `op_type`, its inputs resolved in `table`; `dimx` is the
+        graph's reduction_dimx (accumulators, `reduction_*_to_dimx`).  Both `tb_accum_*` and `tb_forloop_accum_*` names.
+
+        Raises:
+            RuleError: an unknown type or accumulator, a malformed field, wrong arity, an unresolved or mismatched input,
+                or a bad dim.
+            tiling.ShapeError: the op's shape rules reject its operands.
+        """
         match = _OP_NAME.fullmatch(op_type)
         body = match.group(2) if match and match.group(1) == "tb" else None
         if body is None:

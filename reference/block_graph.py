@@ -141,6 +141,12 @@ class _Accumulator:
         self.out_last = value_shape(op.result)[-1]
 
     def fold(self, x: np.ndarray, rescale: np.ndarray | None) -> None:
+        """Fold one iteration's tile `x` (`[gx|1, gy|1, gz|1, *tile]`) into the state per the accumulator kind;
+        `rescale` is the rescale tile of the `*_rescale` kinds (None otherwise).
+
+        Raises:
+            ReferenceExecutionError: the rescale tile does not broadcast against `x`, or the kind is unknown.
+        """
         kind, acc = self.kind, self.acc
         self.n = x.shape[-1]
         if kind == "nored":
@@ -170,6 +176,9 @@ class _Accumulator:
             raise ReferenceExecutionError(f"{self.op.name}: unknown accumulator kind '{kind}'")
 
     def result(self) -> np.ndarray:
+        """The accumulated value after the loop (block axes kept): `red_ld_mean` divided by `n*R`, `red_ld_rms`
+        `sqrt(acc / (n*R))`, `red_ld_sum_rescale` summed over the last dim, the other kinds as accumulated.
+        """
         acc = self.acc
         assert acc is not None
         kind = self.kind
@@ -183,6 +192,15 @@ class _Accumulator:
 
 
 def run_customized(kop: Any, kn_inputs: list[np.ndarray], storage_rounding: bool = False) -> list[np.ndarray]:
+    """Run the `kn.customized` op `kop` for all blocks at once on its inputs `kn_inputs` (float64 arrays, one per
+    operand); returns one array per result, shaped like it.  With `storage_rounding`, every computed tile (op and
+    accumulator results, not the loaded input tiles) is rounded to its element type (`round_to_storage`).
+
+    Raises:
+        ReferenceExecutionError: a non-tb or unsupported op, a `tb.input` not loading a block argument, an invalid or
+            non-divisible map, a computed tile shape that differs from the IR type, a `result_index` naming no result,
+            or a result that no `tb.output` writes.
+    """
     from mirage_xdsl.dialects.tb import STensorType
 
     grid = tuple(int(g) for g in kop.grid_dim.get_values())

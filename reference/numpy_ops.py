@@ -52,14 +52,22 @@ BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 
 
 def float_prop(op: Any, name: str) -> float:
+    """Property `name` of `op` (an integer or float attribute) as a Python float."""
     return float(getattr(op, name).value.data)
 
 
 def int_prop(op: Any, name: str) -> int:
+    """Property `name` of `op` (an `IntegerAttr`) as a Python int."""
     return int(getattr(op, name).value.data)
 
 
 def apply_unary(op: Any, kind: str, x: np.ndarray) -> np.ndarray:
+    """`x` through the elementwise op `kind`: `clamp` to the op's [min_value, max_value], `mul_scalar` times its
+    `scalar`, else `UNARY[kind]`.
+
+    Raises:
+        KeyError: `kind` is none of clamp, mul_scalar and the `UNARY` names.
+    """
     if kind == "clamp":
         return np.clip(x, float_prop(op, "min_value"), float_prop(op, "max_value"))
     if kind == "mul_scalar":
@@ -104,10 +112,16 @@ def rms_normalize(x: np.ndarray, axes: Sequence[int]) -> np.ndarray:
 
 
 def value_shape(value: Any) -> tuple[int, ...]:
+    """The static shape (elements per dim) of the IR value `value`'s shaped type, as Python ints."""
     return tuple(int(d) for d in value.type.get_shape())
 
 
 def check_shape(op: Any, what: str, got: Sequence[int], expected: Sequence[int]) -> None:
+    """Check that the computed shape `got` equals the IR type's `expected` (`what` names it in the message).
+
+    Raises:
+        ReferenceExecutionError: the shapes differ.
+    """
     if tuple(got) != tuple(expected):
         raise ReferenceExecutionError(
             f"{op.name}: computed {what} shape {tuple(got)} differs from the IR type's {tuple(expected)}"

@@ -90,11 +90,13 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors as one line and exit status 1 like every other error."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        """Print the usage error as one line on stderr (`mirage-bench: error: ... (see --help)`) and exit with status 1."""
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
         sys.exit(1)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `mirage-bench` command-line parser (the hidden `--child-*` options are for its own GPU-phase child processes)."""
     from mirage_xdsl.bench.workloads import GROUPS, WORKLOADS, default_mugraph_dir
 
     p = _Parser(prog=PROG, description="Compile, check and time every candidate of the Mirage workloads against torch on one GPU.")
@@ -150,6 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run `mirage-bench` on `argv` (default `sys.argv[1:]`) and exit.
+
+    Exit status 0 when every candidate passed or was rejected at compile time (with `--tune`: every graph
+    found a genome), 1 otherwise, on usage errors and on any error (one line on stderr, no traceback),
+    130 on Ctrl-C.
+
+    Raises:
+        SystemExit: with that status (0 for --help).
+        Exception: an unexpected error, re-raised with its traceback when `$MIRAGE_BENCH_TRACEBACK` is set.
+    """
     args = build_parser().parse_args(argv)
     try:
         code = _main(args)

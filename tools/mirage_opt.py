@@ -42,6 +42,7 @@ class MirageOptMain(xDSLOptMain):
     version_format = "mirage-opt (mirage_xdsl 0.1.0, xdsl {xdsl_version})"
 
     def register_all_dialects(self) -> None:
+        """Load upstream builtin, func and arith, and register ours (kn, tb, cute, contraction, mpk), loaded lazily."""
         for dialect in (Builtin, Func, Arith):
             self.ctx.load_dialect(dialect)
         for name, factory in get_all_dialects().items():
@@ -69,6 +70,7 @@ class MirageOptMain(xDSLOptMain):
         return super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
 
     def register_all_passes(self) -> None:
+        """Register the upstream passes of `UPSTREAM_PASSES` (canonicalize, cse, dce) and all of ours."""
         upstream = get_upstream_passes()
         for name in UPSTREAM_PASSES:
             self.register_pass(name, upstream[name])
@@ -76,11 +78,13 @@ class MirageOptMain(xDSLOptMain):
             self.register_pass(name, factory)
 
     def register_all_targets(self) -> None:
+        """Register our output targets (`-t cuda`, `-t mugraph`), then xDSL's own."""
         for name, factory in get_all_targets().items():
             self.available_targets[name] = factory
         super().register_all_targets()
 
     def register_all_frontends(self) -> None:
+        """xDSL's frontends plus the Mirage muGraph JSON importer (`.json`, `.mugraph`) and Tensor Comprehensions (`.tc`)."""
         super().register_all_frontends()
 
         def parse_mugraph(stream: IO[bytes]) -> ModuleOp:
@@ -101,6 +105,7 @@ class MirageOptMain(xDSLOptMain):
         return tc_file(stream.read().decode(), self.get_input_name(), sizes, name=self.args.tc_def)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        """xDSL's options plus `--mugraph-era`, `--tc-sizes` and `--tc-def` for our frontends."""
         super().register_all_arguments(arg_parser)
         arg_parser.add_argument(
             "--mugraph-era",

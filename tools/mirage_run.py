@@ -186,6 +186,9 @@ def torch_program(func: Any, stem: str) -> Callable[..., list[Any]] | None:
 
 @dataclass
 class Row:
+    """The result of one graph, one line of the table: its status (e.g. `compiled`, `ok`, `FAIL`, `error`,
+    `rejected`), relative error, times in µs (None when not measured), kernel count and error message."""
+
     graph: str
     status: str = "-"
     error: float | None = None
@@ -370,6 +373,7 @@ COLUMNS = ("graph", "status", "error", "ours µs", "ours graph µs", "ours dev �
 
 
 def format_row(row: Row) -> list[str]:
+    """The table cells of `row`, in the order of `COLUMNS` (`-` for a value not measured)."""
     return [
         row.graph,
         row.status,
@@ -386,6 +390,7 @@ WIDTHS = [12, 13, 8, 8, 13, 11, 9, 14]
 
 
 def print_line(cells: Sequence[str]) -> None:
+    """Print one table line: `cells` left-aligned in the column `WIDTHS`, flushed."""
     print("  ".join(c.ljust(w) for c, w in zip(cells, WIDTHS)).rstrip(), flush=True)
 
 
@@ -402,11 +407,13 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors as one line and exit code 1 like every other error."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        """Print the usage error as one line on stderr (`mirage-run: error: ... (see --help)`) and exit with status 1."""
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
         sys.exit(1)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `mirage-run` command-line parser."""
     p = _Parser(
         prog=PROG,
         description="Compile a Mirage kernel graph (muGraph .json, .mlir or TC .tc), run it on the GPU, check and time it.",
@@ -448,6 +455,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point: run `mirage-run` on `argv` (default `sys.argv[1:]`) and exit.
+
+    Exit status 0 when no graph failed (an error, a failed `--check` or `--against`; a graph rejected for
+    needing more shared memory than the GPU has is no failure), 1 when one did, on usage errors and on
+    any other error (one line on stderr, no traceback), 130 on Ctrl-C.
+
+    Raises:
+        SystemExit: always, with that status (0 for --help).
+    """
     args = build_parser().parse_args(argv)
     try:
         code = _main(args)

@@ -45,11 +45,13 @@ class TuneError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
+        """Print the usage error as one line on stderr (`mirage-tune: error: ... (see --help)`) and exit with status 1."""
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
         sys.exit(1)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `mirage-tune` command-line parser (`--fake-evaluator` is hidden, for tests only)."""
     p = _Parser(prog=PROG, description="Genetic autotuning of the compiler's pass options for one kernel graph.")
     p.add_argument("file", type=Path, help="kernel graph: textual IR (.mlir), a Mirage muGraph file (.json) or "
                    "Tensor Comprehensions (.tc, sizes from its '# sizes:' line)")
@@ -73,6 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point: run `mirage-tune` on `argv` (default `sys.argv[1:]`) and exit.
+
+    Exit status 0 when a candidate passed (with `--dry-run`: when a genome of generation 0 built), 1 when
+    none did, without a GPU, on usage errors and on any error (one line on stderr, no traceback), 130
+    (`EXIT_INTERRUPTED`) on Ctrl-C.
+
+    Raises:
+        SystemExit: with that status (0 for --help); a lost CUDA context exits at once with `os._exit(1)`.
+        Exception: an unexpected error, re-raised with its traceback when `$MIRAGE_TUNE_TRACEBACK` is set.
+    """
     args = build_parser().parse_args(argv)
     try:
         code = _main(args)
@@ -247,15 +259,18 @@ class _Display:
             print(text, flush=True)
 
     def notice(self, text: str) -> None:
+        """Print a one-line message (the first Ctrl-C's) without breaking the progress display."""
         self._print(text)
 
     def evaluation(self, ev: Any) -> None:
+        """Count one new verdict (`Evaluation`), failed or not, and refresh the progress display."""
         self.evaluated += 1
         self.failed += not ev.ok
         if self._progress is not None:
             self._progress.update(self._task, description=self._text())
 
     def generation(self, report: Any) -> None:
+        """Print the line of a finished generation (`GenerationReport`: best so far, counts, time) and advance the bar."""
         best = report.best
         self._best = f"{best.genome.label} {best.time_us:.2f} us" if best else "none yet"
         self._print(f"generation {report.generation + 1}/{self.config.generations}: best {self._best}; "

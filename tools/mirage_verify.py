@@ -136,6 +136,7 @@ def describe(name: str, report: EquivalenceReport) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `mirage-verify` command-line parser (plain argparse: usage errors exit with status 2)."""
     p = argparse.ArgumentParser(prog=PROG, description="Check by random testing that kernel graphs compute a program.")
     p.add_argument("graphs", type=Path, help="muGraph JSON or IR file whose graphs are checked")
     p.add_argument("program", help="IR/JSON file, Python file defining program(*inputs), or a workload name")
@@ -184,6 +185,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point: run `mirage-verify` on `argv` (default `sys.argv[1:]`) and exit.
+
+    Exit status 0 when every graph is equivalent to the program, 1 when one is not or on bad input
+    (one line on stderr, no traceback), 2 on usage errors (argparse), 130 on Ctrl-C.
+
+    Raises:
+        SystemExit: always, with that status (0 for --help).
+    """
     args = build_parser().parse_args(argv)
     try:
         code = run(args)

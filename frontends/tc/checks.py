@@ -99,10 +99,21 @@ class _Checker:
     infos: list[StatementInfo] = field(default_factory=list)
 
     def fail(self, message: str, loc: Loc) -> TcError:
+        """A `TcError` with `message` located at `loc` in this definition's file (returned, not raised).
+
+        Raises:
+            nothing.
+        """
         return TcError(message, loc.line, loc.col, self.filename)
 
     # ---- signature
     def check_signature(self) -> None:
+        """Check the inputs (`check_param`) and the declared outputs, recording them in `declared_outputs`.
+
+        Raises:
+            TcError: a bad input, an output that is also an input or is listed twice, or an output
+                name that shadows a built-in function or clashes with a size symbol.
+        """
         for param in self.tree.params:
             self.check_param(param)
         declared: dict[str, Loc] = {}
@@ -116,6 +127,13 @@ class _Checker:
         self.declared_outputs = declared
 
     def check_param(self, param: Param) -> None:
+        """Check one input and record its size symbols and its `TensorInfo` (kernel-graph dtype, symbolic shape).
+
+        Raises:
+            TcError: a duplicate parameter name, a name clashing with a function or size symbol, an
+                unknown element type, no dims (scalar input), an int dim below 1, or a size symbol
+                named like a tensor.
+        """
         if param.name in self.inputs:
             raise self.fail(f"duplicate parameter name '{param.name}'", param.loc)
         self.check_tensor_name(param.name, param.loc)
@@ -136,6 +154,11 @@ class _Checker:
         self.inputs[param.name] = TensorInfo(DTYPES[param.dtype], tuple(SizeExpr.of(d) for d in param.dims))
 
     def check_tensor_name(self, name: str, loc: Loc) -> None:
+        """Check that a tensor name is neither a built-in function nor a size symbol declared so far.
+
+        Raises:
+            TcError: the name shadows a function of `FUNCTIONS` or clashes with a size symbol.
+        """
         if name in FUNCTIONS:
             raise self.fail(f"tensor name '{name}' shadows the built-in function '{name}'", loc)
         if name in self.symbols:
@@ -143,6 +166,12 @@ class _Checker:
 
     # ---- statements
     def check_statement(self, stmt: Statement) -> None:
+        """Check one statement and record its output's shape and type, its dependencies and its `StatementInfo`.
+
+        Raises:
+            TcError: the first rule violation of the statement (target, names, accesses, indices,
+                operator, ranges, element types, output shape, or a dependency cycle).
+        """
         self.check_target(stmt)
         self.check_expr_names(stmt)
         for access in accesses(stmt.rhs):
@@ -186,6 +215,12 @@ class _Checker:
                 )
 
     def check_expr_names(self, stmt: Statement) -> None:
+        """Check every function call and every bare name of the statement's right-hand side.
+
+        Raises:
+            TcError: an unknown function or wrong arity (`check_call`), or a bare name that is not a
+                size symbol (`check_value_name`).
+        """
         lhs_names = {i for i, _ in stmt.indices}
         rhs_names = {n for a in accesses(stmt.rhs) for ix in a.indices for n in ix.names}
         for expr in _subexprs(stmt.rhs):
@@ -195,6 +230,12 @@ class _Checker:
                 self.check_value_name(expr, lhs_names | rhs_names)
 
     def check_call(self, call: Call) -> None:
+        """Check that a call names a function of `FUNCTIONS` with its arity.
+
+        Raises:
+            TcError: a tensor called with non-affine subscripts, an unknown function, or the wrong
+                number of arguments.
+        """
         if call.func not in FUNCTIONS:
             if call.func in self.inputs or call.func in self.declared_outputs:
                 raise self.fail(f"subscripts of '{call.func}' must be affine index expressions", call.loc)
@@ -204,6 +245,11 @@ class _Checker:
             raise self.fail(f"function '{call.func}' takes {arity} argument(s), got {len(call.args)}", call.loc)
 
     def check_value_name(self, name: Name, indices: set[str]) -> None:
+        """Check that a bare name in value position is a size symbol (`indices`: the statement's index names).
+
+        Raises:
+            TcError: the name is an index, a tensor without subscripts, or undefined.
+        """
         if name.name in self.symbols:
             return
         if name.name in indices:
@@ -213,9 +259,16 @@ class _Checker:
         raise self.fail(f"undefined name '{name.name}' (not a size symbol)", name.loc)
 
     def tensor_info(self, name: str) -> TensorInfo | None:
+        """The `TensorInfo` of an input or of an output assigned so far, else None."""
         return self.inputs.get(name) or self.outputs.get(name)
 
     def check_access(self, stmt: Statement, access: Access) -> None:
+        """Check a tensor read: a known tensor, already assigned, one subscript per dim, no clashing index names.
+
+        Raises:
+            TcError: an undefined tensor, an output read before a statement assigns it, a subscript
+                count other than the tensor's rank, or an index named like a size symbol or tensor.
+        """
         name = access.tensor
         if name not in self.inputs and name not in self.declared_outputs:
             raise self.fail(f"undefined tensor '{name}'", access.loc)
@@ -235,6 +288,11 @@ class _Checker:
                     raise self.fail(f"index '{index}' clashes with a size symbol or tensor of that name", ix.loc)
 
     def check_lhs_indices(self, stmt: Statement) -> tuple[str, ...]:
+        """The left-hand side index names, in order.
+
+        Raises:
+            TcError: an index repeated on the left-hand side or named like a size symbol or tensor.
+        """
         seen: set[str] = set()
         for index, loc in stmt.indices:
             if index in seen:
@@ -246,6 +304,7 @@ class _Checker:
 
     @staticmethod
     def reduction_indices(stmt: Statement, lhs: tuple[str, ...]) -> tuple[str, ...]:
+        """The indices read on the right-hand side but absent from `lhs`, in order of first use: the reduction indices."""
         found: list[str] = []
         for access in accesses(stmt.rhs):
             for ix in access.indices:
@@ -253,6 +312,11 @@ class _Checker:
         return tuple(found)
 
     def check_operator(self, stmt: Statement, reductions: tuple[str, ...]) -> None:
+        """Check that a statement with reduction indices uses an accumulating operator.
+
+        Raises:
+            TcError: there are reduction indices but the operator is `=`.
+        """
         if reductions and stmt.reduction_base is None:
             raise self.fail(
                 f"index '{reductions[0]}' appears only on the right-hand side, so it is a reduction index, "
@@ -262,6 +326,12 @@ class _Checker:
 
     # ---- ranges
     def where_ranges(self, stmt: Statement, used: set[str]) -> dict[str, tuple[SizeExpr, SizeExpr]]:
+        """`index -> (lo, hi)` given by the statement's where clause, for indices in `used`.
+
+        Raises:
+            TcError: an index with two where ranges, a where index the statement does not use, or a
+                bound that is not ints and size symbols combined with + and - (`size_expr`).
+        """
         ranges: dict[str, tuple[SizeExpr, SizeExpr]] = {}
         for rng in stmt.ranges:
             if rng.index in ranges:
@@ -325,6 +395,7 @@ class _Checker:
 
     @staticmethod
     def unbound_message(stmt: Statement, index: str, lhs: tuple[str, ...]) -> str:
+        """The error message for an index without a range: only on the left-hand side, or only in affine subscripts."""
         if index in lhs and not any(index in ix.names for a in accesses(stmt.rhs) for ix in a.indices):
             return (
                 f"index '{index}' of '{stmt.tensor}' is not bound: it appears only on the left-hand side; "
@@ -337,6 +408,7 @@ class _Checker:
 
     @staticmethod
     def index_loc(stmt: Statement, index: str) -> Loc:
+        """Where `index` first appears: on the left-hand side, else in a right-hand side subscript, else the statement."""
         for name, loc in stmt.indices:
             if name == index:
                 return loc
@@ -348,6 +420,13 @@ class _Checker:
 
     # ---- types, shapes, dependencies
     def statement_dtype(self, stmt: Statement) -> str:
+        """The element type (kernel-graph dtype name) of the tensors the statement reads.
+
+        A constant right-hand side takes the first input's type (float32 without inputs).
+
+        Raises:
+            TcError: two tensors read by the statement differ in element type.
+        """
         first: tuple[str, str] | None = None
         for access in accesses(stmt.rhs):
             info = self.tensor_info(access.tensor)
@@ -368,6 +447,11 @@ class _Checker:
     def record_output(
         self, stmt: Statement, lhs: tuple[str, ...], ranges: dict[str, tuple[SizeExpr, SizeExpr]], dtype: str
     ) -> None:
+        """Record the assigned tensor's `TensorInfo` (shape: its left-hand side ranges' upper bounds).
+
+        Raises:
+            TcError: a reassignment with another shape or element type than the first assignment.
+        """
         info = TensorInfo(dtype, tuple(ranges[i][1] for i in lhs))
         previous = self.outputs.get(stmt.tensor)
         if previous is None:
@@ -415,6 +499,11 @@ class _Checker:
         return None
 
     def check_outputs_assigned(self) -> None:
+        """Check that some statement assigns every declared output.
+
+        Raises:
+            TcError: an output is never assigned.
+        """
         for name, loc in self.tree.outputs:
             if name not in self.outputs:
                 raise self.fail(f"output '{name}' is never assigned", loc)

@@ -117,6 +117,11 @@ class _StatementLowering:
         self.stored = stored
 
     def unsupported(self, what: str, loc: Loc) -> TcError:
+        """A `TcError` "not supported yet: `what`" located at `loc` (returned, not raised).
+
+        Raises:
+            nothing.
+        """
         return self.bound.checked.error(f"not supported yet: {what}", loc)
 
     # ---- the statement
@@ -129,6 +134,12 @@ class _StatementLowering:
         return _Stored(value.tensor, self.layout(value))
 
     def check_expressible(self) -> None:
+        """Check that kn can express the statement before any op is built.
+
+        Raises:
+            TcError: a reduction other than sum, max or min, an index only on the left-hand side, or an
+                access `check_access` rejects.
+        """
         stmt, info = self.stmt, self.info
         if info.reductions and stmt.reduction_base not in ("+", "max", "min"):
             raise self.unsupported(
@@ -144,6 +155,12 @@ class _StatementLowering:
             self.check_access(access)
 
     def check_access(self, access: Access) -> None:
+        """Check that an access reads whole dims by plain indices (a `0` subscript on a size-1 dim broadcasts).
+
+        Raises:
+            TcError: an affine subscript, an index repeated within the access, or an index whose range
+                is not the whole dim (kn has no slicing).
+        """
         shape = self.bound.shapes[access.tensor]
         names = [ix.plain_name for ix in access.indices]
         for dim, (ix, name) in enumerate(zip(access.indices, names)):
@@ -229,6 +246,11 @@ class _StatementLowering:
 
     # ---- expressions
     def expr(self, expr: Expr) -> Operand:
+        """Lower an expression: a kn value for tensors, a float for constants and size symbols (their sizes).
+
+        Raises:
+            TcError: a construct kn cannot express yet (see `binary`).
+        """
         if isinstance(expr, Number):
             return expr.value
         if isinstance(expr, Name):
@@ -247,11 +269,17 @@ class _StatementLowering:
         return _Value(stored.tensor, tuple(None if d is None else names[d] for d in stored.layout))
 
     def negate(self, x: Operand) -> Operand:
+        """`-x`: `kn.mul_scalar(x, -1)` for a tensor, the negated float for a constant."""
         if isinstance(x, _Value):
             return _Value(self.graph.mul_scalar(x.tensor, -1.0), x.axes)
         return -x
 
     def call(self, call: Call) -> Operand:
+        """Lower a function call: folded for constant arguments, else the kn ops of the module docstring's mapping.
+
+        Raises:
+            TcError: tensor operands of `fmax`/`fmin` that do not line up (see `binary`).
+        """
         args = [self.expr(a) for a in call.args]
         scalars = [a for a in args if not isinstance(a, _Value)]
         if len(scalars) == len(args):
@@ -286,6 +314,12 @@ class _StatementLowering:
         return self.binary("+", excess, b, loc) if is_max else self.binary("-", a, excess, loc)
 
     def binary(self, op: str, a: Operand, b: Operand, loc: Loc) -> Operand:
+        """`a op b` (`+ - * /`): a kn elementwise op of two tensors, a scalar op, or a folded constant.
+
+        Raises:
+            TcError: tensor operands that do not line up dim by dim, or a scalar operation kn has no op
+                for (see `with_scalar_right` and `with_scalar_left`).
+        """
         if isinstance(a, _Value) and isinstance(b, _Value):
             axes = self.aligned(a.axes, b.axes, loc)
             fn = {"+": self.graph.add, "-": self.graph.sub, "*": self.graph.mul, "/": self.graph.div}[op]
@@ -298,6 +332,11 @@ class _StatementLowering:
         return _fold_binary(op, a, b)
 
     def with_scalar_right(self, op: str, a: _Value, c: float, loc: Loc) -> _Value:
+        """`a op c` for a tensor `a`: `a` itself for `+ 0`, `- 0`, `* 1` and `/ 1`, else `kn.mul_scalar` for `*` and `/`.
+
+        Raises:
+            TcError: division by the constant 0, or adding or subtracting a nonzero constant (kn has no scalar add).
+        """
         if op in "+-" and c == 0 or op in "*/" and c == 1:
             return a
         if op == "*" or op == "/" and c != 0:
@@ -307,6 +346,12 @@ class _StatementLowering:
         raise self.unsupported(f"adding the constant {c:g} to a tensor (kn has no scalar add)", loc)
 
     def with_scalar_left(self, op: str, c: float, b: _Value, loc: Loc) -> _Value:
+        """`c op b` for a tensor `b`: `+` and `*` as `b op c`, `0 - b` as `kn.mul_scalar(b, -1)`.
+
+        Raises:
+            TcError: subtracting a tensor from a nonzero constant, dividing a constant by a tensor, or
+                adding a nonzero constant (see `with_scalar_right`).
+        """
         if op in "+*":
             return self.with_scalar_right(op, b, c, loc)
         if op == "-" and c == 0:

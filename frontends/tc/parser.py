@@ -102,42 +102,53 @@ class _ToAst(Transformer):
     """Build `ast_nodes` dataclasses from lark's parse tree."""
 
     def start(self, meta: Any, defs: list[TcDef]) -> tuple[TcDef, ...]:
+        """`start`: the tuple of the source's definitions."""
         return tuple(defs)
 
     def tc_def(self, meta: Any, children: list[Any]) -> TcDef:
+        """`tc_def`: a `TcDef` of its params, outputs and statements, located at its name."""
         name, params, outputs, *statements = children
         return TcDef(str(name), params, outputs, tuple(statements), _loc(name))
 
     def params(self, meta: Any, children: list[Any]) -> tuple[Param, ...]:
+        """`params`: the tuple of input `Param`s (empty for `()`)."""
         return tuple(p for p in children if p is not None)
 
     def param(self, meta: Any, children: list[Any]) -> Param:
+        """`param`: a `Param` whose dims are ints or size symbols, located at its name."""
         dtype, *sizes, name = children
         sizes = [s for s in sizes if s is not None]
         dims = tuple(int(s) if s.type == "INT" else str(s) for s in sizes)
         return Param(str(dtype), dims, str(name), _loc(name), tuple(_loc(s) for s in sizes))
 
     def size(self, meta: Any, children: list[Token]) -> Token:
+        """`size`: the dim's `NAME` or `INT` token."""
         return children[0]
 
     def outputs(self, meta: Any, children: list[tuple[str, Loc]]) -> tuple[tuple[str, Loc], ...]:
+        """`outputs`: the tuple of `(name, loc)` of the declared outputs."""
         return tuple(children)
 
     def output(self, meta: Any, children: list[Token]) -> tuple[str, Loc]:
+        """`output`: the output's `(name, loc)`."""
         return str(children[0]), _loc(children[0])
 
     def lhs_index(self, meta: Any, children: list[Token]) -> tuple[str, Loc]:
+        """`lhs_index`: the left-hand side index's `(name, loc)`."""
         return str(children[0]), _loc(children[0])
 
     def statement(self, meta: Any, children: list[Any]) -> Statement:
+        """`statement`: a `Statement` (no where clause: no ranges), located at its tensor and its operator."""
         name, *maybe_indices, op, rhs, where = children
         indices = tuple(i for i in maybe_indices if i is not None)
         return Statement(str(name), indices, str(op), rhs, where or (), _loc(name), _loc(op))
 
     def where_clause(self, meta: Any, children: list[Range]) -> tuple[Range, ...]:
+        """`where_clause`: the tuple of its `Range`s."""
         return tuple(children)
 
     def range(self, meta: Any, children: list[Any]) -> Range:
+        """`range`: a `Range` `index in lo:hi`, located at the index."""
         name, lo, hi = children
         return Range(str(name), lo, hi, _loc(name))
 
@@ -146,30 +157,40 @@ class _ToAst(Transformer):
         return Binary(op, lhs, rhs, _loc(meta))
 
     def add(self, meta: Any, children: list[Expr]) -> Binary:
+        """`sum "+" product`: a `Binary` `+`."""
         return self._binary("+", meta, children)
 
     def sub(self, meta: Any, children: list[Expr]) -> Binary:
+        """`sum "-" product`: a `Binary` `-`."""
         return self._binary("-", meta, children)
 
     def mul(self, meta: Any, children: list[Expr]) -> Binary:
+        """`product "*" unary`: a `Binary` `*`."""
         return self._binary("*", meta, children)
 
     def div(self, meta: Any, children: list[Expr]) -> Binary:
+        """`product "/" unary`: a `Binary` `/`."""
         return self._binary("/", meta, children)
 
     def neg(self, meta: Any, children: list[Expr]) -> Unary:
+        """`"-" unary`: a `Unary` negation."""
         return Unary("-", children[0], _loc(meta))
 
     def int_lit(self, meta: Any, children: list[Token]) -> Number:
+        """`INT`: an int `Number`."""
         return Number(float(int(children[0])), True, _loc(children[0]))
 
     def float_lit(self, meta: Any, children: list[Token]) -> Number:
+        """`FLOAT`: a non-int `Number`."""
         return Number(float(children[0]), False, _loc(children[0]))
 
     def name(self, meta: Any, children: list[Token]) -> Name:
+        """`NAME` in value position: a `Name`."""
         return Name(str(children[0]), _loc(children[0]))
 
     def apply(self, meta: Any, children: list[Any]) -> Access | Call:
+        """`NAME(args)`: a `Call` of a built-in function, an `Access` when every argument is an affine subscript,
+        else a `Call` of an unknown function (checks reject it)."""
         name, *maybe_args = children
         args = tuple(a for a in maybe_args if a is not None)
         if str(name) in FUNCTIONS:

@@ -126,9 +126,11 @@ class _Lifter:
         self.env: dict[SSAValue, Lifted] = {}
 
     def fail(self, op: Operation, rule: str) -> NotLiftable:
+        """The `NotLiftable` (not raised) for `op` outside `rule`: `<op name>: <rule>`."""
         return NotLiftable(f"{op.name}: {rule}")
 
     def emit(self, op: Operation) -> SSAValue:
+        """Append the built kn op `op` to `ops` and return its (first) result."""
         self.ops.append(op)
         return op.results[0]
 
@@ -157,6 +159,11 @@ class _Lifter:
         return [v for v in outputs if v is not None]
 
     def lift_op(self, op: Operation) -> Lifted:
+        """The lifted form of tb op `op` from those of its operands (`env`), by the rules of its kind.
+
+        Raises:
+            NotLiftable: an op without a kernel-level form, or outside the rules of its kind.
+        """
         if isinstance(op, tb.InputOp):
             return self.lift_input(op)
         args = [self.env[v] for v in op.operands]
@@ -181,6 +188,14 @@ class _Lifter:
         raise self.fail(op, "no kernel-level form for this op")
 
     def lift_input(self, op: tb.InputOp) -> Lifted:
+        """A `tb.input` as the kernel operand it reads, cut per dim by the grid axis (of more than one
+        block) that its `imap` maps to the dim, by the loop on `fdim` (more than one iteration) and
+        into the tile's extent.
+
+        Raises:
+            NotLiftable: an input with a view, an operand that is not an argument of the kernel, or
+                tiles that do not cut the operand's shape evenly.
+        """
         if op.view_offset is not None:
             raise self.fail(op, "inputs with a view are not lifted")
         source = op.dtensor
@@ -198,14 +213,28 @@ class _Lifter:
 
     # ---- elementwise
     def elementwise(self, op: Operation, x: Lifted, build: Callable[[SSAValue], Operation]) -> Lifted:
+        """The kn op `build` (non-linear) on `x`'s value, cut like `x`.
+
+        Raises:
+            NotLiftable: `x` is one iteration's term of a sum over the loop (`partial`).
+        """
         if x.partial:
             raise self.fail(op, "a non-linear op on one iteration's term of a sum")
         return replace(x, value=self.emit(build(x.value)))
 
     def linear(self, x: Lifted, build: Callable[[SSAValue], Operation]) -> Lifted:
+        """The kn op `build` (linear: a partial term stays one) on `x`'s value, cut like `x`."""
         return replace(x, value=self.emit(build(x.value)))
 
     def binary(self, op: Operation, a: Lifted, b: Lifted) -> Lifted:
+        """The kn form of binary tb op `op` on `a`, `b`: per dim the common cut, or the other
+        operand's where one has whole extent 1 (it broadcasts); partial when either operand is.
+
+        Raises:
+            NotLiftable: the operands cut a dim differently, two partial terms are combined other than
+                by add / sub, or a partial term and another operand `x` other than as `partial * x`,
+                `x * partial` or `partial / x` with `x` loop-invariant.
+        """
         splits = []
         for sa, sb in zip(a.splits, b.splits):
             if sa == sb or sb.is_whole_one:
@@ -227,6 +256,13 @@ class _Lifter:
         return Lifted(value, tuple(splits), partial)
 
     def matmul(self, op: Operation, a: Lifted, b: Lifted) -> Lifted:
+        """`kn.matmul` of `a` and `b`, cut like `a` in its batch dims and M and like `b` in N; partial
+        (one iteration's term of the sum over K) when the loop cuts K.
+
+        Raises:
+            NotLiftable: a partial operand, K cut differently in the operands or by a grid axis, or a
+                batch dim cut differently.
+        """
         if a.partial or b.partial:
             raise self.fail(op, "a matmul of a term of a sum over the loop")
         *batch_a, m, ka = a.splits
@@ -251,6 +287,11 @@ class _Lifter:
         return replace(self.slab_sum(x, dim, size), partial=x.partial or split.loop)
 
     def rms_norm(self, op: tb.RmsNormOp, x: Lifted) -> Lifted:
+        """`kn.rms_norm` of `x` over its last dim (whole in every tile), cut like `x`.
+
+        Raises:
+            NotLiftable: `x` is partial, or the grid or the loop cuts its last dim.
+        """
         last = x.splits[-1]
         if x.partial or last.grid_axis is not None or last.loop:
             raise self.fail(op, "the normalised dim must be whole in every tile")
@@ -258,6 +299,14 @@ class _Lifter:
 
     # ---- the for-loop
     def accumulate(self, op: tb.ForloopAccumOp, x: Lifted) -> Lifted:
+        """The whole value of `tb.forloop_accum` `op` on `x`: the loop's sum (`nored`), that of the
+        last dim's sums (`red_ld_sum`; `red_ld_mean` divided by tile extent x iterations,
+        `red_ld_rms` the square root of such a mean of squares), or the loop's sum of strided
+        groups of the last dim down to the result's extent (`redtox_ld_sum`).
+
+        Raises:
+            NotLiftable: another accumulator kind (rescale, max), or a tile outside the sums' rules.
+        """
         kind = op.accum_kind
         if kind == "nored":
             return self.loop_sum(op, x)
@@ -321,6 +370,13 @@ class _Lifter:
 
     # ---- outputs
     def lift_output(self, out: tb.OutputOp, index: int) -> SSAValue:
+        """The kn value that `tb.output` `out` stores as result `index` of the kernel.
+
+        Raises:
+            NotLiftable: the stored tile changes with the loop's iteration, a grid axis of more than
+                one block stores no dim of the tile or another dim than the one it cuts, or the lifted
+                value's type differs from the result's.
+        """
         x = self.env[out.operands[0]]
         if x.partial or any(s.loop for s in x.splits):
             raise self.fail(out, "the stored tile changes with the loop's iteration")
@@ -337,6 +393,11 @@ class _Lifter:
         return x.value
 
     def check_shape(self, op: Operation, x: Lifted) -> None:
+        """Check that the cut of `x` tiles its whole value exactly (`Split.whole` per dim).
+
+        Raises:
+            NotLiftable: `op`'s tiles do not cut the whole value's shape evenly.
+        """
         whole = tuple(s.whole(self.grid, self.iters) for s in x.splits)
         if whole != tuple(shape_of(x.value)):
             raise self.fail(op, f"tiles {shape_of(op.results[0])} do not cut {list(shape_of(x.value))} evenly")

@@ -71,6 +71,17 @@ class _KernelBuilder(IoLowering, ChainLowering):
     """Builds the `cute.kernel` of one `kn.customized` (see the module docstring)."""
 
     def build(self) -> cute.KernelOp:
+        """The `cute.kernel` of `graph` (the program of the module docstring): tile allocations,
+        pre-loop copies, accumulator initialisation, the cp.async prologue, the for-loop, the stores of
+        the register accumulators, then the post-loop chains with the grid sums; the customized op's
+        `kn.*` attributes are kept.
+
+        Raises:
+            ConvertError: a missing or malformed planning attribute, an unsupported element type,
+                kernel strides of another rank or past 32-bit element offsets, a value tb-schedule
+                planned in registers that no `cute.mma_chain` holds, an op other than `tb.input`
+                before the loop, or a rule of the tile, copy and chain lowerings.
+        """
         graph = self.graph
         smem_size = self.int_attr(graph, "tb.smem_size")
         ops = list(graph.body.block.ops)

@@ -84,6 +84,9 @@ class _Planner:
         self.phases: list[Phase] = []
 
     def eligible(self, op: Operation) -> bool:
+        """Whether `op` may join a phase at all: a `cute.elementwise` with mode `store` into a single
+        shared buffer that is not register-resident, in the natural order, at most `MAX_TRIPS`
+        elements per thread (or fewer elements than threads)."""
         if not isinstance(op, cute.ElementwiseOp) or op.mode.data != "store":
             return False
         if op.out in self.register_resident or cute.tile_byte_range(op.out) is None:
@@ -108,6 +111,8 @@ class _Planner:
         return True
 
     def start(self, op: cute.ElementwiseOp) -> Phase | None:
+        """A new phase of `op`'s output shape holding every pending sum of that shape (no longer
+        pending), or None when `op` does not fit it or no pending sum has that shape."""
         phase = Phase(_shape(op.out))
         if not self.fits(phase, op, fresh=True):
             return None

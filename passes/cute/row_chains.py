@@ -96,6 +96,8 @@ class _Builder:
         """the shape of a chain over a whole tile (not a row): every member's"""
 
     def fits_length(self, c: int | None) -> bool:
+        """Whether rows (or whole tiles) of `c` elements fit the registers: `c` known, a multiple of
+        the thread count and at most `MAX_TRIPS` elements per thread."""
         return c is not None and c % self.nt == 0 and c // self.nt <= MAX_TRIPS
 
     def elementwise_fits(self, op: cute.ElementwiseOp, values: list[SSAValue]) -> int | None:
@@ -120,6 +122,10 @@ class _Builder:
         return c
 
     def reduce_fits(self, op: cute.ReduceOp, values: list[SSAValue]) -> int | None:
+        """The row length of `op` if it can join a chain holding `values`, else None: a plain sum or
+        max (not a running max) with mode `store` of a [1, ..., 1, C] row over its last dim (group 1)
+        to one element with the whole block (`block_threads`), of a chain value or a shared tile that
+        is not register-resident; never in a tile chain."""
         src = op.input
         plain = op.kind.data == "sum" or (op.kind.data == "max" and len(op.outs) == 1)  # not a running max
         # a chain value, or a shared row tile the chain reads (loaded into registers once:
@@ -137,6 +143,8 @@ class _Builder:
         return c
 
     def add(self, op: Operation) -> bool:
+        """Append `op` to the chain (opening it, a tile chain for a non-row elementwise op, when none
+        is open) if it fits with the chain's row length; whether it did."""
         values = self.chain.values if self.chain is not None else []
         if isinstance(op, cute.ElementwiseOp):
             c = self.elementwise_fits(op, values)

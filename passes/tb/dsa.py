@@ -93,6 +93,10 @@ class _FreeList:
         self.top = 0
 
     def alloc(self, size: int, fit: str, align: int = 1) -> int:
+        """The offset (a multiple of `align`) of a new `size`-byte block: in the first (lowest),
+        smallest (`best`) or largest (`worst`) free range that holds it aligned, as `fit` says, the
+        rest of the range staying free; without one the top grows, absorbing a free range that ends
+        at it."""
         best = -1
         for k, (s, e) in enumerate(zip(self.starts, self.ends)):
             if round_up(s, align) + size > e:
@@ -131,6 +135,8 @@ class _FreeList:
         return off
 
     def free(self, off: int, size: int) -> None:
+        """Give back the block `[off, off + size)`, coalesced with free neighbours; a free range that
+        then ends at the top lowers the top."""
         end = off + size
         k = bisect.bisect_left(self.starts, off)
         self.starts.insert(k, off)

@@ -73,6 +73,11 @@ class _GraphBuilder:
     iter_leaders: dict[int, Operation] = field(default_factory=dict)
 
     def tensor(self, value: SSAValue, on_chip: bool = False, elem_bytes: int | None = None) -> int:
+        """The index of `value`'s TensorDesc, added on first use (`on_chip`: an STensor; `elem_bytes`:
+        bytes per stored element, default its element type's).
+
+        Raises:
+            ValueError: an element type without a bit width, when `elem_bytes` is not given."""
         if value not in self.tensor_of:
             nbytes = elem_bytes if elem_bytes is not None else elem_bytes_of(kn.element_type_of(value))
             self.tensors.append(TensorDesc(kn.shape_of(value), on_chip, nbytes))
@@ -80,11 +85,14 @@ class _GraphBuilder:
         return self.tensor_of[value]
 
     def add(self, origin: Operation, kind: OpKind, tensors: Sequence[int], dim: int = -1, rule: str = "") -> int:
+        """Add a rule of `kind` over `tensors` (TensorDesc indices) with `dim` and the diagnostic
+        `rule`, from IR op `origin`; its index."""
         self.ops.append(OpDesc(kind, tuple(tensors), dim, rule))
         self.op_origin.append(origin)
         return len(self.ops) - 1
 
     def graph(self) -> LayoutGraph:
+        """The LayoutGraph collected so far (no IR in it)."""
         return LayoutGraph(tuple(self.tensors), tuple(self.ops))
 
 

@@ -153,6 +153,7 @@ def _int_attr(op: Operation, name: str) -> int | None:
 
 
 def is_accumulator_value(value: SSAValue) -> bool:
+    """Whether `value` is the result of a `tb.forloop_accum`."""
     return isinstance(value, OpResult) and isinstance(value.op, tb.ForloopAccumOp)
 
 
@@ -162,6 +163,8 @@ def result_elem_bytes(value: SSAValue) -> int:
 
 
 def innermost_of(op: Operation, r: int) -> int:
+    """The innermost dim of result `r` of `op`: its `tb.innermost` entry (tb-resolve-layout), else
+    (no attribute, no entry or -1) the last dim."""
     attr = op.attributes.get("tb.innermost")
     if isinstance(attr, DenseArrayBase):
         vals = ints(attr)
@@ -171,6 +174,7 @@ def innermost_of(op: Operation, r: int) -> int:
 
 
 def swizzled_of(op: Operation, r: int) -> int:
+    """The swizzled dim of result `r` of `op`: its `tb.swizzled` entry (-1: none, also without one)."""
     attr = op.attributes.get("tb.swizzled")
     if isinstance(attr, DenseArrayBase):
         vals = ints(attr)
@@ -252,6 +256,8 @@ def input_copy_steps(op: tb.InputOp, graph: CustomizedOp) -> list[int]:
 
 
 def input_is_chunked(op: tb.InputOp, graph: CustomizedOp) -> bool:
+    """Whether `tb.input` `op` of `graph` can be loaded in 16-byte chunks (`can_chunk_copy` of its
+    DTensor, its tile's layout and its block, iteration and view offsets)."""
     assert isinstance(op.dtensor, BlockArgument)
     dvalue = graph.inputs[op.dtensor.index]
     strides, _ = stensor_layout(op, 0)
@@ -281,6 +287,7 @@ def output_is_chunked(op: tb.OutputOp, graph: CustomizedOp, index: int) -> bool:
 
 
 def set_flag(op: Operation, name: str, on: bool) -> None:
+    """Set the unit attribute `name` on `op` when `on`, else remove it."""
     if on:
         op.attributes[name] = UnitAttr()
     else:
