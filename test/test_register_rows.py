@@ -16,16 +16,13 @@ from mirage_xdsl.codegen.cuda_target import emit_cuda
 from mirage_xdsl.codegen.kernel_resources import reduce_threads
 from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects.cute.row_chains import (
-    ROW_CHAIN,
-    ROW_CHAIN_GLOBAL,
     ROW_CHAIN_SMEM,
-    ROW_CHAIN_STORED,
     ROW_CHAINS,
     RowChain,
     row_length,
 )
 from mirage_xdsl.driver.compile import make_context
-from mirage_xdsl.passes.cute.row_chains import plan_row_chain
+from mirage_xdsl.passes.cute.row_chains import clear_row_chains, plan_row_chain
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -43,12 +40,9 @@ def without_chains(module: ModuleOp) -> ModuleOp:
 
     clone = module.clone()
     for op in clone.walk():
-        for name in (ROW_CHAIN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL):
-            op.attributes.pop(name, None)
         if isinstance(op, cute.KernelOp):
+            clear_row_chains(op)
             op.attributes[ROW_CHAINS] = IntegerAttr(0, i64)
-            if op.attributes.pop(ROW_CHAIN_SMEM, None) is not None:  # the whole plan again
-                op.attributes[cute.KSLICE_SCRATCH] = cute.dense([(op.smem_bytes + 15) // 16 * 16, 0])
     return clone
 
 

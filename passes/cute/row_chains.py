@@ -316,11 +316,7 @@ class RowChainsPass(ModulePass):
         for kernel in op.walk():
             if not isinstance(kernel, cute.KernelOp):
                 continue
-            for o in kernel.walk():
-                for name in (ROW_CHAIN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL, ROW_CHAIN_FP32):
-                    o.attributes.pop(name, None)
-            if kernel.attributes.pop(ROW_CHAIN_SMEM, None) is not None:  # the scratch back after the whole plan
-                kernel.attributes[cute.KSLICE_SCRATCH] = cute.dense([(kernel.smem_bytes + 15) // 16 * 16, 0])
+            clear_row_chains(kernel)
             chains, io = kernel_row_chains(kernel)
             for index, chain in enumerate(chains):
                 for member, value in zip(chain.ops, chain.values):
@@ -334,6 +330,17 @@ class RowChainsPass(ModulePass):
             kernel.attributes[ROW_CHAINS] = IntegerAttr(len(chains), i64)
             if chains:
                 trim_shared_memory(kernel, chains, io)
+
+
+def clear_row_chains(kernel: cute.KernelOp) -> None:
+    """Undo the chain marks of `kernel` (every op printed one by one again) and its
+    `ROW_CHAIN_SMEM` trim (the block-sum scratch back after the whole plan); `ROW_CHAINS`
+    is left to the caller."""
+    for o in kernel.walk():
+        for name in (ROW_CHAIN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL, ROW_CHAIN_FP32):
+            o.attributes.pop(name, None)
+    if kernel.attributes.pop(ROW_CHAIN_SMEM, None) is not None:
+        kernel.attributes[cute.KSLICE_SCRATCH] = cute.dense([(kernel.smem_bytes + 15) // 16 * 16, 0])
 
 
 HEADER_BYTES = 128
