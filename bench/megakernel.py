@@ -127,10 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     same run (`runtime.measure.copy_bandwidth_gbs`).  `--no-compile NAME` skips torch.compile
     for that workload (its compile time);
     `--trace NAME=PATH` writes the Chrome trace of NAME's megakernel to PATH and prints
-    `trace_summary`."""
+    `trace_summary`; `--compile-mode MODE` picks torch.compile's mode (bench/peers.py
+    `COMPILE_MODES`, default `COMPILE_MODE`)."""
     import cupy
 
-    from mirage_xdsl.bench.peers import COMPILE_MODE, time_peers
+    from mirage_xdsl.bench.peers import COMPILE_MODE, COMPILE_MODES, time_peers
     from mirage_xdsl.driver.compile import compile
     from mirage_xdsl.reference.executor import run_reference
     from mirage_xdsl.runtime.measure import (
@@ -147,10 +148,16 @@ def main(argv: list[str] | None = None) -> int:
     no_compile: set[str] = set()
     traces: dict[str, str] = {}
     names = []
+    mode = COMPILE_MODE
     while args:
         a = args.pop(0)
         if a == "--no-compile":
             no_compile.add(args.pop(0))
+        elif a == "--compile-mode":
+            mode = args.pop(0)
+            if mode not in COMPILE_MODES:
+                print(f"megakernel bench: --compile-mode {mode}: expected one of {', '.join(COMPILE_MODES)}", file=sys.stderr)
+                return 2
         elif a == "--trace":
             name, path = args.pop(0).split("=", 1)
             traces[name] = path
@@ -161,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     copy_gbs = copy_bandwidth_gbs(cupy)
     print(
         f"device: {dev}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-        f"device-to-device copy bandwidth (read + write) {copy_gbs:.0f} GB/s"
+        f"device-to-device copy bandwidth (read + write) {copy_gbs:.0f} GB/s; torch {_torch_version()}, "
+        f"torch.compile mode {mode}"
     )
     heads = ("mk us", "ops us", "torch gr", "t.compil")
     cols = " ".join(f"{h:>8}" for h in heads)
@@ -188,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             [to_device(cupy, x) for x in inputs],
             refs,
             atol_rel=1e-2,
-            compile_mode=None if name in no_compile else COMPILE_MODE,
+            compile_mode=None if name in no_compile else mode,
         )
         gbs = plan_bytes(mk.plan.inputs) / (t_mk * 1e3) if t_mk else float("nan")
         tasks = len(mk.plan.megakernel["tasks"]) if mk.plan.megakernel else 0
@@ -209,6 +217,15 @@ def main(argv: list[str] | None = None) -> int:
             cupy.cuda.runtime.deviceSynchronize()
             print(trace_summary(traced, traces[name]), flush=True)
     return 0
+
+
+def _torch_version() -> str:
+    """torch.__version__, or `absent`."""
+    try:
+        import torch
+    except ImportError:
+        return "absent"
+    return str(torch.__version__)
 
 
 if __name__ == "__main__":

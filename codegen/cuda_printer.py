@@ -157,7 +157,7 @@ class _KernelPrinter(GridSumPrinter, RowChainPrinter, MmaPrinter):
         k = self.kernel
         header = [
             f"// {k.kernel_name.data} as a megakernel task: one call per threadblock {k.grid}, {self.nt} threads",
-            f"static __device__ __noinline__ void {k.kernel_name.data}_task(",
+            f"static __device__ {'__forceinline__' if self.inline_task else '__noinline__'} void {k.kernel_name.data}_task(",
             "    " + (",\n    ".join([*params, "const uint3 mpk_block", "const mx::MpkGate mpk_gate"])) + ") {",
         ]
         self.emit("extern __shared__ __align__(128) unsigned char smem[];")
@@ -591,13 +591,15 @@ def print_kernel(kernel: cute.KernelOp, weight_args: Collection[int] = ()) -> st
     return _KernelPrinter(kernel, weight_args).print()
 
 
-def task_function(kernel: cute.KernelOp, weight_args: Collection[int] = ()) -> str:
+def task_function(kernel: cute.KernelOp, weight_args: Collection[int] = (), inline: bool = False) -> str:
     """The body of one `cute.kernel` as a megakernel task: `static __device__ void
-    <name>_task(<the kernel's parameters>, const uint3 mpk_block)`, block index as a parameter.
+    <name>_task(<the kernel's parameters>, const uint3 mpk_block, const mx::MpkGate mpk_gate)`,
+    block index as a parameter; `__forceinline__` with `inline` (the `inline` dispatch of
+    dialects/mpk/ops.py), else `__noinline__`.
 
     Raises:
         CudaEmitError: a late-finisher kernel, or a decision pass has not run."""
-    return _KernelPrinter(kernel, weight_args, device_fn=True).print()
+    return _KernelPrinter(kernel, weight_args, device_fn=True, inline_task=inline).print()
 
 
 def print_module(module: ModuleOp, arch: str = "sm_90") -> tuple[str, dict[str, LaunchPlan]]:

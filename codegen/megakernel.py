@@ -8,10 +8,14 @@ Per function holding a task graph (passes/mpk/task_graph.py) the translation uni
   parameters>, const uint3 mpk_block)` (cuda_printer.task_function: `blockIdx` replaced by
   the parameter, no PDL `griddepcontrol`), printed once per distinct body
   (`shared_task_bodies`: a repeated layer calls its first copy);
-* the graph as constant tables: per task its kernel, block range, wait event and triggers;
-  per worker its queue (tasks in region order); per event its count;
+* how a worker finds its tasks, as the graph's `mpk.dispatch` says (passes/mpk/dispatch.py):
+  `table` -- constant tables (per task its kernel, block range, wait event and triggers; per
+  worker its queue; per event its count) and a loop with one `switch` on the task's kernel;
+  `straight` -- `switch (w)` with each worker's queue as straight-line calls whose task
+  index, event, count and block are literals; `inline` -- the same with the task functions
+  `__forceinline__`;
 * `extern "C" __global__ void __launch_bounds__(T, B) <func>_mpk(outputs, inputs, workspace,
-  counters)`: worker CTA w walks queue w (with `mpk.sm_major` = S, a worker's w is
+  counters)`: worker CTA w runs queue w (with `mpk.sm_major` = S, a worker's w is
   slot x S + its SM id, `mx::mpk_place`, so that w runs on SM w % S as the assignment
   assumed); it runs each task's blocks (a barrier after each), handing the first an
   `mx::MpkGate`: the body issues its ring-prologue loads of graph inputs (the ops a kernel
@@ -53,7 +57,7 @@ from mirage_xdsl.codegen.kernel_resources import launch_smem_bytes
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef
 from mirage_xdsl.codegen.megakernel_info import MegakernelInfo
 from mirage_xdsl.dialects import cute, kn
-from mirage_xdsl.dialects.mpk import TaskGraphOp
+from mirage_xdsl.dialects.mpk import EventOp, TaskGraphOp, TaskOp
 from mirage_xdsl.target import SM90
 
 HEADER = "mirage_xdsl/megakernel.cuh"
@@ -149,7 +153,8 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         if k.block != (nt, 1, 1):
             raise _err(k, f"kernel {k.kernel_name.data} has block {k.block}; every task runs with ({nt}, 1, 1)")
     weights = kn.weight_inputs(fn)
-    bodies, task_fn = shared_task_bodies(kernels, [task_function(k, weights) for k in kernels])
+    inline = graph.dispatch == "inline"
+    bodies, task_fn = shared_task_bodies(kernels, [task_function(k, weights, inline=inline) for k in kernels])
     smem = max(launch_smem_bytes(k) for k in kernels)
     sms = graph.sm_major
     ctas = graph.num_workers // sms if sms else 0
@@ -157,7 +162,6 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         smem = max(smem, occupancy_cap_smem(ctas))
     name = f"{fn.sym_name.data}_mpk"
     tasks, events = graph.tasks, graph.events
-    kidx = {k.kernel_name.data: i for i, k in enumerate(kernels)}
     for t in tasks:
         if t.kernel.data not in by_name:
             raise _err(graph, f"task {t.ident} runs kernel '{t.kernel.data}', which the function does not hold")
@@ -166,10 +170,6 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
     for t in tasks:
         queues[t.worker_id].append(t.ident)
     wait, triggers = local_elision(graph)
-    trig_off, trig = [0], []
-    for t in tasks:
-        trig += triggers[t.ident]
-        trig_off.append(len(trig))
     trace = TRACE_ATTR in graph.attributes
     wd = graph.attributes.get(WATCHDOG_ATTR)
     watchdog = wd.value.data if isinstance(wd, IntegerAttr) else DEFAULT_WATCHDOG_NS
@@ -197,50 +197,22 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
             return f"mpk_counters + {ref.offset // 4}"
         return f"reinterpret_cast<{ctype}*>(mpk_ws + {ref.offset})"
 
-    cases = []
-    for i, k in enumerate(kernels):
+    calls: dict[str, tuple[str, tuple[int, int, int]]] = {}  # kernel -> (call up to the block index, grid)
+    for k in kernels:
         step = launches[k.kernel_name.data]
         types = [c_type(kn.element_type_of(a)) for a in k.body.block.args]
         types += ["float", "unsigned"]  # grid-sum scratch, counters
         args = [arg_expr(r, types[j] if r.kind != "counters" else "unsigned") for j, r in enumerate(step.args)]
-        gx, gy, _ = k.grid
-        block = f"make_uint3(b % {gx}u, (b / {gx}u) % {gy}u, b / {gx * gy}u)"
-        cases.append(
-            f"      case {i}:\n"
-            f"        for (unsigned b = lo; b < hi; ++b) {{\n"
-            f"          {task_fn[k.kernel_name.data]}({', '.join(args)}, {block}, gate);\n"
-            f"          if (mpk_abort) return;  // the watchdog fired here or in another worker\n"
-            f"          gate.ev = nullptr;  // later blocks of the task: nothing to wait for\n"
-            f"          gate.trace = nullptr;\n"
-            f"          __syncthreads();\n"
-            f"        }}\n"
-            f"        break;"
-        )
+        calls[k.kernel_name.data] = (f"{task_fn[k.kernel_name.data]}({', '.join(args)}, ", k.grid)
     ns = f"mpk_{fn.sym_name.data}"
-    qoff = [0]
-    for q in queues:
-        qoff.append(qoff[-1] + len(q))
-    entries = [
-        ("unsigned short", "task_kernel", [kidx[t.kernel.data] for t in tasks]),
-        ("unsigned", "task_lo", [t.block_range[0] for t in tasks]),
-        ("unsigned", "task_hi", [t.block_range[1] for t in tasks]),
-        ("int", "task_wait", wait),
-        ("unsigned", "trig_off", trig_off),
-        ("unsigned", "trig", trig),
-        ("unsigned", "queue_off", qoff),
-        ("unsigned", "queue", [t for q in queues for t in q]),
-        ("unsigned", "event_count", [e.needed for e in events]),
-    ]
-    nbytes = sum(4 * max(len(v), 1) for _, _, v in entries)
-    space = "__constant__" if nbytes <= CONSTANT_TABLE_BYTES else "__device__"
-    tables = [f"namespace {ns} {{  // {nbytes} B of tables in {space} memory"]
-    tables += [_table(ct, tn, v, space) for ct, tn, v in entries]
-    tables += [f"}}  // namespace {ns}", ""]
+    if graph.dispatch == "table":
+        tables, loop = _table_dispatch(ns, kernels, calls, tasks, events, queues, wait, triggers, trace, watchdog)
+    else:
+        counts = [events[e].needed if e >= 0 else 0 for e in wait]
+        tables, loop = [], _worker_programs(tasks, queues, wait, counts, triggers, calls, trace, watchdog)
     per_sm = max(1, min(-(-workers // SM90.num_sms), 2048 // nt, 32))  # __launch_bounds__ minimum blocks per SM
-    trace_slot = "trace + 2 * t" if trace else "nullptr"
-    trace_end = (
-        "      if (tid == 0) trace[2 * t + 1] = mx::mpk_globaltimer();\n" if trace else ""
-    )
+    used = "events" in loop or trace  # straight-line programs without waits or triggers never name it
+    events_decl = "  unsigned long long* events = state + mx::kMpkStateWords;\n" if used else ""
     trace_decl = f"  unsigned long long* trace = events + {len(events)};\n" if trace else ""
     placement_decl = placement = ""
     worker = "  const unsigned w = blockIdx.x;"
@@ -252,14 +224,12 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         )
         worker = "  if (mpk_w == ~0u) return;  // placement recorded as an error\n  const unsigned w = mpk_w;"
     kernel = f"""// {name}: {len(tasks)} tasks of {len(kernels)} kernels on {workers} worker CTAs of {nt} threads,
-// {len(events)} events, {smem} B dynamic shared memory; watchdog {watchdog} ns
+// {len(events)} events, {smem} B dynamic shared memory; watchdog {watchdog} ns; {graph.dispatch} dispatch
 extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
     {(','+chr(10)+'    ').join(params)}) {{
-  using namespace {ns};
   const int tid = threadIdx.x;
   unsigned long long* state = reinterpret_cast<unsigned long long*>(mpk_counters + {state_word});
-  unsigned long long* events = state + mx::kMpkStateWords;
-{trace_decl}  __shared__ unsigned long long mpk_gen;
+{events_decl}{trace_decl}  __shared__ unsigned long long mpk_gen;
   __shared__ int mpk_abort;
 {placement_decl}  if (tid == 0) {{
     mpk_gen = *reinterpret_cast<volatile unsigned long long*>(state + mx::kMpkGen);
@@ -268,26 +238,7 @@ extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
   __syncthreads();
   const unsigned long long gen = mpk_gen;
 {worker}
-  for (unsigned q = queue_off[w]; q < queue_off[w + 1]; ++q) {{
-    const unsigned t = queue[q];
-    const int e = task_wait[t];
-    const unsigned long long n = e >= 0 ? event_count[e] : 0ull;
-    // the task's body waits through the gate after issuing its ring-prologue loads of graph inputs
-    mx::MpkGate gate{{e >= 0 ? events + e : nullptr, gen * n, n, state, t, (unsigned)e, {watchdog}ull, &mpk_abort, {trace_slot}}};
-    {{
-      const unsigned lo = task_lo[t], hi = task_hi[t];
-      switch (task_kernel[t]) {{
-{chr(10).join(cases)}
-      }}
-    }}
-{trace_end}    const unsigned t0 = trig_off[t], t1 = trig_off[t + 1];
-    if (tid == 0 && t0 < t1) {{
-      __threadfence();
-      (void)mx::mpk_add_release(events + trig[t0], 1ull);
-      for (unsigned i = t0 + 1; i < t1; ++i) mx::mpk_add_relaxed(events + trig[i], 1ull);  // ordered by the fence above
-    }}
-  }}
-  if (tid == 0) mx::mpk_finish(state, gen, {workers}u);
+{loop}  if (tid == 0) mx::mpk_finish(state, gen, {workers}u);
 }}
 """
     launch = KernelLaunch(
@@ -308,6 +259,162 @@ extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
         megakernel=asdict(info),
     )
     return "\n".join(bodies + tables + [kernel]), plan
+
+
+def _block_expr(b: str, grid: tuple[int, int, int]) -> str:
+    """`make_uint3(...)` of the linear block `b` (a C expression) of a kernel with `grid`."""
+    gx, gy, _ = grid
+    return f"make_uint3({b} % {gx}u, ({b} / {gx}u) % {gy}u, {b} / {gx * gy}u)"
+
+
+def _literal_block(b: int, grid: tuple[int, int, int]) -> str:
+    """`make_uint3(x, y, z)` of the linear block `b` of a kernel with `grid`, in literals."""
+    gx, gy, _ = grid
+    return f"make_uint3({b % gx}u, {(b // gx) % gy}u, {b // (gx * gy)}u)"
+
+
+def _table_case(i: int, call: str, grid: tuple[int, int, int]) -> str:
+    """The `switch` case of kernel `i` in the table dispatch: its blocks [lo, hi) in turn."""
+    return (
+        f"      case {i}:\n"
+        f"        for (unsigned b = lo; b < hi; ++b) {{\n"
+        f"          {call}{_block_expr('b', grid)}, gate);\n"
+        f"          if (mpk_abort) return;  // the watchdog fired here or in another worker\n"
+        f"          gate.ev = nullptr;  // later blocks of the task: nothing to wait for\n"
+        f"          gate.trace = nullptr;\n"
+        f"          __syncthreads();\n"
+        f"        }}\n"
+        f"        break;"
+    )
+
+
+def _trigger_text(events: Sequence[int], indent: str) -> str:
+    """Thread 0 adds 1 to each event in `events` (the first with release semantics after a
+    fence, the others relaxed: the fence orders them), or nothing."""
+    if not events:
+        return ""
+    adds = [f"(void)mx::mpk_add_release(events + {events[0]}, 1ull);"]
+    adds += [f"mx::mpk_add_relaxed(events + {e}, 1ull);" for e in events[1:]]
+    return f"{indent}if (tid == 0) {{\n{indent}  __threadfence();\n" + "".join(f"{indent}  {a}\n" for a in adds) + f"{indent}}}\n"
+
+
+def _table_dispatch(
+    ns: str,
+    kernels: Sequence[cute.KernelOp],
+    calls: dict[str, tuple[str, tuple[int, int, int]]],
+    tasks: Sequence[TaskOp],
+    events: Sequence[EventOp],
+    queues: Sequence[Sequence[int]],
+    wait: Sequence[int],
+    triggers: Sequence[Sequence[int]],
+    trace: bool,
+    watchdog: int,
+) -> tuple[list[str], str]:
+    """(`__constant__` tables, the worker's loop over its queue) of `table` dispatch: per task
+    its kernel, block range, wait event and triggers; per worker its queue; per event its count."""
+    kidx = {k.kernel_name.data: i for i, k in enumerate(kernels)}
+    cases = [_table_case(i, *calls[k.kernel_name.data]) for i, k in enumerate(kernels)]
+    trig_off: list[int] = [0]
+    trig: list[int] = []
+    for t in tasks:
+        trig += triggers[t.ident]
+        trig_off.append(len(trig))
+    qoff = [0]
+    for q in queues:
+        qoff.append(qoff[-1] + len(q))
+    entries = [
+        ("unsigned short", "task_kernel", [kidx[t.kernel.data] for t in tasks]),
+        ("unsigned", "task_lo", [t.block_range[0] for t in tasks]),
+        ("unsigned", "task_hi", [t.block_range[1] for t in tasks]),
+        ("int", "task_wait", list(wait)),
+        ("unsigned", "trig_off", trig_off),
+        ("unsigned", "trig", trig),
+        ("unsigned", "queue_off", qoff),
+        ("unsigned", "queue", [t for q in queues for t in q]),
+        ("unsigned", "event_count", [e.needed for e in events]),
+    ]
+    nbytes = sum(4 * max(len(v), 1) for _, _, v in entries)
+    space = "__constant__" if nbytes <= CONSTANT_TABLE_BYTES else "__device__"
+    tables = [f"namespace {ns} {{  // {nbytes} B of tables in {space} memory"]
+    tables += [_table(ct, tn, v, space) for ct, tn, v in entries]
+    tables += [f"}}  // namespace {ns}", ""]
+    trace_slot = "trace + 2 * t" if trace else "nullptr"
+    trace_end = "      if (tid == 0) trace[2 * t + 1] = mx::mpk_globaltimer();\n" if trace else ""
+    loop = f"""  using namespace {ns};
+  for (unsigned q = queue_off[w]; q < queue_off[w + 1]; ++q) {{
+    const unsigned t = queue[q];
+    const int e = task_wait[t];
+    const unsigned long long n = e >= 0 ? event_count[e] : 0ull;
+    // the task's body waits through the gate after issuing its ring-prologue loads of graph inputs
+    mx::MpkGate gate{{e >= 0 ? events + e : nullptr, gen * n, n, state, t, (unsigned)e, {watchdog}ull, &mpk_abort, {trace_slot}}};
+    {{
+      const unsigned lo = task_lo[t], hi = task_hi[t];
+      switch (task_kernel[t]) {{
+{chr(10).join(cases)}
+      }}
+    }}
+{trace_end}    const unsigned t0 = trig_off[t], t1 = trig_off[t + 1];
+    if (tid == 0 && t0 < t1) {{
+      __threadfence();
+      (void)mx::mpk_add_release(events + trig[t0], 1ull);
+      for (unsigned i = t0 + 1; i < t1; ++i) mx::mpk_add_relaxed(events + trig[i], 1ull);  // ordered by the fence above
+    }}
+  }}
+"""
+    return tables, loop
+
+
+def _worker_programs(
+    tasks: Sequence[TaskOp],
+    queues: Sequence[Sequence[int]],
+    wait: Sequence[int],
+    counts: Sequence[int],
+    triggers: Sequence[Sequence[int]],
+    calls: dict[str, tuple[str, tuple[int, int, int]]],
+    trace: bool,
+    watchdog: int,
+) -> str:
+    """`switch (w)` over the workers with tasks, each case its queue as straight-line code
+    (`straight` and `inline` dispatch): every task index, event, count and block a literal."""
+    cases = []
+    for w, queue in enumerate(queues):
+        if queue:
+            body = "".join(_straight_task(tasks[t], wait[t], counts[t], triggers[t], calls, trace, watchdog) for t in queue)
+            cases.append(f"    case {w}: {{\n{body}      break;\n    }}\n")
+    return "  switch (w) {\n" + "".join(cases) + "    default:\n      break;\n  }\n"
+
+
+def _straight_task(
+    task: TaskOp,
+    e: int,
+    count: int,
+    triggers: Sequence[int],
+    calls: dict[str, tuple[str, tuple[int, int, int]]],
+    trace: bool,
+    watchdog: int,
+) -> str:
+    """One task of a straight-line worker program: the gate (its event `e` of `count`
+    producers, or none), the calls of its blocks, the trace's end stamp and its triggers."""
+    t = task.ident
+    lo, hi = task.block_range
+    call, grid = calls[task.kernel.data]
+    ev = f"events + {e}" if e >= 0 else "nullptr"
+    n = f"{count}ull"
+    slot = f"trace + {2 * t}" if trace else "nullptr"
+    ind = "      "
+    text = f"{ind}{{  // task {t}: {task_label(task.kernel.data, lo, hi)}\n"
+    text += f"{ind}  mx::MpkGate gate{{{ev}, gen * {n}, {n}, state, {t}u, {e & 0xFFFFFFFF}u, {watchdog}ull, &mpk_abort, {slot}}};\n"
+    abort = f"{ind}    if (mpk_abort) return;  // the watchdog fired here or in another worker\n" if e >= 0 else ""
+    if hi == lo + 1:
+        text += f"{ind}  {call}{_literal_block(lo, grid)}, gate);\n" + abort.replace("    if", "  if", 1)
+        text += f"{ind}  __syncthreads();\n"
+    else:
+        text += f"{ind}  for (unsigned b = {lo}u; b < {hi}u; ++b) {{\n{ind}    {call}{_block_expr('b', grid)}, gate);\n{abort}"
+        text += f"{ind}    gate.ev = nullptr;  // later blocks: nothing to wait for\n{ind}    gate.trace = nullptr;\n"
+        text += f"{ind}    __syncthreads();\n{ind}  }}\n"
+    if trace:
+        text += f"{ind}  if (tid == 0) trace[{2 * t + 1}] = mx::mpk_globaltimer();\n"
+    return text + _trigger_text(triggers, ind + "  ") + f"{ind}}}\n"
 
 
 def c_type_of(dtype: str) -> str:

@@ -37,11 +37,15 @@ from mirage_xdsl.dialects.kn import element_type_of
 class KernelPrinterBase:
     """Printing state of one `cute.kernel` and the helpers shared by the printer's parts."""
 
-    def __init__(self, kernel: cute.KernelOp, weight_args: Collection[int] = (), device_fn: bool = False):
+    def __init__(
+        self, kernel: cute.KernelOp, weight_args: Collection[int] = (), device_fn: bool = False, inline_task: bool = False
+    ):
         self.kernel = kernel
         self.device_fn = device_fn
         """print a megakernel task body (`task_function`): a `__device__` function of the block
         index `mpk_block`, without PDL"""
+        self.inline_task = inline_task
+        """the task body is `__forceinline__` (`inline` dispatch), else `__noinline__`"""
         self.bidx = "mpk_block" if device_fn else "blockIdx"
         self.heavy_axis = None if device_fn else heavy_first_axis(kernel)
         """the grid axis walked in reverse (cute-causal-skip's `cute.heavy_first`; a megakernel

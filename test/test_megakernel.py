@@ -246,7 +246,7 @@ def test_pipeline_from_mirage_opt() -> None:
 
 def test_one_persistent_kernel_is_printed() -> None:
     module = workload("chain3")
-    megakernel(module, trace=True)
+    megakernel(module, trace=True, dispatch="table")
     program = emit_cuda(module, "sm_90a")
     src = program.source
     assert program.kernel_names == ["chain3_mpk"]
@@ -306,7 +306,7 @@ def test_weight_prologue_loads_are_issued_before_the_task_waits() -> None:
 
 def test_a_deadlocked_graph_is_printed_only_unverified() -> None:
     module = workload("chain3")
-    megakernel(module)
+    megakernel(module, dispatch="table")
     event = [op for op in module.walk() if isinstance(op, EventOp)][-1]
     event.count = IntegerAttr(event.needed + 1, i64)
     with pytest.raises(VerifyException, match="count"):
@@ -340,13 +340,70 @@ func.func @two(%X: tensor<8x256xf16> {kn.strides = array<i64: 256, 1>},
 
 def test_a_repeated_layer_shares_its_task_functions() -> None:
     module = parse(TWO_LAYERS)
-    megakernel(module)  # one kernel per op: matmul, relu, matmul, relu
+    megakernel(module, dispatch="table")  # one kernel per op: matmul, relu, matmul, relu
     src = emit_cuda(module, "sm_90").source
     names = [op.kernel_name.data for op in module.walk() if isinstance(op, cute.KernelOp)]
     assert len(names) == 4
     assert [f"void {n}_task(" in src for n in names] == [True, True, False, False]
     for n in names[:2]:
         assert src.count(f"{n}_task(") == 3  # the definition and one call per kernel
+
+
+# ---- dispatch: tables, straight-line worker programs, inlined task bodies -----------------------
+
+
+def test_dispatch_is_chosen_by_the_task_count() -> None:
+    from mirage_xdsl.passes.mpk.dispatch import INLINE_MAX_TASKS, STRAIGHT_MAX_TASKS, choose_dispatch
+
+    assert [choose_dispatch(n) for n in (1, INLINE_MAX_TASKS, INLINE_MAX_TASKS + 1)] == ["inline", "inline", "straight"]
+    assert [choose_dispatch(n) for n in (STRAIGHT_MAX_TASKS, STRAIGHT_MAX_TASKS + 1)] == ["straight", "table"]
+    assert megakernel(workload("chain40")).dispatch == "inline"  # 40 tasks
+    assert megakernel(workload("chain3")).dispatch == "straight"  # 260 tasks
+    assert megakernel(workload("chain3"), dispatch="table").dispatch == "table"
+
+
+def _printed_gates(src: str) -> dict[int, tuple[int, int]]:
+    """task -> (wait event or -1, count) as a straight-line program prints its gate."""
+    gate = re.compile(r"mx::MpkGate gate\{(nullptr|events \+ (\d+)), gen \* (\d+)ull, \d+ull, state, (\d+)u,")
+    return {int(m[4]): (int(m[2]) if m[2] else -1, int(m[3])) for m in gate.finditer(src)}
+
+
+@pytest.mark.parametrize("name", ["chain40", "chain3"])
+def test_straight_line_programs_print_each_task_once_in_queue_order(name: str) -> None:
+    module = workload(name)
+    graph = megakernel(module)
+    src = emit_cuda(module, "sm_90a").source
+    assert "namespace mpk_" not in src and "queue_off" not in src  # no tables
+    qualifier = "__forceinline__" if graph.dispatch == "inline" else "__noinline__"
+    assert re.findall(r"static __device__ (\w+) void", src) == [qualifier] * 2 + ([qualifier] if name == "chain3" else [])
+    wait, triggers = local_elision(graph)
+    events = graph.events
+    assert _printed_gates(src) == {t.ident: (wait[t.ident], events[wait[t.ident]].needed if wait[t.ident] >= 0 else 0) for t in graph.tasks}
+    for w in {t.worker_id for t in graph.tasks}:  # each worker's case lists its queue in order
+        case = src[src.index(f"    case {w}: {{") :]
+        case = case[: case.index("      break;")]
+        queue = [t.ident for t in graph.tasks if t.worker_id == w]
+        assert [int(t) for t in re.findall(r"// task (\d+):", case)] == queue
+        for t in queue:
+            body = case[case.index(f"// task {t}:") :]
+            body = body[: body.index("\n      }\n")]
+            assert ("if (mpk_abort) return;" in body) == (wait[t] >= 0)
+            assert re.findall(r"mpk_add_(?:release|relaxed)\(events \+ (\d+)", body) == [str(e) for e in triggers[t]]
+    if name == "chain40":  # one chain on one worker: no wait and no trigger left
+        assert len({t.worker_id for t in graph.tasks}) == 1 and "mpk_add_release" not in src
+
+
+def test_dispatch_errors_name_the_rule() -> None:
+    from xdsl.dialects.builtin import StringAttr
+    from xdsl.utils.exceptions import PassFailedException
+
+    with pytest.raises(PassFailedException, match="dispatch is 'fast'; rule: auto, table, straight, inline"):
+        megakernel(workload("chain40"), dispatch="fast")
+    module = workload("chain40")
+    graph = megakernel(module)
+    graph.attributes["mpk.dispatch"] = StringAttr("fast")
+    with pytest.raises(MpkVerifyError, match="mpk.dispatch is .*rule: it is a string, one of table, straight, inline"):
+        graph.verify()
 
 
 SIBLINGS = """

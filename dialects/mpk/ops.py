@@ -49,11 +49,19 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-__all__ = ["Mpk", "EventOp", "MpkVerifyError", "SM_MAJOR_ATTR", "TaskGraphOp", "TaskOp", "box", "ints"]
+__all__ = ["DISPATCH_ATTR", "DISPATCH_MODES", "Mpk", "EventOp", "MpkVerifyError", "SM_MAJOR_ATTR", "TaskGraphOp", "TaskOp", "box", "ints"]
 
 SM_MAJOR_ATTR = "mpk.sm_major"
 """i64 on a task graph: the SM count S when its worker w is assigned as running on SM w % S
 (passes/mpk/assign.py); the megakernel then numbers its CTAs so (codegen/megakernel.py)."""
+
+DISPATCH_ATTR = "mpk.dispatch"
+"""string on a task graph: how a worker finds its tasks (kn-to-task-graph chooses,
+codegen/megakernel.py prints): `table` -- a loop over its queue in constant tables, one
+`switch` on the task's kernel; `straight` -- its tasks in queue order as straight-line calls
+with every index, event and block a literal; `inline` -- `straight` with the task bodies
+inlined at each call.  Absent: `table`."""
+DISPATCH_MODES = ("table", "straight", "inline")
 
 
 class MpkVerifyError(VerifyException):
@@ -261,6 +269,12 @@ class TaskGraphOp(IRDLOperation):
         return attr.value.data if isinstance(attr, IntegerAttr) else 0
 
     @property
+    def dispatch(self) -> str:
+        """`DISPATCH_ATTR` (one of `DISPATCH_MODES`), `table` when absent."""
+        attr = self.attributes.get(DISPATCH_ATTR)
+        return attr.data if isinstance(attr, StringAttr) else "table"
+
+    @property
     def num_threads(self) -> int:
         """Threads per worker CTA."""
         return self.threads.value.data
@@ -283,6 +297,12 @@ class TaskGraphOp(IRDLOperation):
         """
         from mirage_xdsl.dialects.mpk.verify import verify_task_graph
 
+        attr = self.attributes.get(DISPATCH_ATTR)
+        if attr is not None and not (isinstance(attr, StringAttr) and attr.data in DISPATCH_MODES):
+            raise MpkVerifyError(
+                f"{self.name}: {DISPATCH_ATTR} is {attr}; rule: it is a string, one of {', '.join(DISPATCH_MODES)}; "
+                "fix: set kn-to-task-graph's `dispatch` option instead of writing the attribute"
+            )
         verify_task_graph(self)
 
 

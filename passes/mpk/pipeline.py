@@ -14,7 +14,7 @@ dependency wait), then `kn-to-task-graph`.  Options: `threads` (T, default 128, 
 `per-op` (false: keep kn-fuse's aggregation, fewer and larger tasks), `ctas-per-sm` (the
 worker CTAs each SM should hold: every kernel is planned within that share of the SM's shared
 memory, `worker_smem_budget`; 0 plans with the per-block limit), `workers` and
-`blocks-per-task`, `trace`, `watchdog-ms` and `reuse-workspace` (forwarded to
+`blocks-per-task`, `trace`, `watchdog-ms`, `reuse-workspace` and `dispatch` (forwarded to
 kn-to-task-graph).  Graphs that already hold threadblock
 graphs (saved muGraphs) are lowered as they are.
 """
@@ -70,6 +70,7 @@ class MirageMegakernelPass(ModulePass):
     trace: bool = False
     watchdog_ms: int = 500
     reuse_workspace: bool = False
+    dispatch: str = "auto"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Fuse the plain kernel graphs of `op` (one group per op with `per_op`), lower every kernel
@@ -94,4 +95,5 @@ class MirageMegakernelPass(ModulePass):
             trace=self.trace,
             watchdog_ms=self.watchdog_ms,
             reuse_workspace=self.reuse_workspace,
+            dispatch=self.dispatch,
         ).apply(ctx, op)

@@ -27,8 +27,8 @@ function it appends one `mpk.task_graph` (dialects/mpk/ops.py) before `func.retu
   each task, `mpk.est_makespan_ns` on the graph); with a whole number of workers per SM the
   assignment spreads work over SMs and the graph records `mpk.sm_major = <SMs>`.
 
-Writes: the `mpk.task_graph` op (with `mpk.watchdog_ns`, `mpk.sm_major` where it applies, and
-`mpk.trace` under `trace=true`);
+Writes: the `mpk.task_graph` op (with `mpk.watchdog_ns`, `mpk.dispatch` (option `dispatch`,
+passes/mpk/dispatch.py), `mpk.sm_major` where it applies, and `mpk.trace` under `trace=true`);
 the function attribute `mpk.megakernel = "<func>_mpk"`.
 Errors (DiagnosticException via emit_error, "kn-to-task-graph: <rule>; <fix>"): a kernel-level
 op left as a library call (a `kn.reshape` that is a copy among them), kernels of different thread counts, a late-finisher kernel.
@@ -49,10 +49,11 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from mirage_xdsl.dialects import cute, kn
-from mirage_xdsl.dialects.mpk import SM_MAJOR_ATTR, EventOp, TaskGraphOp, TaskOp, box
+from mirage_xdsl.dialects.mpk import DISPATCH_ATTR, DISPATCH_MODES, SM_MAJOR_ATTR, EventOp, TaskGraphOp, TaskOp, box
 from mirage_xdsl.dialects.mpk.verify import intersects
 from mirage_xdsl.passes.mpk.alias import owner_read
 from mirage_xdsl.passes.mpk.assign import assign_workers, sm_major, task_cost_ns
+from mirage_xdsl.passes.mpk.dispatch import choose_dispatch
 from mirage_xdsl.passes.mpk.footprint import Box, FootprintError, kernel_accesses
 from mirage_xdsl.passes.tb.layout_math import elem_bytes_of, physical_num_elems
 from mirage_xdsl.target import SM90
@@ -354,6 +355,9 @@ class KnToTaskGraphPass(ModulePass):
     watchdog_ms: int = 500
     """A wait spinning longer than this ends the launch with the deadlock report
     (`mpk.watchdog_ns`)."""
+    dispatch: str = "auto"
+    """How workers find their tasks (`mpk.dispatch`: table, straight or inline); `auto`:
+    `choose_dispatch` by the task count (passes/mpk/dispatch.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Append a verified `mpk.task_graph` to every func of `op` that holds kernels
@@ -366,6 +370,8 @@ class KnToTaskGraphPass(ModulePass):
         """
         if self.blocks_per_task < 1 or self.workers < 0 or self.watchdog_ms < 1:
             _fail(op, "blocks-per-task and watchdog-ms must be >= 1 and workers >= 0", "fix the options")
+        if self.dispatch != "auto" and self.dispatch not in DISPATCH_MODES:
+            _fail(op, f"dispatch is '{self.dispatch}'; rule: auto, {', '.join(DISPATCH_MODES)}", "pick one of them")
         for fn in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
             graph = build_task_graph(fn, self.workers, self.blocks_per_task, self.num_sms, self.reuse_workspace)
             if graph is None:
@@ -373,4 +379,6 @@ class KnToTaskGraphPass(ModulePass):
             graph.attributes[WATCHDOG_ATTR] = IntegerAttr(self.watchdog_ms * 1_000_000, i64)
             if self.trace:
                 graph.attributes[TRACE_ATTR] = UnitAttr()
+            mode = choose_dispatch(len(graph.tasks)) if self.dispatch == "auto" else self.dispatch
+            graph.attributes[DISPATCH_ATTR] = StringAttr(mode)
             graph.verify()

@@ -15,7 +15,7 @@ func.func @tiles(%X: tensor<8x256xf16> {kn.strides = array<i64: 256, 1>},
 
 // CHECK-LABEL: func.func @tiles
 // CHECK-SAME:    kn.workspace_size = [[WS:[0-9]+]] : i64, mpk.megakernel = "tiles_mpk"
-// CHECK:       mpk.task_graph attributes {mpk.est_makespan_ns = {{[0-9]+}} : i64, mpk.watchdog_ns = 500000000 : i64, workers = 4 : i64, threads = 128 : i64, smem = {{[0-9]+}} : i64, buffers = ["X", "W", "a", "b", "c"]} {
+// CHECK:       mpk.task_graph attributes {mpk.est_makespan_ns = {{[0-9]+}} : i64, mpk.watchdog_ns = 500000000 : i64, mpk.dispatch = "inline", workers = 4 : i64, threads = 128 : i64, smem = {{[0-9]+}} : i64, buffers = ["X", "W", "a", "b", "c"]} {
 // CHECK-NEXT:    mpk.event {id = 0 : i64, count = 1 : i64, producers = array<i64: 0>, consumers = array<i64: 2>}
 // CHECK-NEXT:    mpk.event {id = 1 : i64, count = 1 : i64, producers = array<i64: 1>, consumers = array<i64: 3>}
 // CHECK-NEXT:    mpk.event {id = 2 : i64, count = 1 : i64, producers = array<i64: 2>, consumers = array<i64: 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19>}

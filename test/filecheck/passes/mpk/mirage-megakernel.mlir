@@ -1,5 +1,7 @@
 // RUN: mirage-opt %s -p 'mirage-megakernel{workers=2 trace=true watchdog-ms=100}' | filecheck %s
-// RUN: mirage-opt %s -p 'mirage-megakernel{workers=2}' -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: mirage-opt %s -p 'mirage-megakernel{workers=2 dispatch=table}' -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: mirage-opt %s -p 'mirage-megakernel{workers=2}' -t cuda | filecheck %s --check-prefix=INLINE
+// RUN: mirage-opt %s -p 'mirage-megakernel{workers=2 dispatch=straight}' -t cuda | filecheck %s --check-prefix=STRAIGHT
 // RUN: mirage-opt %s -p 'mirage-megakernel' | filecheck %s --check-prefix=SMIR
 // RUN: mirage-opt %s -p 'mirage-megakernel' -t cuda | filecheck %s --check-prefix=SMCUDA
 
@@ -15,7 +17,7 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 
 // CHECK:      cute.kernel(%X, %W) {{.*}}kernel_name = "pair_k0"{{.*}}block_dim = array<i64: 128, 1, 1>
 // CHECK:      cute.kernel(%h) {{.*}}kernel_name = "pair_k1"{{.*}}block_dim = array<i64: 128, 1, 1>
-// CHECK:      mpk.task_graph attributes {{{.*}}mpk.watchdog_ns = 100000000 : i64, mpk.trace, workers = 2 : i64, threads = 128 : i64
+// CHECK:      mpk.task_graph attributes {{{.*}}mpk.watchdog_ns = 100000000 : i64, mpk.trace, mpk.dispatch = "inline", workers = 2 : i64, threads = 128 : i64
 
 // CUDA:       static __device__ __noinline__ void pair_k0_task(
 // CUDA:         const uint3 mpk_block,
@@ -34,6 +36,47 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // CUDA:       "kernel": "pair_mpk",
 // CUDA-NEXT:  "grid": [
 // CUDA-NEXT:   2,
+
+// A graph of a few tasks (passes/mpk/dispatch.py) is printed as straight-line worker programs
+// with the task bodies inlined: no tables, every task's event, count and block a literal.  The
+// matmul's 8 blocks alternate between the two workers and trigger event 0; the relu task
+// waits for all 8 on worker 0.
+// INLINE:     static __device__ __forceinline__ void pair_k0_task(
+// INLINE:     static __device__ __forceinline__ void pair_k1_task(
+// INLINE-NOT: namespace mpk_pair
+// INLINE:     // pair_mpk: 9 tasks of 2 kernels on 2 worker CTAs of 128 threads,
+// INLINE-NEXT: // {{.*}}; inline dispatch
+// INLINE:       switch (w) {
+// INLINE-NEXT:    case 0: {
+// INLINE-NEXT:      {  // task 0: pair_k0 block 0
+// INLINE-NEXT:        mx::MpkGate gate{nullptr, gen * 0ull, 0ull, state, 0u, 4294967295u, 500000000ull, &mpk_abort, nullptr};
+// INLINE-NEXT:        pair_k0_task({{.*}}, make_uint3(0u, 0u, 0u), gate);
+// INLINE-NEXT:        __syncthreads();
+// INLINE-NEXT:        if (tid == 0) {
+// INLINE-NEXT:          __threadfence();
+// INLINE-NEXT:          (void)mx::mpk_add_release(events + 0, 1ull);
+// INLINE-NEXT:        }
+// INLINE-NEXT:      }
+// INLINE-NEXT:      {  // task 2: pair_k0 block 2
+// INLINE:           {  // task 8: pair_k1 block 0
+// INLINE-NEXT:        mx::MpkGate gate{events + 0, gen * 8ull, 8ull, state, 8u, 0u, 500000000ull, &mpk_abort, nullptr};
+// INLINE-NEXT:        pair_k1_task(o0, {{.*}}, make_uint3(0u, 0u, 0u), gate);
+// INLINE-NEXT:        if (mpk_abort) return;
+// INLINE-NEXT:        __syncthreads();
+// INLINE-NEXT:      }
+// INLINE-NEXT:      break;
+// INLINE-NEXT:    }
+// INLINE-NEXT:    case 1: {
+// INLINE-NEXT:      {  // task 1: pair_k0 block 1
+// INLINE:           break;
+// INLINE-NEXT:    }
+// INLINE-NEXT:    default:
+// INLINE:       if (tid == 0) mx::mpk_finish(state, gen, 2u);
+
+// STRAIGHT:   static __device__ __noinline__ void pair_k0_task(
+// STRAIGHT-NOT: namespace mpk_pair
+// STRAIGHT:   // {{.*}}; straight dispatch
+// STRAIGHT:     pair_k0_task({{.*}}, make_uint3(0u, 0u, 0u), gate);
 
 // By default as many workers per SM as the tasks' shared memory allows, at most four (these tiny
 // tasks: four), in SM-major order (worker w runs on SM
