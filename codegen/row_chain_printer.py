@@ -9,6 +9,8 @@ and only values marked `cute.row_chain_stored` are written back to their tiles.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
@@ -31,18 +33,43 @@ def _uniform(value: SSAValue) -> bool:
     return isinstance(typ, cute.SmemTensorType) and math.prod(typ.get_shape()) == 1
 
 
+@dataclass(frozen=True)
+class RowOwnership:
+    """Which flat elements (the chain tile walked in its order) thread `tid` holds in register
+    `j` of a row chain of `trips` elements per thread on `nt` threads: `run` = 0, every NT-th
+    (tid + j * NT); `run` = trips, consecutive (tid * T + j); otherwise runs of `run` (one
+    16-byte vector) interleaved across the block, run c at (c * NT + tid) * run."""
+
+    nt: int
+    trips: int
+    run: int
+
+    def index(self) -> str:
+        """The C expression of the flat index of register j."""
+        if self.run == 0:
+            return f"tid + j * {self.nt}"
+        if self.run == self.trips:
+            return f"tid * {self.trips} + j"
+        return f"(j / {self.run} * {self.nt} + tid) * {self.run} + j % {self.run}"
+
+
 class RowChainPrinter(KernelPrinterBase):
     """The row-chain part of the kernel printer (a mixin of `cuda_printer._KernelPrinter`)."""
 
+    own: RowOwnership = RowOwnership(0, 0, 0)
+    """the ownership of the chain being printed (`chain_ownership`)"""
+
     def row_chain(self, chain: RowChain) -> None:
         """A register-resident row chain (passes/cute/row_chains.py): value `v<k>` of op k is
-        this thread's elements `v<k>[j]` (flat index tid + j * NT) or, for a row sum, one
-        float every thread holds; stores of what is read later; one barrier at the end."""
+        this thread's elements `v<k>[j]` (which flat elements: `RowOwnership`) or, for a row
+        sum, one float every thread holds; stores of what is read later; one barrier at the end."""
         nt = self.nt
         trips = chain.length // nt
         scratch = f"reinterpret_cast<float*>(smem + {self.slicing.base + self.slicing.total})"
-        contiguous = self.chain_contiguous(chain)
-        index = f"tid * {trips} + j" if contiguous else f"tid + j * {nt}"
+        own = self.chain_ownership(chain)
+        contiguous = own.run > 0
+        index = own.index()
+        self.own = own
         self.emit(f"{{  // in registers: {', '.join(self.names[v] for v in chain.values)}")
         self.indent += 1
         regs: dict[SSAValue, str] = {}
@@ -83,7 +110,7 @@ class RowChainPrinter(KernelPrinterBase):
             # an accumulator written straight out held the fill value 0 before this one trip
             o = f"mx::to_f({self.tile_ptr(op.out)}[{lo}::off(i)])" if read and out_copy is None else "0.0f"
             fn = f"[](float o, float a, float b, float c) {{ return {body}; }}"
-            vector_out = out_copy is not None and contiguous and self.row_vectors(out_copy, op.out, trips)
+            vector_out = out_copy is not None and contiguous and self.row_vectors(out_copy, op.out, own.run)
             call = f"{fn}({o}, {', '.join(args)})"
             value = call if ROW_CHAIN_FP32 in op.attributes else self.rounded(op.out, call)
             body_lines = [f"{name}[j] = {value};"]
@@ -104,11 +131,52 @@ class RowChainPrinter(KernelPrinterBase):
             self.emit("}")
             if vector_out:
                 assert out_copy is not None
-                self.emit(f"mx::store_row<{trips}>(&{self.global_element(out_copy, op.out, dims, order, f'tid * {trips}')}, {name});")
+                self.emit_vectors("store", name, out_copy, op.out, dims, order)
             regs[op.out] = name
         self.indent -= 1
         self.emit("}")
         self.emit("__syncthreads();")
+
+    def chain_ownership(self, chain: RowChain) -> RowOwnership:
+        """Which elements each thread holds: every NT-th unless `chain_contiguous`; then, when
+        every global tensor of the chain has one element size and a thread's T elements make
+        several 16-byte vectors, vectors interleaved across the block (vector c of thread tid
+        at flat element (c * NT + tid) * PER: a warp-wide load covers 32 consecutive vectors,
+        whole 32-byte sectors), else T consecutive elements per thread."""
+        trips = chain.length // self.nt
+        if not self.chain_contiguous(chain):
+            return RowOwnership(self.nt, trips, 0)
+        tiles = [v for v in chain.values if v in self.io.loads or v in self.io.stores]
+        tiles += [v for op in chain.ops for v in self.chain_inputs(op) if v in self.io.loads]
+        sizes = {cute.elem_bytes(self.elem(v)) for v in tiles}
+        if len(sizes) == 1:
+            per = 16 // sizes.pop()
+            if trips > per and trips % per == 0:
+                return RowOwnership(self.nt, trips, per)
+        return RowOwnership(self.nt, trips, trips)
+
+    @staticmethod
+    def chain_inputs(op: object) -> list[SSAValue]:
+        """The tiles an op of a row chain reads."""
+        if isinstance(op, cute.ReduceOp):
+            return [op.input]
+        if isinstance(op, cute.ElementwiseOp):
+            return list(op.ins)
+        return []
+
+    def emit_vectors(
+        self, kind: str, name: str, copy: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue, dims: Sequence[int], order: Sequence[int]
+    ) -> None:
+        """Load (`kind` "load") or store register array `name` of this thread as 16-byte
+        vectors of `tile`'s global tensor, in the chain's ownership (`self.own`)."""
+        own = self.own
+        t = own.trips
+        if own.run == t:  # consecutive elements: one run from the thread's first element
+            at = f"&{self.global_element(copy, tile, dims, order, f'tid * {t}')}"
+            self.emit(f"mx::load_row<{t}>({name}, {at});" if kind == "load" else f"mx::store_row<{t}>({at}, {name});")
+            return
+        at = f"[&](int c) {{ return &{self.global_element(copy, tile, dims, order, f'(c * {own.nt} + tid) * {own.run}')}; }}"
+        self.emit(f"mx::load_vectors<{t}>({name}, {at});" if kind == "load" else f"mx::store_vectors<{t}>({at}, {name});")
 
     def chain_contiguous(self, chain: RowChain) -> bool:
         """Whether the chain's threads may own consecutive elements (flat index tid * T + j,
@@ -126,14 +194,14 @@ class RowChainPrinter(KernelPrinterBase):
                     return False
         return all(v in self.io.stores or _uniform(v) for v in chain.stored)
 
-    def row_vectors(self, copy: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue, trips: int) -> bool:
-        """Whether a thread's `trips` consecutive elements of `tile` move as 16-byte global
-        vectors: unit stride along the row, a row length (the tile's last dim) that whole
-        runs of `trips` divide, and the planner already allows 16-byte vectors for this
-        tensor (the copy's `vec`), so each row starts 16-byte aligned."""
+    def row_vectors(self, copy: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue, run: int) -> bool:
+        """Whether a thread's runs of `run` consecutive elements of `tile` move as 16-byte
+        global vectors: unit stride along the row, a row length (the tile's last dim) that
+        whole runs divide, and the planner already allows 16-byte vectors for this tensor
+        (the copy's `vec`), so each row starts 16-byte aligned."""
         eb = cute.elem_bytes(self.elem(tile))
         last = cute.smem_shape(tile)[-1]
-        return copy.tile.strides[-1] == 1 and copy.vec.value.data * eb == 16 and (trips * eb) % 16 == 0 and last % trips == 0
+        return copy.tile.strides[-1] == 1 and copy.vec.value.data * eb == 16 and (run * eb) % 16 == 0 and last % run == 0
 
     def preload_inputs(self, chain: RowChain, regs: dict[SSAValue, str], index: str, contiguous: bool) -> None:
         """Whole-row inputs that the chain reads from global memory, loaded once into
@@ -157,14 +225,13 @@ class RowChainPrinter(KernelPrinterBase):
                     continue
                 copy = self.io.loads[v]
                 shape = cute.smem_shape(v)
-                broadcast_row = shape[-1] == out.get_shape()[-1] > 1 and contiguous and self.row_vectors(copy, v, trips)
+                broadcast_row = shape[-1] == out.get_shape()[-1] > 1 and contiguous and self.row_vectors(copy, v, self.own.run)
                 if shape != out.get_shape() and not broadcast_row:
                     continue
                 name = regs[v] = f"x{len([r for r in regs.values() if r.startswith('x')])}"
                 self.emit(f"float {name}[{trips}];  // {self.names[v]}, from global memory")
-                if contiguous and self.row_vectors(copy, v, trips):
-                    start = self.global_element(copy, v, out.get_shape(), order, f"tid * {trips}")
-                    self.emit(f"mx::load_row<{trips}>({name}, &{start});")
+                if contiguous and self.row_vectors(copy, v, self.own.run):
+                    self.emit_vectors("load", name, copy, v, out.get_shape(), order)
                     continue
                 self.emit("#pragma unroll")
                 self.emit(f"for (int j = 0; j < {trips}; ++j) {{")
@@ -184,8 +251,8 @@ class RowChainPrinter(KernelPrinterBase):
         copy = self.io.loads.get(tile)
         where = "global" if copy is not None else "shared"
         self.emit(f"float {name}[{trips}];  // {self.names[tile]}, from {where} memory")
-        if copy is not None and contiguous and self.row_vectors(copy, tile, trips):
-            self.emit(f"mx::load_row<{trips}>({name}, &{self.global_element(copy, tile, dims, order, f'tid * {trips}')});")
+        if copy is not None and contiguous and self.row_vectors(copy, tile, self.own.run):
+            self.emit_vectors("load", name, copy, tile, dims, order)
             return
         if copy is not None:
             element = self.global_element(copy, tile, dims, order)

@@ -177,14 +177,16 @@ def test_an_elementwise_kernel_over_a_whole_tile_is_one_chain() -> None:
     the same tile row-major: the four products, the difference and the sum run in
     registers; X's halves and the cosine / sine rows (broadcast over the heads) load as
     16-byte vectors, and the two halves of the output (concat: zero-filled accumulators of
-    one trip) are stored from registers (the suite's size: 16 elements per thread)."""
+    one trip) are stored from registers (the suite's size: 16 elements per thread, two
+    vectors each, interleaved across the block: vector c of thread tid at (c * 128 + tid) * 8)."""
     module = rotary_module("float16", tokens=4096, heads=32)
     (kernel,) = [op for op in module.walk() if isinstance(op, cute.KernelOp)]
     (loop,) = [op for op in kernel.body.block.ops if isinstance(op, cute.ForOp)]
     chain = plan_row_chain(list(loop.body.block.ops), kernel.num_threads, set(), reduce_threads)
     assert chain is not None and len(chain.ops) == 6 and row_length(chain.values[0].type.get_shape()) is None
     src = emit_cuda(module).source
-    assert src.count("mx::load_row<") == 4 and src.count("mx::store_row<") == 2
+    assert src.count("mx::load_vectors<16>(") == 4 and src.count("mx::store_vectors<16>(") == 2
+    assert src.count("::raw((c * 128 + tid) * 8)]; }") == 6
     assert "mx::elementwise<" not in src and "mx::g2s_chunked<" not in src
 
 

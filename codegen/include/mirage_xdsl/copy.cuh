@@ -4,6 +4,7 @@
 // dim, so consecutive threads touch consecutive addresses).  For the 16-byte variants the
 // layouts count VECTORS: mode 0 has size D0/V and stride V on both sides.
 #pragma once
+#include <type_traits>
 #include "core.cuh"
 
 namespace mx {
@@ -132,6 +133,41 @@ __device__ __forceinline__ void store_row(E* p, const float (&x)[T]) {
     uint4 v;
     __builtin_memcpy(&v, e, 16);
     *reinterpret_cast<uint4*>(p + c * PER) = v;
+  }
+}
+
+// T fp32 registers <-> T / PER 16-byte vectors of E (PER = 16 / sizeof(E)), vector c at the
+// pointer at(c): a row chain whose threads own interleaved vectors (vector c of thread tid holds
+// flat elements (c * NT + tid) * PER ...), so that one warp-wide access covers 32 consecutive
+// vectors, whole 32-byte sectors (codegen/row_chain_printer.py, RowOwnership).
+template <int T, class At>
+__device__ __forceinline__ void load_vectors(float (&x)[T], At at) {
+  using E = std::remove_cv_t<std::remove_pointer_t<decltype(at(0))>>;
+  constexpr int PER = 16 / sizeof(E);
+  static_assert(T % PER == 0, "whole 16-byte vectors");
+#pragma unroll
+  for (int c = 0; c < T / PER; ++c) {
+    const uint4 v = *reinterpret_cast<const uint4*>(at(c));
+    E e[PER];
+    __builtin_memcpy(e, &v, 16);
+#pragma unroll
+    for (int k = 0; k < PER; ++k) x[c * PER + k] = to_f(e[k]);
+  }
+}
+
+template <int T, class At>
+__device__ __forceinline__ void store_vectors(At at, const float (&x)[T]) {
+  using E = std::remove_cv_t<std::remove_pointer_t<decltype(at(0))>>;
+  constexpr int PER = 16 / sizeof(E);
+  static_assert(T % PER == 0, "whole 16-byte vectors");
+#pragma unroll
+  for (int c = 0; c < T / PER; ++c) {
+    E e[PER];
+#pragma unroll
+    for (int k = 0; k < PER; ++k) e[k] = from_f<E>(x[c * PER + k]);
+    uint4 v;
+    __builtin_memcpy(&v, e, 16);
+    *reinterpret_cast<uint4*>(at(c)) = v;
   }
 }
 
