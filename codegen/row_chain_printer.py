@@ -8,37 +8,25 @@ and only values marked `cute.row_chain_stored` are written back to their tiles.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from mirage_xdsl.codegen.cuda_syntax import c_type, layout_t
+from mirage_xdsl.codegen.cuda_syntax import c_type, layout_t, printer_error
 from mirage_xdsl.codegen.printer_base import KernelPrinterBase
 from mirage_xdsl.dialects import cute
-from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN_FP32, RowChain
+from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN_FP32, RowChain, uniform_tile
 from mirage_xdsl.dialects.kn import element_type_of
-
-
-def _broadcast(value: SSAValue) -> bool:
-    """A tile read with a size-1 dim repeated (not a whole row)."""
-    typ = value.type
-    return isinstance(typ, cute.SmemTensorType) and typ.get_shape()[-1] == 1
-
-
-def _uniform(value: SSAValue) -> bool:
-    """A tile of one element (a row sum): one register every thread holds."""
-    typ = value.type
-    return isinstance(typ, cute.SmemTensorType) and math.prod(typ.get_shape()) == 1
 
 
 @dataclass(frozen=True)
 class RowOwnership:
     """Which flat elements (the chain tile walked in its order) thread `tid` holds in register
-    `j` of a row chain of `trips` elements per thread on `nt` threads: `run` = 0, every NT-th
-    (tid + j * NT); `run` = trips, consecutive (tid * T + j); otherwise runs of `run` (one
-    16-byte vector) interleaved across the block, run c at (c * NT + tid) * run."""
+    `j` of a row chain of `trips` elements per thread on `nt` threads, as cute-row-chains
+    decided (`cute.row_chain_run` = `run`): 0, every NT-th (tid + j * NT); `trips`,
+    consecutive (tid * T + j); otherwise runs of `run` (one 16-byte vector) interleaved
+    across the block, run c at (c * NT + tid) * run."""
 
     nt: int
     trips: int
@@ -66,7 +54,9 @@ class RowChainPrinter(KernelPrinterBase):
         nt = self.nt
         trips = chain.length // nt
         scratch = f"reinterpret_cast<float*>(smem + {self.slicing.base + self.slicing.total})"
-        own = self.chain_ownership(chain)
+        if chain.run < 0:
+            raise printer_error(self.kernel, "a row chain without `cute.row_chain_run`: run cute-row-chains before printing")
+        own = RowOwnership(nt, trips, chain.run)
         contiguous = own.run > 0
         index = own.index()
         self.own = own
@@ -99,7 +89,7 @@ class RowChainPrinter(KernelPrinterBase):
             args = []
             for v in op.ins:
                 if v in regs:
-                    args.append(regs[v] if _uniform(v) else f"{regs[v]}[j]")
+                    args.append(regs[v] if uniform_tile(v) else f"{regs[v]}[j]")
                 elif v in self.io.loads:
                     args.append(f"mx::to_f({self.global_element(self.io.loads[v], v, dims, order)})")
                 else:
@@ -137,33 +127,6 @@ class RowChainPrinter(KernelPrinterBase):
         self.emit("}")
         self.emit("__syncthreads();")
 
-    def chain_ownership(self, chain: RowChain) -> RowOwnership:
-        """Which elements each thread holds: every NT-th unless `chain_contiguous`; then, when
-        every global tensor of the chain has one element size and a thread's T elements make
-        several 16-byte vectors, vectors interleaved across the block (vector c of thread tid
-        at flat element (c * NT + tid) * PER: a warp-wide load covers 32 consecutive vectors,
-        whole 32-byte sectors), else T consecutive elements per thread."""
-        trips = chain.length // self.nt
-        if not self.chain_contiguous(chain):
-            return RowOwnership(self.nt, trips, 0)
-        tiles = [v for v in chain.values if v in self.io.loads or v in self.io.stores]
-        tiles += [v for op in chain.ops for v in self.chain_inputs(op) if v in self.io.loads]
-        sizes = {cute.elem_bytes(self.elem(v)) for v in tiles}
-        if len(sizes) == 1:
-            per = 16 // sizes.pop()
-            if trips > per and trips % per == 0:
-                return RowOwnership(self.nt, trips, per)
-        return RowOwnership(self.nt, trips, trips)
-
-    @staticmethod
-    def chain_inputs(op: object) -> list[SSAValue]:
-        """The tiles an op of a row chain reads."""
-        if isinstance(op, cute.ReduceOp):
-            return [op.input]
-        if isinstance(op, cute.ElementwiseOp):
-            return list(op.ins)
-        return []
-
     def emit_vectors(
         self, kind: str, name: str, copy: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue, dims: Sequence[int], order: Sequence[int]
     ) -> None:
@@ -177,22 +140,6 @@ class RowChainPrinter(KernelPrinterBase):
             return
         at = f"[&](int c) {{ return &{self.global_element(copy, tile, dims, order, f'(c * {own.nt} + tid) * {own.run}')}; }}"
         self.emit(f"mx::load_vectors<{t}>({name}, {at});" if kind == "load" else f"mx::store_vectors<{t}>({at}, {name});")
-
-    def chain_contiguous(self, chain: RowChain) -> bool:
-        """Whether the chain's threads may own consecutive elements (flat index tid * T + j,
-        16-byte global vectors) instead of every NT-th (tid + j * NT): only when it touches
-        no whole-row shared tile, where consecutive elements per thread would conflict on
-        banks.  (The row sums then add in another order than the op-by-op print's.)"""
-        values = set(chain.values)
-        for op in chain.ops:
-            if isinstance(op, cute.ReduceOp) and op.input not in values and op.input not in self.io.loads:
-                return False
-            if not isinstance(op, cute.ElementwiseOp):
-                continue
-            for v in op.ins:
-                if v not in values and v not in self.io.loads and not _broadcast(v):
-                    return False
-        return all(v in self.io.stores or _uniform(v) for v in chain.stored)
 
     def row_vectors(self, copy: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue, run: int) -> bool:
         """Whether a thread's runs of `run` consecutive elements of `tile` move as 16-byte

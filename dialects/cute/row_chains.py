@@ -12,6 +12,12 @@ printer reads (passes/cute/row_chains.py explains what a chain is and when one i
 * `ROW_CHAIN_FP32` (unit) on a chain op that only squares its operand and whose value only
   the chain's row sums read: the value stays an fp32 register, unrounded (an fp16 square
   underflows below |x| ~ 2.4e-4; as `cute-fuse-square-sum` does outside chains).
+* `ROW_CHAIN_RUN` (`i64`) on the first op of a chain: which of the chain tile's elements (flat,
+  walked row-major) each thread holds in its registers: 0 -- every NT-th (thread tid: tid +
+  j x NT); T, the elements per thread -- T consecutive ones (tid x T + j), moved as 16-byte
+  vectors where a tensor allows; PER < T -- 16-byte vectors of PER elements interleaved
+  across the block (vector c of thread tid at (c x NT + tid) x PER), so that a warp-wide
+  access covers whole 32-byte sectors.
 * `ROW_CHAINS` (`i64`) on the `cute.kernel`: the number of chains (its presence says the
   decision was made).
 * `ROW_CHAIN_SMEM` (`i64`) on a `cute.kernel` whose chains leave tiles of its plan unused:
@@ -25,6 +31,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.dialects import cute
@@ -35,6 +42,7 @@ ROW_CHAIN_GLOBAL = "cute.row_chain_global"
 ROW_CHAIN_FP32 = "cute.row_chain_fp32"
 ROW_CHAINS = "cute.row_chains"
 ROW_CHAIN_SMEM = "cute.row_chain_smem"
+ROW_CHAIN_RUN = "cute.row_chain_run"
 
 
 @dataclass
@@ -50,6 +58,8 @@ class RowChain:
     """chain values also written to their shared tile (read outside the chain)"""
     consumed: int = 0
     """how many ops from the chain's first one it replaces (barriers included)"""
+    run: int = -1
+    """`ROW_CHAIN_RUN` of the marked chain (-1: not decided)"""
 
     @property
     def values(self) -> list[SSAValue]:
@@ -67,6 +77,18 @@ class GlobalIO:
     """accumulator tile -> the copy that writes it out: the chain stores to global memory"""
     skipped: set[Operation] = field(default_factory=set)
     """ops no longer printed: those copies and the accumulators' zero fills"""
+
+
+def broadcast_tile(value: SSAValue) -> bool:
+    """A tile read with a size-1 last dim repeated (not a whole row)."""
+    typ = value.type
+    return isinstance(typ, cute.SmemTensorType) and typ.get_shape()[-1] == 1
+
+
+def uniform_tile(value: SSAValue) -> bool:
+    """A tile of one element (a row sum): one register every thread holds."""
+    typ = value.type
+    return isinstance(typ, cute.SmemTensorType) and math.prod(typ.get_shape()) == 1
 
 
 def row_length(shape: Sequence[int]) -> int | None:
@@ -102,8 +124,8 @@ def read_row_chains(kernel: cute.KernelOp) -> tuple[dict[Operation, RowChain], G
                 continue
             index = attr.value.data  # type: ignore[attr-defined]
             if current is None or current[0] != index:
-                first = op
-                chains[first] = RowChain(chain_row_length(op))
+                run = op.attributes.get(ROW_CHAIN_RUN)
+                chains[op] = RowChain(chain_row_length(op), run=run.value.data if isinstance(run, IntegerAttr) else -1)
                 current = (index, pos)
             chain = chains[ops[current[1]]]
             chain.ops.append(op)

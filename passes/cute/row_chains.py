@@ -65,12 +65,15 @@ from mirage_xdsl.dialects.cute.row_chains import (
     ROW_CHAIN,
     ROW_CHAIN_FP32,
     ROW_CHAIN_GLOBAL,
+    ROW_CHAIN_RUN,
     ROW_CHAIN_SMEM,
     ROW_CHAIN_STORED,
     ROW_CHAINS,
     GlobalIO,
     RowChain,
+    broadcast_tile,
     row_length,
+    uniform_tile,
 )
 
 MAX_TRIPS = 32
@@ -305,7 +308,8 @@ class RowChainsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Re-mark the row chains of every `cute.kernel` in `op` (old marks removed first).
 
-        Writes `cute.row_chain` = the chain's index on each member, `cute.row_chain_stored` on
+        Writes `cute.row_chain` = the chain's index on each member, `cute.row_chain_run` (the
+        elements each thread holds, `chain_run`) on its first op, `cute.row_chain_stored` on
         members whose value is also stored, `cute.row_chain_fp32` on squares only its sums
         read (`unrounded_squares`), `cute.row_chain_global` on the skipped global I/O ops
         and `cute.row_chains` = the chain count on the kernel.
@@ -319,6 +323,7 @@ class RowChainsPass(ModulePass):
             clear_row_chains(kernel)
             chains, io = kernel_row_chains(kernel)
             for index, chain in enumerate(chains):
+                chain.ops[0].attributes[ROW_CHAIN_RUN] = IntegerAttr(chain_run(chain, io, kernel.num_threads), i64)
                 for member, value in zip(chain.ops, chain.values):
                     member.attributes[ROW_CHAIN] = IntegerAttr(index, i64)
                     if value in chain.stored:
@@ -332,12 +337,42 @@ class RowChainsPass(ModulePass):
                 trim_shared_memory(kernel, chains, io)
 
 
+def chain_run(chain: RowChain, io: GlobalIO, nt: int) -> int:
+    """`ROW_CHAIN_RUN` of `chain` on `nt` threads (dialects/cute/row_chains.py).
+
+    Every NT-th element (0) when the chain reads or keeps a whole-row shared tile: a thread's
+    consecutive elements would conflict on shared-memory banks.  Otherwise 16-byte vectors
+    (PER = 16 / element bytes) interleaved across the block when every global tensor of the
+    chain has one element size and a thread holds several vectors: with T consecutive
+    elements a warp-wide load touched half of each 32-byte sector (vectors 16 x T bytes apart),
+    and the fp32 rotary ran 2.0x slower for it (69.5 against 34.7 us on an H200, 2026-11-27).
+    Else T consecutive elements.  (Row sums then add in another order than the op-by-op
+    print's.)"""
+    trips = chain.length // nt
+    values = set(chain.values)
+    for op in chain.ops:
+        ins = [op.input] if isinstance(op, cute.ReduceOp) else list(op.ins) if isinstance(op, cute.ElementwiseOp) else []
+        for v in ins:
+            if v not in values and v not in io.loads and not (isinstance(op, cute.ElementwiseOp) and broadcast_tile(v)):
+                return 0
+    if not all(v in io.stores or uniform_tile(v) for v in chain.stored):
+        return 0
+    tiles = [v for v in chain.values if v in io.loads or v in io.stores]
+    tiles += [v for op in chain.ops for v in ([op.input] if isinstance(op, cute.ReduceOp) else getattr(op, "ins", [])) if v in io.loads]
+    sizes = {cute.elem_bytes(v.type.element_type) for v in tiles if isinstance(v.type, cute.SmemTensorType)}
+    if len(sizes) == 1:
+        per = 16 // sizes.pop()
+        if trips > per and trips % per == 0:
+            return per
+    return trips
+
+
 def clear_row_chains(kernel: cute.KernelOp) -> None:
     """Undo the chain marks of `kernel` (every op printed one by one again) and its
     `ROW_CHAIN_SMEM` trim (the block-sum scratch back after the whole plan); `ROW_CHAINS`
     is left to the caller."""
     for o in kernel.walk():
-        for name in (ROW_CHAIN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL, ROW_CHAIN_FP32):
+        for name in (ROW_CHAIN, ROW_CHAIN_RUN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL, ROW_CHAIN_FP32):
             o.attributes.pop(name, None)
     if kernel.attributes.pop(ROW_CHAIN_SMEM, None) is not None:
         kernel.attributes[cute.KSLICE_SCRATCH] = cute.dense([(kernel.smem_bytes + 15) // 16 * 16, 0])
