@@ -26,6 +26,10 @@ Every problem in the input raises `MugraphImportError` (a `ValueError`) with a o
 message naming the file, the graph index, the operator index (and the threadblock
 operator index) and the rule, e.g.
 `rmsnorm_bs1.json: graph 3, op 2 (kn_customized_op), tb op 0 (tb_input_op): tile dim 1 ...`.
+
+Why one module of ~650 lines: the importer walks both levels of a file with one guid table
+and one error context (file, graph, op, tb op); its field readers and the schema tables are
+already apart (`mugraph_fields.py`, `mugraph_schema.py`).
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ from mirage_xdsl.dialects.contraction.ops import ContractOp
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 from mirage_xdsl.driver.compile import make_context
 from mirage_xdsl.passes.contraction import to_hopper
+from mirage_xdsl.passes.conversion.gemm_cost import compute_bound
 from mirage_xdsl.passes.conversion.gemm_epilogue import split_into_chains
-from mirage_xdsl.passes.conversion.kn_partition import KnPartitionPass, compute_bound
+from mirage_xdsl.passes.conversion.kn_partition import KnPartitionPass
 from mirage_xdsl.passes.pipeline import MirageTranspilePass
 from mirage_xdsl.reference.executor import run_reference
 

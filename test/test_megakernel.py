@@ -422,7 +422,7 @@ func.func @qkv(%x: tensor<1x1024xf16> {kn.strides = array<i64: 1024, 1>},
 
 
 def test_concurrent_kernels_are_planned_for_their_share_of_the_sms() -> None:
-    from mirage_xdsl.passes.conversion.kn_partition import concurrent_sm_shares
+    from mirage_xdsl.passes.conversion.sm_shares import concurrent_sm_shares
 
     fn = next(op for op in parse(SIBLINGS).walk() if isinstance(op, FuncOp))
     rms, q, k, v = [[op] for op in fn.body.block.ops if op.name.startswith("kn.")]

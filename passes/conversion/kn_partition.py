@@ -57,13 +57,12 @@ groups of one dependency level that stream graph inputs for their byte shares of
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import AnyFloat, BFloat16Type, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -77,9 +76,11 @@ from mirage_xdsl.passes.conversion.build_tb_graph import emit_kernel
 from mirage_xdsl.passes.conversion.decode_attention import decode_attention_us, fits_decode, lower_decode
 from mirage_xdsl.passes.conversion.default_tb_graph import Planner
 from mirage_xdsl.passes.conversion.flash_attention import fits_kernel, flash_attention_us, lower_attention, match_attention
+from mirage_xdsl.passes.conversion.gemm_cost import compute_bound, hopper_gemm_us, library_gemm_us
 from mirage_xdsl.passes.conversion.gemm_epilogue import factor_bytes, lower_chain, split_into_chains
 from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan
-from mirage_xdsl.passes.conversion.plan_group import elem_bytes, fusible_op, group_from_ops
+from mirage_xdsl.passes.conversion.plan_group import fusible_op, group_from_ops
+from mirage_xdsl.passes.conversion.sm_shares import concurrent_sm_shares, value_bytes
 from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
 from mirage_xdsl.target import SM90
 from mirage_xdsl.target.cost_model import DeviceModel
@@ -330,17 +331,12 @@ more -- H200, suite LoRA r64 (2026-11-27): the one kernel (128 blocks, each comp
 18.6, measured 20.4."""
 
 
-def _value_bytes(v: SSAValue) -> int:
-    """Bytes of the DTensor `v`."""
-    return math.prod(kn.shape_of(v)) * elem_bytes(kn.element_type_of(v))
-
-
 def _prefetch_overlap_us(tail: list[Operation], head_us: float, device: DeviceModel) -> float:
     """The share of the head kernel's time the tail kernel hides: a tail that streams `kn.weight`
     inputs loads its ring prologue (at most those inputs' bytes and `weight_prefetch_bytes`) before
     its PDL wait, while the head kernel still runs (passes/cute/weight_prefetch.py)."""
     weights = {v for o in tail for v in o.operands if is_weight(v)}
-    nbytes = sum(map(_value_bytes, weights))
+    nbytes = sum(map(value_bytes, weights))
     return min(head_us, min(nbytes, device.weight_prefetch_bytes) / device.hbm_bytes_per_us)
 
 
@@ -354,7 +350,7 @@ def _small_intermediate(head: set[Operation], tail: list[Operation]) -> bool:
     """Whether the values `head` passes to `tail` are small (`CUT_MAX_INTERMEDIATE_SHARE`)."""
     passed = {v for o in tail for v in o.operands if isinstance(v.owner, Operation) and v.owner in head}
     streamed = {v for o in tail for v in o.operands if not isinstance(v.owner, Operation)}
-    return sum(map(_value_bytes, passed)) <= CUT_MAX_INTERMEDIATE_SHARE * sum(map(_value_bytes, streamed))
+    return sum(map(value_bytes, passed)) <= CUT_MAX_INTERMEDIATE_SHARE * sum(map(value_bytes, streamed))
 
 
 def _cheaper_cut(planner: Planner, comp: list[Operation], whole: FusionPlan, cache: dict) -> list[list[Operation]]:
@@ -464,53 +460,6 @@ def partition_function(
     return applied
 
 
-def concurrent_sm_shares(groups: list[list[Operation]], num_sms: int) -> dict[int, int]:
-    """SMs to plan group i for, where groups run concurrently (index -> SMs; absent: all).
-
-    A group's level is the longest chain of groups it depends on (through ops outside every
-    group, e.g. kn.reshape); a megakernel's workers run the tasks of one level side by side,
-    each kernel's tiles on whichever workers are free.  Groups of one level that stream
-    graph inputs (weights, a KV cache) share the SMs in proportion to those bytes: the Q, K and
-    V projections of a decoder layer (32, 8 and 8 MB) are planned for 88, 22 and 22 of 132
-    SMs, so the small projections get fewer, longer tiles instead of a GPU-filling grid of
-    short ones that each pays a task's fixed latency (its wait, its grid sum) on workers the
-    large projection already keeps busy."""
-    owner = {op: i for i, g in enumerate(groups) for op in g}
-
-    def sources(v: SSAValue, seen: set[Operation]) -> set[int]:
-        op = v.owner
-        if not isinstance(op, Operation) or op in seen:
-            return set()
-        if op in owner:
-            return {owner[op]}
-        seen.add(op)
-        return set().union(*(sources(u, seen) for u in op.operands)) if op.operands else set()
-
-    deps = [set().union(*(sources(v, set()) for op in g for v in op.operands)) - {i} for i, g in enumerate(groups)]
-    level: dict[int, int] = {}
-
-    def level_of(i: int, path: frozenset[int] = frozenset()) -> int:
-        if i not in level:
-            level[i] = 1 + max((level_of(d, path | {i}) for d in deps[i] if d not in path), default=-1)
-        return level[i]
-
-    def input_bytes(g: list[Operation]) -> int:
-        args = {v for op in g for v in op.operands if not isinstance(v.owner, Operation)}
-        return sum(map(_value_bytes, args))
-
-    by_level: dict[int, list[tuple[int, int]]] = {}
-    for i, g in enumerate(groups):
-        b = input_bytes(g)
-        if b:
-            by_level.setdefault(level_of(i), []).append((i, b))
-    shares = {}
-    for members in by_level.values():
-        total = sum(b for _, b in members)
-        if len(members) > 1:
-            shares.update({i: max(1, round(num_sms * b / total)) for i, b in members})
-    return shares
-
-
 def _leave_to_flash_attention(members: list[Operation], best_us: float, device: DeviceModel) -> bool:
     """Whether the group is an attention that `cute.hopper_attention` (prefill) or
     `cute.decode_attention` (a few query rows per head) computes faster than its best plan
@@ -543,52 +492,6 @@ def _leave_to_gemm(members: list[Operation], planner: Planner, allow_split: bool
             return True
     lone = members[0] if len(members) == 1 and isinstance(members[0], kn.MatmulOp) else None
     return lone is not None and compute_bound(lone) and library_gemm_us(lone, device) < best.cost_us
-
-
-LIBRARY_MIN_FLOPS = 2**30
-"""Fewest flops of a lone matmul that may leave the generated kernels (a library or sm_90a GEMM):
-below it a matmul is launch- and bandwidth-bound, where a generated kernel is never slower, and
-the planner's absolute estimates for tiny grids are too coarse to compare with another cost."""
-
-LIBRARY_MIN_ROWS = 128
-"""Fewest rows and columns (M and N) of such a matmul: the sm_90a GEMM computes 128-row tiles
-(two 64-row consumer warp groups, codegen/include/mirage_xdsl/hopper_gemm.cuh) and cuBLAS
-similar ones, so decode-shaped matmuls of a few rows stay with the weight-streaming kernels."""
-
-
-def compute_bound(op: kn.MatmulOp) -> bool:
-    """Whether `op` is large enough in flops and in both M and N for a library or sm_90a GEMM
-    (`LIBRARY_MIN_FLOPS`, `LIBRARY_MIN_ROWS`)."""
-    out = kn.shape_of(op.result)
-    flops = 2 * math.prod(out) * kn.shape_of(op.lhs)[-1]
-    return flops >= LIBRARY_MIN_FLOPS and min(out[-2], out[-1]) >= LIBRARY_MIN_ROWS
-
-
-def hopper_gemm_us(op: kn.MatmulOp, device: DeviceModel) -> float:
-    """Estimated time of `op` as our sm_90a GEMM (µs): one captured launch plus the slower of its
-    flops at `DeviceModel.hopper_gemm_flops_per_us` and its bytes at HBM bandwidth."""
-    a, b = kn.shape_of(op.lhs), kn.shape_of(op.rhs)
-    out = kn.shape_of(op.result)
-    flops = 2.0 * math.prod(out) * a[-1]
-    nbytes = 2.0 * (math.prod(a) + math.prod(b) + math.prod(out))
-    return device.hopper_launch_us + max(flops / device.hopper_gemm_flops_per_us, nbytes / device.hbm_bytes_per_us)
-
-
-def library_gemm_us(op: kn.MatmulOp, device: DeviceModel) -> float:
-    """Estimated time of `op` as a library GEMM (µs): one library call plus the slower of its
-    flops at cuBLAS's rate and its bytes (both operands and the result, each once; bf16 through
-    fp32 copies) at HBM bandwidth (`DeviceModel.library_gemm_flops_per_us`, `library_call_us`,
-    `library_bf16_traffic`)."""
-    a, b = kn.shape_of(op.lhs), kn.shape_of(op.rhs)
-    out = kn.shape_of(op.result)
-    batch = math.prod(out[:-2])
-    flops = 2.0 * batch * out[-2] * out[-1] * a[-1]
-    elem = kn.element_type_of(op.result)
-    itemsize = elem.bitwidth // 8 if isinstance(elem, AnyFloat) else 2
-    nbytes = float(itemsize * (math.prod(a) + math.prod(b) + math.prod(out)))
-    if isinstance(elem, BFloat16Type):
-        nbytes *= device.library_bf16_traffic
-    return device.library_call_us + max(flops / device.library_gemm_flops_per_us, nbytes / device.hbm_bytes_per_us)
 
 
 def partial_input(ext: tuple[Any, ...], partials: list[SSAValue], insert: Callable[[Operation], None]) -> SSAValue:
