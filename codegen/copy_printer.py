@@ -5,6 +5,8 @@ shared memory (stage rings included), `cute.copy_g2s` / `cute.copy_s2g` as the `
 
 from __future__ import annotations
 
+from xdsl.ir import SSAValue
+
 from mirage_xdsl.codegen.cuda_syntax import c_type, copy_order, layout_t, smem_vec_ok
 from mirage_xdsl.codegen.printer_base import KernelPrinterBase
 from mirage_xdsl.dialects import cute
@@ -72,6 +74,19 @@ class CopyPrinter(KernelPrinterBase):
             ss[0] *= vec
         return layout_t(sd, gs), layout_t(sd, ss, smem.swizzle), svec, ss0
 
+    def copy_modes(
+        self, op: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue
+    ) -> tuple[str, int, tuple[str, str, bool, int]]:
+        """(mode, elements per vector (1 for `sync`), `copy_layouts`) of a copy of shared `tile`.
+
+        Raises:
+            ValueError: more than 4 non-trivial modes (`layout_t`)."""
+        smem = tile.type
+        assert isinstance(smem, cute.SmemTensorType)
+        mode = op.mode.data
+        vec = op.vec.value.data if mode != "sync" else 1
+        return mode, vec, self.copy_layouts(op, smem, vec)
+
     def copy_g2s(self, op: cute.CopyG2SOp) -> None:
         """Load a global tile into its shared tile: `mx::g2s_sync` (mode `sync`), `mx::g2s_chunked`
         (mode `chunked`, or an async copy whose 16-byte vectors the shared side cannot take whole), else cp.async
@@ -81,11 +96,7 @@ class CopyPrinter(KernelPrinterBase):
 
         Raises:
             ValueError: more than 4 non-trivial modes (`layout_t`)."""
-        smem = op.dst.type
-        assert isinstance(smem, cute.SmemTensorType)
-        mode = op.mode.data
-        vec = op.vec.value.data if mode != "sync" else 1
-        lg, ls, svec, ss0 = self.copy_layouts(op, smem, vec)
+        mode, vec, (lg, ls, svec, ss0) = self.copy_modes(op, op.dst)
         shift = op.iter_offset.value.data
         dst = self.tile_ptr(op.dst, shift)
         src = self.gmem_ptr(op, op.src)
@@ -113,12 +124,8 @@ class CopyPrinter(KernelPrinterBase):
 
         Raises:
             ValueError: more than 4 non-trivial modes (`layout_t`)."""
-        smem = op.src.type
-        assert isinstance(smem, cute.SmemTensorType)
-        mode = op.mode.data
-        vec = op.vec.value.data if mode != "sync" else 1
-        lg, ls, svec, ss0 = self.copy_layouts(op, smem, vec)
-        svec = svec and smem.element_type == element_type_of(op.dst)
+        mode, vec, (lg, ls, svec, ss0) = self.copy_modes(op, op.src)
+        svec = svec and self.elem(op.src) == element_type_of(op.dst)
         dst = self.gmem_ptr(op, op.dst)
         src = self.tile_ptr(op.src)
         if mode == "sync":

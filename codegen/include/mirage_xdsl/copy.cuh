@@ -104,38 +104,6 @@ __device__ __forceinline__ void s2g_chunked(TG* g, const TS* s, int tid) {
   });
 }
 
-// T consecutive global elements at p <-> fp32 registers, in 16-byte vectors (p 16-byte
-// aligned, T * sizeof(E) a multiple of 16): the rows of a register-resident row chain whose
-// threads own consecutive elements (codegen/register_rows.py).
-template <int T, class E>
-__device__ __forceinline__ void load_row(float (&x)[T], const E* p) {
-  constexpr int PER = 16 / sizeof(E);
-  static_assert(T % PER == 0, "whole 16-byte vectors");
-#pragma unroll
-  for (int c = 0; c < T / PER; ++c) {
-    const uint4 v = *reinterpret_cast<const uint4*>(p + c * PER);
-    E e[PER];
-    __builtin_memcpy(e, &v, 16);  // not a pointer cast: that breaks strict aliasing (host g++ -O2)
-#pragma unroll
-    for (int k = 0; k < PER; ++k) x[c * PER + k] = to_f(e[k]);
-  }
-}
-
-template <int T, class E>
-__device__ __forceinline__ void store_row(E* p, const float (&x)[T]) {
-  constexpr int PER = 16 / sizeof(E);
-  static_assert(T % PER == 0, "whole 16-byte vectors");
-#pragma unroll
-  for (int c = 0; c < T / PER; ++c) {
-    E e[PER];
-#pragma unroll
-    for (int k = 0; k < PER; ++k) e[k] = from_f<E>(x[c * PER + k]);
-    uint4 v;
-    __builtin_memcpy(&v, e, 16);
-    *reinterpret_cast<uint4*>(p + c * PER) = v;
-  }
-}
-
 // T fp32 registers <-> T / PER 16-byte vectors of E (PER = 16 / sizeof(E)), vector c at the
 // pointer at(c): a row chain whose threads own interleaved vectors (vector c of thread tid holds
 // flat elements (c * NT + tid) * PER ...), so that one warp-wide access covers 32 consecutive
@@ -149,7 +117,7 @@ __device__ __forceinline__ void load_vectors(float (&x)[T], At at) {
   for (int c = 0; c < T / PER; ++c) {
     const uint4 v = *reinterpret_cast<const uint4*>(at(c));
     E e[PER];
-    __builtin_memcpy(e, &v, 16);
+    __builtin_memcpy(e, &v, 16);  // not a pointer cast: that breaks strict aliasing (host g++ -O2)
 #pragma unroll
     for (int k = 0; k < PER; ++k) x[c * PER + k] = to_f(e[k]);
   }
@@ -169,6 +137,19 @@ __device__ __forceinline__ void store_vectors(At at, const float (&x)[T]) {
     __builtin_memcpy(&v, e, 16);
     *reinterpret_cast<uint4*>(at(c)) = v;
   }
+}
+
+// T consecutive global elements at p <-> fp32 registers, in 16-byte vectors (p 16-byte
+// aligned, T * sizeof(E) a multiple of 16): the rows of a register-resident row chain whose
+// threads own consecutive elements.
+template <int T, class E>
+__device__ __forceinline__ void load_row(float (&x)[T], const E* p) {
+  load_vectors<T>(x, [p](int c) { return p + c * (16 / static_cast<int>(sizeof(E))); });
+}
+
+template <int T, class E>
+__device__ __forceinline__ void store_row(E* p, const float (&x)[T]) {
+  store_vectors<T>([p](int c) { return p + c * (16 / static_cast<int>(sizeof(E))); }, x);
 }
 
 }  // namespace mx
