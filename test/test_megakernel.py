@@ -393,6 +393,23 @@ def test_straight_line_programs_print_each_task_once_in_queue_order(name: str) -
         assert len({t.worker_id for t in graph.tasks}) == 1 and "mpk_add_release" not in src
 
 
+def test_straight_line_tasks_of_several_blocks_loop_over_them() -> None:
+    """A task of several blocks (`blocks-per-task`) runs them in a loop whose first block holds
+    the armed gate; the later ones pass a disarmed one (no second wait, no second start stamp)."""
+    module = workload("chain3")
+    graph = megakernel(module, blocks_per_task=4, trace=True)
+    multi = [t for t in graph.tasks if t.block_range[1] - t.block_range[0] > 1]
+    assert graph.dispatch == "straight" and multi  # 66 tasks of up to 4 blocks instead of 260
+    src = emit_cuda(module, "sm_90a").source
+    t = multi[0]
+    lo, hi = t.block_range
+    body = src[src.index(f"// task {t.ident}: ") :]
+    body = body[: body.index("\n      }\n")]
+    assert f"for (unsigned b = {lo}u; b < {hi}u; ++b) {{" in body
+    assert "gate.ev = nullptr;" in body and "gate.trace = nullptr;" in body
+    assert f"trace[{2 * t.ident + 1}] = mx::mpk_globaltimer();" in body
+
+
 def test_dispatch_errors_name_the_rule() -> None:
     from xdsl.dialects.builtin import StringAttr
     from xdsl.utils.exceptions import PassFailedException
