@@ -399,22 +399,23 @@ def _straight_task(
     lo, hi = task.block_range
     call, grid = calls[task.kernel.data]
     ev = f"events + {e}" if e >= 0 else "nullptr"
-    n = f"{count}ull"
     slot = f"trace + {2 * t}" if trace else "nullptr"
-    ind = "      "
-    text = f"{ind}{{  // task {t}: {task_label(task.kernel.data, lo, hi)}\n"
-    text += f"{ind}  mx::MpkGate gate{{{ev}, gen * {n}, {n}, state, {t}u, {e & 0xFFFFFFFF}u, {watchdog}ull, &mpk_abort, {slot}}};\n"
-    abort = f"{ind}    if (mpk_abort) return;  // the watchdog fired here or in another worker\n" if e >= 0 else ""
+    abort = ["if (mpk_abort) return;  // the watchdog fired here or in another worker"] if e >= 0 else []
+    lines = [
+        f"{{  // task {t}: {task_label(task.kernel.data, lo, hi)}",
+        f"  mx::MpkGate gate{{{ev}, gen * {count}ull, {count}ull, state, {t}u, {e & 0xFFFFFFFF}u, {watchdog}ull, &mpk_abort, {slot}}};",
+    ]
     if hi == lo + 1:
-        text += f"{ind}  {call}{_literal_block(lo, grid)}, gate);\n" + abort.replace("    if", "  if", 1)
-        text += f"{ind}  __syncthreads();\n"
+        lines += [f"  {call}{_literal_block(lo, grid)}, gate);", *(f"  {a}" for a in abort), "  __syncthreads();"]
     else:
-        text += f"{ind}  for (unsigned b = {lo}u; b < {hi}u; ++b) {{\n{ind}    {call}{_block_expr('b', grid)}, gate);\n{abort}"
-        text += f"{ind}    gate.ev = nullptr;  // later blocks: nothing to wait for\n{ind}    gate.trace = nullptr;\n"
-        text += f"{ind}    __syncthreads();\n{ind}  }}\n"
+        lines += [f"  for (unsigned b = {lo}u; b < {hi}u; ++b) {{", f"    {call}{_block_expr('b', grid)}, gate);"]
+        lines += [f"    {a}" for a in abort]
+        lines += ["    gate.ev = nullptr;  // later blocks: nothing to wait for", "    gate.trace = nullptr;"]
+        lines += ["    __syncthreads();", "  }"]
     if trace:
-        text += f"{ind}  if (tid == 0) trace[{2 * t + 1}] = mx::mpk_globaltimer();\n"
-    return text + _trigger_text(triggers, ind + "  ") + f"{ind}}}\n"
+        lines.append(f"  if (tid == 0) trace[{2 * t + 1}] = mx::mpk_globaltimer();")
+    ind = "      "
+    return "".join(f"{ind}{line}\n" for line in lines) + _trigger_text(triggers, ind + "  ") + f"{ind}}}\n"
 
 
 def c_type_of(dtype: str) -> str:
