@@ -25,3 +25,12 @@ def test_lit_suite(suite: str) -> None:
         text=True,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_pass_has_a_lit_test_named_after_it() -> None:
+    """Issue #28 item 5: `<pass-name>.mlir` somewhere under test/filecheck for every pass
+    `mirage-opt -p` knows, so that a reader finds a pass's IR contract by its name."""
+    from mirage_xdsl.passes import get_all_passes
+
+    files = {p.stem for p in FILECHECK_DIR.rglob("*.mlir")}
+    assert sorted(name for name in get_all_passes() if name not in files) == []
