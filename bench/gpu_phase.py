@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -357,9 +359,12 @@ def env_child_main(copy_bandwidth: bool) -> int:
     return 0
 
 
-def _run_child(cmd: list[str], timeout_s: float) -> tuple[list[dict[str, Any]], int]:
+def _run_child(cmd: list[str], timeout_s: float, device: str | None = None) -> tuple[list[dict[str, Any]], int]:
+    """Run one GPU-phase child (on GPU `device` alone: CUDA_VISIBLE_DEVICES) and collect its
+    tagged JSON messages; status -9 when it ran past `timeout_s`."""
+    env = None if device is None else {**os.environ, "CUDA_VISIBLE_DEVICES": device}
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True, timeout=timeout_s)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True, timeout=timeout_s, env=env)
         out, rc = proc.stdout, proc.returncode
     except subprocess.TimeoutExpired as err:
         raw = err.stdout or ""
@@ -387,52 +392,103 @@ def run_isolated(
     compile_mode: str | None,
     timeout_s: float = 900,
     positions: Sequence[int] | None = None,
+    gpus: int = 1,
 ) -> tuple[list[Result], dict[str, PeerTimes]]:
     """The GPU phase, one child process (`command` + child flags) per workload, restarted
     after the candidate that broke the CUDA context.  `positions[k]` is the place of
-    `prepared[k]` in the manifest of `directory` (default: k, the whole manifest)."""
-    results: list[Result] = []
-    peer_times: dict[str, PeerTimes] = {}
+    `prepared[k]` in the manifest of `directory` (default: k, the whole manifest).
+
+    With `gpus` > 1 the workloads run `gpus` at a time, each child on one GPU of its own
+    (CUDA_VISIBLE_DEVICES 0 .. gpus-1; a workload's candidates and its torch peers share one
+    GPU, so their ratios stand as on one GPU); results come back in workload order and each
+    workload's peers record the GPU (`PeerTimes.gpu`)."""
     where = list(positions) if positions is not None else list(range(len(prepared)))
     positions_of = {id(p): i for p, i in zip(prepared, where)}
     workloads = list(dict.fromkeys(p.workload for p in prepared))
     start_all = time.perf_counter()
-    for number, workload in enumerate(workloads, 1):
-        cands = [p for p in prepared if p.workload == workload]
-        _log(f"[{number}/{len(workloads)}] {workload}: {len(cands)} candidate(s) ({time.perf_counter() - start_all:.0f} s so far)")
+    job = _WorkloadJob(command, prepared, positions_of, bench, atol_rel, compile_mode, timeout_s)
+    if gpus <= 1:
+        done = []
+        for number, workload in enumerate(workloads, 1):
+            _log(f"[{number}/{len(workloads)}] {workload} ({time.perf_counter() - start_all:.0f} s so far)")
+            done.append(job.run(workload, None))
+    else:
+        free: queue.Queue[str] = queue.Queue()
+        for g in range(gpus):
+            free.put(str(g))
+
+        def on_free_gpu(workload: str) -> tuple[list[Result], PeerTimes | None]:
+            device = free.get()
+            try:
+                _log(f"{workload} on GPU {device} ({time.perf_counter() - start_all:.0f} s so far)")
+                results, peers = job.run(workload, device)
+                return results, (replace(peers, gpu=int(device)) if peers is not None else None)
+            finally:
+                free.put(device)
+
+        with ThreadPoolExecutor(max_workers=gpus) as pool:
+            done = list(pool.map(on_free_gpu, workloads))
+    results: list[Result] = []
+    peer_times: dict[str, PeerTimes] = {}
+    for workload, (res, peers) in zip(workloads, done):
+        results += res
+        if peers is not None:
+            peer_times[workload] = peers
+    return results, peer_times
+
+
+@dataclass(frozen=True)
+class _WorkloadJob:
+    """What every workload's child processes share (`run_isolated`'s arguments)."""
+
+    command: Sequence[str]
+    prepared: Sequence[Prepared]
+    positions_of: dict[int, int]
+    bench: bool
+    atol_rel: float
+    compile_mode: str | None
+    timeout_s: float
+
+    def run(self, workload: str, device: str | None) -> tuple[list[Result], PeerTimes | None]:
+        """Results and peers of one workload: its candidates in child processes (on `device`),
+        a new child after a candidate that broke the CUDA context or killed the process."""
+        cands = [p for p in self.prepared if p.workload == workload]
+        results: list[Result] = []
+        peers: PeerTimes | None = None
         start = 0
         while True:
-            todo = [positions_of[id(p)] for p in cands[start:]]
-            cmd = [*command, "--child-candidates", ",".join(map(str, todo)) or "-", "--child-peers", workload,
-                   "--atol-rel", repr(atol_rel)]
-            cmd += ([] if bench else ["--no-bench"]) + (["--compile-mode", compile_mode] if compile_mode else ["--no-compile-peer"])
-            passed = [r for r in results if r.workload == workload and r.status == "ok" and r.dup_of is None]
+            todo = [self.positions_of[id(p)] for p in cands[start:]]
+            cmd = [*self.command, "--child-candidates", ",".join(map(str, todo)) or "-", "--child-peers", workload,
+                   "--atol-rel", repr(self.atol_rel)]
+            mode = self.compile_mode
+            cmd += ([] if self.bench else ["--no-bench"]) + (["--compile-mode", mode] if mode else ["--no-compile-peer"])
+            passed = [r for r in results if r.status == "ok" and r.dup_of is None]
             source = next((p for p in cands if passed and (p.file, p.graph) == (passed[0].file, passed[0].graph)), None)
             if source is not None:
-                cmd += ["--child-peer-source", str(positions_of[id(source)])]
-            msgs, rc = _run_child(cmd, timeout_s)
+                cmd += ["--child-peer-source", str(self.positions_of[id(source)])]
+            msgs, rc = _run_child(cmd, self.timeout_s, device)
             before = start
             for msg in msgs:
                 if "result" in msg:
                     results.append(Result(**msg["result"]))
                     start += 1
                 elif "peers" in msg:
-                    peer_times[workload] = PeerTimes(**msg["peers"])
+                    peers = PeerTimes(**msg["peers"])
             if rc == 0 and start >= len(cands):
                 break
             why = "timed out" if rc == -9 else f"exited with status {rc}"
             if start >= len(cands):
                 if rc == 3 and before < len(cands):  # the last candidate broke the context: peers in a fresh process
                     continue
-                if bench and workload not in peer_times:  # the peers took the process down
-                    peer_times[workload] = PeerTimes(notes={p: f"the GPU process {why} while timing the peers" for p in PEERS})
+                if self.bench and peers is None:  # the peers took the process down
+                    peers = PeerTimes(notes={p: f"the GPU process {why} while timing the peers" for p in PEERS})
                 break
             if rc != 3 or start == before:  # it died (or stopped without progress) on cands[start]
                 prep = cands[start]
                 results.append(Result(workload, prep.file, prep.graph, prep.kind, "crash", kernels=prep.kernels,
                                       prep_s=prep.prep_s, message=f"the GPU process {why} while running this candidate"))
                 start += 1
-    return results, peer_times
+        return results, peers
 
 
 def run_in_process(

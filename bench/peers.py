@@ -46,6 +46,8 @@ class PeerTimes:
     """seconds torch.compile took, warm-up call included"""
     compile_mode: str | None = None
     """the torch.compile mode the `torch.compile` time was measured in"""
+    gpu: int | None = None
+    """the GPU index (of `mirage-bench --gpus N`) that timed this workload and ours; None: one GPU"""
 
     def times(self) -> dict[str, float | None]:
         """Peer name (`PEERS`) -> µs per call, None where the peer has no time."""

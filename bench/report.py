@@ -170,6 +170,19 @@ def _compile_modes(peers: dict[str, PeerTimes]) -> str:
     return " / ".join(repr(m) for m in modes)
 
 
+def _gpu_line(peers: dict[str, PeerTimes]) -> list[str]:
+    """The report line naming the GPU of each workload when the run spread them over several
+    (`mirage-bench --gpus`), else nothing."""
+    gpus = {w: t.gpu for w, t in peers.items() if t.gpu is not None}
+    if len({*gpus.values()}) < 2:
+        return []
+    listed = ", ".join(f"{w} {g}" for w, g in gpus.items())
+    return [
+        f"- GPUs: the workloads ran {len({*gpus.values()})} at a time, each on one GPU of this machine with its torch "
+        f"peers (same model; ratios are per GPU): {listed}."
+    ]
+
+
 def write_report(
     path: Path,
     results: Sequence[Result],
@@ -205,6 +218,7 @@ def write_report(
         f"'ours dev' and 'torch graph' / 'torch.compile' = one CUDA graph of {SWEEP_LAUNCHES} or more runs over the input "
         "sets in turn, replayed, per run; "
         f"torch.compile uses mode={_compile_modes(peers)} inside our CUDA graph; 'torch eager' and 'ours' = eager calls.",
+        *_gpu_line(peers),
         "",
         "## Summary",
         "",

@@ -227,6 +227,51 @@ def test_run_isolated_forwards_the_compile_mode(tmp_path: Path, mode: str | None
     assert (peers["w"].compile_us is None) == (mode is None)
 
 
+GPU_CHILD = """
+import json, os, sys, time
+args = sys.argv[1:]
+workload = args[args.index("--child-peers") + 1]
+todo = [int(i) for i in args[args.index("--child-candidates") + 1].split(",") if i not in ("", "-")]
+tag = "@@mirage-bench "
+start = time.time()
+time.sleep(0.5)  # long enough that two workloads overlap
+span = f"{os.environ.get('CUDA_VISIBLE_DEVICES')} {start} {time.time()}"
+for i in todo:
+    res = {"workload": workload, "file": "f.json", "graph": f"graph_{i}", "kind": "mugraph", "status": "ok",
+           "ours_dev_us": 10.0, "message": span}
+    print(tag + json.dumps({"result": res}), flush=True)
+print(tag + json.dumps({"peers": {"graph_us": 20.0}}), flush=True)
+"""
+
+
+def test_run_isolated_spreads_workloads_over_gpus(tmp_path: Path) -> None:
+    """`--gpus 2`: two workloads at a time, each child on one GPU of its own (its
+    CUDA_VISIBLE_DEVICES), the results in workload order, each workload's peers naming the
+    GPU its candidates ran on; the report lists them."""
+    from mirage_xdsl.bench.report import write_report
+
+    child = tmp_path / "child.py"
+    child.write_text(textwrap.dedent(GPU_CHILD))
+    prepared = [Prepared(w, "f.json", f"graph_{k}") for k, w in enumerate(["a", "a", "b", "c", "d"])]
+    results, peers = run_isolated(
+        [sys.executable, str(child)], tmp_path, prepared, bench=True, atol_rel=1e-2, compile_mode=None, gpus=2
+    )
+    assert [(r.workload, r.graph) for r in results] == [(p.workload, p.graph) for p in prepared]
+    spans = {r.workload: (r.message or "").split() for r in results}
+    assert all(spans[w][0] == str(t.gpu) for w, t in peers.items())  # the child ran on the GPU its peers name
+    assert {t.gpu for t in peers.values()} == {0, 1}
+    windows = sorted((float(a), float(b)) for _, a, b in spans.values())
+    assert any(later[0] < earlier[1] for earlier, later in zip(windows, windows[1:]))  # two ran at once
+    text = write_report(tmp_path / "r.md", results, peers, EnvInfo(device="GPU"), {}, 1e-2, date="d")
+    assert "- GPUs: the workloads ran 2 at a time" in text
+
+
+def test_gpus_must_be_positive_and_not_in_process(tmp_path: Path) -> None:
+    for extra in (["--gpus", "0"], ["--gpus", "2", "--in-process"]):
+        proc = run_cli(str(tmp_path / "r.md"), "--from", str(tmp_path), *extra)
+        assert proc.returncode == 1 and "--gpus" in proc.stderr and "Traceback" not in proc.stderr
+
+
 # ---------------------------------------------------------------------------------------
 # Report
 

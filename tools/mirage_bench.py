@@ -19,7 +19,9 @@ candidate in `--jobs` worker processes, cached on disk (`--cache-dir`, default
 with a fresh seed (the default) only the references are computed again.
 
 GPU phase (bench/gpu_phase.py, one child process per workload; `--in-process` for one
-process): every candidate is checked against the reference (NaN-poisoned outputs) and timed
+process; `--gpus N`: N workloads at a time, each child on one GPU of its own with its torch
+peers, so a suite whose torch.compile peers take half a minute each fits one call on a
+multi-GPU machine): every candidate is checked against the reference (NaN-poisoned outputs) and timed
 with CUDA events on rotated input sets (median of 60 sweeps); the best of ours per workload
 is the fastest correct candidate by device time (one CUDA graph of at least 16 runs over
 the input sets in turn, replayed).  In the same process the workload's torch program is timed the same way: eager,
@@ -139,6 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="base seed (default: fresh); workload k of the table uses seed + k")
     p.add_argument("--in-process", action="store_true", help="GPU phase in this process (no restart after a crash)")
     p.add_argument("--child-timeout", type=float, default=900, help="seconds one workload's GPU process may take")
+    p.add_argument(
+        "--gpus",
+        type=int,
+        default=1,
+        help="GPU phase: run this many workloads at a time, each on one GPU of its own with its torch peers "
+        "(CUDA_VISIBLE_DEVICES 0..N-1; not with --in-process)",
+    )
     tune = p.add_argument_group("tuning (--tune: the genetic tuner per workload's plain graph instead of --variants)")
     tune.add_argument("--tune", action="store_true", help="tune each workload's plain graph (needs a GPU; no peers, no muGraphs)")
     tune.add_argument("--tune-generations", type=int, default=5, help="generations per graph (default 5)")
@@ -220,6 +229,8 @@ def _main(args: argparse.Namespace) -> int:
         return gpu_phase.child_main(args.from_dir, indices, args.child_peers, bench=not args.no_bench,
                                     atol_rel=args.atol_rel, compile_mode=_compile_mode(args),
                                     peer_source=args.child_peer_source)
+    if args.gpus < 1 or (args.gpus > 1 and args.in_process):
+        raise BenchError(f"--gpus {args.gpus}: expected a count of 1 or more, and --in-process runs on one GPU only")
     if args.contractions:
         from mirage_xdsl.bench.contraction import run as run_contractions
 
@@ -356,7 +367,7 @@ def _gpu_phase(args, prep_dir, prepared, refs, seeds, arch, positions) -> int:  
         results, peers = gpu_phase.run_isolated([*_child_command(), "--from", str(prep_dir)], prep_dir, prepared,
                                                 bench=bench, atol_rel=args.atol_rel,
                                                 compile_mode=_compile_mode(args), timeout_s=args.child_timeout,
-                                                positions=positions)
+                                                positions=positions, gpus=args.gpus)
     _log(f"GPU phase: {time.perf_counter() - start:.1f} s")
     write_report(args.report, results, peers, env, seeds, args.atol_rel)
     _log(counts_line(results))
