@@ -211,7 +211,8 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         counts = [events[e].needed if e >= 0 else 0 for e in wait]
         tables, loop = [], _worker_programs(tasks, queues, wait, counts, triggers, calls, trace, watchdog)
     per_sm = max(1, min(-(-workers // SM90.num_sms), 2048 // nt, 32))  # __launch_bounds__ minimum blocks per SM
-    used = "events" in loop or trace  # straight-line programs without waits or triggers never name it
+    # straight-line programs without waits, triggers or a trace never name the events
+    used = graph.dispatch == "table" or trace or any(e >= 0 for e in wait) or any(triggers)
     events_decl = "  unsigned long long* events = state + mx::kMpkStateWords;\n" if used else ""
     trace_decl = f"  unsigned long long* trace = events + {len(events)};\n" if trace else ""
     placement_decl = placement = ""

@@ -45,7 +45,7 @@ class RowChainPrinter(KernelPrinterBase):
     """The row-chain part of the kernel printer (a mixin of `cuda_printer._KernelPrinter`)."""
 
     own: RowOwnership = RowOwnership(0, 0, 0)
-    """the ownership of the chain being printed (`chain_ownership`)"""
+    """the ownership of the chain being printed (its `cute.row_chain_run`)"""
 
     def row_chain(self, chain: RowChain) -> None:
         """A register-resident row chain (passes/cute/row_chains.py): value `v<k>` of op k is

@@ -350,15 +350,13 @@ def chain_run(chain: RowChain, io: GlobalIO, nt: int) -> int:
     print's.)"""
     trips = chain.length // nt
     values = set(chain.values)
-    for op in chain.ops:
-        ins = [op.input] if isinstance(op, cute.ReduceOp) else list(op.ins) if isinstance(op, cute.ElementwiseOp) else []
-        for v in ins:
-            if v not in values and v not in io.loads and not (isinstance(op, cute.ElementwiseOp) and broadcast_tile(v)):
-                return 0
+    reads = [(op, v) for op in chain.ops for v in ([op.input] if isinstance(op, cute.ReduceOp) else op.ins)]  # type: ignore[attr-defined]
+    for op, v in reads:
+        if v not in values and v not in io.loads and not (isinstance(op, cute.ElementwiseOp) and broadcast_tile(v)):
+            return 0
     if not all(v in io.stores or uniform_tile(v) for v in chain.stored):
         return 0
-    tiles = [v for v in chain.values if v in io.loads or v in io.stores]
-    tiles += [v for op in chain.ops for v in ([op.input] if isinstance(op, cute.ReduceOp) else getattr(op, "ins", [])) if v in io.loads]
+    tiles = [v for v in chain.values if v in io.loads or v in io.stores] + [v for _, v in reads if v in io.loads]
     sizes = {cute.elem_bytes(v.type.element_type) for v in tiles if isinstance(v.type, cute.SmemTensorType)}
     if len(sizes) == 1:
         per = 16 // sizes.pop()
