@@ -27,7 +27,7 @@ BF16_FACTOR = 5.0
 fuzzer's bf16 and fp16 tolerances (bench/fuzz_graphs.py `TOLERANCE`, 5e-2 / 1e-2), for bf16 keeps 8
 mantissa bits against fp16's 11.  A bf16 graph stores its intermediates in bf16 as it declares
 them: the suite's bf16 normalisations land at 0.7-1.0e-2 on the host emulator at full size
-(test/test_suite.py), right at an fp16 threshold."""
+(test/e2e/test_suite.py), right at an fp16 threshold."""
 
 
 def tolerance(atol_rel: float, output_dtypes: Sequence[str]) -> float:

@@ -13,7 +13,7 @@ to a tight relative error.
 The same generator drives both users:
 
 * the hypothesis strategy `graphs()` (`st.randoms` feeding `random_graph`, so hypothesis
-  records and shrinks the draws): the CPU differential test `test/test_fuzz_differential.py`
+  records and shrinks the draws): the CPU differential test `test/e2e/test_fuzz_differential.py`
   runs a fixed number of derandomized examples through the host emulator;
 * the command `python -m mirage_xdsl.bench.fuzz --count N --seed S`: graph `i` of seed `S` is
   `random_graph(random.Random(f"{S}:{i}"))`, compiled in a process pool (pipeline,

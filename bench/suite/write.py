@@ -4,7 +4,7 @@
     python -m mirage_xdsl.bench.suite.write --check    # exit 1 if a file differs from its builder
 
 The files are what `mirage-bench` compiles (bench/workloads.py registers one workload per
-file); test/test_suite.py checks that they equal their builders' output.
+file); test/e2e/test_suite.py checks that they equal their builders' output.
 """
 
 from __future__ import annotations
