@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import SSAValue
 
 from mirage_xdsl.codegen.cuda_syntax import c_type, layout_t, printer_error
 from mirage_xdsl.codegen.printer_base import KernelPrinterBase
 from mirage_xdsl.dialects import cute
-from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN_FP32, RowChain, uniform_tile
+from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN_FP32, ROW_CHAIN_VECTORS, RowChain, uniform_tile
 from mirage_xdsl.dialects.kn import element_type_of
 
 
@@ -57,13 +58,12 @@ class RowChainPrinter(KernelPrinterBase):
         if chain.run < 0:
             raise printer_error(self.kernel, "a row chain without `cute.row_chain_run`: run cute-row-chains before printing")
         own = RowOwnership(nt, trips, chain.run)
-        contiguous = own.run > 0
         index = own.index()
         self.own = own
         self.emit(f"{{  // in registers: {', '.join(self.names[v] for v in chain.values)}")
         self.indent += 1
         regs: dict[SSAValue, str] = {}
-        self.preload_inputs(chain, regs, index, contiguous)
+        self.preload_inputs(chain, regs, index)
         for k, op in enumerate(chain.ops):
             name = f"v{k}"
             if isinstance(op, cute.ReduceOp):
@@ -100,7 +100,7 @@ class RowChainPrinter(KernelPrinterBase):
             # an accumulator written straight out held the fill value 0 before this one trip
             o = f"mx::to_f({self.tile_ptr(op.out)}[{lo}::off(i)])" if read and out_copy is None else "0.0f"
             fn = f"[](float o, float a, float b, float c) {{ return {body}; }}"
-            vector_out = out_copy is not None and contiguous and self.row_vectors(out_copy, op.out, own.run)
+            vector_out = out_copy is not None and self.row_vectors(out_copy)
             call = f"{fn}({o}, {', '.join(args)})"
             value = call if ROW_CHAIN_FP32 in op.attributes else self.rounded(op.out, call)
             body_lines = [f"{name}[j] = {value};"]
@@ -141,16 +141,19 @@ class RowChainPrinter(KernelPrinterBase):
         at = f"[&](int c) {{ return &{self.global_element(copy, tile, dims, order, f'(c * {own.nt} + tid) * {own.run}')}; }}"
         self.emit(f"mx::load_vectors<{t}>({name}, {at});" if kind == "load" else f"mx::store_vectors<{t}>({at}, {name});")
 
-    def row_vectors(self, copy: cute.CopyG2SOp | cute.CopyS2GOp, tile: SSAValue, run: int) -> bool:
-        """Whether a thread's runs of `run` consecutive elements of `tile` move as 16-byte
-        global vectors: unit stride along the row, a row length (the tile's last dim) that
-        whole runs divide, and the planner already allows 16-byte vectors for this tensor
-        (the copy's `vec`), so each row starts 16-byte aligned."""
-        eb = cute.elem_bytes(self.elem(tile))
-        last = cute.smem_shape(tile)[-1]
-        return copy.tile.strides[-1] == 1 and copy.vec.value.data * eb == 16 and (run * eb) % 16 == 0 and last % run == 0
+    def row_vectors(self, copy: cute.CopyG2SOp | cute.CopyS2GOp) -> bool:
+        """Whether the chain being printed moves `copy`'s global tensor as 16-byte vectors, as
+        cute-row-chains decided (`cute.row_chain_vectors`).  A chain holding every NT-th
+        element (`cute.row_chain_run` = 0) has no runs to move as vectors, whatever the copy
+        says (a test may force run 0 after the pass)."""
+        if self.own.run == 0:
+            return False
+        attr = copy.attributes.get(ROW_CHAIN_VECTORS)
+        if not isinstance(attr, IntegerAttr):
+            raise printer_error(copy, "a row chain's global copy without `cute.row_chain_vectors`: run cute-row-chains before printing")
+        return bool(attr.value.data)
 
-    def preload_inputs(self, chain: RowChain, regs: dict[SSAValue, str], index: str, contiguous: bool) -> None:
+    def preload_inputs(self, chain: RowChain, regs: dict[SSAValue, str], index: str) -> None:
         """Whole-row inputs that the chain reads from global memory, loaded once into
         register arrays `x<k>` before its first op: every load in flight together; with
         consecutive elements per thread also inputs broadcast along a dim other than the
@@ -160,7 +163,7 @@ class RowChainPrinter(KernelPrinterBase):
         for op in chain.ops:
             if isinstance(op, cute.ReduceOp):
                 if op.input not in values and op.input not in regs:
-                    self.preload_reduced(op.input, regs, index, contiguous, trips)
+                    self.preload_reduced(op.input, regs, index, trips)
                 continue
             if not isinstance(op, cute.ElementwiseOp):
                 continue
@@ -172,12 +175,12 @@ class RowChainPrinter(KernelPrinterBase):
                     continue
                 copy = self.io.loads[v]
                 shape = cute.smem_shape(v)
-                broadcast_row = shape[-1] == out.get_shape()[-1] > 1 and contiguous and self.row_vectors(copy, v, self.own.run)
+                broadcast_row = shape[-1] == out.get_shape()[-1] > 1 and self.row_vectors(copy)
                 if shape != out.get_shape() and not broadcast_row:
                     continue
                 name = regs[v] = f"x{len([r for r in regs.values() if r.startswith('x')])}"
                 self.emit(f"float {name}[{trips}];  // {self.names[v]}, from global memory")
-                if contiguous and self.row_vectors(copy, v, self.own.run):
+                if self.row_vectors(copy):
                     self.emit_vectors("load", name, copy, v, out.get_shape(), order)
                     continue
                 self.emit("#pragma unroll")
@@ -186,7 +189,7 @@ class RowChainPrinter(KernelPrinterBase):
                 self.emit(f"  {name}[j] = mx::to_f({self.global_element(copy, v, out.get_shape(), order)});")
                 self.emit("}")
 
-    def preload_reduced(self, tile: SSAValue, regs: dict[SSAValue, str], index: str, contiguous: bool, trips: int) -> None:
+    def preload_reduced(self, tile: SSAValue, regs: dict[SSAValue, str], index: str, trips: int) -> None:
         """A row tile a chain reduces without computing it: into register array `x<k>` from
         global memory (when only chains read it) or from its shared tile; the chain's later
         elementwise ops read the same registers."""
@@ -198,7 +201,7 @@ class RowChainPrinter(KernelPrinterBase):
         copy = self.io.loads.get(tile)
         where = "global" if copy is not None else "shared"
         self.emit(f"float {name}[{trips}];  // {self.names[tile]}, from {where} memory")
-        if copy is not None and contiguous and self.row_vectors(copy, tile, self.own.run):
+        if copy is not None and self.row_vectors(copy):
             self.emit_vectors("load", name, copy, tile, dims, order)
             return
         if copy is not None:

@@ -18,6 +18,12 @@ printer reads (passes/cute/row_chains.py explains what a chain is and when one i
   vectors where a tensor allows; PER < T -- 16-byte vectors of PER elements interleaved
   across the block (vector c of thread tid at (c x NT + tid) x PER), so that a warp-wide
   access covers whole 32-byte sectors.
+* `ROW_CHAIN_VECTORS` (`i1`: `true` / `false`) on every `ROW_CHAIN_GLOBAL` `cute.copy_g2s` /
+  `cute.copy_s2g`: whether the chains move its global tensor as 16-byte vectors -- each
+  thread's runs of `ROW_CHAIN_RUN` consecutive elements are whole vectors (`mx::load_row` /
+  `mx::load_vectors` and their stores) -- or element by element.  Only a chain whose threads
+  hold runs (`ROW_CHAIN_RUN` > 0) reads it: with every NT-th element there are no runs.  A
+  `false` is written too, so a copy without the attribute is a pass that did not run.
 * `ROW_CHAINS` (`i64`) on the `cute.kernel`: the number of chains (its presence says the
   decision was made).
 * `ROW_CHAIN_SMEM` (`i64`) on a `cute.kernel` whose chains leave tiles of its plan unused:
@@ -43,6 +49,7 @@ ROW_CHAIN_FP32 = "cute.row_chain_fp32"
 ROW_CHAINS = "cute.row_chains"
 ROW_CHAIN_SMEM = "cute.row_chain_smem"
 ROW_CHAIN_RUN = "cute.row_chain_run"
+ROW_CHAIN_VECTORS = "cute.row_chain_vectors"
 
 
 @dataclass

@@ -44,9 +44,10 @@ own element); at least two ops.
 
 Writes the attributes of dialects/cute/row_chains.py (`cute.row_chain` on the chain ops,
 `cute.row_chain_stored`, `cute.row_chain_global` on the copies and fills a chain replaces,
-`cute.row_chains` on the kernel); the CUDA printer prints each chain from them.  Needs
-cute-block-reduce (threads per reduction) and cute-register-accumulators (a register-resident
-accumulator never joins a chain) to have run.
+`cute.row_chain_vectors` on those copies -- whether their global tensors move as 16-byte
+vectors -- and `cute.row_chains` on the kernel); the CUDA printer prints each chain from
+them.  Needs cute-block-reduce (threads per reduction) and cute-register-accumulators (a
+register-resident accumulator never joins a chain) to have run.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i64
+from xdsl.dialects.builtin import BoolAttr, IntegerAttr, ModuleOp, UnitAttr, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -68,6 +69,7 @@ from mirage_xdsl.dialects.cute.row_chains import (
     ROW_CHAIN_RUN,
     ROW_CHAIN_SMEM,
     ROW_CHAIN_STORED,
+    ROW_CHAIN_VECTORS,
     ROW_CHAINS,
     GlobalIO,
     RowChain,
@@ -311,8 +313,9 @@ class RowChainsPass(ModulePass):
         Writes `cute.row_chain` = the chain's index on each member, `cute.row_chain_run` (the
         elements each thread holds, `chain_run`) on its first op, `cute.row_chain_stored` on
         members whose value is also stored, `cute.row_chain_fp32` on squares only its sums
-        read (`unrounded_squares`), `cute.row_chain_global` on the skipped global I/O ops
-        and `cute.row_chains` = the chain count on the kernel.
+        read (`unrounded_squares`), `cute.row_chain_global` on the skipped global I/O ops,
+        `cute.row_chain_vectors` on the skipped copies (`mark_vectors`) and
+        `cute.row_chains` = the chain count on the kernel.
 
         Raises:
             Nothing.
@@ -323,7 +326,8 @@ class RowChainsPass(ModulePass):
             clear_row_chains(kernel)
             chains, io = kernel_row_chains(kernel)
             for index, chain in enumerate(chains):
-                chain.ops[0].attributes[ROW_CHAIN_RUN] = IntegerAttr(chain_run(chain, io, kernel.num_threads), i64)
+                chain.run = chain_run(chain, io, kernel.num_threads)
+                chain.ops[0].attributes[ROW_CHAIN_RUN] = IntegerAttr(chain.run, i64)
                 for member, value in zip(chain.ops, chain.values):
                     member.attributes[ROW_CHAIN] = IntegerAttr(index, i64)
                     if value in chain.stored:
@@ -332,6 +336,7 @@ class RowChainsPass(ModulePass):
                     square.attributes[ROW_CHAIN_FP32] = UnitAttr()
             for skipped in io.skipped:
                 skipped.attributes[ROW_CHAIN_GLOBAL] = UnitAttr()
+            mark_vectors(chains, io)
             kernel.attributes[ROW_CHAINS] = IntegerAttr(len(chains), i64)
             if chains:
                 trim_shared_memory(kernel, chains, io)
@@ -365,12 +370,51 @@ def chain_run(chain: RowChain, io: GlobalIO, nt: int) -> int:
     return trips
 
 
+def row_vectors(copy: cute.CopyG2SOp | cute.CopyS2GOp, run: int) -> bool:
+    """Whether a thread's runs of `run` consecutive elements of `copy`'s shared tile move as
+    16-byte vectors of its global tensor: the thread holds runs (`run` > 0), the global tensor
+    has unit stride along the row, a run is whole vectors (`run` x element bytes a multiple of
+    16) and whole runs divide the row length (the tile's last dim, elements), and the planner
+    already allows 16-byte vectors for this tensor (the copy's `vec` x element bytes = 16), so
+    each row starts 16-byte aligned."""
+    tile = copy.dst if isinstance(copy, cute.CopyG2SOp) else copy.src
+    typ = tile.type
+    assert isinstance(typ, cute.SmemTensorType)
+    eb = cute.elem_bytes(typ.element_type)
+    last = typ.get_shape()[-1]
+    if run <= 0 or copy.tile.strides[-1] != 1 or copy.vec.value.data * eb != 16:
+        return False
+    return (run * eb) % 16 == 0 and last % run == 0
+
+
+def _touched(chain: RowChain) -> set[SSAValue]:
+    """The tiles `chain` reads (operands) or writes (its values)."""
+    tiles = set(chain.values)
+    for op in chain.ops:
+        tiles.update(op.ins if isinstance(op, cute.ElementwiseOp) else [op.input])  # type: ignore[attr-defined]
+    return tiles
+
+
+def mark_vectors(chains: Sequence[RowChain], io: GlobalIO) -> None:
+    """Write `ROW_CHAIN_VECTORS` on every global copy of `io`: true when every chain that
+    holds runs (`RowChain.run` > 0, decided) and reads or writes its tile moves it as 16-byte
+    vectors (`row_vectors`).  Chains holding every NT-th element load element by element
+    whatever the mark says, so they do not veto it; two chains whose runs disagree fall back
+    to elements for both (one copy, one mark)."""
+    touched = [(chain.run, _touched(chain)) for chain in chains if chain.run > 0]
+    copies: list[cute.CopyG2SOp | cute.CopyS2GOp] = [*io.loads.values(), *io.stores.values()]
+    for copy in copies:
+        tile = copy.dst if isinstance(copy, cute.CopyG2SOp) else copy.src
+        runs = [run for run, tiles in touched if tile in tiles]
+        copy.attributes[ROW_CHAIN_VECTORS] = BoolAttr.from_bool(bool(runs) and all(row_vectors(copy, run) for run in runs))
+
+
 def clear_row_chains(kernel: cute.KernelOp) -> None:
     """Undo the chain marks of `kernel` (every op printed one by one again) and its
     `ROW_CHAIN_SMEM` trim (the block-sum scratch back after the whole plan); `ROW_CHAINS`
     is left to the caller."""
     for o in kernel.walk():
-        for name in (ROW_CHAIN, ROW_CHAIN_RUN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL, ROW_CHAIN_FP32):
+        for name in (ROW_CHAIN, ROW_CHAIN_RUN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL, ROW_CHAIN_FP32, ROW_CHAIN_VECTORS):
             o.attributes.pop(name, None)
     if kernel.attributes.pop(ROW_CHAIN_SMEM, None) is not None:
         kernel.attributes[cute.KSLICE_SCRATCH] = cute.dense([(kernel.smem_bytes + 15) // 16 * 16, 0])
