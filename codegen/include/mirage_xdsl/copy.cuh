@@ -91,16 +91,16 @@ __device__ __forceinline__ void s2g_sync(T* g, const T* s, int tid) {
 template <int NT, class LG, class LS, int V, bool SVEC, int SS0, class TG, class TS>
 __device__ __forceinline__ void s2g_chunked(TG* g, const TS* s, int tid) {
   for_each_mine<NT, LG::size>(tid, [&](int i) {
-    uint4 v;
     if constexpr (SVEC) {
-      v = *reinterpret_cast<const uint4*>(s + LS::off(i));
+      *reinterpret_cast<uint4*>(g + LG::raw(i)) = *reinterpret_cast<const uint4*>(s + LS::off(i));
     } else {
+      uint4 v;
       TG* e = reinterpret_cast<TG*>(&v);
       const int b = LS::raw(i);
 #pragma unroll
       for (int j = 0; j < V; ++j) e[j] = from_f<TG>(to_f(s[LS::swz(b + j * SS0)]));
+      st_global_16(g + LG::raw(i), v);  // assembled from scalars (st_global_16 says why)
     }
-    *reinterpret_cast<uint4*>(g + LG::raw(i)) = v;
   });
 }
 
@@ -116,10 +116,16 @@ __device__ __forceinline__ void load_vectors(float (&x)[T], At at) {
 #pragma unroll
   for (int c = 0; c < T / PER; ++c) {
     const uint4 v = *reinterpret_cast<const uint4*>(at(c));
-    E e[PER];
-    __builtin_memcpy(e, &v, 16);  // not a pointer cast: that breaks strict aliasing (host g++ -O2)
+    if constexpr (std::is_same_v<E, bf16>) {
+      const unsigned w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int k = 0; k < PER; ++k) x[c * PER + k] = to_f(e[k]);
+      for (int q = 0; q < 4; ++q) unpack_bf16x2(w[q], x[c * PER + 2 * q], x[c * PER + 2 * q + 1]);
+    } else {
+      E e[PER];
+      __builtin_memcpy(e, &v, 16);  // not a pointer cast: that breaks strict aliasing (host g++ -O2)
+#pragma unroll
+      for (int k = 0; k < PER; ++k) x[c * PER + k] = to_f(e[k]);
+    }
   }
 }
 
@@ -130,12 +136,19 @@ __device__ __forceinline__ void store_vectors(At at, const float (&x)[T]) {
   static_assert(T % PER == 0, "whole 16-byte vectors");
 #pragma unroll
   for (int c = 0; c < T / PER; ++c) {
-    E e[PER];
+    unsigned w[4];
 #pragma unroll
-    for (int k = 0; k < PER; ++k) e[k] = from_f<E>(x[c * PER + k]);
-    uint4 v;
-    __builtin_memcpy(&v, e, 16);
-    *reinterpret_cast<uint4*>(at(c)) = v;
+    for (int q = 0; q < 4; ++q) {
+      const float* y = x + c * PER + q * (PER / 4);
+      if constexpr (sizeof(E) == 2) {
+        w[q] = pack2<E>(y[0], y[1]);
+      } else {
+        static_assert(sizeof(E) == 4, "2- or 4-byte elements");
+        const E e = from_f<E>(y[0]);
+        __builtin_memcpy(&w[q], &e, 4);
+      }
+    }
+    st_global_16(at(c), make_uint4(w[0], w[1], w[2], w[3]));
   }
 }
 

@@ -76,6 +76,57 @@ __device__ __forceinline__ T from_f(float x) {
 __device__ __forceinline__ unsigned bits16(f16 x) { return x.bits; }
 __device__ __forceinline__ unsigned bits16(bf16 x) { return x.bits; }
 
+// Two floats rounded to T and packed (lo in the low half): one cvt.rn.{f16,bf16}x2.f32.
+__device__ __forceinline__ unsigned pack2_bits(float lo, float hi, f16) {
+#ifdef MX_HOST
+  return bits16(from_f<f16>(lo)) | (bits16(from_f<f16>(hi)) << 16);
+#else
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#endif
+}
+__device__ __forceinline__ unsigned pack2_bits(float lo, float hi, bf16) {
+#ifdef MX_HOST
+  return bits16(from_f<bf16>(lo)) | (bits16(from_f<bf16>(hi)) << 16);
+#else
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#endif
+}
+template <class T>
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return pack2_bits(lo, hi, T{});
+}
+
+// A 32-bit word of two bf16 widened to fp32 (lo: the low half), the inverse of pack2<bf16>:
+// bf16 is the high half of its fp32 pattern, so a shift and a mask, without splitting the
+// word into 16-bit registers first (f16 needs its cvt either way).
+__device__ __forceinline__ void unpack_bf16x2(unsigned w, float& lo, float& hi) {
+  lo = __uint_as_float(w << 16);
+  hi = __uint_as_float(w & 0xffff0000u);
+}
+
+// One 16-byte store to global memory at p (16-byte aligned), for a vector assembled from
+// scalars.  Written as PTX because nvcc 13 (sm_90a) splits such a `uint4` into its four
+// words and then stores `*reinterpret_cast<uint4*>(p) = v` as four 4-byte stores: the split
+// loses the 16-byte alignment the store had, and p's alignment cannot be derived from the
+// address arithmetic (seen in the PTX of the row chains' output rows and of the sm_90a
+// GEMM's store16 epilogue; `__builtin_assume_aligned` does not restore it).  Four times the
+// store instructions, partial-sector writes to L2.  A vector loaded whole (shared -> global
+// copies) keeps its one 16-byte store and needs no asm, which would only stop the compiler
+// from moving other memory accesses across it.
+__device__ __forceinline__ void st_global_16(void* p, uint4 v) {
+#ifdef MX_HOST
+  __builtin_memcpy(p, &v, 16);
+#else
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(__cvta_generic_to_global(p)), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+#endif
+}
+
 // ---------------------------------------------------------------------------------------
 // Elementwise math (fp32, IEEE semantics; gelu is the erf form, rms has no epsilon).
 

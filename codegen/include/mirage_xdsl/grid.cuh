@@ -254,4 +254,11 @@ __device__ __forceinline__ float round_as(float x) {
   return to_f(from_f<T>(x));
 }
 
+// bf16: packed with a zero low half, the rounded bf16 is already its fp32 bit pattern (one
+// conversion instead of a conversion, a widening and a shift).
+template <>
+__device__ __forceinline__ float round_as<bf16>(float x) {
+  return __uint_as_float(pack2<bf16>(0.0f, x));
+}
+
 }  // namespace mx

@@ -546,7 +546,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
                                "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                                : "memory");
 #else
-                  *reinterpret_cast<uint4*>(cbase + (long long)row * s.ldc + col) = v;
+                  st_global_16(cbase + (long long)row * s.ldc + col, v);
 #endif
                 }
               }

@@ -37,6 +37,7 @@
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 struct mxh_dim3 {
   unsigned x, y, z;
 };

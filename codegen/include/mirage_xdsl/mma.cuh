@@ -383,30 +383,6 @@ __device__ __forceinline__ float ex2_ftz(float x) {
 #endif
 }
 
-// Two floats rounded to T and packed (lo in the low half): one cvt.rn.{f16,bf16}x2.f32.
-__device__ __forceinline__ unsigned pack2_bits(float lo, float hi, f16) {
-#ifdef MX_HOST
-  return bits16(from_f<f16>(lo)) | (bits16(from_f<f16>(hi)) << 16);
-#else
-  unsigned r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-#endif
-}
-__device__ __forceinline__ unsigned pack2_bits(float lo, float hi, bf16) {
-#ifdef MX_HOST
-  return bits16(from_f<bf16>(lo)) | (bits16(from_f<bf16>(hi)) << 16);
-#else
-  unsigned r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-#endif
-}
-template <class T>
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  return pack2_bits(lo, hi, T{});
-}
-
 // The causal mask an online chain applies to its scores (cute.mma_chain mask_*): element
 // (r, c) of the iteration's score tile is kept when c <= r + diag, diag = the tile's global
 // first row + offset - its global first column (dialects/cute/mask_ops.py).  NoMask: none.
