@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from mirage_xdsl.bench import BenchError
 from mirage_xdsl.bench.peers import COMPILE_MODE, PEERS, PeerTimes
 from mirage_xdsl.bench.prepare import Prepared, one_line
 
@@ -382,6 +383,26 @@ def env_isolated(command: Sequence[str], copy_bandwidth: bool, timeout_s: float 
     return EnvInfo(note=f"the device probe exited with status {rc}")
 
 
+def child_devices(gpus: int, visible: str | None) -> list[str]:
+    """The CUDA_VISIBLE_DEVICES value of each of `gpus` child processes: the first `gpus`
+    entries of this process's own CUDA_VISIBLE_DEVICES (`visible`; indices or UUIDs), so that
+    `CUDA_VISIBLE_DEVICES=2,3 mirage-bench --gpus 2` runs on GPUs 2 and 3; "0" .. "gpus-1"
+    when it is unset.
+
+    Raises:
+        BenchError: `visible` lists fewer than `gpus` devices.
+    """
+    if visible is None or not visible.strip():
+        return [str(g) for g in range(gpus)]
+    listed = [d.strip() for d in visible.split(",") if d.strip()]
+    if len(listed) < gpus:
+        raise BenchError(
+            f"--gpus {gpus}: CUDA_VISIBLE_DEVICES={visible!r} lists {len(listed)} GPU(s); "
+            "ask for at most that many or widen CUDA_VISIBLE_DEVICES"
+        )
+    return listed[:gpus]
+
+
 def run_isolated(
     command: Sequence[str],
     directory: Any,
@@ -399,9 +420,13 @@ def run_isolated(
     `prepared[k]` in the manifest of `directory` (default: k, the whole manifest).
 
     With `gpus` > 1 the workloads run `gpus` at a time, each child on one GPU of its own
-    (CUDA_VISIBLE_DEVICES 0 .. gpus-1; a workload's candidates and its torch peers share one
-    GPU, so their ratios stand as on one GPU); results come back in workload order and each
-    workload's peers record the GPU (`PeerTimes.gpu`)."""
+    (`child_devices`: CUDA_VISIBLE_DEVICES one of the first `gpus` GPUs this process may use;
+    a workload's candidates and its torch peers share one GPU, so their ratios stand as on
+    one GPU); results come back in workload order and each workload's peers record the GPU
+    (`PeerTimes.gpu`, the device's CUDA index).
+
+    Raises:
+        BenchError: fewer than `gpus` GPUs are listed in CUDA_VISIBLE_DEVICES."""
     where = list(positions) if positions is not None else list(range(len(prepared)))
     positions_of = {id(p): i for p, i in zip(prepared, where)}
     workloads = list(dict.fromkeys(p.workload for p in prepared))
@@ -414,15 +439,16 @@ def run_isolated(
             done.append(job.run(workload, None))
     else:
         free: queue.Queue[str] = queue.Queue()
-        for g in range(gpus):
-            free.put(str(g))
+        for device in child_devices(gpus, os.environ.get("CUDA_VISIBLE_DEVICES")):
+            free.put(device)
 
         def on_free_gpu(workload: str) -> tuple[list[Result], PeerTimes | None]:
             device = free.get()
             try:
                 _log(f"{workload} on GPU {device} ({time.perf_counter() - start_all:.0f} s so far)")
                 results, peers = job.run(workload, device)
-                return results, (replace(peers, gpu=int(device)) if peers is not None else None)
+                gpu = int(device) if device.isdigit() else None  # a UUID names no index
+                return results, (replace(peers, gpu=gpu) if peers is not None else None)
             finally:
                 free.put(device)
 

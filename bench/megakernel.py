@@ -14,9 +14,11 @@ workload: errors, µs of each and the megakernel's speedup over our per-kernel g
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +131,21 @@ def main(argv: list[str] | None = None) -> int:
     `--trace NAME=PATH` writes the Chrome trace of NAME's megakernel to PATH and prints
     `trace_summary`; `--compile-mode MODE` picks torch.compile's mode (bench/peers.py
     `COMPILE_MODES`, default `COMPILE_MODE`)."""
+    from mirage_xdsl.bench.peers import COMPILE_MODE, COMPILE_MODES
+
+    args = _parser(COMPILE_MODE, COMPILE_MODES).parse_args(argv)
+    traces: dict[str, str] = {}
+    for spec in args.trace:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            print(f"megakernel bench: --trace {spec}: expected NAME=PATH (e.g. decoder_layer=trace.json)", file=sys.stderr)
+            return 2
+        traces[name] = path
+    no_compile, mode = set(args.no_compile), args.compile_mode
+
     import cupy
 
-    from mirage_xdsl.bench.peers import COMPILE_MODE, COMPILE_MODES, time_peers
+    from mirage_xdsl.bench.peers import time_peers
     from mirage_xdsl.driver.compile import compile
     from mirage_xdsl.reference.executor import run_reference
     from mirage_xdsl.runtime.measure import (
@@ -144,25 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    no_compile: set[str] = set()
-    traces: dict[str, str] = {}
-    names = []
-    mode = COMPILE_MODE
-    while args:
-        a = args.pop(0)
-        if a == "--no-compile":
-            no_compile.add(args.pop(0))
-        elif a == "--compile-mode":
-            mode = args.pop(0)
-            if mode not in COMPILE_MODES:
-                print(f"megakernel bench: --compile-mode {mode}: expected one of {', '.join(COMPILE_MODES)}", file=sys.stderr)
-                return 2
-        elif a == "--trace":
-            name, path = args.pop(0).split("=", 1)
-            traces[name] = path
-        else:
-            names.append(a)
+    names = args.workloads
     names = names or ["chain3", "chain40"]
     dev = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     copy_gbs = copy_bandwidth_gbs(cupy)
@@ -217,6 +213,20 @@ def main(argv: list[str] | None = None) -> int:
             cupy.cuda.runtime.deviceSynchronize()
             print(trace_summary(traced, traces[name]), flush=True)
     return 0
+
+
+def _parser(default_mode: str, modes: Sequence[str]) -> argparse.ArgumentParser:
+    """The command line of `main`."""
+    p = argparse.ArgumentParser(
+        prog="python -m mirage_xdsl.bench.megakernel",
+        description="Check and time workloads as one persistent megakernel against our per-kernel graph and torch.",
+    )
+    p.add_argument("workloads", nargs="*", help="workload names (default: chain3 chain40)")
+    p.add_argument("--no-compile", action="append", default=[], metavar="NAME", help="skip torch.compile for NAME")
+    p.add_argument("--compile-mode", default=default_mode, choices=list(modes), help="torch.compile mode")
+    p.add_argument("--trace", action="append", default=[], metavar="NAME=PATH",
+                   help="write NAME's per-task timeline as Chrome trace JSON to PATH")
+    return p
 
 
 def _torch_version() -> str:

@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="GPU phase: run this many workloads at a time, each on one GPU of its own with its torch peers "
-        "(CUDA_VISIBLE_DEVICES 0..N-1; not with --in-process)",
+        "(the first N of CUDA_VISIBLE_DEVICES, else GPUs 0..N-1; not with --in-process)",
     )
     tune = p.add_argument_group("tuning (--tune: the genetic tuner per workload's plain graph instead of --variants)")
     tune.add_argument("--tune", action="store_true", help="tune each workload's plain graph (needs a GPU; no peers, no muGraphs)")
@@ -231,6 +231,8 @@ def _main(args: argparse.Namespace) -> int:
                                     peer_source=args.child_peer_source)
     if args.gpus < 1 or (args.gpus > 1 and args.in_process):
         raise BenchError(f"--gpus {args.gpus}: expected a count of 1 or more, and --in-process runs on one GPU only")
+    if args.gpus > 1:
+        gpu_phase.child_devices(args.gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))  # too few listed: the error now
     if args.contractions:
         from mirage_xdsl.bench.contraction import run as run_contractions
 

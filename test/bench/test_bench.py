@@ -272,6 +272,19 @@ def test_gpus_must_be_positive_and_not_in_process(tmp_path: Path) -> None:
         assert proc.returncode == 1 and "--gpus" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_gpus_honour_cuda_visible_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`CUDA_VISIBLE_DEVICES=2,3 mirage-bench --gpus 2` runs its children on GPUs 2 and 3;
+    asking for more GPUs than the variable lists is a usage error before any work."""
+    from mirage_xdsl.bench.gpu_phase import child_devices
+
+    assert child_devices(2, None) == ["0", "1"]
+    assert child_devices(2, "2, 3,5") == ["2", "3"]
+    assert child_devices(1, "GPU-0a1b") == ["GPU-0a1b"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    proc = run_cli(str(tmp_path / "r.md"), "--from", str(tmp_path), "--gpus", "2")
+    assert proc.returncode == 1 and "CUDA_VISIBLE_DEVICES='1' lists 1 GPU" in proc.stderr and "Traceback" not in proc.stderr
+
+
 # ---------------------------------------------------------------------------------------
 # Report
 
@@ -346,3 +359,15 @@ def test_gpu_phase_imports_no_xdsl() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_megakernel_bench_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    """The megakernel bench parses its command line before it needs CuPy: a malformed
+    `--trace` is exit status 2 with the expected form named, on a machine without a GPU."""
+    from mirage_xdsl.bench.megakernel import main
+
+    assert main(["decoder_layer", "--trace", "decoder_layer"]) == 2
+    assert "expected NAME=PATH" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--compile-mode", "fastest"])
+    assert exit_info.value.code == 2
