@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.codegen.cuda_syntax import c_type, layout_t, printer_error
 from mirage_xdsl.codegen.printer_base import KernelPrinterBase
@@ -66,6 +66,8 @@ class RowChainPrinter(KernelPrinterBase):
         self.preload_inputs(chain, regs, index)
         for k, op in enumerate(chain.ops):
             name = f"v{k}"
+            if isinstance(op, cute.ElementwiseOp) and any(v in self.io.late and v not in regs for v in op.ins):
+                self.preload_inputs(chain, regs, index, only=op)
             if isinstance(op, cute.ReduceOp):
                 out = op.outs[0]
                 is_max = op.kind.data == "max"
@@ -153,14 +155,16 @@ class RowChainPrinter(KernelPrinterBase):
             raise printer_error(copy, "a row chain's global copy without `cute.row_chain_vectors`: run cute-row-chains before printing")
         return bool(attr.value.data)
 
-    def preload_inputs(self, chain: RowChain, regs: dict[SSAValue, str], index: str) -> None:
+    def preload_inputs(self, chain: RowChain, regs: dict[SSAValue, str], index: str, only: Operation | None = None) -> None:
         """Whole-row inputs that the chain reads from global memory, loaded once into
         register arrays `x<k>` before its first op: every load in flight together; with
         consecutive elements per thread also inputs broadcast along a dim other than the
-        last (rotary's cosines: one row per token for every head), as 16-byte vectors."""
+        last (rotary's cosines: one row per token for every head), as 16-byte vectors.
+        Tiles marked `cute.row_chain_late` wait for the call with `only` = the first op
+        reading them, just before that op."""
         trips = chain.length // self.nt
         values = set(chain.values)
-        for op in chain.ops:
+        for op in chain.ops if only is None else [only]:
             if isinstance(op, cute.ReduceOp):
                 if op.input not in values and op.input not in regs:
                     self.preload_reduced(op.input, regs, index, trips)
@@ -171,7 +175,7 @@ class RowChainPrinter(KernelPrinterBase):
             assert isinstance(out, cute.SmemTensorType)
             order = cute.dense_ints(op.order)
             for v in op.ins:
-                if v in regs or v not in self.io.loads:
+                if v in regs or v not in self.io.loads or (only is None and v in self.io.late):
                     continue
                 copy = self.io.loads[v]
                 shape = cute.smem_shape(v)

@@ -9,6 +9,10 @@ printer reads (passes/cute/row_chains.py explains what a chain is and when one i
 * `ROW_CHAIN_GLOBAL` (unit) on a `cute.copy_g2s` whose tile only chains read (they load it
   from global memory), a `cute.copy_s2g` of an accumulator a chain stores straight to global
   memory, and that accumulator's zero `cute.fill`: the printer skips them.
+* `ROW_CHAIN_LATE` (unit) on such a `cute.copy_g2s` whose tile every block reads alike (a
+  norm's gain and bias): the chain loads it just before its first use instead of with its
+  other inputs, so its registers are not live across the row sums; after the first block
+  it comes from the caches.
 * `ROW_CHAIN_FP32` (unit) on a chain op that only squares its operand and whose value only
   the chain's row sums read: the value stays an fp32 register, unrounded (an fp16 square
   underflows below |x| ~ 2.4e-4; as `cute-fuse-square-sum` does outside chains).
@@ -50,6 +54,7 @@ ROW_CHAINS = "cute.row_chains"
 ROW_CHAIN_SMEM = "cute.row_chain_smem"
 ROW_CHAIN_RUN = "cute.row_chain_run"
 ROW_CHAIN_VECTORS = "cute.row_chain_vectors"
+ROW_CHAIN_LATE = "cute.row_chain_late"
 
 
 @dataclass
@@ -84,6 +89,8 @@ class GlobalIO:
     """accumulator tile -> the copy that writes it out: the chain stores to global memory"""
     skipped: set[Operation] = field(default_factory=set)
     """ops no longer printed: those copies and the accumulators' zero fills"""
+    late: set[SSAValue] = field(default_factory=set)
+    """loaded tiles marked `ROW_CHAIN_LATE`: loaded at their first use"""
 
 
 def broadcast_tile(value: SSAValue) -> bool:
@@ -149,6 +156,8 @@ def read_row_chains(kernel: cute.KernelOp) -> tuple[dict[Operation, RowChain], G
         io.skipped.add(op)
         if isinstance(op, cute.CopyG2SOp):
             io.loads[op.dst] = op
+            if ROW_CHAIN_LATE in op.attributes:
+                io.late.add(op.dst)
         elif isinstance(op, cute.CopyS2GOp):
             io.stores[op.src] = op
     return chains, io

@@ -66,6 +66,7 @@ from mirage_xdsl.dialects.cute.row_chains import (
     ROW_CHAIN,
     ROW_CHAIN_FP32,
     ROW_CHAIN_GLOBAL,
+    ROW_CHAIN_LATE,
     ROW_CHAIN_RUN,
     ROW_CHAIN_SMEM,
     ROW_CHAIN_STORED,
@@ -311,7 +312,8 @@ class RowChainsPass(ModulePass):
         """Re-mark the row chains of every `cute.kernel` in `op` (old marks removed first).
 
         Writes `cute.row_chain` = the chain's index on each member, `cute.row_chain_run` (the
-        elements each thread holds, `chain_run`) on its first op, `cute.row_chain_stored` on
+        elements each thread holds, `chain_run`) on its first op, `cute.row_chain_late` on the
+        global loads every block makes alike, `cute.row_chain_stored` on
         members whose value is also stored, `cute.row_chain_fp32` on squares only its sums
         read (`unrounded_squares`), `cute.row_chain_global` on the skipped global I/O ops,
         `cute.row_chain_vectors` on the skipped copies (`mark_vectors`) and
@@ -337,6 +339,9 @@ class RowChainsPass(ModulePass):
             for skipped in io.skipped:
                 skipped.attributes[ROW_CHAIN_GLOBAL] = UnitAttr()
             mark_vectors(chains, io)
+            for copy in io.loads.values():
+                if not any(cute.dense_ints(copy.block_offset)):  # every block reads the same tile
+                    copy.attributes[ROW_CHAIN_LATE] = UnitAttr()
             kernel.attributes[ROW_CHAINS] = IntegerAttr(len(chains), i64)
             if chains:
                 trim_shared_memory(kernel, chains, io)
@@ -414,7 +419,7 @@ def clear_row_chains(kernel: cute.KernelOp) -> None:
     `ROW_CHAIN_SMEM` trim (the block-sum scratch back after the whole plan); `ROW_CHAINS`
     is left to the caller."""
     for o in kernel.walk():
-        for name in (ROW_CHAIN, ROW_CHAIN_RUN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL, ROW_CHAIN_FP32, ROW_CHAIN_VECTORS):
+        for name in (ROW_CHAIN, ROW_CHAIN_RUN, ROW_CHAIN_STORED, ROW_CHAIN_GLOBAL, ROW_CHAIN_LATE, ROW_CHAIN_FP32, ROW_CHAIN_VECTORS):
             o.attributes.pop(name, None)
     if kernel.attributes.pop(ROW_CHAIN_SMEM, None) is not None:
         kernel.attributes[cute.KSLICE_SCRATCH] = cute.dense([(kernel.smem_bytes + 15) // 16 * 16, 0])
