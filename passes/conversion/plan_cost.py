@@ -323,6 +323,10 @@ class CostModel:
             elif reduces_loop and node.kind == "matmul":
                 smem += _round16(numel(t) * 4)
                 regs += numel(t) / plan.threads
+            elif reduces_loop and plan.online is not None and n in plan.online.maxima:
+                # a running max (build_tb_graph's running tb.reduction_max): per row the max
+                # so far and this iteration's correction, not a tile-wide fp32 accumulator
+                smem += 2 * _round16(numel(t) * 4)
             elif reduces_loop:
                 smem += _round16(numel(plan.tiles[node.args[0]]) * 4) + _round16(numel(t) * eb)
             else:
