@@ -59,12 +59,19 @@ class WeightPrefetchPass(ModulePass):
 
 
 def mark_kernel(kernel: cute.KernelOp, weights: Collection[SSAValue]) -> None:
-    """Write the three attributes of the module docstring on `kernel` and its ops."""
-    early = hoisted_ops(list(kernel.body.block.ops), weights)
-    for op in early:
-        op.attributes[cute.BEFORE_PDL_WAIT] = UnitAttr()
+    """Write the three attributes of the module docstring on `kernel` and its ops, replacing
+    those of an earlier run."""
+    early = set(hoisted_ops(list(kernel.body.block.ops), weights))
+    # a re-run decides anew (mirage-megakernel re-runs the pass with every input ready)
+    for op in kernel.body.block.ops:
+        if op in early:
+            op.attributes[cute.BEFORE_PDL_WAIT] = UnitAttr()
+        else:
+            op.attributes.pop(cute.BEFORE_PDL_WAIT, None)
     if triggers_dependents(kernel, weights):
         kernel.attributes[cute.TRIGGER_DEPENDENTS] = UnitAttr()
+    else:
+        kernel.attributes.pop(cute.TRIGGER_DEPENDENTS, None)
     loads = sum(1 for op in early if _is_weight_load(op, weights))
     kernel.attributes[cute.PDL_PREFETCH] = IntegerAttr(loads, i64)
 

@@ -1,6 +1,7 @@
 // RUN: mirage-opt %s -p cute-weight-prefetch --split-input-file | filecheck %s
 // RUN: not mirage-opt %s -p 'cute-decisions{without=cute-weight-prefetch}' -t cuda --split-input-file 2>&1 | filecheck %s --check-prefix=MISSING
 // RUN: mirage-opt %s -p 'cute-weight-prefetch{inputs-ready=true}' --split-input-file | filecheck %s --check-prefix=INPUTS
+// RUN: mirage-opt %s -p 'cute-weight-prefetch{inputs-ready=true},cute-weight-prefetch' --split-input-file | filecheck %s --check-prefix=AGAIN
 
 // cute-weight-prefetch: the cp.async loads of kn.weight parameters in a ring prologue, with
 // the shared-memory pointers and accumulator initialisations, are printed before the PDL
@@ -26,6 +27,12 @@
 // INPUTS: cute.kernel{{.*}}cute.pdl_prefetch = 8 : i64, kernel_name = "rmsnorm_linear_k0"
 // INPUTS: cute.copy_g2s "async" %i0 -> %s0 {cute.before_pdl_wait, tile
 // INPUTS: cute.copy_g2s "async" %i1 -> %s1 {cute.before_pdl_wait, tile
+
+// A second run decides anew: after the inputs-ready run, the plain run leaves X's loads
+// unmarked again (its marks replace the first run's).
+// AGAIN: cute.kernel{{.*}}cute.pdl_prefetch = 4 : i64, kernel_name = "rmsnorm_linear_k0"
+// AGAIN: cute.copy_g2s "async" %i0 -> %s0 {tile
+// AGAIN: cute.copy_g2s "async" %i1 -> %s1 {cute.before_pdl_wait, tile
 
 // MISSING: cuda target: cute.kernel: no 'cute.pdl_prefetch' attribute; run cute-weight-prefetch first (mirage-transpile runs it)
 
