@@ -341,26 +341,25 @@ class _KernelPrinter(CopyPrinter, GridSumPrinter, RowChainPrinter, MmaPrinter):
         odims = out.get_shape()
         k = src.get_shape()[d] // group
         ks = group * src.strides[d]
-        g = op.threads.value.data
         lo = layout_t([odims[x] for x in order], [out.strides[x] for x in order], out.swizzle)
         li = layout_t([odims[x] for x in order], [src.strides[x] for x in order], src.swizzle)
-        if op.kind.data == "max" and len(outs) == 2:
-            dtyp = outs[1].type
-            assert isinstance(dtyp, cute.SmemTensorType)
-            ld = layout_t([odims[x] for x in order], [dtyp.strides[x] for x in order], dtyp.swizzle)
-            self.emit(
-                f"mx::reduce_max_running<{self.nt}, {g}, {k}, {ks}, {lo}, {ld}, {li}>("
-                f"{self.tile_ptr(outs[0])}, {self.tile_ptr(outs[1])}, {self.tile_ptr(op.input)}, tid);"
-            )
-            return
-        value = self.apply_epilogue("v", op.epilogue)
-        body, read = self.store_expr(op.mode.data, value)
         g = reduce_threads(op)
         scratch = (
             f"reinterpret_cast<float*>(smem + {self.slicing.base + self.slicing.total})"
             if g > 32
             else "static_cast<float*>(nullptr)"
         )
+        if op.kind.data == "max" and len(outs) == 2:
+            dtyp = outs[1].type
+            assert isinstance(dtyp, cute.SmemTensorType)
+            ld = layout_t([odims[x] for x in order], [dtyp.strides[x] for x in order], dtyp.swizzle)
+            self.emit(
+                f"mx::reduce_max_running<{self.nt}, {g}, {k}, {ks}, {lo}, {ld}, {li}>("
+                f"{self.tile_ptr(outs[0])}, {self.tile_ptr(outs[1])}, {self.tile_ptr(op.input)}, {scratch}, tid);"
+            )
+            return
+        value = self.apply_epilogue("v", op.epilogue)
+        body, read = self.store_expr(op.mode.data, value)
         fn = {"sum": "reduce_sum", "sum_squares": "reduce_sum_squares", "max": "reduce_max"}[op.kind.data]
         self.emit(
             f"mx::{fn}<{self.nt}, {g}, {k}, {ks}, {lo}, {li}, {str(read).lower()}>("

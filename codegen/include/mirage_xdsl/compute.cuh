@@ -129,9 +129,11 @@ __device__ __forceinline__ void reduce_max(TO* o, const TI* in, float* scratch, 
 }
 
 // Running max over calls (Mirage reduction_max): m = max_k in, new = max(old, m),
-// mx = new, diff = old - new.  `mx` starts at -inf (fill before the loop).
+// mx = new, diff = old - new.  `mx` starts at -inf (fill before the loop).  G threads per
+// output as in reduce_rows: G > 32 (one output for the whole block, a cross-entropy row) combines
+// the warps' maxima through `scratch` (NT/32 floats), and every thread of the block must call it.
 template <int NT, int G, int K, int KS, class LO, class LD, class LI, class TO, class TD, class TI>
-__device__ __forceinline__ void reduce_max_running(TO* mxp, TD* diff, const TI* in, int tid) {
+__device__ __forceinline__ void reduce_max_running(TO* mxp, TD* diff, const TI* in, float* scratch, int tid) {
   constexpr int PER = NT / G;
   const int lane = tid % G;
   const int slot = tid / G;
@@ -145,9 +147,22 @@ __device__ __forceinline__ void reduce_max_running(TO* mxp, TD* diff, const TI* 
 #pragma unroll 4
       for (int k = lane; k < K; k += G) acc = fmaxf(acc, to_f(in[LI::swz(b + k * KS)]));
     }
-    if constexpr (G > 1) {
+    if constexpr (G > 32) {
 #pragma unroll
-      for (int s = G / 2; s > 0; s >>= 1) acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, s));
+      for (int s = 16; s > 0; s >>= 1) acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, s));
+      if ((tid & 31) == 0) scratch[tid >> 5] = acc;
+      __syncthreads();
+      if (valid && lane == 0) {
+        acc = neg_inf();
+#pragma unroll
+        for (int w = 0; w < G / 32; ++w) acc = fmaxf(acc, scratch[(tid >> 5) + w]);
+      }
+    } else {
+      static_cast<void>(scratch);
+      if constexpr (G > 1) {
+#pragma unroll
+        for (int s = G / 2; s > 0; s >>= 1) acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, s));
+      }
     }
     if (valid && lane == 0) {
       const int oo = LO::off(oi);
@@ -156,6 +171,7 @@ __device__ __forceinline__ void reduce_max_running(TO* mxp, TD* diff, const TI* 
       mxp[oo] = from_f<TO>(nw);
       diff[LD::off(oi)] = from_f<TD>(old - nw);
     }
+    if constexpr (G > 32) __syncthreads();  // the scratch is reused by the next round
   }
 }
 
