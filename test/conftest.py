@@ -90,3 +90,15 @@ printf 'CUBIN:' > "$out"; cat "$src" >> "$out"
 def nvcc_runs(log: Path) -> int:
     """How many compiles the fake nvcc has logged."""
     return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def transpiled(module, **options):  # type: ignore[no-untyped-def]
+    """A verified clone of kernel-graph `module` after `mirage-transpile` with `options` (the
+    pass's options and tuning-point fields, `MirageTranspilePass.from_options`)."""
+    from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+
+    low = module.clone()
+    MirageTranspilePass.from_options(options).apply(make_context(), low)
+    low.verify()
+    return low

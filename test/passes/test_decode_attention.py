@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import transpiled
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
@@ -69,18 +70,11 @@ def forced(module: ModuleOp, options: tuple[int, int, int] | None = None) -> Mod
     return low
 
 
-def lowered(module: ModuleOp, **options: object) -> ModuleOp:
-    low = module.clone()
-    MirageTranspilePass.from_options(options).apply(make_context(), low)
-    low.verify()
-    return low
-
-
 def test_long_single_row_decode_becomes_one_kernel() -> None:
     """The suite's decode over 32 heads x 32768 keys with one query row per head: one kernel of
     8 splits per head (256 blocks of 4 warps, 4-stage rings), the splits' partials in the
     workspace and one arrival counter per head."""
-    low = lowered(graphs.decode_attention("float16", "dec", kv_heads=32, group=1, kv_len=32768, head_dim=128))
+    low = transpiled(graphs.decode_attention("float16", "dec", kv_heads=32, group=1, kv_len=32768, head_dim=128))
     (op,) = decode_ops(low)
     assert (op.splits.value.data, op.warps.value.data, op.stages.value.data) == (8, 4, 4)
     assert op.scratch_offset is not None and op.scratch_bytes() == 32 * 8 * 1 * 130 * 4
@@ -103,7 +97,7 @@ def test_groups_the_generated_plans_do_better_stay_generated(rows: int, keys: in
     """Short caches (one launch dominates) and grouped queries (the eight-warp form streams
     slower, `MANY_ROWS_EFFICIENCY`) keep the generated flash-decoding kernels."""
     heads = 32 if rows == 1 else 4
-    low = lowered(graphs.decode_attention("float16", "dec", kv_heads=heads, group=rows, kv_len=keys, head_dim=128))
+    low = transpiled(graphs.decode_attention("float16", "dec", kv_heads=heads, group=rows, kv_len=keys, head_dim=128))
     assert not decode_ops(low)
 
 

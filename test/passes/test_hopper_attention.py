@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import transpiled
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
@@ -82,13 +83,6 @@ def forced(module: ModuleOp, consumers: int = 1, key_tile: int = 64) -> ModuleOp
     return low
 
 
-def lowered(module: ModuleOp, **options: object) -> ModuleOp:
-    low = module.clone()
-    MirageTranspilePass.from_options(options).apply(make_context(), low)
-    low.verify()
-    return low
-
-
 def flash_ops(module: ModuleOp) -> list[HopperAttentionOp]:
     return [op for op in module.walk() if isinstance(op, HopperAttentionOp)]
 
@@ -102,7 +96,7 @@ def test_suite_prefill_becomes_one_flash_kernel(seq: int, causal: bool) -> None:
     sharing 128-key tiles (256 blocks of 128 rows)."""
     consumers, key_tile = (2, 128) if seq == 4096 else (1, 64)
     build = graphs.prefill_attention_causal if causal else graphs.prefill_attention
-    low = lowered(build("float16", "prefill", heads=8, seq=seq, head_dim=128))
+    low = transpiled(build("float16", "prefill", heads=8, seq=seq, head_dim=128))
     (op,) = flash_ops(low)
     assert op.consumers.value.data == consumers and op.key_tile.value.data == key_tile and op.stages.value.data == 2
     assert op.causal == causal and (not causal or op.causal_offset.value.data == 0)  # type: ignore[union-attr]
@@ -151,7 +145,7 @@ def test_opt_outs_keep_the_generated_kernels() -> None:
     generated attention kernels."""
     module = graphs.prefill_attention("float16", "prefill", heads=8, seq=1024, head_dim=128)
     for options in ({"flash_attention": False}, {"arch": "sm_80"}):
-        low = lowered(module, **options)
+        low = transpiled(module, **options)
         assert not flash_ops(low) and [o for o in low.walk() if isinstance(o, cute.KernelOp)]
     from mirage_xdsl.passes.pipeline import fuse_plain_graphs
 
@@ -169,7 +163,7 @@ def test_shapes_the_kernel_does_not_take(q: int, k: int, d: int, why: str) -> No
     module = attention("float16", q, k, d, heads=4)
     group = match_attention(ops_of(module))
     assert group is not None and not fits_kernel(group)
-    assert not flash_ops(lowered(module))
+    assert not flash_ops(transpiled(module))
 
 
 def test_negative_scale_stays_generated() -> None:
@@ -178,7 +172,7 @@ def test_negative_scale_stays_generated() -> None:
     module = attention("float16", 128, 256, 64, heads=2, scale=-0.125)
     group = match_attention(ops_of(module))
     assert group is not None and not fits_kernel(group)
-    assert not flash_ops(lowered(module))
+    assert not flash_ops(transpiled(module))
 
 
 def test_kernel_shape_follows_the_block_count() -> None:
@@ -202,7 +196,7 @@ def test_value_head_dim_other_than_the_query_s() -> None:
     module = attention("float16", 128, 256, 128, heads=2, dv=64)
     group = match_attention(ops_of(module))
     assert group is not None and not fits_kernel(group)
-    assert not flash_ops(lowered(module))
+    assert not flash_ops(transpiled(module))
 
 
 def test_no_match_when_an_intermediate_leaves_the_group() -> None:
@@ -262,7 +256,7 @@ def test_nvcc_accepts_the_printed_kernels(tmp_path: Path) -> None:
 
     sources = [
         emit_cuda(forced(attention("float16", 256, 256, 128, heads=None, causal=True), consumers=2), "sm_90").source,
-        emit_cuda(lowered(graphs.prefill_attention("bfloat16", "p2", heads=8, seq=4096, head_dim=128)), "sm_90").source,
+        emit_cuda(transpiled(graphs.prefill_attention("bfloat16", "p2", heads=8, seq=4096, head_dim=128)), "sm_90").source,
         emit_cuda(forced(attention("bfloat16", 128, 192, 64, heads=3)), "sm_90").source,
         emit_cuda(forced(attention("float16", 192, 256, 64, heads=2, causal=True), consumers=2, key_tile=128), "sm_90").source,
     ]
@@ -324,4 +318,4 @@ def test_suite_prefill_4096_matches_reference(dtype: str, causal: bool) -> None:
     """The suite's 4096-token prefills through the default pipeline."""
     build = graphs.prefill_attention_causal if causal else graphs.prefill_attention
     module = build(dtype, "prefill", heads=8, seq=4096, head_dim=128)
-    _run_gpu(module, lowered(module), dtype)
+    _run_gpu(module, transpiled(module), dtype)
