@@ -36,18 +36,28 @@ class ChainLowering(KernelBuilderBase):
     """Chain lowering (a mixin of `tb_to_cute._KernelBuilder`)."""
 
     def split_chain(self, chain: Chain) -> tuple[Operation, list[cute.UnaryFnAttr], str, SSAValue]:
-        """(leader, epilogue, store mode, destination tile) of a chain."""
+        """(leader, epilogue, store mode, destination tile) of a chain: mode `add` after a
+        `nored` accumulator, `rescale` after a `nored_rescale` one (its scale: `chain_scale`)."""
         ops = chain.ops
         leader, tail = ops[0], ops[-1]
         body = ops[1:]
         mode = "store"
         if len(ops) > 1 and isinstance(tail, tb.ForloopAccumOp):
-            if tail.accum_kind != "nored":
-                raise convert_error(tail, f"only a nored accumulator can end a chain, got {tail.accum_kind}")
-            mode = "add"
+            if tail.accum_kind not in ("nored", "nored_rescale"):
+                raise convert_error(tail, f"only a nored or nored_rescale accumulator can end a chain, got {tail.accum_kind}")
+            mode = "add" if tail.accum_kind == "nored" else "rescale"
             body = ops[1:-1]
         dst = self.tile(tail, tail.results[0])
         return leader, self.epilogue_of(body), mode, dst
+
+    def chain_scale(self, chain: Chain) -> list[SSAValue]:
+        """The scale tile of a chain that ends in a `nored_rescale` accumulator (the last input
+        of its `cute.elementwise`), else nothing."""
+        tail = chain.ops[-1]
+        if len(chain.ops) > 1 and isinstance(tail, tb.ForloopAccumOp) and tail.accum_kind == "nored_rescale":
+            assert tail.rescale is not None
+            return [self.tile(tail, tail.rescale)]
+        return []
 
     def lower_chain(self, chain: Chain, reg_accums: dict[Operation, SSAValue]) -> list[Operation]:
         """The cute ops of one fusion chain, dispatched on its leader.
@@ -115,13 +125,16 @@ class ChainLowering(KernelBuilderBase):
             x = self.tile(leader, leader.input)
             rows, cols = leader.index_origin(self.iters)
             return [cute.CausalMaskOp(x, dst, leader.offset_value, rows, cols, rest, mode, order)]
+        scale = self.chain_scale(chain)
         if type(leader) in UNARY_FN:
             x = self.tile(leader, leader.operands[0])
-            return [cute.ElementwiseOp("id", [x], dst, self.epilogue_of([leader]) + rest, mode, order)]
+            return [cute.ElementwiseOp("id", [x, *scale], dst, self.epilogue_of([leader]) + rest, mode, order)]
         if type(leader) in BINARY_FN:
             a = self.tile(leader, leader.operands[0])
             b = self.tile(leader, leader.operands[1])
-            return [cute.ElementwiseOp(BINARY_FN[type(leader)], [a, b], dst, rest, mode, order)]
+            return [cute.ElementwiseOp(BINARY_FN[type(leader)], [a, b, *scale], dst, rest, mode, order)]
+        if mode == "rescale":
+            raise convert_error(leader, f"a chain led by {leader.name} cannot end in a nored_rescale accumulator (only elementwise leaders)")
         if isinstance(leader, tb.ConcatOp):
             a = self.tile(leader, leader.lhs)
             b = self.tile(leader, leader.rhs)

@@ -1,11 +1,13 @@
 """`cute-register-accumulators`: shared fp32 accumulators kept in registers through the loop.
 
 A shared fp32 tile that a for-loop only accumulates into -- filled with 0 before the loop and
-touched by nothing else there, updated by exactly one elementwise `add` in the loop (nothing
-else in the loop reads or writes it), read only after it, at most
+touched by nothing else there, updated by exactly one elementwise `add` or `rescale`
+(`out = out * s + v`, the online softmax's rescaled sum; its scale `s` another tile) in the
+loop (nothing else in the loop reads or writes it), read only after it, at most
 `ELEMENTWISE_ACCUM_MAX_REGS` (passes/tb/schedule.py) per thread -- lives in registers
 (header: RegTile) and is written to its shared tile once, after the loop.  This removes a
-shared-memory read-modify-write per element and iteration (rms_norm's sum of squares).
+shared-memory read-modify-write per element and iteration (rms_norm's sum of squares, a
+logsumexp's sum of `exp(x - max)`).
 
 Writes (dialects/cute/compute_ops.py): on the `cute.fill` of each such tile `cute.reg_accum = i64`
 (registers per thread), and on every `cute.kernel` `cute.reg_accums = i64` (how many of its
@@ -75,7 +77,7 @@ def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
             msg = (
                 f"cute-register-accumulators: kernel {kernel.kernel_name.data}: the accumulator filled by this cute.fill is planned in "
                 f"registers ({cute.ACCUM_IN_REG}: its shared tile may overlap the loop's buffers) but is not "
-                "updated by exactly one elementwise add per iteration, or takes more than "
+                "updated by exactly one elementwise add or rescale per iteration, or takes more than "
                 f"{ELEMENTWISE_ACCUM_MAX_REGS} registers per thread; drop the attribute and re-run tb-plan-smem"
             )
             op.emit_error(msg, DiagnosticException(msg))
@@ -83,7 +85,7 @@ def register_accumulators(kernel: cute.KernelOp) -> dict[SSAValue, int]:
 
 
 def _loop_accumulators(loop: cute.ForOp, before: list[Operation]) -> list[SSAValue]:
-    """Shared fp32 tiles that `loop` only adds into, once per iteration, cleared by the one
+    """Shared fp32 tiles that `loop` only adds (or rescales and adds) into, once per iteration, cleared by the one
     op of `before` (the ops ahead of the loop) that touches them; none for a one-trip loop,
     whose single add saves no read-modify-write in registers and whose row chain
     (cute-row-chains) can store the sum straight from its own registers instead."""
@@ -92,7 +94,7 @@ def _loop_accumulators(loop: cute.ForOp, before: list[Operation]) -> list[SSAVal
     inner = list(loop.body.block.ops)
     tiles: list[SSAValue] = []
     for op in inner:
-        if not isinstance(op, cute.ElementwiseOp) or op.mode.data != "add":
+        if not isinstance(op, cute.ElementwiseOp) or op.mode.data not in ("add", "rescale"):
             continue
         tile = op.out
         typ = tile.type

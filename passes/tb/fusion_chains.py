@@ -5,7 +5,11 @@ A chain is a leader op followed by ops that consume its value directly from regi
 with its producer `p` (the owner of `o`'s first operand) iff
 
 * `o` is an elementwise unary op (`exp, square, sqrt, silu, gelu, relu, clamp, mul_scalar`,
-  and, beyond Mirage's list, `sigmoid, log`) or a `nored` accumulator;
+  and, beyond Mirage's list, `sigmoid, log`) or a `nored` accumulator -- or, beyond Mirage,
+  a `nored_rescale` accumulator (`acc = acc * r + x`, the online softmax's sum of
+  `exp(x - max)`) on a chain led by an elementwise op (unary or binary, not a matmul), so
+  that `x` is computed in registers and never stored; its scale `r` is a second operand
+  read from shared memory, and tb-schedule runs the chain after `r` is made;
 * `o`'s first operand has exactly one use;
 * `p` is an op of the graph, not a `tb.input` (never fuse onto loads), not an accumulator
   (`nored` / `nored_rescale` / `max` after tb-decompose-accumulators: they run in the loop,
@@ -51,10 +55,17 @@ FUSABLE_UNARY: tuple[type[Operation], ...] = (
 
 
 def is_fusable(op: Operation) -> bool:
-    """Whether `op` may be appended to its producer's chain (ignoring the producer)."""
+    """Whether `op` may be appended to its producer's chain (ignoring the producer; a
+    `nored_rescale` accumulator also needs an elementwise chain leader, `compute_chains`)."""
     if isinstance(op, FUSABLE_UNARY):
         return True
-    return isinstance(op, tb.ForloopAccumOp) and op.accum_kind == "nored"
+    return isinstance(op, tb.ForloopAccumOp) and op.accum_kind in ("nored", "nored_rescale")
+
+
+def leads_elementwise(leader: Operation) -> bool:
+    """Whether `leader` lowers to a `cute.elementwise` (an elementwise unary or binary op, not
+    a matmul): the chains a `nored_rescale` accumulator may end, its scale the last input."""
+    return isinstance(leader, (tb.TbUnaryOp, tb.TbBinaryOp)) and not isinstance(leader, tb.MatmulOp)
 
 
 def can_lead_fusion(producer: Operation) -> bool:
@@ -83,10 +94,14 @@ def compute_chains(block: Block) -> dict[Operation, tuple[int, int]]:
 
     The chain id is the index of the leader in `block`; the leader has position 0.
     """
-    index = {op: i for i, op in enumerate(block.ops)}
+    block_ops = list(block.ops)
+    index = {op: i for i, op in enumerate(block_ops)}
     chains: dict[Operation, tuple[int, int]] = {}
     for op in block.ops:  # topological order: producers are assigned first
         producer = fused_producer(op)
+        if producer is not None and isinstance(op, tb.ForloopAccumOp) and op.accum_kind == "nored_rescale":
+            if not leads_elementwise(block_ops[chains[producer][0]]):
+                producer = None
         if producer is None:
             chains[op] = (index[op], 0)
         else:

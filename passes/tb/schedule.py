@@ -21,8 +21,8 @@ metadata below and writes everything back.
   accumulators so far stays <= 192. Mirage first counts every `nored` in the running total
   and then drops those not on a `[matmul, nored]` chain; we only count the candidates, so an
   accumulator that stays in shared memory never uses up register budget.
-  Deviation: an fp32 `nored` accumulator that ends a chain of elementwise ops (rms_norm's
-  sum of squares: `[square, mul_scalar, nored]`) is kept in registers too when it takes at
+  Deviation: an fp32 `nored` or `nored_rescale` accumulator that ends a chain of elementwise ops (rms_norm's
+  sum of squares: `[square, mul_scalar, nored]`; a logsumexp's `[sub, exp, nored_rescale]`) is kept in registers too when it takes at
   most `ELEMENTWISE_ACCUM_MAX_REGS` per thread and fits the same running total, counted
   after the matmul accumulators.  The printer holds it as an `mx::RegTile` and stores it
   once after the loop, so tb-plan-smem gives its shared tile only that post-loop lifetime
@@ -75,7 +75,7 @@ def register_accumulators(
     """`nored` accumulators kept in registers, within the running budget of `max_regs` fp32
     registers per thread (`ceil(numel / threads)` each): first those on an exact
     `[matmul, nored]` chain (Mirage's rule), then those in `elementwise` -- fp32
-    accumulators ending a chain of two or more ops led by an elementwise op (the caller
+    `nored` / `nored_rescale` accumulators ending a chain of two or more ops led by an elementwise op (the caller
     checks the op kinds and the tile's storage type) -- of at most
     `ELEMENTWISE_ACCUM_MAX_REGS` each.  A lone accumulator (a chain of one) stays in shared
     memory: convert-tb-to-cute may fuse it into a register chain (register_chain.py)."""
@@ -96,7 +96,7 @@ def register_accumulators(
             if len(chain) == 2 and ops[chain[0]].name == "tb.matmul" and chain[1] == op.idx:
                 keep(op.idx, max_regs)
     for op in ops:
-        if op.is_accum and op.accum_kind == "nored" and op.idx in elementwise:
+        if op.is_accum and op.accum_kind in ("nored", "nored_rescale") and op.idx in elementwise:
             chain = members[op.chain]
             if len(chain) >= 2 and chain[-1] == op.idx:
                 keep(op.idx, ELEMENTWISE_ACCUM_MAX_REGS)
@@ -104,12 +104,12 @@ def register_accumulators(
 
 
 def elementwise_chain_accumulators(ops: Sequence[Operation], recs: Sequence[SchedOp]) -> set[int]:
-    """Positions of the fp32 `nored` accumulators whose chain leader is an elementwise op
+    """Positions of the fp32 `nored` / `nored_rescale` accumulators whose chain leader is an elementwise op
     (unary or binary, not a matmul): the `elementwise` candidates of
     `register_accumulators`.  `recs` are `graph_records(...)`'s, chain ids = leader positions."""
     out: set[int] = set()
     for i, o in enumerate(ops):
-        if not (isinstance(o, tb.ForloopAccumOp) and o.accum_kind == "nored" and stores_fp32(o.result)):
+        if not (isinstance(o, tb.ForloopAccumOp) and o.accum_kind in ("nored", "nored_rescale") and stores_fp32(o.result)):
             continue
         leader = ops[recs[i].chain]
         if isinstance(leader, (tb.TbUnaryOp, tb.TbBinaryOp)) and not isinstance(leader, tb.MatmulOp):

@@ -8,7 +8,7 @@ and every op whose first operand is not `after_accum` (accumulators included); p
 ops whose first operand is `after_accum` and the outputs.
 
 **Levels (the depth DP).** Inputs are level 0. An op fused into a chain (`tb.chain_pos > 0`)
-takes its leader's level; any other op gets `1 + max(level of its producers)`, where a
+takes its leader's level (the whole chain runs after the producers of every member's operands); any other op gets `1 + max(level of its producers)`, where a
 producer from an earlier stage (a pre-loop input seen from the loop; an accumulator or
 anything before the loop seen from the post-loop) counts as level 0. A barrier
 (`__syncthreads`) separates consecutive levels of a stage, and only those: the number of
@@ -33,6 +33,7 @@ output produces the graph's k-th result), each no earlier than the previous one.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -158,6 +159,29 @@ def _chain_preds(ops: Sequence[SchedOp], stages: Sequence[str], members: dict[in
     return preds
 
 
+def _chain_order(preds: dict[int, set[int]]) -> list[int]:
+    """The chains in a topological order of `preds` (producers first), always the ready chain
+    of lowest leader position next: leader order itself when every producer leads earlier,
+    which fails only when a later member's second operand (a rescaled accumulator's scale)
+    is made after the chain's leader."""
+    waiting = {c: len(ps) for c, ps in preds.items()}
+    users: dict[int, list[int]] = {c: [] for c in preds}
+    for c, ps in preds.items():
+        for q in ps:
+            users[q].append(c)
+    ready = [c for c, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        c = heapq.heappop(ready)
+        order.append(c)
+        for u in users[c]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    return order
+
+
 def asap_levels(ops: Sequence[SchedOp], stages: Sequence[str] | None = None) -> list[int]:
     """The depth DP: inputs 0, fused ops their leader's level, others 1 + max(producers).
 
@@ -176,10 +200,19 @@ def _depths(ops: Sequence[SchedOp], stages: Sequence[str], sums: tuple[int, set[
     """The DP; with `sums` = (the grid sums' level, the ops that feed them), grid sums take
     that level and the other post-loop ops come after it."""
     level = [0] * len(ops)
+    members: dict[int, list[int]] = {}
     for op in ops:  # topological order
+        members.setdefault(op.chain, []).append(op.idx)
         if op.is_input:
             level[op.idx] = 0
         elif op.chain_pos > 0 and op.chain != op.idx:
+            # a member's other operands (a rescaled accumulator's scale) must be ready
+            # when the chain runs: the whole chain moves down to the latest of them
+            outside = [level[p] for p, _ in op.operands if p >= 0 and ops[p].chain != op.chain and stages[p] == stages[op.idx]]
+            need = 1 + max(outside, default=-1)
+            if need > level[op.chain]:
+                for m in members[op.chain]:
+                    level[m] = need
             level[op.idx] = level[op.chain]
         elif sums is not None and op.is_grid_sum:
             level[op.idx] = sums[0]
@@ -348,7 +381,7 @@ def schedule_ops(
         for q in ps:
             succs[q].add(c)
     top = {s: max([asap[o.idx] for o in ops if stages[o.idx] == s], default=0) for s in STAGES}
-    topo = sorted(members)  # a chain's producers have smaller leader positions
+    topo = _chain_order(preds)
     alap: dict[int, int] = {}
     for c in reversed(topo):
         if ops[c].is_input:

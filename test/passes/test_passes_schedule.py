@@ -177,6 +177,28 @@ def test_elementwise_accumulators_in_registers() -> None:
     assert register_accumulators(lone, {1: 64}, threads=128, elementwise={1}) == set()
 
 
+def test_rescaled_sum_chain_runs_after_its_scale() -> None:
+    """A logsumexp's loop body: `[sub, exp, nored_rescale]` fused into one chain whose tail
+    also reads the scale `exp(old max - new max)`, made after the chain's leader in block
+    order.  The chain runs one level after the scale (ASAP and in the final schedule), the
+    chains are ordered producers first, and the fp32 sum may stay in registers."""
+    ops = [
+        SchedOp(0, "tb.input", forloop_dim=1, result_bytes=(2048,)),
+        SchedOp(1, "tb.reduction_max", ((0, 0),), result_bytes=(2, 2), loop_carried=(0,)),  # L1
+        SchedOp(2, "tb.sub", ((0, 0), (1, 0)), result_bytes=(2048,)),  # L2 alone
+        SchedOp(3, "tb.exp", ((2, 0),), chain=2, chain_pos=1, result_bytes=(2048,)),
+        SchedOp(4, "tb.exp", ((1, 1),), result_bytes=(2,)),  # the scale: L2
+        SchedOp(5, "tb.forloop_accum", ((3, 0), (4, 0)), chain=2, chain_pos=2, accum_kind="nored_rescale", result_bytes=(4096,)),
+        SchedOp(6, "tb.reduction", ((5, 0),), after_accum_in=True, result_bytes=(4,)),
+        SchedOp(7, "tb.output", ((6, 0),), after_accum_in=True),
+    ]
+    assert asap_levels(ops)[2:6] == [3, 3, 2, 3]
+    sched = schedule_ops(ops, pipelined={0})
+    assert sched.level[2] == sched.level[3] == sched.level[5] == sched.level[4] + 1
+    assert sched.order.index(4) < sched.order.index(2)
+    assert register_accumulators(ops, {5: 1024}, threads=128, elementwise={5}) == {5}
+
+
 def test_schedule_moves_slack_chain_to_lower_peak() -> None:
     """A post-loop op making a big tile from small inputs should run as late as the fewest
     barriers allow: its tile then never coexists with the big accumulator."""

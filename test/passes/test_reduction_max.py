@@ -212,6 +212,46 @@ def test_logsumexp_reads_the_running_max_after_the_loop() -> None:
     assert "tb.reduction_max" in text and "tb.forloop_accum max" in text
 
 
+def test_logsumexp_sums_exp_in_registers() -> None:
+    """The online logsumexp's `exp(x - max)` is fused into its rescaled sum (tb-fusion-chains:
+    a `nored_rescale` accumulator ends the elementwise chain `[sub, exp]`), so the exponentials
+    are never stored; the sum is a register accumulator (cute-register-accumulators: mode
+    `rescale`), and tb-schedule runs the chain only after its scale `exp(old max - new max)`."""
+    from conftest import transpiled
+
+    text = str(transpiled(logsumexp(128, 65536, "float16"), online_softmax=True))
+    fused = re.findall(r'cute.elementwise "sub"\((%\w+), (%\w+), (%\w+)\) \[#cute.fn<exp>\] "rescale" (%\w+)', text)
+    assert len(fused) == 1, text
+    scale, acc = fused[0][2], fused[0][3]
+    assert re.search(rf"cute.fill {acc}, 0.0 {{cute.accum_in_reg, cute.reg_accum = \d+ : i64}}", text), text
+    # the scale is made before the chain that reads it, with a barrier between them
+    loop = text[text.index("cute.for"):]
+    made = loop.index(f'"store" {scale} ')
+    used = loop.index('"rescale"')
+    assert made < used and "cute.barrier" in loop[made:used], loop
+
+
+def test_attention_keeps_its_lone_rescaled_accumulators() -> None:
+    """`exp(s - max)` of attention feeds both its row sum and `P @ V` (two uses): nothing is
+    fused onto it, so the flash register chain (register_chain.py) still finds its parts."""
+    from mirage_xdsl.dialects import tb
+    from mirage_xdsl.dialects.kn import CustomizedOp
+    from mirage_xdsl.passes.tb.fusion_chains import compute_chains
+
+    module = stable_attention(128, 32768, 64, "float16")
+    _kn_fused(module)
+    graphs = [op for op in module.walk() if isinstance(op, CustomizedOp)]
+    rescaled = [
+        (op, chains)
+        for g in graphs
+        for chains in [compute_chains(g.body.block)]
+        for op in g.body.block.ops
+        if isinstance(op, tb.ForloopAccumOp) and op.accum_kind == "nored_rescale"
+    ]
+    assert len(rescaled) == 2
+    assert all(chains[op][1] == 0 for op, chains in rescaled)
+
+
 @needs_cxx
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_logsumexp_emulated(dtype: str) -> None:

@@ -40,9 +40,11 @@ func.func @rmsnorm_graph_0(%X: tensor<2x4096xf16> {kn.strides = array<i64: 4096,
 // * nothing fuses onto a tb.input ([exp] leads on its own input, then [exp, relu]);
 // * a value with two uses ends the chain (%e2 feeds %r, %m2 and %p2; %r feeds %m2 and %p3);
 // * nothing fuses onto an in-loop accumulator (nored, max) or a reduction_max;
-// * binary ops lead chains; a nored_rescale never fuses.
-func.func @rules(%A: tensor<16x64xf16>, %B: tensor<64x64xf16>) -> (tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x1xf16>) {
-  %o1, %o2, %o3, %o4 = kn.customized(%A, %B) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 4 : i64, reduction_dimx = 64 : i64} : (tensor<16x64xf16>, tensor<64x64xf16>) -> (tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x1xf16>) {
+// * binary ops lead chains; a nored_rescale fuses onto a chain led by an elementwise op
+//   ([sub, nored_rescale], its scale a second operand), never onto a matmul's ([matmul]
+//   then a lone nored_rescale: the flash register chains and the MMA lowering expect it so).
+func.func @rules(%A: tensor<16x64xf16>, %B: tensor<64x64xf16>) -> (tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x1xf16>, tensor<16x64xf16>) {
+  %o1, %o2, %o3, %o4, %o5 = kn.customized(%A, %B) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 4 : i64, reduction_dimx = 64 : i64} : (tensor<16x64xf16>, tensor<64x64xf16>) -> (tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x1xf16>, tensor<16x64xf16>) {
   ^bb0(%a: tensor<16x64xf16>, %b: tensor<64x64xf16>):
     %ta = tb.input %a {input_map = array<i64: -1, -1, -1>, forloop_dim = 1 : i64} : tensor<16x64xf16> -> !tb.stensor<16x16xf16>
     %tb = tb.input %b {input_map = array<i64: -1, -1, -1>, forloop_dim = 0 : i64} : tensor<64x64xf16> -> !tb.stensor<16x64xf16>
@@ -65,6 +67,8 @@ func.func @rules(%A: tensor<16x64xf16>, %B: tensor<64x64xf16>) -> (tensor<16x64x
     %x2 = tb.sub %rm, %ed : !tb.stensor<16x1xf16>, !tb.stensor<16x1xf16> -> !tb.stensor<16x1xf16>
     %nr = tb.forloop_accum nored_rescale %x2, %ed : !tb.stensor<16x1xf16>, !tb.stensor<16x1xf16> -> !tb.stensor<16x1xf16, after_accum>
     %sq = tb.square %nr : !tb.stensor<16x1xf16, after_accum>
+    %pv = tb.matmul %ta, %tb : !tb.stensor<16x16xf16>, !tb.stensor<16x64xf16> -> !tb.stensor<16x64xf16>
+    %nr2 = tb.forloop_accum nored_rescale %pv, %ed : !tb.stensor<16x64xf16>, !tb.stensor<16x1xf16> -> !tb.stensor<16x64xf16, after_accum>
     %p1 = tb.add %post, %cl : !tb.stensor<16x64xf16, after_accum>, !tb.stensor<16x64xf16, after_accum> -> !tb.stensor<16x64xf16, after_accum>
     %p2 = tb.forloop_accum nored %e2 : !tb.stensor<16x64xf16> -> !tb.stensor<16x64xf16, after_accum>
     %p3 = tb.forloop_accum nored %r : !tb.stensor<16x64xf16> -> !tb.stensor<16x64xf16, after_accum>
@@ -72,8 +76,9 @@ func.func @rules(%A: tensor<16x64xf16>, %B: tensor<64x64xf16>) -> (tensor<16x64x
     tb.output %p2 {output_map = array<i64: -1, -1, -1>} : !tb.stensor<16x64xf16, after_accum>
     tb.output %p3 {output_map = array<i64: -1, -1, -1>} : !tb.stensor<16x64xf16, after_accum>
     tb.output %sq {output_map = array<i64: -1, -1, -1>} : !tb.stensor<16x1xf16, after_accum>
+    tb.output %nr2 {output_map = array<i64: -1, -1, -1>} : !tb.stensor<16x64xf16, after_accum>
   }
-  func.return %o1, %o2, %o3, %o4 : tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x1xf16>
+  func.return %o1, %o2, %o3, %o4, %o5 : tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x64xf16>, tensor<16x1xf16>, tensor<16x64xf16>
 }
 
 // CHECK-LABEL: func.func @rules
@@ -94,8 +99,10 @@ func.func @rules(%A: tensor<16x64xf16>, %B: tensor<64x64xf16>) -> (tensor<16x64x
 // CHECK-NEXT:  tb.reduction_max %tb {tb.chain = 16 : i64, tb.chain_pos = 0 : i64,
 // CHECK-NEXT:  %ed = tb.exp %diff {tb.chain = 17 : i64, tb.chain_pos = 0 : i64}
 // CHECK-NEXT:  %x2 = tb.sub %rm, %ed {tb.chain = 18 : i64, tb.chain_pos = 0 : i64}
-// CHECK-NEXT:  %nr = tb.forloop_accum nored_rescale %x2, %ed {tb.chain = 19 : i64, tb.chain_pos = 0 : i64}
+// CHECK-NEXT:  %nr = tb.forloop_accum nored_rescale %x2, %ed {tb.chain = 18 : i64, tb.chain_pos = 1 : i64}
 // CHECK-NEXT:  %sq = tb.square %nr {tb.chain = 20 : i64, tb.chain_pos = 0 : i64}
-// CHECK-NEXT:  %p1 = tb.add %post, %cl {tb.chain = 21 : i64, tb.chain_pos = 0 : i64}
-// CHECK-NEXT:  %p2 = tb.forloop_accum nored %e2 {tb.chain = 22 : i64, tb.chain_pos = 0 : i64}
-// CHECK-NEXT:  %p3 = tb.forloop_accum nored %r {tb.chain = 23 : i64, tb.chain_pos = 0 : i64}
+// CHECK-NEXT:  %pv = tb.matmul %ta, %tb {tb.chain = 21 : i64, tb.chain_pos = 0 : i64}
+// CHECK-NEXT:  %nr2 = tb.forloop_accum nored_rescale %pv, %ed {tb.chain = 22 : i64, tb.chain_pos = 0 : i64}
+// CHECK-NEXT:  %p1 = tb.add %post, %cl {tb.chain = 23 : i64, tb.chain_pos = 0 : i64}
+// CHECK-NEXT:  %p2 = tb.forloop_accum nored %e2 {tb.chain = 24 : i64, tb.chain_pos = 0 : i64}
+// CHECK-NEXT:  %p3 = tb.forloop_accum nored %r {tb.chain = 25 : i64, tb.chain_pos = 0 : i64}
