@@ -134,7 +134,9 @@ class ChainLowering(KernelBuilderBase):
             b = self.tile(leader, leader.operands[1])
             return [cute.ElementwiseOp(BINARY_FN[type(leader)], [a, b, *scale], dst, rest, mode, order)]
         if mode == "rescale":
-            raise convert_error(leader, f"a chain led by {leader.name} cannot end in a nored_rescale accumulator (only elementwise leaders)")
+            raise convert_error(
+                leader, f"a chain led by {leader.name} cannot end in a nored_rescale accumulator (only elementwise leaders)"
+            )
         if isinstance(leader, tb.ConcatOp):
             a = self.tile(leader, leader.lhs)
             b = self.tile(leader, leader.rhs)

@@ -8,7 +8,8 @@ and every op whose first operand is not `after_accum` (accumulators included); p
 ops whose first operand is `after_accum` and the outputs.
 
 **Levels (the depth DP).** Inputs are level 0. An op fused into a chain (`tb.chain_pos > 0`)
-takes its leader's level (the whole chain runs after the producers of every member's operands); any other op gets `1 + max(level of its producers)`, where a
+takes its leader's level (the whole chain runs after the producers of every member's
+operands); any other op gets `1 + max(level of its producers)`, where a
 producer from an earlier stage (a pre-loop input seen from the loop; an accumulator or
 anything before the loop seen from the post-loop) counts as level 0. A barrier
 (`__syncthreads`) separates consecutive levels of a stage, and only those: the number of
