@@ -118,9 +118,10 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     name = op.kernel_name.data
     act = f"{name}_act" if op.activation is not None else ""
     split = op.splits
+    stream = op.stream_slots
     # trailing template arguments only as far as they differ from the header's defaults
-    tail = [str(1 if has_mul else 0), act or "mx::hopper::NoActivation", str(split), "1"]
-    keep = 4 if op.is_pingpong else 3 if split > 1 else 2 if act else 1 if has_mul else 0
+    tail = [str(1 if has_mul else 0), act or "mx::hopper::NoActivation", str(split), str(int(op.is_pingpong)), str(stream)]
+    keep = 5 if stream else 4 if op.is_pingpong else 3 if split > 1 else 2 if act else 1 if has_mul else 0
     template = (
         f"{ctype}, {bn}, {op.stages.value.data}, {op.consumers.value.data}, "
         f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}, {op.cluster.value.data}"
@@ -129,8 +130,8 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     # `const __restrict__ d` (read through the non-coherent cache) is sound because a
     # `cute.hopper_gemm` launches without PDL (`hopper_launch`): the kernel that wrote D is done
     params = f", const {ctype}* __restrict__ d" if has_mul else ""
-    call_args = ", d" if has_mul else ", nullptr" if split > 1 else ""
-    if split > 1:
+    call_args = ", d" if has_mul else ", nullptr" if op.shares_tiles else ""
+    if op.shares_tiles:
         params += ", float* __restrict__ ws, unsigned* __restrict__ cnt"
         call_args += ", ws, cnt"
     cluster = op.cluster.value.data
@@ -215,7 +216,7 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
         smem_bytes(op),
         (ref(op.result, op),)
         + ((ref(op.mul, op),) if op.mul is not None else ())
-        + (_split_refs(op, counters) if op.splits > 1 else ()),
+        + (_split_refs(op, counters) if op.shares_tiles else ()),
         pdl=False,
         tensor_maps=maps,
         sm90a=True,
@@ -223,6 +224,6 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
 
 
 def _split_refs(op: HopperGemmOp, counters: int) -> tuple[TensorRef, TensorRef]:
-    """The partial tiles (workspace at `scratch_offset`) and the arrival counters of a split GEMM."""
+    """The partial tiles (workspace at `scratch_offset`) and the arrival counters of a split- or stream-K GEMM."""
     assert op.scratch_offset is not None
     return TensorRef("workspace", 0, op.scratch_offset.value.data), TensorRef("counters", 0, 4 * counters)

@@ -19,7 +19,11 @@ applies unary functions to each fp32 accumulator first, in order: the result is
 `split_k = S` (S > 1) cuts each tile's K range into S work units that add their fp32 partial
 tiles through `S x tiles x BM x BN x 4` bytes of the graph's workspace at `scratch_offset`
 and one arrival counter per tile and consumer (the runtime's zeroed counter buffer); the
-last unit of a tile runs the epilogue.  `pingpong = true` (two consumers, no cluster, no
+last unit of a tile runs the epilogue.  `stream_k = P` instead (stream-K: no cluster, split
+or ping-pong) cuts the tiles x k-tiles iterations into `grid` equal contiguous ranges, one per
+block, so that every SM streams the same share however the tiles divide the SMs; the blocks
+sharing a tile add their partials through `P x tiles x BM x BN x 4` workspace bytes (P >=
+`stream_slabs`, the most blocks one tile can be shared by) and the same counters.  `pingpong = true` (two consumers, no cluster, no
 split, BN <= 128) gives each consumer warpgroup whole BM x BN tiles in turn instead of one
 64-row slab of every tile, so one consumer's epilogue overlaps the other's mainloop
 (CUTLASS's ping-pong schedule).  Every decision is an attribute set by `convert-contraction-to-hopper`
@@ -57,6 +61,16 @@ EPILOGUES = {"store4": 0, "store16": 1, "tma_store": 2}
 batch strides multiples of 8), or a swizzled staging tile stored by TMA (same rule)."""
 
 
+def stream_slabs(tiles: int, ktiles: int, grid: int) -> int:
+    """The most blocks of a stream-K sweep that can share one tile (0: a block would get no
+    k-tile): `grid` blocks take equal ranges (at least floor(total / grid) k-iterations each) of
+    the tiles x `ktiles` iterations, so `ktiles` consecutive iterations meet at most
+    ceil(ktiles / floor(total / grid)) + 1 of them (codegen/include/mirage_xdsl/hopper_gemm.cuh,
+    STREAM)."""
+    per = tiles * ktiles // grid
+    return -(-ktiles // per) + 1 if per > 0 else 0
+
+
 def _ints(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
@@ -91,6 +105,7 @@ class HopperGemmOp(IRDLOperation):
     split_k = opt_prop_def(IntegerAttr)
     scratch_offset = opt_prop_def(IntegerAttr)
     pingpong = opt_prop_def(BoolAttr)
+    stream_k = opt_prop_def(IntegerAttr)
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "`(` $lhs `,` $rhs (`,` $mul^)? `)` attr-dict `:` functional-type(operands, results)"
@@ -119,10 +134,13 @@ class HopperGemmOp(IRDLOperation):
         split_k: int = 1,
         scratch_offset: int = 0,
         pingpong: bool = False,
+        stream_k: int = 0,
     ):
         extra: dict[str, Attribute] = {"activation": ArrayAttr(activation)} if activation else {}
         if split_k > 1:
             extra |= {"split_k": _int(split_k), "scratch_offset": _int(scratch_offset)}
+        if stream_k > 0:
+            extra |= {"stream_k": _int(stream_k), "scratch_offset": _int(scratch_offset)}
         if pingpong:
             extra["pingpong"] = BoolAttr.from_bool(True)
         super().__init__(
@@ -156,6 +174,16 @@ class HopperGemmOp(IRDLOperation):
         """K splits of each tile (1: none)."""
         return self.split_k.value.data if self.split_k is not None else 1
 
+    @property
+    def stream_slots(self) -> int:
+        """Partial slabs per tile of a stream-K sweep (0: not stream-K)."""
+        return self.stream_k.value.data if self.stream_k is not None else 0
+
+    @property
+    def shares_tiles(self) -> bool:
+        """Whether blocks add partial tiles through the workspace (split-K or stream-K)."""
+        return self.splits > 1 or self.stream_slots > 0
+
     def tiles(self) -> int:
         """Output tiles of the GEMM: m-blocks x n-blocks x batches."""
         m, n, _, b_in, b_out = self.ints("gemm")
@@ -163,13 +191,14 @@ class HopperGemmOp(IRDLOperation):
         return -(-m // bm) * -(-n // bn) * b_in * b_out
 
     def scratch_bytes(self) -> int:
-        """Workspace bytes of the split-K partial tiles (0 without split)."""
+        """Workspace bytes of the split-K / stream-K partial tiles (0 without either)."""
         bm, bn, _ = self.ints("tile")
-        return self.splits * self.tiles() * bm * bn * 4 if self.splits > 1 else 0
+        slabs = self.stream_slots or (self.splits if self.splits > 1 else 0)
+        return slabs * self.tiles() * bm * bn * 4
 
     def counter_words(self) -> int:
-        """32-bit arrival counters of the split-K tiles (one per tile and consumer; 0 without split)."""
-        return self.tiles() * self.consumers.value.data if self.splits > 1 else 0
+        """32-bit arrival counters of the shared tiles (one per tile and consumer; 0 without split- or stream-K)."""
+        return self.tiles() * self.consumers.value.data if self.shares_tiles else 0
 
     @property
     def activation_fns(self) -> list[UnaryFnAttr]:
@@ -192,7 +221,8 @@ class HopperGemmOp(IRDLOperation):
                 entries, the tile or the consumers / stages / grid / cluster are out of range, the
                 cluster does not divide the grid, a split_k below 1, above the k-tile count or
                 with a cluster or without scratch_offset, a ping-pong schedule other than two
-                consumers without cluster or split and BN <= 128, an unknown epilogue, operands and
+                consumers without cluster or split and BN <= 128, a stream_k with a split, ping-pong,
+                cluster or fewer slabs than `stream_slabs`, an unknown epilogue, operands and
                 result of different element types, or an ELWISE_MUL factor whose type is not the result's.
         """
         gemm, tile = self.ints("gemm"), self.ints("tile")
@@ -221,6 +251,16 @@ class HopperGemmOp(IRDLOperation):
                 f"(each consumer holds a whole 128 x N tile's fp32 accumulators), got consumers {consumers}, cluster "
                 f"{self.cluster.value.data}, split_k {self.splits}, tile {tile}"
             )
+        if self.stream_slots:
+            need = stream_slabs(self.tiles(), -(-gemm[2] // BK), self.grid.value.data)
+            if self.splits > 1 or self.is_pingpong or self.cluster.value.data != 1 or self.scratch_offset is None:
+                raise VerifyException("cute.hopper_gemm: stream_k needs no split_k, no pingpong, cluster = 1 and a scratch_offset")
+            if need == 0 or self.stream_slots < need:
+                raise VerifyException(
+                    f"cute.hopper_gemm: stream_k = {self.stream_slots} partial slabs per tile, but {self.grid.value.data} blocks "
+                    f"over {self.tiles()} tiles share a tile among up to {need or 'more k-tiles than there are'}; "
+                    "use stream_slabs(tiles, k-tiles, grid)"
+                )
         if self.mul is not None and self.mul.type != self.result.type:
             raise VerifyException(f"cute.hopper_gemm: the ELWISE_MUL factor must have the result's type {self.result.type}")
         for v in (self.lhs, self.rhs, self.result):

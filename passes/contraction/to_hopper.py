@@ -20,6 +20,13 @@ which the CUDA printer only prints:
   tiles): S units per tile add fp32 partial tiles through the function's workspace
   (appended to `kn.workspace_size`, offset in `scratch_offset`) and per-tile arrival
   counters; the tile's last unit runs the epilogue;
+- stream-K, on request only (option `stream-k=1`): the tiles x k-tiles iterations cut into one
+  equal contiguous range per SM; the blocks sharing a tile add partials like split-K units
+  (`stream_k` slabs per tile, `stream_slabs`).  Correct, but slower than the tiled sweeps on
+  the skinny GEMMs it was built for (H200, 2026-11-27, TFLOP/s: an MLP's 128 x 12288 x 4096
+  first projection 403 tiled on 96 SMs vs 318 streamed over 132, its down projection 377 vs
+  300, 256 x 4096 x 4096 445 vs 313): the blocks read W at 132 different k offsets at once
+  where the tiled sweep's blocks all read the same k-tile rows;
 - stages: the deepest ring of (BM + BN) x BK stage buffers that fits the 227 KiB opt-in
   shared memory of sm_90 (CUDA C++ Programming Guide, "Technical Specifications per Compute
   Capability"), at most `MAX_STAGES`;
@@ -41,7 +48,8 @@ which the CUDA printer only prints:
 Options override the decisions: `group-m` (>= 1), `stages` (>= 2), `tile-n` (64/128/256),
 `epilogue` (store4 / store16 / tma_store), `split-k` (1: none; S: S units per tile),
 `pingpong=1` (the two consumers take whole 128 x BN tiles in turn, BN <= 128, so one's
-epilogue overlaps the other's mainloop); `cluster=2` runs CTA pairs that share the B tile
+epilogue overlaps the other's mainloop), `stream-k` (1: a stream-K sweep; 0 / -1:
+none); `cluster=2` runs CTA pairs that share the B tile
 through TMA multicast, halving B's L2 reads -- correct, but 20-30 % slower than without on an
 H200 (2026-11-26: the pair refills a ring buffer only when both CTAs freed it), so off.
 After the pass each touched function carries `kn.workspace_size` (0 unless kn-plan-workspace
@@ -66,7 +74,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from mirage_xdsl.dialects.contraction.config import LastType
 from mirage_xdsl.dialects.contraction.ops import ContractOp
-from mirage_xdsl.dialects.cute.hopper_gemm import BK, EPILOGUES, TILE_N, HopperGemmOp
+from mirage_xdsl.dialects.cute.hopper_gemm import BK, EPILOGUES, TILE_N, HopperGemmOp, stream_slabs
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
 from mirage_xdsl.passes.contraction.gemm_view import GemmView, gemm_view
 from mirage_xdsl.passes.conversion.matmul_contract import resync
@@ -94,6 +102,8 @@ class HopperSchedule:
     cluster: int = 1
     split: int = 1
     pingpong: bool = False
+    stream: int = 0
+    """Stream-K partial slabs per tile (0: not stream-K; `stream_slabs`)."""
 
 
 def _panel_bytes(g: int, grid: int, a_panel: int, b_panel: int) -> int:
@@ -226,6 +236,7 @@ def plan_schedule(
     cluster: int = 1,
     split_k: int = 0,
     pingpong: int = -1,
+    stream_k: int = -1,
 ) -> HopperSchedule:
     """Choose tile, stages, grid, L2 group and epilogue for `view` (module docstring).
 
@@ -238,6 +249,8 @@ def plan_schedule(
             choice becomes 128; needs m > 64, no cluster, no split); 0: the cooperative
             schedule; -1: `wants_pingpong` decides (never for skinny GEMMs, split-K or
             clusters).
+        stream_k: 1 runs a stream-K sweep over all SMs (no ping-pong, cluster or split; the tile
+            `skinny_tile` or `choose_tile_n` picks); 0 and -1: never (measured slower, module docstring).
 
     Raises:
         ValueError: an override out of range (message names it).
@@ -248,7 +261,7 @@ def plan_schedule(
     split = 1
     skinny = not tile_n and 64 < view.m <= SKINNY_ROWS and cluster == 1
     if pingpong == -1:
-        auto = consumers == 2 and cluster == 1 and not skinny and split_k <= 1 and tile_n <= 128
+        auto = consumers == 2 and cluster == 1 and not skinny and split_k <= 1 and stream_k != 1 and tile_n <= 128
         pingpong = int(auto and wants_pingpong(view, min(bn, 128)))
     if pingpong and (consumers != 2 or cluster != 1 or split_k > 1 or tile_n > 128):
         raise ValueError(
@@ -259,6 +272,10 @@ def plan_schedule(
     elif skinny:
         bm, bn, split = skinny_tile(view)
         consumers = bm // 64
+    stream = stream_k == 1
+    split = 1 if stream else split
+    if stream and (pingpong or cluster != 1 or split_k > 1):
+        raise ValueError("stream-k=1 needs no ping-pong, cluster=1 and no split-k")
     if split_k:
         if not 1 <= split_k <= math.ceil(view.k / BK) or (split_k > 1 and cluster != 1):
             raise ValueError(f"split-k={split_k} must be in 1..{math.ceil(view.k / BK)} (the k-tiles) and needs cluster=1")
@@ -281,6 +298,11 @@ def plan_schedule(
     stages = stages or min(fit, MAX_STAGES)
     mtiles, ntiles = math.ceil(view.m / bm), math.ceil(view.n / bn)
     grid = min(mtiles * ntiles * view.batch * split, SM90.num_sms)
+    slabs = 0
+    if stream:
+        ktiles = math.ceil(view.k / BK)
+        grid = min(SM90.num_sms, mtiles * ntiles * view.batch * ktiles)
+        slabs = stream_slabs(mtiles * ntiles * view.batch, ktiles, grid)
     if group_m == -1:
         a_panel, b_panel = bm * view.k * elem_bytes, bn * view.k * elem_bytes
         choices = [1 << i for i in range(mtiles.bit_length()) if (1 << i) <= mtiles and (cluster == 1 or i > 0)] or [2]
@@ -296,7 +318,7 @@ def plan_schedule(
                 "a cluster share one n-block"
             )
         grid = 2 * min(math.ceil(mtiles * ntiles * view.batch / 2), SM90.num_sms // 2)
-    return HopperSchedule((bm, bn, BK), stages, consumers, group_m, grid, epilogue, cluster, split, bool(pingpong))
+    return HopperSchedule((bm, bn, BK), stages, consumers, group_m, grid, epilogue, cluster, split, bool(pingpong), slabs)
 
 
 SCRATCH_ALIGN = 256
@@ -304,7 +326,7 @@ SCRATCH_ALIGN = 256
 
 
 def _claim_scratch(fn: Operation | None, sched: HopperSchedule, view: GemmView) -> int:
-    """Append the split-K partial tiles of `sched` to the function's workspace (`kn.workspace_size`
+    """Append the split-K / stream-K partial tiles of `sched` to the function's workspace (`kn.workspace_size`
     grows) and return their byte offset."""
     if not isinstance(fn, func.FuncOp):
         raise ValueError("a split-K GEMM must sit in a func.func (its partial tiles live in the function's workspace)")
@@ -313,7 +335,8 @@ def _claim_scratch(fn: Operation | None, sched: HopperSchedule, view: GemmView) 
     size = fn.attributes.get("kn.workspace_size")
     offset = size.value.data if isinstance(size, IntegerAttr) else 0
     offset = -(-offset // SCRATCH_ALIGN) * SCRATCH_ALIGN
-    fn.attributes["kn.workspace_size"] = IntegerAttr(offset + sched.split * tiles * bm * bn * 4, i64)
+    slabs = sched.stream or sched.split
+    fn.attributes["kn.workspace_size"] = IntegerAttr(offset + slabs * tiles * bm * bn * 4, i64)
     return offset
 
 
@@ -334,6 +357,9 @@ class ConvertContractionToHopperPass(ModulePass):
     cluster: int = 1
     split_k: int = 0
     pingpong: int = -1
+    stream_k: int = -1
+    """1: a stream-K sweep (module docstring: measured slower than the tiled sweeps, so never
+    chosen by itself); 0 / -1: none."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Replace each contraction.contract with a `cute.hopper_gemm` named `<func>_hopper_gemm_<i>`.
@@ -379,13 +405,14 @@ class ConvertContractionToHopperPass(ModulePass):
                     cluster=self.cluster,
                     split_k=self.split_k,
                     pingpong=self.pingpong,
+                    stream_k=self.stream_k,
                 )
             except ValueError as err:
                 raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err
             fn = contract.parent_op()
             fname = fn.sym_name.data if isinstance(fn, func.FuncOp) else "graph"
             try:
-                scratch = _claim_scratch(fn, sched, view) if sched.split > 1 else 0
+                scratch = _claim_scratch(fn, sched, view) if sched.split > 1 or sched.stream else 0
             except ValueError as err:
                 raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err
             new = HopperGemmOp(
@@ -410,6 +437,7 @@ class ConvertContractionToHopperPass(ModulePass):
                 split_k=sched.split,
                 scratch_offset=scratch,
                 pingpong=sched.pingpong,
+                stream_k=sched.stream,
             )
             parent = contract.parent_block()
             assert parent is not None

@@ -7,8 +7,8 @@ import shutil
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import BoolAttr
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.dialects.builtin import BoolAttr, IntegerAttr, i64
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from mirage_xdsl.codegen.launch_plan import LaunchPlan
 from mirage_xdsl.dialects.contraction.config import generate_config
@@ -81,7 +81,6 @@ def test_pingpong_schedule() -> None:
     """pingpong=1: 128 x 128 tiles (a wider BN choice becomes 128), a whole 128 x 128 staging
     tile per consumer (5 ring stages of 32 KiB fit beside 64 KiB of staging), the header's
     PINGPONG argument printed; the verifier and the pass name what the schedule needs."""
-    from xdsl.utils.exceptions import VerifyException
 
     from mirage_xdsl.codegen.hopper_gemm import smem_bytes
 
@@ -113,6 +112,31 @@ def test_pingpong_schedule() -> None:
     op.pingpong = BoolAttr.from_bool(True)
     with pytest.raises(VerifyException, match="pingpong needs consumers = 2, cluster = 1, no split_k and a tile N of at most 128"):
         op.verify()
+
+
+def test_stream_k_on_request() -> None:
+    """`stream-k=1`: one equal range of the 96 x 64 k-iterations per SM (grid 132), 3 partial
+    slabs per tile (a tile meets at most ceil(64 / 46) + 1 ranges), the workspace and counters
+    claimed like split-K's; never by default (measured slower, to_hopper's docstring)."""
+    from mirage_xdsl.dialects.cute.hopper_gemm import stream_slabs
+
+    mlp_up = ("mk,kn->mn", [(128, 4096), (4096, 12288)])
+    assert lowered(*mlp_up).stream_slots == 0
+    op = lowered(*mlp_up, stream_k=1)
+    assert (op.grid.value.data, op.stream_slots, op.splits, op.ints("tile")) == (132, 3, 1, [128, 128, 64])
+    assert op.scratch_bytes() == 3 * 96 * 128 * 128 * 4 and op.counter_words() == 96 * 2
+    assert stream_slabs(96, 64, 132) == 3 and stream_slabs(8, 16, 128) == 17 and stream_slabs(1, 4, 8) == 0
+    module = einsum_module(*mlp_up)
+    ConvertContractionToHopperPass(stream_k=1).apply(make_context(), module)
+    program = prepare(module, arch="sm_90a").program
+    assert "gemm_ws<half, 128, 6, 2, 1, 2, 1, 0, mx::hopper::NoActivation, 1, 0, 3>(&a, &b, &cm, c," in program.source
+    (plan,) = program.plans.values()
+    assert plan.workspace_bytes >= op.scratch_bytes() and plan.counters == 96 * 2
+    op.stream_k = IntegerAttr(2, i64)
+    with pytest.raises(VerifyException, match="stream_k = 2 partial slabs per tile, but 132 blocks over 96 tiles share a tile among up to 3"):
+        op.verify()
+    with pytest.raises(PassFailedException, match="stream-k=1 needs no ping-pong, cluster=1 and no split-k"):
+        lowered(*mlp_up, stream_k=1, split_k=2)
 
 
 def test_pass_errors_name_the_op_and_the_rule() -> None:
@@ -187,6 +211,14 @@ PINGPONG_CASES = [
 ]
 
 
+STREAM_CASES = [
+    ("mk,kn->mn", [(128, 1024), (1024, 1000)], "float16"),  # 8 tiles x 16 k-tiles on 128 blocks: a tile in 16 pieces; n tail
+    ("cmk,ckn->cmn", [(2, 200, 1000), (2, 1000, 136)], "float16"),  # tails in m, n, k; 2 batches
+    ("mk,nk->mn", [(192, 4096), (1000, 4096)], "bfloat16"),  # K-major B, 16 tiles x 64 k-tiles: 7-8 per block
+    ("mk,kn->mn", [(128, 4096), (4096, 12288)], "float16"),  # an MLP's first projection: 96 tiles on 132 blocks
+]
+
+
 CLUSTER_CASES = [
     ("cmk,ckn->cmn", [(3, 200, 104), (3, 104, 264)], "float16"),  # tails in m, n, k; 3 batches
     ("mk,nk->mn", [(256, 192), (512, 192)], "bfloat16"),  # K-major B split between the pair
@@ -206,6 +238,36 @@ def test_einsum_pingpong_matches_reference(equation: str, shapes: list[tuple[int
     """The ping-pong schedule: blocks whose tiles alternate between the two consumers (an odd
     count leaves consumer 1 a tile fewer), tails in m, n and k, both B layouts."""
     test_einsum_matches_reference(equation, shapes, dtype, epilogue, pingpong=1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("epilogue", ["", "store16"])
+@pytest.mark.parametrize(("equation", "shapes", "dtype"), STREAM_CASES)
+def test_einsum_stream_k_matches_reference(equation: str, shapes: list[tuple[int, ...]], dtype: str, epilogue: str) -> None:
+    """The stream-K sweep: every block's equal range of the tiles x k-tiles iterations, tiles
+    finished by the last of the blocks sharing them (1 to 16 pieces), tails in m, n and k."""
+    test_einsum_matches_reference(equation, shapes, dtype, epilogue, stream_k=1)
+
+
+@pytest.mark.gpu
+def test_einsum_stream_k_elwise_mul_matches_reference() -> None:
+    """ELWISE_MUL under stream-K: the block finishing a shared tile multiplies the summed
+    pieces by D's elements, each element once."""
+    import torch
+
+    from mirage_xdsl.driver.einsum import compile_einsum
+
+    shapes = ((256, 2048), (2048, 1536), (256, 1536))
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    a, b, d = (torch.randn(s, device="cuda", dtype=torch.float16, generator=gen) for s in shapes)
+    graph = compile_einsum("mk,kn,mn->mn", shapes, "float16", stream_k=1, poison_outputs=True)
+    (out,) = graph(a, b, d)
+    (out2,) = graph(a, b, d)  # the counters were re-armed: a second launch is right too
+    module = einsum_module("mk,kn,mn->mn", [list(s) for s in shapes], "float16")
+    (ref,) = run_function(module.body.block.first_op, [t.float().cpu().numpy() for t in (a, b, d)])
+    for got in (out.float().cpu().numpy(), out2.float().cpu().numpy()):
+        assert not np.isnan(got).any()
+        np.testing.assert_allclose(got, ref, atol=4e-3 * np.abs(ref).max(), rtol=4e-3)
 
 
 @pytest.mark.gpu
@@ -231,7 +293,13 @@ def test_einsum_pingpong_elwise_mul_matches_reference() -> None:
 @pytest.mark.parametrize("epilogue", ["", "store16", "store4"])
 @pytest.mark.parametrize(("equation", "shapes", "dtype"), GPU_CASES)
 def test_einsum_matches_reference(
-    equation: str, shapes: list[tuple[int, ...]], dtype: str, epilogue: str, cluster: int = 1, pingpong: int = -1
+    equation: str,
+    shapes: list[tuple[int, ...]],
+    dtype: str,
+    epilogue: str,
+    cluster: int = 1,
+    pingpong: int = -1,
+    stream_k: int = -1,
 ) -> None:
     import torch
 
@@ -252,6 +320,7 @@ def test_einsum_matches_reference(
         epilogue=epilogue,
         cluster=cluster,
         pingpong=pingpong,
+        stream_k=stream_k,
         poison_outputs=True,
     )
     (out,) = graph(a, b)

@@ -247,6 +247,64 @@ __device__ __forceinline__ void release(uint64_t* bar, int rank) {
 
 // The kernel body; call from a `__global__ __launch_bounds__(128 * (NC + 1), 1)` kernel with
 // `gemm_ws_smem_bytes<...>()` bytes of dynamic shared memory and the tensor maps passed as
+// One work unit of a block's persistent sweep: tile `t`, its k-tiles [k0, k1), `u` the unit's
+// index in the sweep (split-K slab), `own` = this CTA stores it (else its cluster peer's).
+struct Unit {
+  int t, k0, k1, u;
+  bool own;
+};
+
+// The block of a stream-K sweep (STREAM > 0) whose k-iteration range holds global k-iteration
+// i: the grid's G blocks take the ranges [floor(total * b / G), floor(total * (b + 1) / G)), so
+// the owner of i is the largest b with floor(total * b / G) <= i.
+__device__ __forceinline__ int stream_owner(long long i, long long total, int grid) {
+  return (int)(((i + 1) * grid - 1) / total);
+}
+
+// The work units of one block, in sweep order.  SPLIT / CLUSTER sweeps: unit groups g =
+// blockIdx / CLUSTER, + gridDim / CLUSTER, ...; a group's CLUSTER units are the cluster's
+// CTAs' (a CTA past the last unit takes its peer's, not stored), unit u = t * SPLIT + sp covers
+// k-tiles [sp * ktiles / SPLIT, (sp + 1) * ktiles / SPLIT).  STREAM > 0 (stream-K, CLUSTER = 1,
+// SPLIT = 1): the tiles x ktiles k-iterations, tile-major, are cut into gridDim.x contiguous
+// ranges of equal length (+-1), one per block; a block's units are the pieces of its range
+// inside one tile each (a tile is shared by the blocks whose ranges meet it).
+template <int CLUSTER, int SPLIT, int STREAM>
+struct UnitWalk {
+  int g, groups, step, units, ktiles, rank;
+  long long pos, end;
+  __device__ __forceinline__ UnitWalk(int tiles, int ktiles_, int rank_) : ktiles(ktiles_), rank(rank_) {
+    units = tiles * SPLIT;
+    groups = (units + CLUSTER - 1) / CLUSTER;
+    g = blockIdx.x / CLUSTER;
+    step = gridDim.x / CLUSTER;
+    const long long total = (long long)tiles * ktiles;
+    pos = total * blockIdx.x / gridDim.x;
+    end = total * (blockIdx.x + 1) / gridDim.x;
+  }
+  __device__ __forceinline__ bool next(Unit& w) {
+    if constexpr (STREAM > 0) {
+      if (pos >= end) return false;
+      w.t = (int)(pos / ktiles);
+      w.k0 = (int)(pos % ktiles);
+      w.k1 = (int)(w.k0 + (end - pos < ktiles - w.k0 ? end - pos : ktiles - w.k0));
+      w.u = w.t;
+      w.own = true;
+      pos += w.k1 - w.k0;
+      return true;
+    } else {
+      if (g >= groups) return false;
+      w.own = g * CLUSTER + rank < units;
+      w.u = w.own ? g * CLUSTER + rank : g * CLUSTER;
+      w.t = w.u / SPLIT;
+      const int sp = w.u % SPLIT;
+      w.k0 = sp * ktiles / SPLIT;
+      w.k1 = (sp + 1) * ktiles / SPLIT;
+      g += step;
+      return true;
+    }
+  }
+};
+
 // `const __grid_constant__ CUtensorMap` parameters (`tmc`: C as {n, m, c_inner, c_outer},
 // box {64, 64, 1, 1}, 128-B swizzle; used by kTmaStore only, else may be null).  kStore16
 // needs n, ldc and the batch strides to be multiples of 8 elements.  Each consumer keeps one
@@ -268,6 +326,16 @@ __device__ __forceinline__ void release(uint64_t* bar, int rank) {
 // the tile's arrival counter `cnt[t * NC + consumer]` (zero before the launch); the unit that
 // arrives last sums the SPLIT slabs in split order (deterministic), re-arms the counter to
 // zero and runs the epilogue.
+// STREAM > 0 (stream-K, CLUSTER = 1, SPLIT = 1, PINGPONG = 0; Osama et al., "Stream-K:
+// Work-centric Parallel Decomposition for Dense Matrix-Matrix Multiplication on the GPU",
+// PPoPP 2023): the tiles x ktiles k-iterations are cut into gridDim.x equal contiguous ranges,
+// one per block (`UnitWalk`), so every SM streams the same number of k-tiles however the tile
+// count divides the SM count.  A unit that covers a whole tile stores it directly; the P
+// blocks sharing a tile each store their partial accumulators to slab p (their order along the
+// tile's k-tiles) of the tile's STREAM slabs of `ws` (tiles * STREAM * BM * BN floats; STREAM
+// >= the most blocks any tile is shared by, the host's bound ceil(ktiles / floor(total /
+// grid)) + 1), then take a ticket on `cnt[t * NC + consumer]`; the last to arrive sums the P
+// slabs in k order (deterministic), re-arms the counter and runs the epilogue.
 // ACT (kn-partition's epilogue chains): a type with `static constexpr bool kIdentity = false`
 // and `static __device__ float apply(float)`, applied to every fp32 accumulator before MUL's
 // factor: the stored value is ACT(A x B) [* D].
@@ -283,7 +351,7 @@ __device__ __forceinline__ void release(uint64_t* bar, int rank) {
 // and the parity waits (`mbar_wait`) are only unambiguous while the waiter is at most one
 // phase behind the barrier.
 template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI, int CLUSTER = 1, int MUL = 0,
-          class ACT = NoActivation, int SPLIT = 1, int PINGPONG = 0>
+          class ACT = NoActivation, int SPLIT = 1, int PINGPONG = 0, int STREAM = 0>
 __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, const CUtensorMap* tmc,
                                         T* __restrict__ c, const GemmShape s, const T* __restrict__ mul = nullptr,
                                         float* __restrict__ ws = nullptr, unsigned* __restrict__ cnt = nullptr) {
@@ -295,6 +363,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
   constexpr int MS = PINGPONG ? NC : 1;  // m64 slabs of one consumer's tile
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN must be 64, 128 or 256");
   static_assert(SPLIT == 1 || CLUSTER == 1, "split-K runs without clusters");
+  static_assert(STREAM == 0 || (CLUSTER == 1 && SPLIT == 1 && !PINGPONG), "stream-K: no cluster, split-K or ping-pong");
   static_assert(!PINGPONG || (NC == 2 && CLUSTER == 1 && SPLIT == 1 && BN <= 128),
                 "ping-pong: two consumers, no cluster, no split-K, BN <= 128 (BN fp32 accumulators per thread)");
   extern __shared__ unsigned char smem_raw[];
@@ -332,11 +401,8 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
   const int mblocks = (s.m + BM - 1) / BM;
   const int nblocks = (s.n + BN - 1) / BN;
   const int tiles = mblocks * nblocks * s.batch;
-  const int units = tiles * SPLIT;  // split-K work units, t * SPLIT + sp
   const int ktiles = (s.k + BK - 1) / BK;
   const int rank = CLUSTER > 1 ? (int)cluster_rank() : 0;
-  const int groups = (units + CLUSTER - 1) / CLUSTER;  // unit groups of one cluster
-  const int first_group = blockIdx.x / CLUSTER, group_step = gridDim.x / CLUSTER;
   if (wg == 0) {
     // register budget of the SM's 64K registers (PTX ISA setmaxnreg): the producer warpgroup
     // keeps 40 per thread, each consumer 232 (128 fp32 accumulators + descriptors and
@@ -345,13 +411,12 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
     if (tid == 0) {
       int stage = 0;
       unsigned phase = 0;
-      for (int g = first_group; g < groups; g += group_step) {
-        const int u = g * CLUSTER + rank < units ? g * CLUSTER + rank : g * CLUSTER;
-        const int t = u / SPLIT, sp = u % SPLIT;
+      UnitWalk<CLUSTER, SPLIT, STREAM> walk(tiles, ktiles, rank);
+      for (Unit w; walk.next(w);) {
         int cb, mb, nb;
-        tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
+        tile_coords(w.t, mblocks, nblocks, s.group_m, cb, mb, nb);
         const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
-        for (int kt = sp * ktiles / SPLIT; kt < (sp + 1) * ktiles / SPLIT; ++kt) {
+        for (int kt = w.k0; kt < w.k1; ++kt) {
           mbar_wait(&empty[stage], phase ^ 1);
           mbar_expect_tx(&full[stage], A_BYTES + B_BYTES);
           tma_load_4d(sa + stage * A_BYTES, tma, &full[stage], kt * BK, mb * BM, ci, co);
@@ -392,14 +457,14 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
     int stage = 0;
     unsigned phase = 0, order_phase = 0;
     int seq = 0;  // this block's unit count so far (PINGPONG: unit seq belongs to consumer seq % NC)
-    for (int g = first_group; g < groups; g += group_step, ++seq) {
-      const bool own = g * CLUSTER + rank < units;  // else: the peer's tile, not stored
-      const int u = own ? g * CLUSTER + rank : g * CLUSTER;
-      const int t = u / SPLIT, sp = u % SPLIT;
+    UnitWalk<CLUSTER, SPLIT, STREAM> walk(tiles, ktiles, rank);
+    for (Unit w; walk.next(w); ++seq) {
+      const bool own = w.own;  // else: the peer's tile, not stored
+      const int u = w.u, t = w.t;
       int cb, mb, nb;
       tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
       int prev = -1;  // the stage whose wgmma group may still be reading it
-      const int k0 = sp * ktiles / SPLIT, k1 = (sp + 1) * ktiles / SPLIT;
+      const int k0 = w.k0, k1 = w.k1;
       if constexpr (PINGPONG) {
         if (seq % NC != cw) {  // the other consumer's tile: pass over its k-tiles in the ring
           phase ^= ((stage + k1 - k0) / STAGES) & 1;
@@ -469,6 +534,30 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
           for (int i = 0; i < BN / 2; ++i) d[i] += __ldcg(q + i * 128 + tid);
         }
         if (tid == 0) cnt[t * NC + cw] = 0u;  // re-armed for the next launch
+      }
+      if constexpr (STREAM > 0) {
+        if (k0 > 0 || k1 < ktiles) {  // a piece of a tile shared with other blocks
+          const long long total = (long long)tiles * ktiles;
+          const int first = stream_owner((long long)t * ktiles, total, gridDim.x);
+          const int parts = stream_owner((long long)t * ktiles + ktiles - 1, total, gridDim.x) - first + 1;
+          float* slab = ws + (((long long)t * STREAM + ((int)blockIdx.x - first)) * NC + cw) * (64 * BN);
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) __stcg(slab + i * 128 + tid, d[i]);
+          __threadfence();
+          named_barrier(1 + cw, 128);
+          if (tid == 0) split_ticket[cw] = (int)atomicAdd(cnt + t * NC + cw, 1u);
+          named_barrier(1 + cw, 128);
+          if (split_ticket[cw] != parts - 1) continue;  // another block finishes the tile
+          __threadfence();
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+          for (int p = 0; p < parts; ++p) {
+            const float* q = ws + (((long long)t * STREAM + p) * NC + cw) * (64 * BN);
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) d[i] += __ldcg(q + i * 128 + tid);
+          }
+          if (tid == 0) cnt[t * NC + cw] = 0u;  // re-armed for the next launch
+        }
       }
       const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
 #pragma unroll
