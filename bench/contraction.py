@@ -143,6 +143,20 @@ def run_workload(
     return res
 
 
+def probe(workloads: Sequence[ContractionWorkload], variants: dict[str, dict[str, Any]], names: Sequence[str] = ()) -> None:
+    """Time `variants` of each workload named in `names` (all when empty) beside torch in this
+    process, without torch.compile (`run_workload`, which logs the TFLOP/s), and print each
+    workload's notes (wrong results, failed variants): the experiments/hopper_gemm probes.
+
+    Raises:
+        ImportError: CuPy or torch is missing (from `run_workload`).
+    """
+    for w in workloads:
+        if not names or w.name in names:
+            for note in run_workload(w, compile_mode=None, atol_rel=1e-2, variants=variants).notes:
+                print("  note:", note)
+
+
 def _cupy_view(cupy: Any, torch: Any, t: Any) -> Any:
     """A CuPy view of a torch CUDA tensor (bf16 as uint16, as the runtime stores it)."""
     if t.dtype == torch.bfloat16:

@@ -7,7 +7,7 @@ CUDA-graph replays.  Usage: python experiments/hopper_gemm/pingpong_probe.py [NA
 
 import sys
 
-from mirage_xdsl.bench.contraction import run_workload
+from mirage_xdsl.bench.contraction import probe
 from mirage_xdsl.bench.workloads import ContractionWorkload
 
 VARIANTS = {
@@ -31,9 +31,4 @@ WORKLOADS = [
     ContractionWorkload("gemm_8192", "mk,kn->mn", ((8192, 8192), (8192, 8192))),
     ContractionWorkload("gemm_16384", "mk,kn->mn", ((16384, 16384), (16384, 16384))),
 ]
-names = sys.argv[1:]
-for w in WORKLOADS:
-    if not names or w.name in names:
-        r = run_workload(w, compile_mode=None, atol_rel=1e-2, variants=VARIANTS)
-        for note in r.notes:
-            print("  note:", note)
+probe(WORKLOADS, VARIANTS, sys.argv[1:])

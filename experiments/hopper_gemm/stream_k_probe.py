@@ -5,7 +5,7 @@ TFLOP/s from CUDA-graph replays.  Usage: python experiments/hopper_gemm/stream_k
 
 import sys
 
-from mirage_xdsl.bench.contraction import run_workload
+from mirage_xdsl.bench.contraction import probe
 from mirage_xdsl.bench.workloads import ContractionWorkload
 
 VARIANTS = {
@@ -22,9 +22,4 @@ WORKLOADS = [
     ContractionWorkload("up_12288_bf16", "mk,kn->mn", ((128, 4096), (4096, 12288)), "bfloat16"),
     ContractionWorkload("m256_4096", "mk,kn->mn", ((256, 4096), (4096, 4096))),
 ]
-names = sys.argv[1:]
-for w in WORKLOADS:
-    if not names or w.name in names:
-        r = run_workload(w, compile_mode=None, atol_rel=1e-2, variants=VARIANTS)
-        for note in r.notes:
-            print("  note:", note)
+probe(WORKLOADS, VARIANTS, sys.argv[1:])
