@@ -199,6 +199,45 @@ def test_rescaled_sum_chain_runs_after_its_scale() -> None:
     assert register_accumulators(ops, {5: 1024}, threads=128, elementwise={5}) == {5}
 
 
+def _random_chained_graph(rng: random.Random, n: int) -> list[SchedOp]:
+    """A random loop body: two iterated inputs, then ops of one or two operands.  An op whose
+    first operand has no other use joins its producer's chain with even odds (inputs lead no
+    chain, as in tb-fusion-chains), so a chain member may read a second operand made anywhere
+    before it -- also after the chain's leader, like a rescaled sum's scale."""
+    operands: list[tuple[tuple[int, int], ...]] = [(), ()]
+    for i in range(2, n):
+        picks = [rng.randrange(i)] + ([rng.randrange(i)] if rng.random() < 0.5 else [])
+        operands.append(tuple((p, 0) for p in picks))
+    uses = [sum(p == i for ops in operands for p, _ in ops) for i in range(n)]
+    ops = [SchedOp(0, "tb.input", forloop_dim=0, result_bytes=(256,)), SchedOp(1, "tb.input", forloop_dim=0, result_bytes=(256,))]
+    for i in range(2, n):
+        first = operands[i][0][0]
+        joins = first >= 2 and uses[first] == 1 and rng.random() < 0.5
+        chain, pos = (ops[first].chain, ops[first].chain_pos + 1) if joins else (i, 0)
+        ops.append(SchedOp(i, "tb.add", operands[i], chain=chain, chain_pos=pos, result_bytes=(rng.choice((64, 256, 1024)),)))
+    return ops
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_schedules_respect_every_operand_of_a_chain(seed: int) -> None:
+    """On random chained loop bodies (chain members with second operands made after their
+    leader): every operand from another chain of the stage is made at an earlier level, a
+    chain runs at one level, and the emission order is a topological order."""
+    rng = random.Random(seed)
+    ops = _random_chained_graph(rng, rng.randrange(6, 16))
+    for levels in (asap_levels(ops), schedule_ops(ops, pipelined={0, 1}).level):
+        for op in ops:
+            for p, _ in op.operands:
+                if ops[p].chain != op.chain and not ops[p].is_input:
+                    assert levels[p] < levels[op.idx], (seed, op, ops[p], levels)
+            assert levels[op.idx] == levels[op.chain] or op.is_input
+    order = schedule_ops(ops, pipelined={0, 1}).order
+    seen: set[int] = set()
+    for i in order:
+        assert all(p in seen for p, _ in ops[i].operands if ops[p].chain != ops[i].chain or ops[p].chain_pos < ops[i].chain_pos), (seed, order)
+        seen.add(i)
+
+
 def test_schedule_moves_slack_chain_to_lower_peak() -> None:
     """A post-loop op making a big tile from small inputs should run as late as the fewest
     barriers allow: its tile then never coexists with the big accumulator."""
