@@ -40,7 +40,9 @@ value or of a shared row tile the chain does not write (loaded into registers on
 (`cute.reduce_threads == NT`, one output); a row length that is a multiple of the thread
 count (at most `MAX_TRIPS` = 32 elements per thread); operands are chain values or shared tiles the chain
 does not write; no tile the chain stores overlaps a tile it reads (other than an `add` op's
-own element); at least two ops.
+own element); a member scheduled behind a barrier touches nothing that an op printed before
+the chain in its first op's level writes, and writes nothing such an op reads (the chain runs
+in one piece where its first op is, so it would race with them); at least two ops.
 
 Writes the attributes of dialects/cute/row_chains.py (`cute.row_chain` on the chain ops,
 `cute.row_chain_stored`, `cute.row_chain_global` on the copies and fills a chain replaces,
@@ -224,18 +226,54 @@ def global_io(kernel: cute.KernelOp, chains: Sequence[RowChain]) -> GlobalIO:
     return io
 
 
+def smem_access(op: Operation) -> tuple[list[SSAValue], list[SSAValue]]:
+    """(shared tiles `op` reads, shared tiles it writes); an op of another kind counts as
+    reading and writing every shared tile among its operands."""
+    if isinstance(op, cute.ElementwiseOp):
+        return list(op.ins) + ([op.out] if op.mode.data != "store" else []), [op.out]
+    if isinstance(op, cute.ReduceOp):
+        return [op.input], list(op.outs)
+    if isinstance(op, (cute.CopyG2SOp, cute.FillOp)):
+        return [], [op.dst]
+    if isinstance(op, cute.CopyS2GOp):
+        return [op.src], []
+    tiles = [v for v in op.operands if isinstance(v.type, cute.SmemTensorType)]
+    return tiles, tiles
+
+
+def _after_barrier_hazard(op: Operation, level_prefix: Sequence[Operation]) -> bool:
+    """Whether chain member `op`, printed in one piece with the chain before a barrier it was
+    scheduled after, would race with an op of the chain start's level printed before the
+    chain (`level_prefix`): a tile one writes that the other reads or writes.  Same-level
+    ops never depend on each other, so only members behind a barrier can."""
+    reads, writes = smem_access(op)
+    for other in level_prefix:
+        their_reads, their_writes = smem_access(other)
+        if not (cute.disjoint_tiles(their_writes, reads + writes) and cute.disjoint_tiles(writes, their_reads)):
+            return True
+    return False
+
+
 def plan_row_chain(
     ops: Sequence[Operation],
     nt: int,
     register_resident: Container[SSAValue],
     block_threads: Callable[[cute.ReduceOp], int],
+    level_prefix: Sequence[Operation] = (),
 ) -> RowChain | None:
-    """The chain that starts at `ops[0]` (barriers between its ops included), or None."""
+    """The chain that starts at `ops[0]` (barriers between its ops included), or None.
+    `level_prefix`: the ops printed before `ops[0]` since the last barrier; a member behind a
+    barrier that touches what they write, or writes what they read, ends the chain before
+    that barrier (the chain's one piece runs where `ops[0]` is)."""
     builder = _Builder(nt, register_resident, block_threads)
     consumed = 0
+    crossed = False
     for k, op in enumerate(ops):
         if isinstance(op, cute.BarrierOp):
+            crossed = True
             continue
+        if crossed and _after_barrier_hazard(op, level_prefix):
+            break
         if not builder.add(op):
             break
         consumed = k + 1
@@ -280,6 +318,14 @@ def _block_threads(op: cute.ReduceOp) -> int:
     return attr.value.data if isinstance(attr, IntegerAttr) else 0
 
 
+def _level_prefix(ops: Sequence[Operation], k: int) -> list[Operation]:
+    """The ops before `ops[k]` back to the last barrier (a for-loop ends in one too)."""
+    start = k
+    while start > 0 and not isinstance(ops[start - 1], (cute.BarrierOp, cute.ForOp)):
+        start -= 1
+    return list(ops[start:k])
+
+
 def kernel_row_chains(kernel: cute.KernelOp) -> tuple[list[RowChain], GlobalIO]:
     """Every register-resident row chain of `kernel` (top level and loop body) and the tiles
     they read from / write to global memory directly."""
@@ -293,7 +339,7 @@ def kernel_row_chains(kernel: cute.KernelOp) -> tuple[list[RowChain], GlobalIO]:
         while k < len(ops):
             chain = None
             if isinstance(ops[k], (cute.ElementwiseOp, cute.ReduceOp)):
-                chain = plan_row_chain(ops[k:], nt, resident, _block_threads)
+                chain = plan_row_chain(ops[k:], nt, resident, _block_threads, _level_prefix(ops, k))
             if chain is None:
                 k += 1
                 continue

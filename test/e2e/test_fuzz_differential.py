@@ -370,3 +370,19 @@ def test_sums_of_one_signed_values_grow_linearly() -> None:
     mixed = _Val(None, 0.5)
     assert sum_scale(relu_like, 128) == 64.0
     assert sum_scale(mixed, 128) < 10.0
+
+
+@needs_cxx
+@pytest.mark.parametrize("index", [106, 294])
+def test_row_chain_keeps_the_barrier_after_its_level(index: int) -> None:
+    """Fuzz seed 1127 graphs 106 and 294: after the loop, a row chain began beside a
+    reduction of the same level (`reduce_sum` of the rescaled row sums into s11, 4 threads
+    per row: no chain member) and took in the next level's `div(acc, s11)`; printed in one
+    piece before the barrier between the levels, the division read s11 before the other
+    threads had written it (relative error 6e4 in the emulator).  cute-row-chains now ends a
+    chain before a barrier when a member behind it touches what an op printed before the
+    chain in its level writes (`row_chains._after_barrier_hazard`)."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+
+    out = fuzz_check.check_emulated(fuzz.case_of(1127, index), seed=fuzz._input_seed(1127, index))
+    assert out.status == "ok", out.message
