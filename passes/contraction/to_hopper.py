@@ -25,8 +25,9 @@ which the CUDA printer only prints:
   (`stream_k` slabs per tile, `stream_slabs`).  Correct, but slower than the tiled sweeps on
   the skinny GEMMs it was built for (H200, 2026-11-27, TFLOP/s: an MLP's 128 x 12288 x 4096
   first projection 403 tiled on 96 SMs vs 318 streamed over 132, its down projection 377 vs
-  300, 256 x 4096 x 4096 445 vs 313): the blocks read W at 132 different k offsets at once
-  where the tiled sweep's blocks all read the same k-tile rows;
+  300, 256 x 4096 x 4096 445 vs 313), most likely (not measured) because its blocks read W
+  at 132 different k offsets at once where the tiled sweep's blocks all read the same k-tile
+  rows;
 - stages: the deepest ring of (BM + BN) x BK stage buffers that fits the 227 KiB opt-in
   shared memory of sm_90 (CUDA C++ Programming Guide, "Technical Specifications per Compute
   Capability"), at most `MAX_STAGES`;
