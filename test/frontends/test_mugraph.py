@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType, bf16, f16, f64
-from xdsl.dialects.func import Func, FuncOp
+from xdsl.dialects.builtin import ModuleOp, TensorType, bf16, f16, f64
+from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
 
 from mirage_xdsl.dialects import kn, tb
-from mirage_xdsl.dialects.kn import Kernel
-from mirage_xdsl.dialects.tb import STensorType, Threadblock
+from mirage_xdsl.dialects.tb import STensorType
+from mirage_xdsl.driver.compile import make_context
 from mirage_xdsl.frontends.mugraph_export import export_mugraph
 from mirage_xdsl.frontends.mugraph_import import import_mugraph, load_mugraph_file
 from mirage_xdsl.frontends.mugraph_schema import MugraphExportError, MugraphImportError, detect_era
@@ -115,13 +114,6 @@ builtin.module {
 
 # ---------------------------------------------------------------------------------------
 # helpers
-
-
-def make_context() -> Context:
-    ctx = Context()
-    for dialect in (Builtin, Func, Kernel, Threadblock):
-        ctx.load_dialect(dialect)
-    return ctx
 
 
 def parse(text: str) -> ModuleOp:

@@ -20,14 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import MUGRAPH_FILES
-from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp
-from xdsl.dialects.func import Func, FuncOp
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
 
 from mirage_xdsl.dialects import tb
-from mirage_xdsl.dialects.kn import Kernel
-from mirage_xdsl.dialects.tb import Threadblock
+from mirage_xdsl.driver.compile import make_context
 from mirage_xdsl.passes import get_all_passes
 from mirage_xdsl.passes.kn.plan_workspace import Buffer, overlaps, plan
 from mirage_xdsl.passes.tb import layout_problem as lp
@@ -46,13 +44,6 @@ LAYOUT_PIPELINE = (
 FILECHECK_PASSES = Path(__file__).parents[1] / "filecheck" / "passes"
 
 RMSNORM_GRAPH_0 = (Path(__file__).resolve().parents[1] / "data" / "rmsnorm_bs1_graph0.mlir").read_text()
-
-
-def make_context() -> Context:
-    ctx = Context()
-    for dialect in (Builtin, Func, Kernel, Threadblock):
-        ctx.load_dialect(dialect)
-    return ctx
 
 
 def parse(text: str) -> ModuleOp:
