@@ -2,8 +2,9 @@
 (`CostModel.estimate`) on the device it assumes (`target/cost_model.py`'s `DeviceModel`).
 
 A configuration must fit shared memory (inputs double-buffered when iterated, fp32
-accumulators, passes/README.md; the sum of the tile sizes, which tb-plan-smem can always
-reach; `kn-partition` double-checks estimates above 40% of the limit with it), keep the
+accumulators -- none for the sums tb-schedule keeps in registers, `CostModel.register_sums`
+--, passes/README.md; the sum of the tile sizes, which tb-plan-smem can always reach;
+`kn-partition` double-checks estimates above 40% of the limit with it), keep the
 register accumulators of matmuls within 192 fp32 per thread, and -- without a loop -- load
 at most `stage_budget` bytes per block.  The estimated time of a kernel is
    launch + max(HBM bytes / BW, L2 bytes / L2 BW, MMA FLOPs / (rate * hiding)) / balance
@@ -37,7 +38,7 @@ from mirage_xdsl.passes.conversion.plan_group import BINARY_KINDS, UNARY_KINDS, 
 from mirage_xdsl.passes.conversion.register_chain import ONLINE_CHAIN_WARPS, chain_shape_fits, chain_thr_layout
 from mirage_xdsl.passes.cute.row_chains import MAX_TRIPS as ROW_CHAIN_MAX_ELEMENTS
 from mirage_xdsl.passes.tb.plan_pipeline import choose_stages, choose_weight_stages, is_wide_lone_block
-from mirage_xdsl.target import SM90
+from mirage_xdsl.target import ELEMENTWISE_ACCUM_MAX_REGS, SM90
 from mirage_xdsl.target.cost_model import DeviceModel
 
 
@@ -241,6 +242,36 @@ class CostModel:
             dev.num_sms,
         )
 
+    def register_sums(self, plan: KernelPlan) -> set[int]:
+        """The loop reductions of `plan` whose fp32 accumulators tb-schedule will keep in
+        registers (passes/tb/schedule.py `register_accumulators`, predicted on the plan): a sum
+        over the loop axis of a value made by an elementwise op that nothing else reads (a chain
+        of two or more ops led by an elementwise op), at most `ELEMENTWISE_ACCUM_MAX_REGS` fp32
+        per thread each, within `max_accum_per_thread` after the matmul accumulators.  Their
+        accumulator and their operand's tile take no shared memory during the loop (the
+        cross-entropy over [1024, 32768]: 24.8 KB estimated where tb-plan-smem packs 12.5)."""
+        group, ax = plan.group, plan.ax
+        if plan.loop_axis is None or plan.forloop_range <= 1:
+            return set()
+        users = group.users()
+        outputs = {o for o, _ in plan.outputs}
+        threads = max(plan.threads, 1)
+        loop_sums = [n for n in plan.needed if n not in plan.skipped and ax.reduce_axis.get(n) == plan.loop_axis]
+        total = sum(-(-numel(plan.tiles[n]) // threads) for n in loop_sums if group.nodes[n].kind == "matmul")
+        kept: set[int] = set()
+        for n in loop_sums:
+            node = group.nodes[n]
+            if node.kind != "reduction" or (plan.online is not None and n in plan.online.maxima):
+                continue
+            a = node.args[0]
+            arg = group.nodes[a]
+            chained = arg.kind in (*UNARY_KINDS, *BINARY_KINDS) and a not in plan.skipped and users[a] == [n] and a not in outputs
+            regs = -(-numel(plan.tiles[a]) // threads)
+            if chained and regs <= ELEMENTWISE_ACCUM_MAX_REGS and total + regs <= self.device.max_accum_per_thread:
+                total += regs
+                kept.add(n)
+        return kept
+
     def estimate(self, plan: KernelPlan, has_loop: bool) -> bool:
         """Whether `plan` fits the device (shared memory, register accumulators, the
         no-loop stage budget, 16 bytes per thread, one resident block); if so, write its
@@ -271,6 +302,7 @@ class CostModel:
         align_penalty = 0
         online_chain = plan.online is not None and self.keeps_p_in_registers(plan)
         matmul_free = all(node.kind != "matmul" for node in group.nodes)
+        reg_sums = self.register_sums(plan)
         for n in plan.needed:
             node = group.nodes[n]
             eb = elem_bytes(node.dtype)
@@ -327,14 +359,15 @@ class CostModel:
                 # a running max (build_tb_graph's running tb.reduction_max): per row the max
                 # so far and this iteration's correction, not a tile-wide fp32 accumulator
                 smem += 2 * _round16(numel(t) * 4)
+            elif n in reg_sums:
+                # the accumulator in registers; the sum's tile after the loop
+                smem += _round16(numel(t) * eb)
+                regs += numel(plan.tiles[node.args[0]]) / plan.threads
             elif reduces_loop:
                 smem += _round16(numel(plan.tiles[node.args[0]]) * 4) + _round16(numel(t) * eb)
             else:
-                fused = (
-                    len(users[n]) == 1
-                    and group.nodes[users[n][0]].kind in UNARY_KINDS
-                    and users[n][0] in needed
-                    and n not in out_nodes
+                fused = len(users[n]) == 1 and n not in out_nodes and (
+                    (group.nodes[users[n][0]].kind in UNARY_KINDS and users[n][0] in needed) or users[n][0] in reg_sums
                 )
                 if not fused:
                     smem += _round16(numel(t) * eb)
