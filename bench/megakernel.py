@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     for that workload (its compile time);
     `--trace NAME=PATH` writes the Chrome trace of NAME's megakernel to PATH and prints
     `trace_summary`; `--compile-mode MODE` picks torch.compile's mode (bench/peers.py
-    `COMPILE_MODES`, default `COMPILE_MODE`)."""
+    `COMPILE_MODES`, default `COMPILE_MODE`); `--dispatch MODE` the megakernel's dispatch
+    (kn-to-task-graph `dispatch`, default `auto`)."""
     from mirage_xdsl.bench.peers import COMPILE_MODE, COMPILE_MODES
 
     args = _parser(COMPILE_MODE, COMPILE_MODES).parse_args(argv)
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"device: {dev}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
         f"device-to-device copy bandwidth (read + write) {copy_gbs:.0f} GB/s; torch {_torch_version()}, "
-        f"torch.compile mode {mode}"
+        f"torch.compile mode {mode}; megakernel dispatch {args.dispatch}"
     )
     heads = ("mk us", "ops us", "torch gr", "t.compil")
     cols = " ".join(f"{h:>8}" for h in heads)
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         module = workload(name)
         per_op = PER_OP.get(name, True)
-        mk = compile(module, megakernel={"per_op": per_op}, poison_outputs=True)
+        mk = compile(module, megakernel={"per_op": per_op, "dispatch": args.dispatch}, poison_outputs=True)
         ops = per_kernel_graph(module, per_op)
         err_mk = check(mk, module, 1)
         err_ops = check(ops, module, 1)
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         for peer, note in peers.notes.items():
             print(f"  {peer}: {note}")
         if name in traces:
-            traced = compile(module, megakernel={"per_op": per_op, "trace": True})
+            traced = compile(module, megakernel={"per_op": per_op, "trace": True, "dispatch": args.dispatch})
             traced(*[to_device(cupy, x) for x in inputs])
             cupy.cuda.runtime.deviceSynchronize()
             print(trace_summary(traced, traces[name]), flush=True)
@@ -217,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser(default_mode: str, modes: Sequence[str]) -> argparse.ArgumentParser:
     """The command line of `main`."""
+    from mirage_xdsl.dialects.mpk import DISPATCH_MODES
+
     p = argparse.ArgumentParser(
         prog="python -m mirage_xdsl.bench.megakernel",
         description="Check and time workloads as one persistent megakernel against our per-kernel graph and torch.",
@@ -224,6 +227,8 @@ def _parser(default_mode: str, modes: Sequence[str]) -> argparse.ArgumentParser:
     p.add_argument("workloads", nargs="*", help="workload names (default: chain3 chain40)")
     p.add_argument("--no-compile", action="append", default=[], metavar="NAME", help="skip torch.compile for NAME")
     p.add_argument("--compile-mode", default=default_mode, choices=list(modes), help="torch.compile mode")
+    p.add_argument("--dispatch", default="auto", choices=["auto", *DISPATCH_MODES],
+                   help="the megakernel's dispatch (kn-to-task-graph dispatch; default auto)")
     p.add_argument("--trace", action="append", default=[], metavar="NAME=PATH",
                    help="write NAME's per-task timeline as Chrome trace JSON to PATH")
     return p

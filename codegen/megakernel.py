@@ -13,7 +13,8 @@ Per function holding a task graph (passes/mpk/task_graph.py) the translation uni
   worker its queue; per event its count) and a loop with one `switch` on the task's kernel;
   `straight` -- `switch (w)` with each worker's queue as straight-line calls whose task
   index, event, count and block are literals; `inline` -- the same with the task functions
-  `__forceinline__`;
+  `__forceinline__`; `scheduler` -- the tables, and one more CTA that pushes each task into
+  its worker's queue once its event is reached (codegen/megakernel_scheduler.py);
 * `extern "C" __global__ void __launch_bounds__(T, B) <func>_mpk(outputs, inputs, workspace,
   counters)`: worker CTA w runs queue w (with `mpk.sm_major` = S, a worker's w is
   slot x S + its SM id, `mx::mpk_place`, so that w runs on SM w % S as the assignment
@@ -56,6 +57,7 @@ from mirage_xdsl.codegen.cuda_syntax import CudaEmitError, c_type
 from mirage_xdsl.codegen.kernel_resources import launch_smem_bytes
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef
 from mirage_xdsl.codegen.megakernel_info import MegakernelInfo
+from mirage_xdsl.codegen.megakernel_scheduler import scheduler_branch, scheduler_tables, worker_loop
 from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.mpk import EventOp, TaskGraphOp, TaskOp
 from mirage_xdsl.target import SM90
@@ -156,10 +158,14 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
     inline = graph.dispatch == "inline"
     bodies, task_fn = shared_task_bodies(kernels, [task_function(k, weights, inline=inline) for k in kernels])
     smem = max(launch_smem_bytes(k) for k in kernels)
+    sched = graph.dispatch == "scheduler"
+    ctas_total = graph.num_workers + int(sched)  # the scheduler CTA takes the last slot
     sms = graph.sm_major
-    ctas = graph.num_workers // sms if sms else 0
+    ctas = ctas_total // sms if sms else 0
     if sms:
         smem = max(smem, occupancy_cap_smem(ctas))
+    if sched:  # the scheduler's per-worker push counts (codegen/megakernel_scheduler.py)
+        smem = max(smem, 4 * graph.num_workers)
     name = f"{fn.sym_name.data}_mpk"
     tasks, events = graph.tasks, graph.events
     for t in tasks:
@@ -169,7 +175,10 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
     queues: list[list[int]] = [[] for _ in range(workers)]
     for t in tasks:
         queues[t.worker_id].append(t.ident)
-    wait, triggers = local_elision(graph)
+    if sched:  # every dependency goes through the scheduler: none is elided
+        wait, triggers = [t.wait_event for t in tasks], [list(t.trigger_events) for t in tasks]
+    else:
+        wait, triggers = local_elision(graph)
     trace = TRACE_ATTR in graph.attributes
     wd = graph.attributes.get(WATCHDOG_ATTR)
     watchdog = wd.value.data if isinstance(wd, IntegerAttr) else DEFAULT_WATCHDOG_NS
@@ -177,7 +186,7 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
     info = MegakernelInfo(
         name, state_word, tuple(e.needed for e in events),
         tuple(task_label(t.kernel.data, *t.block_range) for t in tasks), workers,
-        tuple(t.worker_id for t in tasks), trace, sms,
+        tuple(t.worker_id for t in tasks), trace, sms, sched,
     )
 
     # megakernel parameters: graph outputs, graph inputs, workspace, counters
@@ -205,16 +214,19 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         args = [arg_expr(r, types[j] if r.kind != "counters" else "unsigned") for j, r in enumerate(step.args)]
         calls[k.kernel_name.data] = (f"{task_fn[k.kernel_name.data]}({', '.join(args)}, ", k.grid)
     ns = f"mpk_{fn.sym_name.data}"
-    if graph.dispatch == "table":
-        tables, loop = _table_dispatch(ns, kernels, calls, tasks, events, queues, wait, triggers, trace, watchdog)
+    if graph.dispatch in ("table", "scheduler"):
+        tables, loop = _table_dispatch(
+            ns, kernels, calls, tasks, events, queues, wait, triggers, trace, watchdog, info if sched else None
+        )
     else:
         counts = [events[e].needed if e >= 0 else 0 for e in wait]
         tables, loop = [], _worker_programs(tasks, queues, wait, counts, triggers, calls, trace, watchdog)
-    per_sm = max(1, min(-(-workers // SM90.num_sms), 2048 // nt, 32))  # __launch_bounds__ minimum blocks per SM
+    per_sm = max(1, min(-(-ctas_total // SM90.num_sms), 2048 // nt, 32))  # __launch_bounds__ minimum blocks per SM
     # straight-line programs without waits, triggers or a trace never name the events
-    used = graph.dispatch == "table" or trace or any(e >= 0 for e in wait) or any(triggers)
+    used = graph.dispatch in ("table", "scheduler") or trace or any(e >= 0 for e in wait) or any(triggers)
     events_decl = "  unsigned long long* events = state + mx::kMpkStateWords;\n" if used else ""
     trace_decl = f"  unsigned long long* trace = events + {len(events)};\n" if trace else ""
+    dyn_decl = "  extern __shared__ __align__(128) unsigned char mpk_dyn_smem[];\n" if sched else ""
     placement_decl = placement = ""
     worker = "  const unsigned w = blockIdx.x;"
     if sms:
@@ -224,13 +236,14 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
             "  // worker w runs on SM w % SMs\n"
         )
         worker = "  if (mpk_w == ~0u) return;  // placement recorded as an error\n  const unsigned w = mpk_w;"
-    kernel = f"""// {name}: {len(tasks)} tasks of {len(kernels)} kernels on {workers} worker CTAs of {nt} threads,
+    scheduler_note = " + a scheduler CTA" if sched else ""
+    kernel = f"""// {name}: {len(tasks)} tasks of {len(kernels)} kernels on {workers} worker CTAs{scheduler_note} of {nt} threads,
 // {len(events)} events, {smem} B dynamic shared memory; watchdog {watchdog} ns; {graph.dispatch} dispatch
 extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
     {(','+chr(10)+'    ').join(params)}) {{
   const int tid = threadIdx.x;
   unsigned long long* state = reinterpret_cast<unsigned long long*>(mpk_counters + {state_word});
-{events_decl}{trace_decl}  __shared__ unsigned long long mpk_gen;
+{events_decl}{trace_decl}{dyn_decl}  __shared__ unsigned long long mpk_gen;
   __shared__ int mpk_abort;
 {placement_decl}  if (tid == 0) {{
     mpk_gen = *reinterpret_cast<volatile unsigned long long*>(state + mx::kMpkGen);
@@ -239,12 +252,12 @@ extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
   __syncthreads();
   const unsigned long long gen = mpk_gen;
 {worker}
-{loop}  if (tid == 0) mx::mpk_finish(state, gen, {workers}u);
+{loop}  if (tid == 0) mx::mpk_finish(state, gen, {ctas_total}u);
 }}
 """
     launch = KernelLaunch(
         name,
-        (workers, 1, 1),
+        (ctas_total, 1, 1),
         (nt, 1, 1),
         smem,
         tuple(TensorRef("output", i) for i in range(len(base_plan.outputs)))
@@ -310,9 +323,12 @@ def _table_dispatch(
     triggers: Sequence[Sequence[int]],
     trace: bool,
     watchdog: int,
+    scheduler: MegakernelInfo | None = None,
 ) -> tuple[list[str], str]:
     """(`__constant__` tables, the worker's loop over its queue) of `table` dispatch: per task
-    its kernel, block range, wait event and triggers; per worker its queue; per event its count."""
+    its kernel, block range, wait event and triggers; per worker its queue; per event its count.
+    With `scheduler` (the graph's info under scheduler dispatch) also the scheduler's tables,
+    and the scheduler CTA's code before a loop that pops the worker's queue instead."""
     kidx = {k.kernel_name.data: i for i, k in enumerate(kernels)}
     cases = [_table_case(i, *calls[k.kernel_name.data]) for i, k in enumerate(kernels)]
     trig_off: list[int] = [0]
@@ -334,11 +350,18 @@ def _table_dispatch(
         ("unsigned", "queue", [t for q in queues for t in q]),
         ("unsigned", "event_count", [e.needed for e in events]),
     ]
+    if scheduler is not None:
+        entries += scheduler_tables(wait, [t.worker_id for t in tasks], len(events))
     nbytes = sum(4 * max(len(v), 1) for _, _, v in entries)
     space = "__constant__" if nbytes <= CONSTANT_TABLE_BYTES else "__device__"
     tables = [f"namespace {ns} {{  // {nbytes} B of tables in {space} memory"]
     tables += [_table(ct, tn, v, space) for ct, tn, v in entries]
     tables += [f"}}  // namespace {ns}", ""]
+    if scheduler is not None:
+        initial = sum(1 for e in wait if e < 0)
+        branch = scheduler_branch(len(queues), len(events), initial, scheduler.queue_word, watchdog)
+        loop = worker_loop(len(queues), scheduler.queue_word, watchdog, "\n".join(cases), trace)
+        return tables, f"  using namespace {ns};\n" + branch + loop
     trace_slot = "trace + 2 * t" if trace else "nullptr"
     trace_end = "      if (tid == 0) trace[2 * t + 1] = mx::mpk_globaltimer();\n" if trace else ""
     loop = f"""  using namespace {ns};

@@ -60,9 +60,9 @@ def check_residency(graph: Any, kernel: Any, threads: int, smem: int, device: An
             f"{graph.func_name}: the megakernel numbers its {info.workers} workers by SM for {info.sm_slots} SMs "
             f"(mpk.sm_major) but this GPU has {sms}; fix: recompile with kn-to-task-graph{{num-sms={sms}}}"
         )
-    if info.workers > per_sm * sms:
+    if info.ctas > per_sm * sms:
         raise LaunchError(
-            f"{graph.func_name}: the megakernel needs {info.workers} resident worker CTAs but this GPU holds "
+            f"{graph.func_name}: the megakernel needs {info.ctas} resident CTAs but this GPU holds "
             f"{per_sm} per SM x {sms} SMs = {per_sm * sms} ({threads} threads, {smem} B shared memory each); "
             f"fix: recompile with kn-to-task-graph{{workers={per_sm * sms}}}"
         )
@@ -80,7 +80,8 @@ def check_megakernel(graph: Any) -> None:
     """Synchronise; raise `MegakernelDeadlock` when the last launch's watchdog fired.
 
     Raises:
-        MegakernelDeadlock: "megakernel deadlock: task T (...) waits on event E (count c of n)",
+        MegakernelDeadlock: "megakernel deadlock: task T (...) waits on event E (count c of n)"
+            (or, under scheduler dispatch, the scheduler waiting on an event / a worker on its queue),
             or "megakernel placement: ..." when a worker found no SM-major slot (the counter
             buffer is zeroed, so the graph can run again)."""
     info = megakernel_info(graph)
@@ -97,7 +98,17 @@ def check_megakernel(graph: Any) -> None:
             f"SM-major numbering (mpk.sm_major) expects SM ids below {info.sm_slots} and {needed} workers "
             "per SM; fix: recompile for this GPU (kn-to-task-graph num-sms, ctas-per-sm)"
         )
+    if int(state[2]) == 3:
+        raise MegakernelDeadlock(
+            f"megakernel deadlock: worker {event} waits for the scheduler to push its task number {task + 1} "
+            f"of this launch (it pushed {value}); the watchdog ended the launch instead of hanging"
+        )
     label = info.tasks[task] if task < len(info.tasks) else "?"
+    if int(state[2]) == 4:
+        raise MegakernelDeadlock(
+            f"megakernel deadlock: the scheduler waits on event {event} (count {value} of {needed}) before task "
+            f"{task} ({label}, worker {info.task_worker[task]}); the watchdog ended the launch instead of hanging"
+        )
     raise MegakernelDeadlock(
         f"megakernel deadlock: task {task} ({label}, worker {worker}) waits on event {event} "
         f"(count {value} of {needed}); the watchdog ended the launch instead of hanging"

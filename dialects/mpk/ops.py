@@ -60,8 +60,9 @@ DISPATCH_ATTR = "mpk.dispatch"
 codegen/megakernel.py prints): `table` -- a loop over its queue in constant tables, one
 `switch` on the task's kernel; `straight` -- its tasks in queue order as straight-line calls
 with every index, event and block a literal; `inline` -- `straight` with the task bodies
-inlined at each call.  Absent: `table`."""
-DISPATCH_MODES = ("table", "straight", "inline")
+inlined at each call; `scheduler` -- a scheduler CTA beside the workers pushes each task into
+its worker's queue once its event is reached (codegen/megakernel_scheduler.py).  Absent: `table`."""
+DISPATCH_MODES = ("table", "straight", "inline", "scheduler")
 
 
 class MpkVerifyError(VerifyException):

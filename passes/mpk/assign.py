@@ -51,15 +51,19 @@ class Assignment:
     makespan_ns: int
 
 
-def assign_workers(costs: Sequence[int], deps: Sequence[Sequence[int]], workers: int, num_sms: int = 0) -> Assignment:
+def assign_workers(
+    costs: Sequence[int], deps: Sequence[Sequence[int]], workers: int, num_sms: int = 0, slots: int = 0
+) -> Assignment:
     """List-schedule tasks `0..n-1` (a topological order: `deps[t]` < t) on `workers`; with
-    `num_sms` dividing `workers`, ties go to the least loaded SM (module docstring).
+    `num_sms` dividing the CTA slots the workers are numbered over (`slots`, default
+    `workers`; one more under scheduler dispatch, whose scheduler takes the last), ties go to
+    the least loaded SM (module docstring).
 
     Raises:
         ValueError: a dependency does not precede its task, or workers < 1."""
     if workers < 1:
         raise ValueError(f"assign_workers: need at least one worker, got {workers}")
-    sms = sm_major(workers, num_sms)
+    sms = sm_major(slots or workers, num_sms)
     free = [(0, w) for w in range(workers)]  # (time the worker is free, worker)
     heapq.heapify(free)
     free_at = [0] * workers

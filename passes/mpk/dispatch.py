@@ -17,6 +17,14 @@ tasks (one worker) 30.0 / 18.6 / 12.8 us for table / straight / inline; chain3 (
 1.1 MB of source straight-line, 43 s of nvcc) 118.4 us with tables and 130.3 us straight-line,
 whose 1.3 MB of code misses the instruction caches.  `choose_dispatch` follows: inline for a
 few dozen tasks, straight-line for a few hundred, tables beyond.
+
+A fourth mode, `scheduler`, is taken only on request (`dispatch=scheduler`): seed 003's run-time
+dispatch, a scheduler CTA that hands each task to its worker's queue once its dependencies are
+met (codegen/megakernel_scheduler.py).  It is slower on every workload measured (H200,
+2026-11-27, µs, scheduler / static): the decoder layer 202 / 120, at batch 8 280 / 151, chain40
+127 / 12.3, chain3 32.6 / 12.3 -- a hand-over costs ~3 µs (the producer's release, the
+scheduler's poll, its fence, the worker's acquire), and a task handed over only once ready can
+no longer issue its ring-prologue weight loads while it waits.
 """
 
 from __future__ import annotations

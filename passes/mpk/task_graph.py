@@ -23,9 +23,10 @@ function it appends one `mpk.task_graph` (dialects/mpk/ops.py) before `func.retu
   waits on at most one event and triggers every event whose set holds it (seed 003,
   section 5);
 * workers: `workers` (0: SMs x CTAs per SM that shared memory and threads allow, at most
-  `MAX_CTAS_PER_SM`), assigned statically by passes/mpk/assign.py (`worker`, `cost_ns` on
-  each task, `mpk.est_makespan_ns` on the graph); with a whole number of workers per SM the
-  assignment spreads work over SMs and the graph records `mpk.sm_major = <SMs>`.
+  `MAX_CTAS_PER_SM`; one of them the scheduler under `dispatch=scheduler`), assigned
+  statically by passes/mpk/assign.py (`worker`, `cost_ns` on each task,
+  `mpk.est_makespan_ns` on the graph); with a whole number of workers per SM the assignment
+  spreads work over SMs and the graph records `mpk.sm_major = <SMs>`.
 
 Writes: the `mpk.task_graph` op (with `mpk.watchdog_ns`, `mpk.dispatch` (option `dispatch`,
 passes/mpk/dispatch.py), `mpk.sm_major` where it applies, and `mpk.trace` under `trace=true`);
@@ -145,7 +146,12 @@ class _Task:
 
 
 def build_task_graph(
-    fn: FuncOp, workers: int = 0, blocks_per_task: int = 1, num_sms: int = SM90.num_sms, reuse_workspace: bool = False
+    fn: FuncOp,
+    workers: int = 0,
+    blocks_per_task: int = 1,
+    num_sms: int = SM90.num_sms,
+    reuse_workspace: bool = False,
+    scheduler: bool = False,
 ) -> TaskGraphOp | None:
     """Build (and insert before `func.return`) the task graph of `fn`; None when `fn` holds no
     kernel.  Errors are emitted on the offending op (module docstring)."""
@@ -302,9 +308,13 @@ def build_task_graph(
         wait[t] = event_of[key]
 
     smem = max(kernel_smem(k) for k in kernels)
-    nworkers = workers or auto_workers(nthreads, smem, num_sms)
+    ctas = workers or auto_workers(nthreads, smem, num_sms)
+    # under scheduler dispatch the last CTA slot is the scheduler's
+    nworkers = ctas - 1 if scheduler else ctas
+    if nworkers < 1:
+        _fail(fn, f"dispatch=scheduler needs at least 2 CTAs (one is the scheduler), got workers={ctas}", "raise workers")
     costs = [task_cost_ns(t.nbytes) for t in tasks]
-    plan = assign_workers(costs, [sorted(d) for d in deps], nworkers, num_sms)
+    plan = assign_workers(costs, [sorted(d) for d in deps], nworkers, num_sms, slots=ctas)
 
     body = Block()
     waiting: dict[int, list[int]] = defaultdict(list)
@@ -329,7 +339,7 @@ def build_task_graph(
         )
     graph = TaskGraphOp(nworkers, nthreads, smem, names, Region(body))
     graph.attributes[MAKESPAN_ATTR] = IntegerAttr(plan.makespan_ns, i64)
-    if sms := sm_major(nworkers, num_sms):
+    if sms := sm_major(ctas, num_sms):
         graph.attributes[SM_MAJOR_ATTR] = IntegerAttr(sms, i64)
     block.insert_op_before(graph, ret)
     fn.attributes[MEGAKERNEL_ATTR] = StringAttr(f"{fn.sym_name.data}_mpk")
@@ -356,8 +366,10 @@ class KnToTaskGraphPass(ModulePass):
     """A wait spinning longer than this ends the launch with the deadlock report
     (`mpk.watchdog_ns`)."""
     dispatch: str = "auto"
-    """How workers find their tasks (`mpk.dispatch`: table, straight or inline); `auto`:
-    `choose_dispatch` by the task count (passes/mpk/dispatch.py)."""
+    """How workers find their tasks (`mpk.dispatch`: table, straight, inline or scheduler); `auto`:
+    `choose_dispatch` by the task count (passes/mpk/dispatch.py).  `scheduler` gives the last
+    of the `workers` CTAs to a scheduler (codegen/megakernel_scheduler.py), so the graph has
+    one worker fewer."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Append a verified `mpk.task_graph` to every func of `op` that holds kernels
@@ -373,7 +385,8 @@ class KnToTaskGraphPass(ModulePass):
         if self.dispatch != "auto" and self.dispatch not in DISPATCH_MODES:
             _fail(op, f"dispatch is '{self.dispatch}'; rule: auto, {', '.join(DISPATCH_MODES)}", "pick one of them")
         for fn in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
-            graph = build_task_graph(fn, self.workers, self.blocks_per_task, self.num_sms, self.reuse_workspace)
+            scheduler = self.dispatch == "scheduler"
+            graph = build_task_graph(fn, self.workers, self.blocks_per_task, self.num_sms, self.reuse_workspace, scheduler)
             if graph is None:
                 continue
             graph.attributes[WATCHDOG_ATTR] = IntegerAttr(self.watchdog_ms * 1_000_000, i64)

@@ -19,10 +19,12 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.mark.parametrize(
-    ("name", "dispatch"), [("chain3", "auto"), ("chain3", "table"), ("chain40", "auto"), ("chain40", "table")]
+    ("name", "dispatch"),
+    [("chain3", "auto"), ("chain3", "table"), ("chain40", "auto"), ("chain40", "table"), ("chain3", "scheduler"), ("chain40", "scheduler")],
 )
 def test_megakernel_matches_reference(name: str, dispatch: str) -> None:
-    """Each dispatch (passes/mpk/dispatch.py): chain40 is inlined by default, chain3 straight-line."""
+    """Each dispatch (passes/mpk/dispatch.py): chain40 is inlined by default, chain3 straight-line;
+    under `scheduler` a scheduler CTA hands the tasks over (codegen/megakernel_scheduler.py)."""
     from mirage_xdsl.driver.compile import compile
 
     module = workload(name)
@@ -32,7 +34,10 @@ def test_megakernel_matches_reference(name: str, dispatch: str) -> None:
         assert check(graph, module, seed) < 1e-2
 
 
-def test_megakernel_replays_in_a_cuda_graph() -> None:
+@pytest.mark.parametrize("dispatch", ["auto", "scheduler"])
+def test_megakernel_replays_in_a_cuda_graph(dispatch: str) -> None:
+    """Replays wait on later generations of the events (and, under the scheduler, of the queue
+    heads) without any reset between them."""
     import cupy
 
     from mirage_xdsl.driver.compile import compile
@@ -41,7 +46,7 @@ def test_megakernel_replays_in_a_cuda_graph() -> None:
     from mirage_xdsl.runtime.random_inputs import numpy_values, random_inputs
 
     module = workload("chain40")
-    graph = compile(module, megakernel=True, cuda_graph=True, poison_outputs=True)
+    graph = compile(module, megakernel={"dispatch": dispatch}, cuda_graph=True, poison_outputs=True)
     plan = graph.plan
     dev = [to_device(cupy, x) for x in random_inputs(plan.inputs, 5)]
     for seed in (21, 22, 23):
@@ -56,7 +61,7 @@ def test_megakernel_replays_in_a_cuda_graph() -> None:
         assert relative_error(host, refs) < 1e-2
 
 
-def _deadlocked_graph() -> Any:
+def _deadlocked_graph(dispatch: str = "auto") -> Any:
     """chain3's megakernel with one event's count raised past its producers (the verifier
     rejects this graph; it is printed without verifying, as a bug in a pass would leave it)."""
     from xdsl.dialects.builtin import IntegerAttr, i64
@@ -70,7 +75,7 @@ def _deadlocked_graph() -> Any:
     from mirage_xdsl.runtime.interop import detect_arch
 
     module = workload("chain3")
-    MirageMegakernelPass(watchdog_ms=200).apply(make_context(), module)
+    MirageMegakernelPass(watchdog_ms=200, dispatch=dispatch).apply(make_context(), module)
     event = [op for op in module.walk() if isinstance(op, EventOp)][-1]
     event.count = IntegerAttr(event.needed + 1, i64)
     arch = detect_arch()
@@ -80,20 +85,27 @@ def _deadlocked_graph() -> Any:
     return graph.load()
 
 
-def test_forced_deadlock_ends_with_the_watchdog_error_within_a_second() -> None:
+DEADLOCK_REPORTS = {
+    "auto": r"megakernel deadlock: task \d+ \(chain3_k\d+ block \d+, worker \d+\) waits on event \d+ \(count \d+ of \d+\)",
+    "scheduler": r"megakernel deadlock: the scheduler waits on event \d+ \(count \d+ of \d+\) before task \d+ \(chain3_k\d+ block \d+, worker \d+\)",
+}
+
+
+@pytest.mark.parametrize("dispatch", list(DEADLOCK_REPORTS))
+def test_forced_deadlock_ends_with_the_watchdog_error_within_a_second(dispatch: str) -> None:
     import cupy
 
     from mirage_xdsl.runtime.measure import to_device
     from mirage_xdsl.runtime.random_inputs import random_inputs
 
-    graph = _deadlocked_graph()
+    graph = _deadlocked_graph(dispatch)
     xs = [to_device(cupy, x) for x in random_inputs(graph.plan.inputs, 3)]
     graph(*xs)  # warm: CuPy allocations, module load
     with pytest.raises(MegakernelDeadlock):
         check_megakernel(graph)
     start = time.perf_counter()
     graph(*xs)
-    with pytest.raises(MegakernelDeadlock, match=r"megakernel deadlock: task \d+ \(chain3_k\d+ block \d+, worker \d+\) waits on event \d+ \(count \d+ of \d+\)"):
+    with pytest.raises(MegakernelDeadlock, match=DEADLOCK_REPORTS[dispatch]):
         check_megakernel(graph)
     assert time.perf_counter() - start < 1.0
 
@@ -143,6 +155,16 @@ def test_decoder_layers_match_reference(name: str) -> None:
     assert check(mk, module, 51) < 1e-2
     assert check(mk, module, 52) < 1e-2  # a second launch: later generations of the counters
     assert check(compile(module, poison_outputs=True), module, 53) < 1e-2
+
+
+def test_decoder_layer_under_the_scheduler() -> None:
+    """Issue #32 (a) with run-time dispatch: 1794 tasks handed over by the scheduler CTA."""
+    from mirage_xdsl.driver.compile import compile
+
+    module = workload("decoder_layer")
+    mk = compile(module, megakernel={"per_op": False, "dispatch": "scheduler"}, poison_outputs=True)
+    assert mk.plan.megakernel is not None and mk.plan.megakernel["scheduler"]
+    assert check(mk, module, 54) < 1e-2 and check(mk, module, 55) < 1e-2
 
 
 def test_returned_grouped_attention_in_the_megakernel() -> None:

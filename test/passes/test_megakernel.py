@@ -276,12 +276,12 @@ def test_one_persistent_kernel_is_printed() -> None:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("name", ["chain3", "chain40"])
-def test_megakernel_compiles_with_nvcc(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "dispatch"), [("chain3", "auto"), ("chain40", "auto"), ("chain3", "scheduler")])
+def test_megakernel_compiles_with_nvcc(name: str, dispatch: str, tmp_path: Path) -> None:
     from mirage_xdsl.driver.nvcc import compile_cuda
 
     module = workload(name)
-    megakernel(module)
+    megakernel(module, dispatch=dispatch)
     program = emit_cuda(module, "sm_90a")
     cubin = compile_cuda(program.source, "sm_90a", cache_dir=tmp_path)
     assert Path(cubin).stat().st_size > 0
@@ -414,13 +414,50 @@ def test_dispatch_errors_name_the_rule() -> None:
     from xdsl.dialects.builtin import StringAttr
     from xdsl.utils.exceptions import PassFailedException
 
-    with pytest.raises(PassFailedException, match="dispatch is 'fast'; rule: auto, table, straight, inline"):
+    with pytest.raises(PassFailedException, match="dispatch is 'fast'; rule: auto, table, straight, inline, scheduler"):
         megakernel(workload("chain40"), dispatch="fast")
     module = workload("chain40")
     graph = megakernel(module)
     graph.attributes["mpk.dispatch"] = StringAttr("fast")
-    with pytest.raises(MpkVerifyError, match="mpk.dispatch is .*rule: it is a string, one of table, straight, inline"):
+    with pytest.raises(MpkVerifyError, match="mpk.dispatch is .*rule: it is a string, one of table, straight, inline, scheduler"):
         graph.verify()
+    with pytest.raises(PassFailedException, match="dispatch=scheduler needs at least 2 CTAs .* got workers=1; raise workers"):
+        megakernel(workload("chain40"), dispatch="scheduler", workers=1)
+
+
+def _table(src: str, name: str) -> list[int]:
+    """The values of the printed constant table `name`."""
+    m = re.search(rf"const unsigned {name}\[\d+\] = {{([^}}]*)}};", src)
+    assert m, name
+    return [int(v) for v in m[1].split(",")]
+
+
+def test_scheduler_dispatch_gives_the_last_cta_to_the_scheduler() -> None:
+    """`dispatch=scheduler` (codegen/megakernel_scheduler.py): the workers are one fewer than the
+    CTAs, the scheduler CTA takes the last SM-major slot, and its tables hand every task over
+    exactly once -- the tasks without a wait at the start, the others with their event."""
+    module = workload("chain3")
+    graph = megakernel(module, dispatch="scheduler")
+    assert graph.dispatch == "scheduler" and graph.num_workers == 4 * 132 - 1 and graph.sm_major == 132
+    assert max(t.worker_id for t in graph.tasks) < graph.num_workers
+    program = emit_cuda(module, "sm_90a")
+    src, plan = program.source, program.plans["chain3"]
+    (launch,) = plan.steps
+    assert launch.grid[0] == 4 * 132
+    info = MegakernelInfo.from_dict(plan.megakernel)  # type: ignore[arg-type]
+    assert info.scheduler and info.ctas == 4 * 132 and plan.counters == info.state_word + info.words
+    assert info.queue_word >= info.slot_word + 132 and (info.queue_word - info.state_word) % 2 == 0
+    assert f"if (w == {graph.num_workers}u) {{  // the scheduler CTA" in src
+    assert "mx::mpk_pop(heads + w, slots, gen * n, i, state, w," in src and "mx::mpk_st_relaxed(heads + v," in src
+    assert f"mx::mpk_finish(state, gen, {4 * 132}u);" in src and "if (mpk_abort) return;" in src
+    initial, offsets, consumers = _table(src, "sched_initial"), _table(src, "ev_cons_off"), _table(src, "ev_cons")
+    assert initial == [t.ident for t in graph.tasks if t.wait_event < 0]
+    for e in graph.events:
+        assert consumers[offsets[e.ident] : offsets[e.ident + 1]] == [t.ident for t in graph.tasks if t.wait_event == e.ident]
+    assert sorted(initial + consumers) == [t.ident for t in graph.tasks]  # each task handed over once
+    assert _table(src, "task_worker") == [t.worker_id for t in graph.tasks]
+    # no dependency is elided: a task's triggers are all its events
+    assert _table(src, "trig") == [e for t in graph.tasks for e in t.trigger_events]
 
 
 SIBLINGS = """

@@ -16,7 +16,8 @@ namespace mx {
 enum MpkState : int {
   kMpkGen = 0,      // launches completed
   kMpkDone = 1,     // workers finished, summed over launches
-  kMpkError = 2,    // 0, 1 once a wait timed out, 2 when a worker found no SM-major slot
+  kMpkError = 2,    // 0; 1 once an event wait timed out; 2 when a worker found no SM-major slot;
+                    // 3 when a worker's queue wait timed out; 4 when the scheduler's did
   kMpkErrTask = 3,
   kMpkErrEvent = 4,
   kMpkErrValue = 5,  // the event's count in this launch when the wait gave up
@@ -43,6 +44,16 @@ __device__ __forceinline__ void mpk_add_relaxed(unsigned long long* p, unsigned 
   asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+__device__ __forceinline__ void mpk_st_relaxed(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned mpk_ld_relaxed(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 __device__ __forceinline__ unsigned long long mpk_globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -50,12 +61,12 @@ __device__ __forceinline__ unsigned long long mpk_globaltimer() {
 }
 
 // Thread 0 of a worker: wait until *ev >= base + needed.  Returns 0 when reached, 1 when the
-// wait gave up: it spun past timeout_ns (globaltimer ns; it records task, event and counts in
-// the state words) or another worker has recorded an error.  Back-off: __nanosleep doubling
-// from 32 to 256 ns.
+// wait gave up: it spun past timeout_ns (globaltimer ns; it records `code`, task, event and
+// counts in the state words) or another worker has recorded an error.  Back-off: __nanosleep
+// doubling from 32 to 256 ns.
 __device__ __noinline__ int mpk_wait(const unsigned long long* ev, unsigned long long base, unsigned long long needed,
                                      unsigned long long* state, unsigned task, unsigned event,
-                                     unsigned long long timeout_ns) {
+                                     unsigned long long timeout_ns, unsigned long long code = 1ull) {
   const unsigned long long target = base + needed;
   if (mpk_ld_acquire(ev) >= target) return 0;
   const unsigned long long t0 = mpk_globaltimer();
@@ -68,7 +79,7 @@ __device__ __noinline__ int mpk_wait(const unsigned long long* ev, unsigned long
     if (mpk_ld_acquire(ev) >= target) return 0;
     if (*reinterpret_cast<volatile unsigned long long*>(state + kMpkError)) return 1;
     if (mpk_globaltimer() - t0 > timeout_ns) {
-      if (atomicCAS(state + kMpkError, 0ull, 1ull) == 0ull) {
+      if (atomicCAS(state + kMpkError, 0ull, code) == 0ull) {
         const unsigned long long now = *reinterpret_cast<volatile const unsigned long long*>(ev);
         state[kMpkErrTask] = task;
         state[kMpkErrEvent] = event;
@@ -79,6 +90,32 @@ __device__ __noinline__ int mpk_wait(const unsigned long long* ev, unsigned long
       }
       return 1;
     }
+  }
+}
+
+// Thread 0 of worker `worker` under scheduler dispatch (codegen/megakernel_scheduler.py): the
+// task at position i of its queue in this launch, once the scheduler's head passed it
+// (head >= base + i + 1, ld.acquire.gpu), or ~0u when the wait gave up (error 3: the worker in
+// kMpkErrEvent, i in kMpkErrTask, the tasks pushed so far in kMpkErrValue).
+__device__ __noinline__ unsigned mpk_pop(const unsigned long long* head, const unsigned* slots, unsigned long long base,
+                                         unsigned i, unsigned long long* state, unsigned worker,
+                                         unsigned long long timeout_ns) {
+  if (mpk_wait(head, base, i + 1ull, state, i, worker, timeout_ns, 3ull)) return ~0u;
+  return mpk_ld_relaxed(slots + i);
+}
+
+// Lane 0 of the scheduler when its watchdog fired while event `event` (at `ev`) had not
+// reached base + needed: error 4 with the event, its count and its first consumer `task`.
+__device__ __forceinline__ void mpk_schedule_timeout(unsigned long long* state, const unsigned long long* ev,
+                                                     unsigned long long base, unsigned long long needed,
+                                                     unsigned task, unsigned event) {
+  if (atomicCAS(state + kMpkError, 0ull, 4ull) == 0ull) {
+    state[kMpkErrTask] = task;
+    state[kMpkErrEvent] = event;
+    state[kMpkErrValue] = *reinterpret_cast<volatile const unsigned long long*>(ev) - base;
+    state[kMpkErrNeeded] = needed;
+    state[kMpkErrWorker] = blockIdx.x;
+    __threadfence();
   }
 }
 

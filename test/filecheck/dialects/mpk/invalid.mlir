@@ -85,4 +85,4 @@ mpk.task_graph attributes {workers = 1 : i64, threads = 128 : i64, smem = 0 : i6
 mpk.task_graph attributes {mpk.dispatch = "fast", workers = 1 : i64, threads = 128 : i64, smem = 0 : i64, buffers = ["X"]} {
   mpk.task {id = 0 : i64, kernel = "k0", blocks = array<i64: 0, 1>, worker = 0 : i64, wait = -1 : i64, triggers = array<i64>, reads = [], writes = []}
 }
-// CHECK: mpk.task_graph: mpk.dispatch is "fast"; rule: it is a string, one of table, straight, inline; fix: set kn-to-task-graph's `dispatch` option instead of writing the attribute
+// CHECK: mpk.task_graph: mpk.dispatch is "fast"; rule: it is a string, one of table, straight, inline, scheduler; fix: set kn-to-task-graph's `dispatch` option instead of writing the attribute

@@ -4,6 +4,8 @@
 // RUN: mirage-opt %s -p 'mirage-megakernel{workers=2 dispatch=straight}' -t cuda | filecheck %s --check-prefix=STRAIGHT
 // RUN: mirage-opt %s -p 'mirage-megakernel' | filecheck %s --check-prefix=SMIR
 // RUN: mirage-opt %s -p 'mirage-megakernel' -t cuda | filecheck %s --check-prefix=SMCUDA
+// RUN: mirage-opt %s -p 'mirage-megakernel{workers=3 dispatch=scheduler}' | filecheck %s --check-prefix=SCHEDIR
+// RUN: mirage-opt %s -p 'mirage-megakernel{workers=3 dispatch=scheduler}' -t cuda | filecheck %s --check-prefix=SCHED
 
 // The pipeline: one kernel per op (the matmul too, not a cuBLAS call), 128 threads each,
 // then the task graph; the cuda target prints ONE persistent kernel running the per-op
@@ -84,3 +86,28 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // SMIR:       mpk.task_graph attributes {{{.*}}mpk.sm_major = 132 : i64{{.*}}workers = 528 : i64
 // SMCUDA:     mpk_w = mx::mpk_place(mpk_counters + {{[0-9]+}}, mpk_gen, 4u, 132u, state);
 // SMCUDA:     const unsigned w = mpk_w;
+
+// Scheduler dispatch (codegen/megakernel_scheduler.py): of the 3 CTAs the last schedules, so
+// the graph has 2 workers; the scheduler hands the matmul's 8 tasks (no wait) over at its
+// start and the relu task once event 0 is reached, slots first, one fence, then the heads;
+// each worker pops its queue.
+// SCHEDIR:    mpk.task_graph attributes {{{.*}}mpk.dispatch = "scheduler", workers = 2 : i64
+// SCHED:      static __constant__ const unsigned sched_initial[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+// SCHED-NEXT: static __constant__ const unsigned ev_cons_off[2] = {0, 1};
+// SCHED-NEXT: static __constant__ const unsigned ev_cons[1] = {8};
+// SCHED:      // pair_mpk: 9 tasks of 2 kernels on 2 worker CTAs + a scheduler CTA of 128 threads,
+// SCHED:      extern __shared__ __align__(128) unsigned char mpk_dyn_smem[];
+// SCHED:      if (w == 2u) {  // the scheduler CTA (mpk.dispatch = scheduler)
+// SCHED:          for (unsigned i = lane; i < 8u; i += 32) slot_of(sched_initial[i]);
+// SCHED-NEXT:     __syncwarp();
+// SCHED-NEXT:     __threadfence();
+// SCHED-NEXT:     for (unsigned i = lane; i < 8u; i += 32) head_of(sched_initial[i]);
+// SCHED:            const bool ready = live && mx::mpk_ld_acquire(events + e) >= (gen + 1ull) * event_count[e];
+// SCHED:          if (lane == 0) mx::mpk_schedule_timeout(
+// SCHED:        if (tid == 0) mx::mpk_finish(state, gen, 3u);
+// SCHED-NEXT:   return;
+// SCHED:        if (tid == 0) mpk_task = mx::mpk_pop(heads + w, slots, gen * n, i, state, w, 1000000000ull);
+// SCHED:        mx::MpkGate gate{nullptr, 0ull, 0ull, state, t, ~0u, 500000000ull, &mpk_abort, nullptr};
+// SCHED:      if (tid == 0) mx::mpk_finish(state, gen, 3u);
+// SCHED:      "grid": [
+// SCHED-NEXT:   3,
