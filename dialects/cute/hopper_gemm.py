@@ -54,7 +54,7 @@ from mirage_xdsl.dialects.cute.attrs import UnaryFnAttr
 
 BK = 64
 """K extent of one pipeline stage: 64 fp16/bf16 elements = one 128-byte swizzle row."""
-TILE_N = (64, 128, 256)
+TILE_N = (64, 128, 192, 256)
 """wgmma N extents the header instantiates."""
 EPILOGUES = {"store4": 0, "store16": 1, "tma_store": 2}
 """`epilogue` -> the header's `Epilogue` value: 4-byte stores, 16-byte stores (n, ldc and the

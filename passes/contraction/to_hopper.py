@@ -9,7 +9,7 @@ which the CUDA printer only prints:
 
 - tile: BM = 128 (two consumer warpgroups of m64 wgmma each; 64 and one consumer when
   m <= 64), BN one of wgmma's N extents 256, 128, 64 (`choose_tile_n`: the least padded
-  work over the persistent grid's rounds, the widest on ties), BK = 64 (one 128-byte
+  work over the persistent grid's rounds, the widest on ties; 192 on request, `tile-n`), BK = 64 (one 128-byte
   swizzle row); a skinny GEMM (64 < m <= `SKINNY_ROWS`, weight streaming) takes the BM,
   BN and K split whose busiest block moves the fewest bytes (`skinny_tile`);
 - schedule: ping-pong (each consumer takes whole 128 x BN tiles in turn, BN <= 128, so one
@@ -111,6 +111,12 @@ def _panel_bytes(g: int, grid: int, a_panel: int, b_panel: int) -> int:
     return g * a_panel + math.ceil(grid / g) * b_panel
 
 
+POW2_TILE_N = tuple(t for t in TILE_N if t & (t - 1) == 0)
+"""The widths `choose_tile_n` and `skinny_tile` pick from; 192 only on request (`tile-n=192`):
+as 64 x 192 tiles for the 128-row MLPs' first projections (128 blocks streaming instead of 96
+of 128 x 128) it was no faster on an H200 (2026-11-27: GELU MLP bs128 fp16 75.2 / 74.9 us
+against 74.8 / 75.4, SwiGLU 108.4 / 105.9 against 102.3 / 102.0)."""
+
 MIN_ROUND_FILL = 0.9
 """`choose_tile_n` keeps the widest tile while its grid fills at least this share of the SM
 rounds: a narrower tile re-reads more operand bytes per output, (1/BM + 1/BN) x K x 2 per
@@ -132,7 +138,7 @@ def choose_tile_n(view: GemmView, bm: int, num_sms: int = SM90.num_sms) -> int:
     Raises:
         Nothing.
     """
-    candidates = sorted((t for t in TILE_N if t <= max(view.n, TILE_N[0])), reverse=True)
+    candidates = sorted((t for t in POW2_TILE_N if t <= max(view.n, TILE_N[0])), reverse=True)
 
     def fill(bn: int) -> float:
         return _fill(view, bm, bn, num_sms)
@@ -218,7 +224,7 @@ def skinny_tile(view: GemmView, num_sms: int = SM90.num_sms, elem_bytes: int = 2
     options = [
         (bm, bn, split)
         for bm in (64, 128)
-        for bn in TILE_N
+        for bn in POW2_TILE_N
         if bn <= max(view.n, TILE_N[0])
         for split in SPLITS
         if split == 1 or ktiles >= split * MIN_SPLIT_KTILES

@@ -62,6 +62,10 @@ def test_pass_decides_the_schedule() -> None:
     assert lowered("mk,nk->mn", [(64, 96), (36, 96)]).epilogue.data == "store4"  # n not a multiple of 8
     small = lowered("mk,kn->mn", [(64, 96), (96, 72)])
     assert small.ints("tile") == [64, 64, 64] and small.consumers.value.data == 1
+    # 192-wide tiles on request only; the 128-row MLP projection keeps 128 x 128 by default
+    mlp = ("mk,kn->mn", [(128, 4096), (4096, 12288)])
+    assert lowered(*mlp).ints("tile") == [128, 128, 64]
+    assert lowered(*mlp, tile_n=192).ints("tile") == [128, 192, 64]
 
 
 def test_cluster_pairs_share_b() -> None:
@@ -170,10 +174,17 @@ def test_printer_and_plan() -> None:
 def test_generated_kernel_compiles(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from mirage_xdsl.driver.nvcc import compile_cuda
 
-    for eq, shapes, dtype in (BMM + ("float16",), ("bhqd,bkhd->bhqk", [(2, 4, 192, 64), (2, 320, 4, 64)], "bfloat16")):
+    cases = (
+        (*BMM, "float16", 0),
+        ("bhqd,bkhd->bhqk", [(2, 4, 192, 64), (2, 320, 4, 64)], "bfloat16", 0),
+        ("mk,kn->mn", [(128, 512), (512, 1536)], "float16", 192),  # wgmma m64n192k16
+    )
+    for eq, shapes, dtype, tile_n in cases:
         module = einsum_module(eq, shapes, dtype)
-        ConvertContractionToHopperPass().apply(make_context(), module)
-        assert compile_cuda(prepare(module, arch="sm_90a").program.source, "sm_90a", cache_dir=tmp_path).is_file()
+        ConvertContractionToHopperPass(tile_n=tile_n).apply(make_context(), module)
+        src = prepare(module, arch="sm_90a").program.source
+        assert not tile_n or f"gemm_ws<half, {tile_n}," in src
+        assert compile_cuda(src, "sm_90a", cache_dir=tmp_path).is_file()
 
 
 def test_tensor_map_rules() -> None:
@@ -217,6 +228,22 @@ STREAM_CASES = [
     ("mk,nk->mn", [(192, 4096), (1000, 4096)], "bfloat16"),  # K-major B, 16 tiles x 64 k-tiles: 7-8 per block
     ("mk,kn->mn", [(128, 4096), (4096, 12288)], "float16"),  # an MLP's first projection: 96 tiles on 132 blocks
 ]
+
+
+WIDE_CASES = [
+    ("mk,kn->mn", [(200, 136), (136, 1000)], "float16"),  # tails in m, n and k; MN-major B: 3 boxes of 64
+    ("mk,nk->mn", [(136, 320), (400, 320)], "bfloat16"),  # K-major B: one box of 192 rows
+    ("cmk,ckn->cmn", [(2, 64, 256), (2, 256, 384)], "float16"),  # one consumer (m = 64), 2 batches
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("epilogue", ["", "store16", "store4"])
+@pytest.mark.parametrize(("equation", "shapes", "dtype"), WIDE_CASES)
+def test_einsum_192_wide_tiles_match_reference(equation: str, shapes: list[tuple[int, ...]], dtype: str, epilogue: str) -> None:
+    """`tile_n=192` (`wgmma m64n192k16`, on request only): tails, both B layouts (MN-major: three
+    64-column boxes per stage), one and two consumers, every epilogue."""
+    test_einsum_matches_reference(equation, shapes, dtype, epilogue, tile_n=192)
 
 
 CLUSTER_CASES = [
@@ -300,6 +327,7 @@ def test_einsum_matches_reference(
     cluster: int = 1,
     pingpong: int = -1,
     stream_k: int = -1,
+    tile_n: int = 0,
 ) -> None:
     import torch
 
@@ -321,6 +349,7 @@ def test_einsum_matches_reference(
         cluster=cluster,
         pingpong=pingpong,
         stream_k=stream_k,
+        tile_n=tile_n,
         poison_outputs=True,
     )
     (out,) = graph(a, b)

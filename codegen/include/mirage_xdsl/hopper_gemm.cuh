@@ -361,7 +361,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
   constexpr int B_BYTES = BN * BK * (int)sizeof(T);
   constexpr int C_BYTES = 64 * BN * (int)sizeof(T);  // one consumer's staging tile (kTmaStore)
   constexpr int MS = PINGPONG ? NC : 1;  // m64 slabs of one consumer's tile
-  static_assert(BN == 64 || BN == 128 || BN == 256, "BN must be 64, 128 or 256");
+  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "BN must be 64, 128, 192 or 256");
   static_assert(SPLIT == 1 || CLUSTER == 1, "split-K runs without clusters");
   static_assert(STREAM == 0 || (CLUSTER == 1 && SPLIT == 1 && !PINGPONG), "stream-K: no cluster, split-K or ping-pong");
   static_assert(!PINGPONG || (NC == 2 && CLUSTER == 1 && SPLIT == 1 && BN <= 128),
