@@ -47,6 +47,16 @@ func.func @tiles(%X: tensor<8x256xf16> {kn.strides = array<i64: 256, 1>},
 """
 
 
+PAIR = """
+func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
+                %W: tensor<64x64xf16> {kn.strides = array<i64: 64, 1>, kn.weight}) -> tensor<8x64xf16> {
+  %h = kn.matmul %X, %W : tensor<8x64xf16>, tensor<64x64xf16> -> tensor<8x64xf16>
+  %o = kn.relu %h : tensor<8x64xf16>
+  func.return %o : tensor<8x64xf16>
+}
+"""
+
+
 def parse(text: str) -> ModuleOp:
     return Parser(make_context(), text).parse_module()
 
@@ -496,3 +506,43 @@ def test_concurrent_kernels_are_planned_for_their_share_of_the_sms() -> None:
     # the small projections get fewer, longer tiles; the large one keeps a grid that fills its share
     assert shared["Wk"] < alone["Wk"] and shared["Wv"] < alone["Wv"]
     assert shared["Wk"] * 4 <= shared["Wq"] <= alone["Wq"]
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        (1, r"megakernel deadlock: task 8 \(pair_k1 block 0, worker \d+\) waits on event 0 \(count 5 of 8\)"),
+        (3, r"megakernel deadlock: worker 1 waits for the scheduler to push its task number 5 of this launch \(it pushed 4\)"),
+        (4, r"megakernel deadlock: the scheduler waits on event 0 \(count 5 of 8\) before task 8 \(pair_k1 block 0, worker \d+\)"),
+    ],
+)
+def test_the_watchdog_report_names_what_waited(code: int, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check_megakernel` reads the error record the device wrote (state words: code, task,
+    event, value, needed, worker) into one sentence per kind of wait, and clears the counters."""
+    import numpy as np
+
+    from mirage_xdsl.runtime import megakernel as host
+    from mirage_xdsl.runtime.megakernel import MegakernelDeadlock, check_megakernel
+
+    module = parse(PAIR)
+    MirageMegakernelPass(workers=3, dispatch="scheduler").apply(make_context(), module)
+    plan = emit_cuda(module, "sm_90a").plans["pair"]
+    record = {1: (8, 0, 5, 8), 3: (4, 1, 4, 5), 4: (8, 0, 5, 8)}[code]
+    state = np.array([0, 0, code, *record, 0], dtype=np.uint64)
+    monkeypatch.setattr(host, "_words", lambda graph, first, count: state)
+
+    class Counters:
+        cleared = False
+
+        def fill(self, value: int) -> None:
+            self.cleared = value == 0
+
+    class Graph:
+        func_name = "pair"
+
+    graph = Graph()
+    graph.plan = plan  # type: ignore[attr-defined]
+    graph._counters = Counters()  # type: ignore[attr-defined]
+    with pytest.raises(MegakernelDeadlock, match=message):
+        check_megakernel(graph)
+    assert graph._counters.cleared  # type: ignore[attr-defined]
