@@ -386,3 +386,45 @@ def test_row_chain_keeps_the_barrier_after_its_level(index: int) -> None:
 
     out = fuzz_check.check_emulated(fuzz.case_of(1127, index), seed=fuzz._input_seed(1127, index))
     assert out.status == "ok", out.message
+
+
+@needs_cxx
+def test_square_ending_a_register_chain_is_summed_in_fp32() -> None:
+    """Fuzz seed 1134 graph 1579: rms_norm over 4-row tiles of 256 columns whose elementwise
+    register chain (cute-row-chains) ended with the square and stored it rounded to fp16 for
+    the row sum outside the chain (relative error 0.027 for values near 1e-4).
+    cute-fuse-square-sum now takes such a square out of its chain and the sum squares the
+    chain's stored operand in fp32."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+
+    out = fuzz_check.check_emulated(fuzz.case_of(1134, 1579), seed=fuzz._input_seed(1134, 1579))
+    assert out.status == "ok", out.message
+
+
+@needs_cxx
+@pytest.mark.parametrize("scale", [400.0, 1e-3])
+def test_rms_norm_of_rows_beyond_fp16_squares(scale: float) -> None:
+    """The same chain on rows of magnitude ~400, whose fp16 squares overflowed (the whole row
+    came out 0), and ~1e-4, whose squares underflowed: both within fp16 rounding now."""
+    from mirage_xdsl.bench.fuzz_check import _emulate, lower_case
+    from mirage_xdsl.codegen.cuda_target import emit_cuda
+    from mirage_xdsl.frontends.builder import new_kernel_graph
+    from mirage_xdsl.runtime.random_inputs import numpy_values
+
+    g = new_kernel_graph("rms_rows")
+    x_in = g.new_input((8, 256), dtype="float16", name="X")
+    s_in = g.new_input((8, 1), dtype="float16", name="S")
+    g.mark_output(g.silu(g.rms_norm(g.silu(g.mul(x_in, s_in)), (256,))))
+    case = FuzzCase("rms_rows", "kernel", "float16", g.module)
+    program = emit_cuda(lower_case(case, {"flash_attention": False}))
+    assert "reduce_sum_squares" in program.source
+    x = np.random.default_rng(5).uniform(-1, 1, (8, 256)).astype(np.float16)
+    s = np.full((8, 1), scale, np.float16)
+    (out,) = _emulate(program, case, [x, s], None)
+    got = numpy_values(out, "float16").astype(np.float64)
+    h = x.astype(np.float64) * float(s[0, 0])
+    h = h / (1 + np.exp(-h))
+    n = h / np.sqrt((h**2).mean(axis=1, keepdims=True))
+    ref = n / (1 + np.exp(-n))
+    assert np.isfinite(got).all()
+    assert np.abs(got - ref).max() <= 4e-3 * np.abs(ref).max()
