@@ -17,7 +17,11 @@ group into `kn.customized` op(s) whose threadblock graphs come from the planner 
    groups.
 2. *Partition.*  Otherwise the component is grown greedily in program order: each op joins
    the union of its producers' groups, or the largest single producer group, if the result
-   is still convex (no path leaves and re-enters it) and plannable; else it starts a group.
+   is still convex (no path leaves and re-enters it) and plannable; else it starts a group,
+   taking along the single-input elementwise ops that feed only it from a value materialised
+   anyway (`_feeding_chain`: an RMSNorm's `square` / `mul_scalar` of a residual that the
+   previous kernel writes go to the kernel that sums them).  Equal pure ops of one group
+   are merged (`_merge_copies`: kn-simplify's per-matmul copies of a shared statistic).
 3. *Lowering.*  Each group is replaced by the plan's kernels -- one `kn.customized`, or two
    for split-K (partials + combine; or one, whose split blocks meet in `tb.grid_sum`) -- carrying `kn.template`, `kn.smem_estimate` (bytes:
    the sum of the tile sizes) and `kn.cost_estimate_us`.  Plans estimated above 40% of the
@@ -94,6 +98,56 @@ def _producers(op: Operation, fusible: set[Operation]) -> list[Operation]:
         if isinstance(owner, Operation) and owner in fusible and owner not in out:
             out.append(owner)
     return out
+
+
+def _merge_copies(members: list[Operation]) -> list[Operation]:
+    """`members` with equal pure ops of the group merged (kn-simplify's CSE within one kernel):
+    kn-simplify gives each matmul its own copy of a shared row statistic so that kernels apart
+    each compute theirs; copies that land in one kernel (a gate and an up projection) need one."""
+    seen: dict[tuple, Operation] = {}
+    kept: list[Operation] = []
+    for op in members:
+        key = (op.name, tuple(op.operands), tuple(sorted(op.properties.items())), tuple(r.type for r in op.results))
+        prev = seen.get(key) if not op.regions and not isinstance(op, kn.CustomizedOp) else None
+        if prev is None:
+            seen[key] = op
+            kept.append(op)
+            continue
+        for old, new in zip(op.results, prev.results):
+            old.replace_all_uses_with(new)
+        op.detach()
+        op.erase()
+    return kept
+
+
+def _feeding_chain(op: Operation, group_of: dict[Operation, int], fusible: set[Operation]) -> list[Operation]:
+    """The single-input elementwise ops (program order) that feed `op` alone, back from `op`'s
+    operand to a value that is materialised anyway (a graph input, or a result with a use
+    outside the chain), all in one group; [] if there is no such chain.
+
+    When `op` cannot join that group (a reduction over a whole row the group's blocks split,
+    e.g. the `sum(h^2 / n)` of an RMSNorm after an O projection), greedy growth has already
+    put the chain (`square`, `mul_scalar`) in the producer's kernel, which then writes `h^2`
+    for `op`'s kernel to read back whole; moved to `op`'s group instead, the chain is
+    recomputed from `h` where it is consumed (no intermediate written, and a matmul over `h`
+    there keeps the statistic as a register sum beside its loop)."""
+    if len(op.operands) != 1:
+        return []
+    chain: list[Operation] = []
+    value = op.operands[0]
+    while True:
+        prod = value.owner
+        if not isinstance(prod, Operation) or prod not in fusible or prod not in group_of or len(list(value.uses)) != 1:
+            break
+        if not isinstance(prod, (kn.KnUnaryOp, kn.MulScalarOp)):
+            break
+        chain.append(prod)
+        value = prod.operands[0]
+    if not chain or len({group_of[c] for c in chain}) != 1:
+        return []
+    if isinstance(value.owner, Operation) and len(list(value.uses)) < 2:
+        return []  # the chain's source would be written only for it: no bytes saved
+    return chain[::-1]
 
 
 def _components(ops: list[Operation]) -> list[list[Operation]]:
@@ -437,9 +491,25 @@ def partition_function(
                 placed = True
                 break
             if not placed:
-                group_of[o] = len(local)
-                local.append([o])
+                start = [o]
+                pulled = _feeding_chain(o, group_of, fusible)
+                if pulled:
+                    g = group_of[pulled[0]]
+                    rest = [m for m in local[g] if m not in set(pulled)]
+                    mine = [m for m in comp if m in set(pulled) or m is o]
+                    if (
+                        rest
+                        and is_convex(set(rest))
+                        and _plan(planner, rest, allow_split, cache) is not None
+                        and _plan(planner, mine, allow_split, cache) is not None
+                    ):
+                        local[g] = rest
+                        start = mine
+                for m in start:
+                    group_of[m] = len(local)
+                local.append(start)
         groups += [g for g in local if g]
+    groups = [_merge_copies(g) for g in groups]
     applied = []
     shares = concurrent_sm_shares(groups, planner.device.num_sms) if share_sms else {}
     for i, members in enumerate(groups):

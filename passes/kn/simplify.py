@@ -21,7 +21,12 @@ then keeps the product `X @ W` in f32, as it is rms(X) times the result) and
 and denominator are both sums over the KV dim, so they can be split across blocks).
 
 The moved factor is rewritten only when the scaled operand has no other use (otherwise the
-scaling would be computed twice).  CSE merges kn ops with equal names, operands and
+scaling would be computed twice), except for a row statistic of the scaled tensor itself
+(`x / sqrt(sum(x^2) / n)`: one RMSNorm feeding the Q, K and V projections, or a gate and an up
+projection): after the fixpoint, `SplitSharedRowScale` gives every matmul reading it its own
+copy of the statistic and of the scaling, each moved past its matmul (no CSE follows), so each
+consumer kernel sums the squares beside its loop instead of waiting for a one-block kernel;
+kn-partition merges the copies that land in one kernel.  CSE merges kn ops with equal names, operands and
 properties (`kn.customized` is never merged); dead pure kn ops are erased.  The rewrites are
 exact in real arithmetic; in floating point they reorder roundings only (the reference
 executor agrees to ~1e-15 in float64).
@@ -43,6 +48,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import InsertPoint
 
 from mirage_xdsl.dialects import kn, tiling
 
@@ -174,8 +180,80 @@ def dce_block(block: Block) -> int:
     return removed
 
 
-def simplify_module(module: ModuleOp) -> None:
-    """Run CSE, the algebraic rewrites and DCE on every kernel graph of `module` to a fixpoint."""
+def _row_statistic_chain(factor: SSAValue, x: SSAValue) -> list[Operation] | None:
+    """The ops computing `factor` from `x` alone, in program order, if `factor` is a row
+    statistic of `x`: a chain of single-input elementwise ops and size-1 reductions over x's
+    last dim that starts at `x` (rms_norm's `sqrt(sum(x^2 / n))`, a mean, a norm); else None."""
+    chain: list[Operation] = []
+    value = factor
+    while value is not x:
+        op = value.owner
+        if isinstance(op, kn.ReductionOp):
+            if op.size.value.data != 1 or op.dim.value.data != len(kn.shape_of(op.input)) - 1:
+                return None
+            value = op.input
+        elif isinstance(op, (kn.SquareOp, kn.SqrtOp, kn.MulScalarOp, kn.ExpOp, kn.SiluOp, kn.GeluOp)):
+            value = op.input
+        else:
+            return None
+        chain.append(op)
+    return chain[::-1] if chain else None
+
+
+class SplitSharedRowScale(RewritePattern):
+    """Give every matmul reading `x / r(x)` (or `x * r(x)`), with `r` a row statistic of `x`
+    over the contracted dim, its own copy of the scaling and of the statistic's ops, so that
+    `MoveScaleAcrossMatmul` moves each copy past its matmul.
+
+    A shared normalisation (one RMSNorm feeding the Q, K and V projections, or a gate and an up
+    projection) otherwise stays a separate value that every consumer kernel waits for: a
+    one-block kernel (or megakernel task) between the producer of `x` and the projections.
+    Each consumer kernel reads all of `x`'s row over its loop anyway, so its copy of the
+    statistic is a register sum beside the matmul (the rmsnorm_linear kernel, Mirage's
+    rms-norm + matmul fusion), merged across split-K blocks by the same grid sum: no extra
+    global memory traffic, one dependency level fewer."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kn.DivOp | kn.MulOp, rewriter: PatternRewriter) -> None:
+        """Clone `op` and its statistic chain for each matmul use after the first (every use must
+        be a matmul's lhs; a kn.mul's factor may be either operand)."""
+        uses = list(op.result.uses)
+        if len(uses) < 2 or any(not isinstance(u.operation, kn.MatmulOp) or u.index != 0 for u in uses):
+            return
+        match = _factor(op, -1)
+        if match is None:
+            return
+        x, factor = match
+        chain = _row_statistic_chain(factor, x)
+        if chain is None:
+            return
+        for use in uses[1:]:
+            mapping: dict[SSAValue, SSAValue] = {}
+            clones: list[Operation] = []
+            for c in [*chain, op]:
+                clone = c.clone(value_mapper=dict(mapping))
+                for old, new in zip(c.results, clone.results):
+                    mapping[old] = new
+                clones.append(clone)
+            rewriter.insert(clones, InsertPoint.before(op))
+            use.operation.operands[use.index] = clones[-1].results[0]
+
+
+def _split_row_scales(module: ModuleOp) -> bool:
+    """Run `SplitSharedRowScale` and then move the copies across their matmuls (no CSE after:
+    it would merge the copies back).  Returns whether anything changed."""
+    split = PatternRewriteWalker(SplitSharedRowScale(), apply_recursively=False).rewrite_module(module)
+    if split:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([MoveScaleAcrossMatmul(), FoldMulScalar()]), apply_recursively=True
+        ).rewrite_module(module)
+    return split
+
+
+def simplify_module(module: ModuleOp, split_row_scales: bool = True) -> None:
+    """Run CSE, the algebraic rewrites and DCE on every kernel graph of `module` to a fixpoint,
+    then (`split_row_scales`) give each matmul its own copy of a shared row scaling
+    (`SplitSharedRowScale`)."""
     funcs = [op for op in module.walk() if isinstance(op, FuncOp) and op.body.blocks]
     for _ in range(8):
         for func in funcs:
@@ -189,6 +267,9 @@ def simplify_module(module: ModuleOp) -> None:
             dce_block(func.body.block)
         if not changed:
             break
+    if split_row_scales and _split_row_scales(module):
+        for func in funcs:
+            dce_block(func.body.block)
 
 
 @dataclass(frozen=True)

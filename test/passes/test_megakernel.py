@@ -301,7 +301,7 @@ def test_weight_prologue_loads_are_issued_before_the_task_waits() -> None:
     """A task body that streams kn.weight tiles issues its ring prologue (the ops a kernel
     issues before its PDL wait) before it waits on its event through `mpk_gate`, so the
     loads stream while its producers finish; the others wait first."""
-    module = workload("decoder_mlp")
+    module = workload("decoder_layer")
     megakernel(module, per_op=False)
     src = emit_cuda(module, "sm_90a").source
     bodies = src[: src.index("namespace mpk_")].split("static __device__ __noinline__ void ")[1:]

@@ -89,3 +89,40 @@ func.func @negative(%x: tensor<2x64xf32>, %r: tensor<1x64xf32>, %s: tensor<2x1xf
 // CHECK-NEXT:    %o = kn.matmul %a, %w
 // CHECK-NEXT:    %b = kn.div %x, %s
 // CHECK-NEXT:    %p = kn.matmul %b, %w
+
+// -----
+
+// A row statistic shared by two matmuls (one RMSNorm feeding two projections): each matmul gets
+// its own copy of the statistic's ops and of the division, moved past it, so that each
+// consumer kernel computes its statistic beside its loop (no kernel of its own for it).
+func.func @shared_row_scale(%x: tensor<1x256xf16>, %wq: tensor<256x64xf16>, %wk: tensor<256x32xf16>) -> (tensor<1x64xf16>, tensor<1x32xf16>) {
+  %s = kn.square %x : tensor<1x256xf16>
+  %m = kn.mul_scalar %s {scalar = 3.906250e-03 : f64} : tensor<1x256xf16>
+  %r = kn.reduction %m {dim = 1 : i64, size = 1 : i64} : tensor<1x256xf16> -> tensor<1x1xf16>
+  %q = kn.sqrt %r : tensor<1x1xf16>
+  %n = kn.div %x, %q : tensor<1x256xf16>, tensor<1x1xf16> -> tensor<1x256xf16>
+  %a = kn.matmul %n, %wq : tensor<1x256xf16>, tensor<256x64xf16> -> tensor<1x64xf16>
+  %b = kn.matmul %n, %wk : tensor<1x256xf16>, tensor<256x32xf16> -> tensor<1x32xf16>
+  func.return %a, %b : tensor<1x64xf16>, tensor<1x32xf16>
+}
+// CHECK-LABEL: func.func @shared_row_scale
+// CHECK-COUNT-2: kn.square %x
+// CHECK-DAG:     %[[A:.*]] = kn.matmul %x, %wq
+// CHECK-DAG:     %[[B:.*]] = kn.matmul %x, %wk
+// CHECK-DAG:     %[[DA:.*]] = kn.div %[[A]], %{{.*}} : tensor<1x64xf16>, tensor<1x1xf16>
+// CHECK-DAG:     %[[DB:.*]] = kn.div %[[B]], %{{.*}} : tensor<1x32xf16>, tensor<1x1xf16>
+// CHECK:         func.return %[[DA]], %[[DB]]
+
+// -----
+
+// A row factor that is not a statistic of the scaled tensor stays shared.
+func.func @shared_foreign_scale(%x: tensor<1x256xf16>, %r: tensor<1x1xf16>, %wq: tensor<256x64xf16>, %wk: tensor<256x32xf16>) -> (tensor<1x64xf16>, tensor<1x32xf16>) {
+  %n = kn.div %x, %r : tensor<1x256xf16>, tensor<1x1xf16> -> tensor<1x256xf16>
+  %a = kn.matmul %n, %wq : tensor<1x256xf16>, tensor<256x64xf16> -> tensor<1x64xf16>
+  %b = kn.matmul %n, %wk : tensor<1x256xf16>, tensor<256x32xf16> -> tensor<1x32xf16>
+  func.return %a, %b : tensor<1x64xf16>, tensor<1x32xf16>
+}
+// CHECK-LABEL: func.func @shared_foreign_scale
+// CHECK-NEXT:    %[[N:.*]] = kn.div %x, %r
+// CHECK-NEXT:    kn.matmul %[[N]], %wq
+// CHECK-NEXT:    kn.matmul %[[N]], %wk
