@@ -13,6 +13,16 @@ worker on which it can start first (ties: the lowest worker id, so a chain stays
 worker and its events stay hot in one SM's path).  Each worker's queue is its tasks in
 region order, which keeps every producer ahead of its consumers on each queue.
 
+Deferral of tasks with slack: a task off the critical path (its slack -- how long it may start
+after its earliest start without lengthening the graph's critical path, both from these costs
+without contention -- exceeds its own cost) that becomes ready while at least `num_sms` workers
+are busy (one streaming task per SM saturates the memory bandwidth in this model) does not
+take an idle worker: it queues behind the busy worker that frees first, as long as that start
+is within its slack.  Started on an idle worker it would share the bandwidth with the tasks
+on the critical path and delay them; queued, it streams when they are done, beside the
+latency-bound tasks after them (the K and V projections of a decoder layer, graph outputs
+that nothing in the layer reads, run beside its attention instead of beside the Q projection).
+
 SM-aware ties (`num_sms`, when the workers are a whole number per SM): worker w runs on SM
 w % num_sms (the megakernel maps its CTAs so, codegen/megakernel.py), and among the workers
 free when a task is ready the one on the least loaded SM wins -- the SM whose other workers
@@ -64,6 +74,8 @@ def assign_workers(
     if workers < 1:
         raise ValueError(f"assign_workers: need at least one worker, got {workers}")
     sms = sm_major(slots or workers, num_sms)
+    latest = latest_starts(costs, deps)
+    saturated = num_sms if num_sms > 0 else workers + 1
     free = [(0, w) for w in range(workers)]  # (time the worker is free, worker)
     heapq.heapify(free)
     free_at = [0] * workers
@@ -76,6 +88,17 @@ def assign_workers(
             if p >= t:
                 raise ValueError(f"assign_workers: task {t} depends on the later task {p}")
             ready = max(ready, finish[p] + EVENT_LATENCY_NS)
+        w = _deferral_worker(free_at, ready, latest[t], saturated)
+        if w is not None:
+            s = free_at[w]
+            start.append(s)
+            finish.append(s + cost)
+            worker.append(w)
+            free_at[w] = s + cost
+            free = [(f, v) for f, v in free if v != w]
+            free.append((s + cost, w))
+            heapq.heapify(free)
+            continue
         # the earliest-free worker; among workers already free at `ready`, the lowest id
         popped = []
         while free and free[0][0] <= ready:
@@ -98,6 +121,40 @@ def assign_workers(
         free_at[w] = s + cost
         heapq.heappush(free, (s + cost, w))
     return Assignment(worker, start, max(finish, default=0))
+
+
+def latest_starts(costs: Sequence[int], deps: Sequence[Sequence[int]]) -> list[int]:
+    """Per task, the latest start (ns) that keeps the graph's critical path (costs plus
+    `EVENT_LATENCY_NS` per edge, no contention, unlimited workers) as short as it is: a task on
+    the critical path may start no later than its earliest start.
+
+    Raises:
+        ValueError: a dependency does not precede its task."""
+    n = len(costs)
+    earliest = [0] * n
+    consumers: list[list[int]] = [[] for _ in range(n)]
+    for t in range(n):
+        for p in deps[t]:
+            if p >= t:
+                raise ValueError(f"assign_workers: task {t} depends on the later task {p}")
+            earliest[t] = max(earliest[t], earliest[p] + costs[p] + EVENT_LATENCY_NS)
+            consumers[p].append(t)
+    span = max((earliest[t] + costs[t] for t in range(n)), default=0)
+    latest = [0] * n
+    for t in range(n - 1, -1, -1):
+        latest[t] = min((latest[c] - EVENT_LATENCY_NS for c in consumers[t]), default=span) - costs[t]
+    return latest
+
+
+def _deferral_worker(free_at: list[int], ready: int, latest_start: int, saturated: int) -> int | None:
+    """The busy worker a task ready at `ready` queues behind (module docstring): the one that
+    frees first, when at least `saturated` workers are busy at `ready` and it frees by
+    `latest_start`; else None."""
+    busy = [(f, w) for w, f in enumerate(free_at) if f > ready]
+    if len(busy) < saturated:
+        return None
+    f, w = min(busy)
+    return w if f <= latest_start else None
 
 
 def sm_major(workers: int, num_sms: int) -> int:

@@ -27,7 +27,7 @@ from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects.mpk import EventOp, MpkVerifyError, TaskGraphOp, TaskOp
 from mirage_xdsl.dialects.mpk.verify import intersects
 from mirage_xdsl.driver.compile import make_context
-from mirage_xdsl.passes.mpk.assign import assign_workers
+from mirage_xdsl.passes.mpk.assign import assign_workers, latest_starts
 from mirage_xdsl.passes.mpk.footprint import split_offset
 from mirage_xdsl.passes.mpk.pipeline import MirageMegakernelPass, worker_smem_budget
 from mirage_xdsl.passes.mpk.task_graph import KnToTaskGraphPass, kernel_smem
@@ -138,10 +138,24 @@ def test_assign_workers_keeps_a_chain_on_one_worker_and_spreads_independent_task
 def test_assign_workers_spreads_ready_tasks_over_sms() -> None:
     # 8 workers on 4 SMs (worker w on SM w % 4): after a long task on SM 0 and short ones on
     # SMs 1-3, the fifth task goes to the least loaded SM, not to the lowest free worker (4, SM 0)
-    costs, deps = [400, 100, 100, 100, 100], [[]] * 5
+    # (as long as the fifth: no slack to queue behind a busy worker)
+    costs, deps = [400, 100, 100, 100, 400], [[]] * 5
     assert assign_workers(costs, deps, 8).worker == [0, 1, 2, 3, 4]
     assert assign_workers(costs, deps, 8, num_sms=4).worker == [0, 1, 2, 3, 5]
     assert assign_workers([100] * 4, [[], [0], [1], [2]], 8, num_sms=4).worker == [0] * 4  # a chain stays put
+
+
+def test_assign_workers_defers_a_task_with_slack_behind_busy_workers() -> None:
+    # t1, t2 stream on the critical path (t4 needs both); t3 is a graph output ready with them
+    # and 2 of the 4 workers (2 SMs: saturated) are busy: it queues behind the first to free up
+    # instead of taking an idle worker and sharing the bandwidth with them
+    deps = [[], [0], [0], [0], [1, 2]]
+    plan = assign_workers([100, 1000, 1000, 500, 1000], deps, 4, num_sms=2)
+    assert plan.worker[3] in (plan.worker[1], plan.worker[2]) and plan.start_ns[3] == plan.start_ns[1] + 1000
+    assert latest_starts([100, 1000, 1000, 500, 1000], deps) == [0, 600, 600, 2600, 2100]
+    # no slack for that wait (t3 as long as the rest of the critical path), or no SM count: no deferral
+    assert assign_workers([100, 1000, 1000, 2000, 1000], deps, 4, num_sms=2).start_ns[3] == 600
+    assert assign_workers([100, 1000, 1000, 500, 1000], deps, 4).start_ns[3] == 600
 
 
 # ---- kn-to-task-graph and mirage-megakernel -----------------------------------------------------
