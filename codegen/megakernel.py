@@ -34,11 +34,18 @@ the kernels' (`launch_smem_bytes`), and for an SM-major graph at least `occupanc
 A task's first trigger is `atom.add.release.gpu` after `__threadfence()`; further triggers are
 relaxed `red` adds the same fence orders.
 Waits whose producers all ran earlier on the same worker are not printed
-(`local_elision`).  Weights are not prefetched into L2 ahead of their tasks: the prefetch
+(`local_elision`).  Under static dispatch the kernel is launched with programmatic dependent launch: every thread
+first waits for the previous grids (`griddepcontrol.wait`: the previous launch, of this graph
+or another, has completed and its writes are visible; the generation word it published
+included), then triggers its dependents, so the next launch's CTAs are launched at once and
+take the SM slots of workers that have finished their queues, instead of being launched after
+this grid drains.  All CTAs of a launch trigger only once they run, so a launch's workers are
+all resident before the next launch's CTAs take any slot.
+Weights are not prefetched into L2 ahead of their tasks: the prefetch
 competed with the tasks on the critical path (an H200, 2026-11-26: the decoder layer 164.3 ->
 161.1 us without it, at batch 8 224.6 -> 211.8, chain40 39.1 -> 30.7; decoder_mlp 101.8 ->
 104.3).  The LaunchPlan has one `KernelLaunch` (grid = workers,
-no PDL) and `LaunchPlan.megakernel` (`MegakernelInfo`): where the state words, events and
+PDL unless under scheduler dispatch) and `LaunchPlan.megakernel` (`MegakernelInfo`): where the state words, events and
 trace lie in the counter buffer (uint32 words after the kernels' grid-sum counters).
 """
 
@@ -237,12 +244,20 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
         )
         worker = "  if (mpk_w == ~0u) return;  // placement recorded as an error\n  const unsigned w = mpk_w;"
     scheduler_note = " + a scheduler CTA" if sched else ""
+    # static dispatch launches with PDL: the next launch's CTAs are launched at once and take the
+    # SM slots of workers that finished their queues, waiting here until this launch is done
+    pdl_prologue = (
+        "  mx::wait_for_prior_grids();  // PDL: the previous launch has finished, its writes are visible\n"
+        "  mx::allow_dependent_launch();  // the next launch's CTAs may take the slots our workers free\n"
+        if not sched
+        else ""
+    )
     kernel = f"""// {name}: {len(tasks)} tasks of {len(kernels)} kernels on {workers} worker CTAs{scheduler_note} of {nt} threads,
 // {len(events)} events, {smem} B dynamic shared memory; watchdog {watchdog} ns; {graph.dispatch} dispatch
 extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
     {(','+chr(10)+'    ').join(params)}) {{
   const int tid = threadIdx.x;
-  unsigned long long* state = reinterpret_cast<unsigned long long*>(mpk_counters + {state_word});
+{pdl_prologue}  unsigned long long* state = reinterpret_cast<unsigned long long*>(mpk_counters + {state_word});
 {events_decl}{trace_decl}{dyn_decl}  __shared__ unsigned long long mpk_gen;
   __shared__ int mpk_abort;
 {placement_decl}  if (tid == 0) {{
@@ -263,7 +278,7 @@ extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
         tuple(TensorRef("output", i) for i in range(len(base_plan.outputs)))
         + tuple(TensorRef("input", i) for i in range(len(base_plan.inputs)))
         + (TensorRef("workspace", 0, 0), TensorRef("counters", 0, 0)),
-        pdl=False,
+        pdl=not sched,
     )
     tail = tuple(s for s in base_plan.steps if isinstance(s, LibraryCall))  # trailing output copies
     plan = replace(

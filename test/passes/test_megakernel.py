@@ -278,7 +278,11 @@ def test_one_persistent_kernel_is_printed() -> None:
     assert src.count("static __device__ __noinline__ void chain3_k") == 3  # 4 kernels, two the same matmul
     task_bodies = src[: src.index("namespace mpk_chain3")]
     assert "blockIdx" not in task_bodies and "mpk_block" in task_bodies
-    assert "griddepcontrol" not in src and "wait_for_prior_grids" not in src  # no PDL inside
+    assert "griddepcontrol" not in task_bodies and "wait_for_prior_grids" not in task_bodies  # no PDL inside tasks
+    # the launch itself is a programmatic dependent launch: wait for the previous grid, then trigger
+    kernel_text = src[src.index('extern "C" __global__'):]
+    assert kernel_text.index("mx::wait_for_prior_grids();") < kernel_text.index("mx::allow_dependent_launch();")
+    assert kernel_text.index("mx::allow_dependent_launch();") < kernel_text.index("mpk_gen =")
     assert "mx::MpkGate gate{" in src and "mx::mpk_add_release(" in src and "mx::mpk_finish(" in src
     assert task_bodies.count("if (!mpk_gate.pass()) return;") == 3  # each body waits through its gate
     assert "trace + 2 * t" in src and "prefetch" not in src
@@ -287,7 +291,7 @@ def test_one_persistent_kernel_is_printed() -> None:
         assert needle in header
     plan = program.plans["chain3"]
     (launch,) = plan.steps
-    assert launch.kernel == "chain3_mpk" and not launch.pdl and launch.grid[0] == 4 * 132  # 4 workers per SM
+    assert launch.kernel == "chain3_mpk" and launch.pdl and launch.grid[0] == 4 * 132  # 4 workers per SM
     # SM-major numbering: each worker takes slot * 132 + smid, and asks for enough shared memory
     # that no fifth worker fits an SM
     assert "mx::mpk_place(" in src and "const unsigned w = mpk_w;" in src
