@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from mirage_xdsl.bench.fuzz_check import Outcome, ReadyCase, failed_outcome, is_rejection, lower_case, reference_of, run_emulated, run_gpu
-from mirage_xdsl.bench.fuzz_graphs import FuzzCase, random_graph
+from mirage_xdsl.bench.fuzz_graphs import FORK_SEED, FuzzCase, random_graph
 
 
 def case_of(seed: int, index: int) -> FuzzCase:
@@ -80,7 +80,7 @@ def case_of(seed: int, index: int) -> FuzzCase:
     Raises:
         FuzzGenerationError: the generator found no valid graph for this draw (`random_graph`).
     """
-    return random_graph(random.Random(f"{seed}:{index}"), name=f"fuzz_{seed}_{index}")
+    return random_graph(random.Random(f"{seed}:{index}"), name=f"fuzz_{seed}_{index}", forks=seed >= FORK_SEED)
 
 
 def _input_seed(seed: int, index: int) -> int:

@@ -152,7 +152,13 @@ def _matmul_scale(a: _Val, b: _Val, k: int) -> float:
     return a.scale * b.scale * math.sqrt(k) * 1.2
 
 
-def _kernel_graph(rng: random.Random, name: str, dtype: str) -> Any:
+FORK_SEED = 1138
+"""Fuzz runs from this seed on draw kernel graphs that may fork (`random_graph`'s `forks`);
+earlier seeds draw the graphs they drew when their failures were recorded (the regression
+tests regenerate those from their seed and index)."""
+
+
+def _kernel_graph(rng: random.Random, name: str, dtype: str, forks: bool = False) -> Any:
     from mirage_xdsl.frontends.builder import new_kernel_graph
 
     g = new_kernel_graph(name)
@@ -164,12 +170,25 @@ def _kernel_graph(rng: random.Random, name: str, dtype: str) -> Any:
     pool = [x]
     cur = x
     for _ in range(rng.randint(1, 4)):
-        step = _choice(
-            rng,
-            [("matmul", 4), ("rms_norm", 2), ("unary", 3), ("binary_input", 2), ("binary_pool", 1), ("reduction", 1)],
-        )
+        steps = [("matmul", 4), ("rms_norm", 2), ("unary", 3), ("binary_input", 2), ("binary_pool", 1), ("reduction", 1)]
+        step = _choice(rng, steps + [("fork", 1)] if forks else steps)
         shape = cur.shape
-        if step == "matmul":
+        if forks and step == "rms_norm" and shape[-1] >= 8 and rng.random() < 0.3:
+            step = "norm_fork"  # an RMSNorm read by two matmuls: the decoder layer's shape
+        if step == "norm_fork":
+            cur = _Val(g.rms_norm(cur.t, (shape[-1],)), 2.0)
+            step = "fork"
+        if step == "fork":
+            # two matmuls of one value combined elementwise (a gated MLP's gate and up
+            # projections; after an rms_norm, the shared statistic kn-simplify copies per matmul)
+            n = rng.choice([16, 64, 128])
+            w1, w2 = (
+                _Val(g.new_input(dims=(*shape[:-2], shape[-1], n), dtype=dtype, weight=True), INPUT_SCALE) for _ in range(2)
+            )
+            a = _Val(g.matmul(cur.t, w1.t), _matmul_scale(cur, w1, shape[-1]))
+            b = _Val(g.matmul(cur.t, w2.t), _matmul_scale(cur, w2, shape[-1]))
+            cur = _binary(rng, g, _unary(rng, g, a) if rng.random() < 0.5 else a, b)
+        elif step == "matmul":
             n = rng.choice([16, 64, 128, 256])
             w = _Val(g.new_input(dims=(*shape[:-2], shape[-1], n), dtype=dtype, weight=rng.random() < 0.5), INPUT_SCALE)
             cur = _Val(g.matmul(cur.t, w.t), _matmul_scale(cur, w, shape[-1]))
@@ -459,10 +478,14 @@ class FuzzCase:
         return f"FuzzCase({self.name!r}, {self.kind!r}, {self.dtype!r})"
 
 
-def random_graph(rng: random.Random, name: str = "fuzz", kind: str | None = None, dtype: str | None = None) -> FuzzCase:
+def random_graph(
+    rng: random.Random, name: str = "fuzz", kind: str | None = None, dtype: str | None = None, forks: bool = False
+) -> FuzzCase:
     """A valid random kernel graph drawn from `rng` (the same draws give the same graph).
 
-    `kind` 'kernel' or 'block' and `dtype` fix those choices instead of drawing them.
+    `kind` 'kernel' or 'block' and `dtype` fix those choices instead of drawing them; `forks`
+    lets a kernel graph also fork: two matmuls of one value (an RMSNorm's, at times) combined
+    elementwise, the gate and up projections of a gated MLP (`FORK_SEED`).
 
     Raises:
         FuzzGenerationError: ten attempts in a row broke a builder rule (a generator bug).
@@ -474,7 +497,7 @@ def random_graph(rng: random.Random, name: str = "fuzz", kind: str | None = None
     last: Exception | None = None
     for _ in range(10):
         try:
-            module = (_block_graph if kind == "block" else _kernel_graph)(rng, name, dtype)
+            module = _block_graph(rng, name, dtype) if kind == "block" else _kernel_graph(rng, name, dtype, forks)
             return FuzzCase(name, kind, dtype, module)
         except GraphBuildError as err:  # a draw the templates do not exclude: draw again
             last = err

@@ -509,7 +509,10 @@ def partition_function(
                     group_of[m] = len(local)
                 local.append(start)
         groups += [g for g in local if g]
-    groups = [_merge_copies(g) for g in groups]
+    merged = [_merge_copies(g) for g in groups]
+    if any(len(a) != len(b) for a, b in zip(merged, groups)):
+        cache.clear()  # a cached plan of a subset may read a merged copy as an input
+    groups = merged
     applied = []
     shares = concurrent_sm_shares(groups, planner.device.num_sms) if share_sms else {}
     for i, members in enumerate(groups):

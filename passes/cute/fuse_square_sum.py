@@ -14,9 +14,12 @@ rewrites
 
 into `cute.reduce "sum_squares" %x ...` (same outputs, epilogue and threads), which squares
 each element in fp32 as it reads it (`mx::reduce_sum_squares`, compute.cuh), and erases the
-elementwise pass -- one shared-memory round trip fewer.  Only barriers may sit between the two,
-so %x still holds the squared values' source when the reduce reads it (tb-plan-smem planned its
-lifetime to end at the elementwise op).  Ops that an earlier cute decision took over (register
+elementwise pass -- one shared-memory round trip fewer.  Only ops that write no shared memory
+may sit between the two (barriers, and stores to global memory: the rms_norm of a square that
+is also a graph output stores the square's operand between them; fp16 squares of it past
+|x| > 256 were inf and the norm 0, fuzz seed 1139 graph 919), so %x still holds the squared
+values' source when the reduce reads it (tb-plan-smem may have planned its lifetime to end at
+the elementwise op).  Ops that an earlier cute decision took over (register
 row chains, the grid-sum epilogue, register accumulators: any `cute.` attribute other than
 `cute.reduce_threads`) are left alone: those keep their values in fp32 registers already --
 except a square that ends an elementwise register chain (cute-row-chains) and whose tile only
@@ -96,7 +99,7 @@ def fusable_square(reduce: cute.ReduceOp) -> cute.ElementwiseOp | None:
         return None
     between = square.next_op
     while between is not None and between is not reduce:
-        if not isinstance(between, cute.BarrierOp):
+        if not isinstance(between, (cute.BarrierOp, cute.CopyS2GOp)):
             return None
         between = between.next_op
     return square if between is reduce else None

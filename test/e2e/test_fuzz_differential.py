@@ -428,3 +428,36 @@ def test_rms_norm_of_rows_beyond_fp16_squares(scale: float) -> None:
     ref = n / (1 + np.exp(-n))
     assert np.isfinite(got).all()
     assert np.abs(got - ref).max() <= 4e-3 * np.abs(ref).max()
+
+
+@needs_cxx
+@pytest.mark.parametrize("index", [7, 58, 147])
+def test_a_shared_rms_norm_read_by_two_matmuls(index: int) -> None:
+    """Fuzz seed 1138 (the first that draws forks, `fuzz_graphs.FORK_SEED`): an RMSNorm read by
+    two matmuls (graph 7: of a matmul that is also an output; graph 58: of a residual sum;
+    graph 147: of a graph input, both projections then forked again), whose statistic
+    kn-simplify copies per matmul and kn-partition merges again inside the one kernel that
+    holds both; the generated kernels agree with the reference in the emulator.  Graph 147
+    was rejected with "kn.sqrt: an intermediate tensor has no 'kn.workspace_offset'" (7 of the
+    seed's 1500 graphs): the partition lowered the merged group with a plan cached for a cut
+    that read the second copy's statistic as an input; the plan cache is dropped after a merge."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+    from mirage_xdsl.dialects import kn
+
+    case = fuzz.case_of(1138, index)
+    norms = [op for op in case.module.walk() if isinstance(op, kn.RmsNormOp)]
+    assert any(sum(isinstance(u.operation, kn.MatmulOp) for u in n.results[0].uses) == 2 for n in norms)
+    out = fuzz_check.check_emulated(case, seed=fuzz._input_seed(1138, index))
+    assert out.status == "ok", out.message
+
+
+@needs_cxx
+def test_rms_norm_of_a_returned_square_squares_in_fp32() -> None:
+    """Fuzz seed 1139 graph 919: rms_norm(s) with s = (exp(X) @ W)^2 also returned, in fp16.
+    The store of s to global memory sat between the elementwise square of s and the sum, so
+    cute-fuse-square-sum left the fp16 squares (inf past |s| > 256, the norm 0: relative
+    error 1); it now folds them into the sum across such stores."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+
+    out = fuzz_check.check_emulated(fuzz.case_of(1139, 919), seed=fuzz._input_seed(1139, 919))
+    assert out.status == "ok", out.message
