@@ -68,7 +68,16 @@ COST_SWIZZLED_DIM = 1000
 COST_SMEM_PER_BYTE = 1
 
 
-DEFAULT_TIMEOUT_MS = 2000
+DEFAULT_TIMEOUT_MS = 60000
+"""Wall-clock safety net of the layout solve (ms).  The budget that normally ends a search is
+`DEFAULT_RLIMIT`, counted in Z3's deterministic resource units: a wall-clock limit near the
+solve time changes Z3's search (issue #32's four-layer decoder: 0.8 s of a 2 s limit on a
+loaded machine gave one of two equally cheap layouts at random, with the 60 s limit always
+the same one)."""
+
+DEFAULT_RLIMIT = 150_000_000
+"""Z3 resource units a layout solve may spend (`rlimit`): the four-layer decoder, the largest
+graph in examples/, spends 9.2 M (0.8 s)."""
 
 
 DEFAULT_SEED = 0
@@ -336,11 +345,14 @@ class LayoutTimeout(Exception):
     """Z3 found no assignment at all within the time limit."""
 
 
-def solve_z3(prob: LayoutProblem, timeout_ms: int = DEFAULT_TIMEOUT_MS, seed: int = DEFAULT_SEED) -> LayoutSolution:
+def solve_z3(
+    prob: LayoutProblem, timeout_ms: int = DEFAULT_TIMEOUT_MS, seed: int = DEFAULT_SEED, rlimit: int = DEFAULT_RLIMIT
+) -> LayoutSolution:
     """Minimise the penalties subject to the clauses with `z3.Optimize` (MaxSMT).
 
-    Deterministic: fixed random seeds; only a timeout (status "timeout", best model so far)
-    makes the answer depend on the machine.
+    Deterministic: fixed random seeds and a resource budget (`rlimit`, Z3's deterministic
+    units; status "timeout" with the best model so far when spent); `timeout_ms` is a
+    wall-clock safety net far above any solve time, since a limit near it changes the search.
 
     Raises:
         LayoutUnsat: the clauses are unsatisfiable (with an unsat core).
@@ -367,6 +379,7 @@ def solve_z3(prob: LayoutProblem, timeout_ms: int = DEFAULT_TIMEOUT_MS, seed: in
     clause_exprs = [(z3.Or([lit(l) for l in cl.lits]) if len(cl.lits) > 1 else lit(cl.lits[0]), cl.origin) for cl in prob.clauses]
     opt = z3.Optimize(ctx=ctx)
     opt.set("timeout", int(timeout_ms))
+    opt.set("rlimit", int(rlimit))
     opt.set("maxsat_engine", "maxres")
     for h in hard:
         opt.add(h)
@@ -392,7 +405,7 @@ def solve_z3(prob: LayoutProblem, timeout_ms: int = DEFAULT_TIMEOUT_MS, seed: in
     except z3.Z3Exception:
         model = None
     if model is None or (len(model) == 0 and prob.choices):
-        raise LayoutTimeout(f"Z3 found no layout within {timeout_ms} ms")
+        raise LayoutTimeout(f"Z3 found no layout within its budget ({rlimit} resource units, {timeout_ms} ms)")
     values = []
     for c, choice in enumerate(prob.choices):
         chosen = [v for v, b in bools[c].items() if z3.is_true(model.eval(b, model_completion=True))]

@@ -41,6 +41,7 @@ from mirage_xdsl.dialects import kn, tb
 from mirage_xdsl.passes.tb.fusion_chains import chain_members, chains_of
 from mirage_xdsl.passes.tb.layout_math import elem_bytes_of, innermost_of_strides, storage_elem_bytes
 from mirage_xdsl.passes.tb.layout_problem import (
+    DEFAULT_RLIMIT,
     DEFAULT_SEED,
     DEFAULT_TIMEOUT_MS,
     LayoutGraph,
@@ -271,27 +272,31 @@ def _func_ops(module: ModuleOp) -> Iterator[FuncOp]:
 class ResolveLayoutPass(ModulePass):
     """Solve the layout model of every kernel graph and record the decisions.
 
-    Options: `timeout-ms` (Z3 time limit per function, default 2000; on expiry the best
-    layout found is kept with `mirage.layout_status = "timeout"`), `seed` (Z3 random seed).
+    Options: `timeout-ms` (Z3 wall-clock safety net per function, default 60000; the search
+    itself is bounded by a deterministic resource budget, `layout_problem.DEFAULT_RLIMIT`;
+    when either is spent the best layout found is kept with `mirage.layout_status =
+    "timeout"`), `rlimit` (that budget), `seed` (Z3 random seed).
     """
 
     name = PASS_NAME
 
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     seed: int = DEFAULT_SEED
+    rlimit: int = DEFAULT_RLIMIT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Solve the layout problem of every kernel-graph func in `op` with Z3 and write the chosen layouts.
 
         Raises:
             PassFailedException: the constraints are unsatisfiable (emitted on the first op of the
-                unsat core, with the conflicting rules) or Z3 ran past `timeout_ms`.
+                unsat core, with the conflicting rules) or Z3 spent its budget (`rlimit`,
+                `timeout_ms`) before finding any layout.
         """
         for func in list(_func_ops(op)):
             b, alias = build_graph(func)
             prob = build_problem(b.graph())
             try:
-                sol = solve_z3(prob, self.timeout_ms, self.seed)
+                sol = solve_z3(prob, self.timeout_ms, self.seed, self.rlimit)
             except LayoutUnsat as err:
                 origins = [o for o in err.origins if o >= 0]
                 rules = "; ".join(dict.fromkeys(b.ops[o].rule for o in origins)) or "per-tensor rules"
@@ -306,6 +311,6 @@ class ResolveLayoutPass(ModulePass):
                 )
                 return
             except LayoutTimeout as err:
-                _fail(func, f"{PASS_NAME}: {err}; raise the time limit with tb-resolve-layout{{timeout-ms=N}}")
+                _fail(func, f"{PASS_NAME}: {err}; raise the budget with tb-resolve-layout{{rlimit=N timeout-ms=M}}")
                 return
             _write_results(func, b, alias, prob, sol)

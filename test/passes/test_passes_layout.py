@@ -379,3 +379,19 @@ def test_unsat_core_names_the_conflicting_rules() -> None:
     with pytest.raises(lp.LayoutUnsat) as err:
         lp.solve_z3(prob)
     assert sorted(set(err.value.origins)) == [0, 1, 2]
+
+
+def test_the_layout_search_is_bounded_by_resource_units_not_time() -> None:
+    """The solve's budget is Z3's deterministic resource count (a wall-clock limit near the
+    solve time changed which of two equally cheap layouts came out): the same problem gives
+    the same layout at any load, and a budget too small to find one ends in LayoutTimeout
+    or the best layout so far, never a wrong one."""
+    sat = [p for p in small_random_problems(60, 5000) if lp.brute_force(p) is not None]
+    prob = max(sat, key=lambda p: len(p.choices))
+    first = lp.solve_z3(prob)
+    assert [lp.solve_z3(prob).values for _ in range(3)] == [first.values] * 3
+    try:
+        starved = lp.solve_z3(prob, rlimit=1)
+    except lp.LayoutTimeout:
+        return
+    assert starved.status == "timeout" and lp.evaluate(prob, starved.values) == starved.cost
