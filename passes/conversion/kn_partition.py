@@ -21,7 +21,7 @@ group into `kn.customized` op(s) whose threadblock graphs come from the planner 
    taking along the single-input elementwise ops that feed only it from a value materialised
    anyway (`_feeding_chain`: an RMSNorm's `square` / `mul_scalar` of a residual that the
    previous kernel writes go to the kernel that sums them).  Equal pure ops of one group
-   are merged (`_merge_copies`: kn-simplify's per-matmul copies of a shared statistic).
+   are merged (kn-simplify's `cse_ops`: its per-matmul copies of a shared statistic).
 3. *Lowering.*  Each group is replaced by the plan's kernels -- one `kn.customized`, or two
    for split-K (partials + combine; or one, whose split blocks meet in `tb.grid_sum`) -- carrying `kn.template`, `kn.smem_estimate` (bytes:
    the sum of the tile sizes) and `kn.cost_estimate_us`.  Plans estimated above 40% of the
@@ -85,6 +85,7 @@ from mirage_xdsl.passes.conversion.gemm_epilogue import factor_bytes, lower_chai
 from mirage_xdsl.passes.conversion.kernel_plan import FusionPlan
 from mirage_xdsl.passes.conversion.plan_group import fusible_op, group_from_ops
 from mirage_xdsl.passes.conversion.sm_shares import concurrent_sm_shares, value_bytes
+from mirage_xdsl.passes.kn.simplify import cse_ops
 from mirage_xdsl.passes.tb.plan_pipeline import LONE_BLOCK_MAX_STAGES
 from mirage_xdsl.target import SM90
 from mirage_xdsl.target.cost_model import DeviceModel
@@ -98,26 +99,6 @@ def _producers(op: Operation, fusible: set[Operation]) -> list[Operation]:
         if isinstance(owner, Operation) and owner in fusible and owner not in out:
             out.append(owner)
     return out
-
-
-def _merge_copies(members: list[Operation]) -> list[Operation]:
-    """`members` with equal pure ops of the group merged (kn-simplify's CSE within one kernel):
-    kn-simplify gives each matmul its own copy of a shared row statistic so that kernels apart
-    each compute theirs; copies that land in one kernel (a gate and an up projection) need one."""
-    seen: dict[tuple, Operation] = {}
-    kept: list[Operation] = []
-    for op in members:
-        key = (op.name, tuple(op.operands), tuple(sorted(op.properties.items())), tuple(r.type for r in op.results))
-        prev = seen.get(key) if not op.regions and not isinstance(op, kn.CustomizedOp) else None
-        if prev is None:
-            seen[key] = op
-            kept.append(op)
-            continue
-        for old, new in zip(op.results, prev.results):
-            old.replace_all_uses_with(new)
-        op.detach()
-        op.erase()
-    return kept
 
 
 def _feeding_chain(op: Operation, group_of: dict[Operation, int], fusible: set[Operation]) -> list[Operation]:
@@ -494,9 +475,9 @@ def partition_function(
                 start = [o]
                 pulled = _feeding_chain(o, group_of, fusible)
                 if pulled:
-                    g = group_of[pulled[0]]
-                    rest = [m for m in local[g] if m not in set(pulled)]
-                    mine = [m for m in comp if m in set(pulled) or m is o]
+                    g, moved = group_of[pulled[0]], set(pulled)
+                    rest = [m for m in local[g] if m not in moved]
+                    mine = [m for m in comp if m in moved or m is o]
                     if (
                         rest
                         and is_convex(set(rest))
@@ -509,7 +490,9 @@ def partition_function(
                     group_of[m] = len(local)
                 local.append(start)
         groups += [g for g in local if g]
-    merged = [_merge_copies(g) for g in groups]
+    # kn-simplify gives each matmul its own copy of a shared row statistic so that kernels apart
+    # each compute theirs; copies that land in one kernel (a gate and an up projection) need one
+    merged = [cse_ops(g) for g in groups]
     if any(len(a) != len(b) for a, b in zip(merged, groups)):
         cache.clear()  # a cached plan of a subset may read a merged copy as an input
     groups = merged

@@ -139,30 +139,30 @@ def _is_pure_kn(op: Operation) -> bool:
     return op.dialect_name() == "kn" and not isinstance(op, kn.CustomizedOp) and not op.regions
 
 
-def cse_block(block: Block) -> int:
-    """Merge equal pure kn ops of `block` (same name, operands, properties, result types);
-    return how many were removed."""
+def cse_ops(ops: list[Operation]) -> list[Operation]:
+    """Merge equal pure kn ops among `ops` (same name, operands, properties, result types; each
+    later copy's uses go to the first, and it is erased); return the ops kept, in order."""
     seen: dict[tuple, Operation] = {}
-    removed = 0
-    for op in list(block.ops):
-        if not _is_pure_kn(op):
-            continue
-        key = (
-            op.name,
-            tuple(op.operands),
-            tuple(sorted(op.properties.items())),
-            tuple(r.type for r in op.results),
-        )
-        prev = seen.get(key)
+    kept: list[Operation] = []
+    for op in ops:
+        key = (op.name, tuple(op.operands), tuple(sorted(op.properties.items())), tuple(r.type for r in op.results))
+        prev = seen.get(key) if _is_pure_kn(op) else None
         if prev is None:
-            seen[key] = op
+            if _is_pure_kn(op):
+                seen[key] = op
+            kept.append(op)
             continue
         for old, new in zip(op.results, prev.results):
             old.replace_all_uses_with(new)
         op.detach()
         op.erase()
-        removed += 1
-    return removed
+    return kept
+
+
+def cse_block(block: Block) -> int:
+    """Merge equal pure kn ops of `block` (`cse_ops`); return how many were removed."""
+    ops = list(block.ops)
+    return len(ops) - len(cse_ops(ops))
 
 
 def dce_block(block: Block) -> int:
