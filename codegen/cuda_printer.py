@@ -46,7 +46,7 @@ from mirage_xdsl.codegen.launch_plan import LaunchPlan
 from mirage_xdsl.codegen.mma_printer import MmaPrinter
 from mirage_xdsl.codegen.permute_copy import print_permute_copy
 from mirage_xdsl.codegen.row_chain_printer import RowChainPrinter
-from mirage_xdsl.codegen.weight_prefetch import split_at_dependency_wait
+from mirage_xdsl.codegen.weight_prefetch import split_at_dependency_wait, split_task_prologue
 from mirage_xdsl.dialects import cute, kn
 from mirage_xdsl.dialects.cute.causal_skip import CAUSAL_TRIPS
 from mirage_xdsl.dialects.cute.decode_attention import DecodeAttentionOp
@@ -155,7 +155,9 @@ class _KernelPrinter(CopyPrinter, GridSumPrinter, RowChainPrinter, MmaPrinter):
         task body (codegen/megakernel.py), every use of `blockIdx` replaced by the parameter;
         where a kernel would wait for the previous grid (PDL), the task waits on its event
         through `mpk_gate` (the ops marked `cute.before_pdl_wait`, its ring-prologue loads of
-        graph inputs, come first)."""
+        graph inputs, come first; of those, the ones marked `cute.before_grid_wait`, its
+        kn.weight loads, come before `mpk_gate.launch_sync()`, where the worker's first task
+        waits for the previous grid)."""
         k = self.kernel
         header = [
             f"// {k.kernel_name.data} as a megakernel task: one call per threadblock {k.grid}, {self.nt} threads",
@@ -169,7 +171,11 @@ class _KernelPrinter(CopyPrinter, GridSumPrinter, RowChainPrinter, MmaPrinter):
             raise printer_error(k, "a late-finisher kernel cannot be a megakernel task (its blocks wait on each other)")
         self.causal_skip_prelude()
         self.plan_row_chains()
-        early, late = split_at_dependency_wait(list(k.body.block.ops))
+        before_grid, early, late = split_task_prologue(list(k.body.block.ops))
+        if before_grid:
+            self.emit("// ring prologue loads of kn.weight inputs, issued before the worker's first task waits for the previous grid")
+            self.print_ops(before_grid)
+        self.emit("if (!mpk_gate.launch_sync()) return;  // the worker's first task: the previous grid has finished")
         if early:
             self.emit("// ring prologue loads of graph inputs no task writes, issued before the task's dependency wait")
             self.print_ops(early)

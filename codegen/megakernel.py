@@ -34,13 +34,22 @@ the kernels' (`launch_smem_bytes`), and for an SM-major graph at least `occupanc
 A task's first trigger is `atom.add.release.gpu` after `__threadfence()`; further triggers are
 relaxed `red` adds the same fence orders.
 Waits whose producers all ran earlier on the same worker are not printed
-(`local_elision`).  Under static dispatch the kernel is launched with programmatic dependent launch: every thread
-first waits for the previous grids (`griddepcontrol.wait`: the previous launch, of this graph
-or another, has completed and its writes are visible; the generation word it published
-included), then triggers its dependents, so the next launch's CTAs are launched at once and
-take the SM slots of workers that have finished their queues, instead of being launched after
-this grid drains.  All CTAs of a launch trigger only once they run, so a launch's workers are
-all resident before the next launch's CTAs take any slot.
+(`local_elision`).  Under static dispatch the kernel is launched with programmatic dependent
+launch.  A worker first places itself (its SM's uint64 slot counter, which grows by the
+workers per SM each launch: slot = ticket % workers per SM), then triggers its dependents
+(`griddepcontrol.launch_dependents`), so the next launch's CTAs are launched once every
+worker of this one has placed itself, take the SM slots of workers that have finished their
+queues and prefetch there; a launch's CTAs all trigger only once they run, so its workers are
+all resident before the next launch's take any slot.  Its first task's body issues the ring
+prologue loads of kn.weight inputs (`cute.before_grid_wait`; no launch writes a weight), then
+waits for the previous grid in `MpkGate::launch_sync` (`mx::mpk_launch_sync`:
+`griddepcontrol.wait`: the previous launch, of this graph or another, has completed and its
+writes are visible; then it reads the generation word that launch published and checks the
+placement ticket against it), then issues its other prologue loads and waits on its event; a
+worker without tasks waits after its empty queue.  Against waiting at the kernel's start
+(H100, 2026-11-27, same process, before / after): the decoder layer 152.7 -> 148.7-149.2 us,
+at batch 8 196.2 -> 191.8-191.9, four layers 598.5 -> 595.6-596.2, chain40 12.2 -> 11.9-12.1:
+the first tasks' weights stream while the previous launch drains.
 Weights are not prefetched into L2 ahead of their tasks: the prefetch
 competed with the tasks on the critical path (an H200, 2026-11-26: the decoder layer 164.3 ->
 161.1 us without it, at batch 8 224.6 -> 211.8, chain40 39.1 -> 30.7; decoder_mlp 101.8 ->
@@ -239,35 +248,35 @@ def print_megakernel(fn: func.FuncOp, graph: TaskGraphOp, arch: str) -> tuple[st
     if sms:
         placement_decl = "  __shared__ unsigned mpk_w;\n"
         placement = (
-            f"    mpk_w = mx::mpk_place(mpk_counters + {info.slot_word}, mpk_gen, {ctas}u, {sms}u, state);"
+            f"    mpk_w = mx::mpk_place(reinterpret_cast<unsigned long long*>(mpk_counters + {info.slot_word}), &mpk_launch, {sms}u,"
+            " state);"
             "  // worker w runs on SM w % SMs\n"
         )
         worker = "  if (mpk_w == ~0u) return;  // placement recorded as an error\n  const unsigned w = mpk_w;"
     scheduler_note = " + a scheduler CTA" if sched else ""
-    # static dispatch launches with PDL: the next launch's CTAs are launched at once and take the
-    # SM slots of workers that finished their queues, waiting here until this launch is done
-    pdl_prologue = (
-        "  mx::wait_for_prior_grids();  // PDL: the previous launch has finished, its writes are visible\n"
-        "  mx::allow_dependent_launch();  // the next launch's CTAs may take the slots our workers free\n"
-        if not sched
-        else ""
-    )
+    # static dispatch launches with PDL: the next launch's CTAs are launched once every worker of
+    # this one has placed itself, take the SM slots of workers that finished their queues and
+    # issue their first task's weight loads there; each waits for this launch in that task
+    # (MpkGate::launch_sync) or, without tasks, after its (empty) queue
+    if sched:
+        start = "  if (!mx::mpk_launch_sync(&mpk_launch, state, &mpk_abort)) return;\n  const unsigned long long gen = mpk_launch.gen;\n"
+    else:
+        start = "  mx::allow_dependent_launch();  // every worker of this launch has placed itself\n"
     kernel = f"""// {name}: {len(tasks)} tasks of {len(kernels)} kernels on {workers} worker CTAs{scheduler_note} of {nt} threads,
 // {len(events)} events, {smem} B dynamic shared memory; watchdog {watchdog} ns; {graph.dispatch} dispatch
 extern "C" __global__ void __launch_bounds__({nt}, {per_sm}) {name}(
     {(','+chr(10)+'    ').join(params)}) {{
   const int tid = threadIdx.x;
-{pdl_prologue}  unsigned long long* state = reinterpret_cast<unsigned long long*>(mpk_counters + {state_word});
-{events_decl}{trace_decl}{dyn_decl}  __shared__ unsigned long long mpk_gen;
+  unsigned long long* state = reinterpret_cast<unsigned long long*>(mpk_counters + {state_word});
+{events_decl}{trace_decl}{dyn_decl}  __shared__ mx::MpkLaunch mpk_launch;
   __shared__ int mpk_abort;
 {placement_decl}  if (tid == 0) {{
-    mpk_gen = *reinterpret_cast<volatile unsigned long long*>(state + mx::kMpkGen);
+    mpk_launch.ctas = {ctas}u;
     mpk_abort = 0;
 {placement}  }}
   __syncthreads();
-  const unsigned long long gen = mpk_gen;
-{worker}
-{loop}  if (tid == 0) mx::mpk_finish(state, gen, {ctas_total}u);
+{start}{worker}
+{loop}  if (tid == 0) mx::mpk_finish(state, mpk_launch.gen, {ctas_total}u);
 }}
 """
     launch = KernelLaunch(
@@ -311,6 +320,7 @@ def _table_case(i: int, call: str, grid: tuple[int, int, int]) -> str:
         f"          if (mpk_abort) return;  // the watchdog fired here or in another worker\n"
         f"          gate.ev = nullptr;  // later blocks of the task: nothing to wait for\n"
         f"          gate.trace = nullptr;\n"
+        f"          gate.sync = false;\n"
         f"          __syncthreads();\n"
         f"        }}\n"
         f"        break;"
@@ -384,8 +394,10 @@ def _table_dispatch(
     const unsigned t = queue[q];
     const int e = task_wait[t];
     const unsigned long long n = e >= 0 ? event_count[e] : 0ull;
-    // the task's body waits through the gate after issuing its ring-prologue loads of graph inputs
-    mx::MpkGate gate{{e >= 0 ? events + e : nullptr, gen * n, n, state, t, (unsigned)e, {watchdog}ull, &mpk_abort, {trace_slot}}};
+    // the task's body waits through the gate after issuing its ring-prologue loads of graph inputs;
+    // the worker's first task waits there for the previous grid too (after its weight loads)
+    mx::MpkGate gate{{e >= 0 ? events + e : nullptr, n, state, t, (unsigned)e, {watchdog}ull, &mpk_abort, {trace_slot}, &mpk_launch,
+                     q == queue_off[w]}};
     {{
       const unsigned lo = task_lo[t], hi = task_hi[t];
       switch (task_kernel[t]) {{
@@ -399,6 +411,7 @@ def _table_dispatch(
       for (unsigned i = t0 + 1; i < t1; ++i) mx::mpk_add_relaxed(events + trig[i], 1ull);  // ordered by the fence above
     }}
   }}
+  if (queue_off[w] == queue_off[w + 1] && !mx::mpk_launch_sync(&mpk_launch, state, &mpk_abort)) return;  // no task
 """
     return tables, loop
 
@@ -418,9 +431,13 @@ def _worker_programs(
     cases = []
     for w, queue in enumerate(queues):
         if queue:
-            body = "".join(_straight_task(tasks[t], wait[t], counts[t], triggers[t], calls, trace, watchdog) for t in queue)
+            body = "".join(
+                _straight_task(tasks[t], wait[t], counts[t], triggers[t], calls, trace, watchdog, first=i == 0)
+                for i, t in enumerate(queue)
+            )
             cases.append(f"    case {w}: {{\n{body}      break;\n    }}\n")
-    return "  switch (w) {\n" + "".join(cases) + "    default:\n      break;\n  }\n"
+    no_task = "      if (!mx::mpk_launch_sync(&mpk_launch, state, &mpk_abort)) return;\n"
+    return "  switch (w) {\n" + "".join(cases) + "    default:  // no task\n" + no_task + "      break;\n  }\n"
 
 
 def _straight_task(
@@ -431,25 +448,28 @@ def _straight_task(
     calls: dict[str, tuple[str, tuple[int, int, int]]],
     trace: bool,
     watchdog: int,
+    first: bool = False,
 ) -> str:
     """One task of a straight-line worker program: the gate (its event `e` of `count`
-    producers, or none), the calls of its blocks, the trace's end stamp and its triggers."""
+    producers, or none; the worker's `first` task waits for the previous grid through it), the
+    calls of its blocks, the trace's end stamp and its triggers."""
     t = task.ident
     lo, hi = task.block_range
     call, grid = calls[task.kernel.data]
     ev = f"events + {e}" if e >= 0 else "nullptr"
     slot = f"trace + {2 * t}" if trace else "nullptr"
-    abort = ["if (mpk_abort) return;  // the watchdog fired here or in another worker"] if e >= 0 else []
+    abort = ["if (mpk_abort) return;  // the watchdog fired here or in another worker"] if e >= 0 or first else []
+    sync = "true" if first else "false"
     lines = [
         f"{{  // task {t}: {task_label(task.kernel.data, lo, hi)}",
-        f"  mx::MpkGate gate{{{ev}, gen * {count}ull, {count}ull, state, {t}u, {e & 0xFFFFFFFF}u, {watchdog}ull, &mpk_abort, {slot}}};",
+        f"  mx::MpkGate gate{{{ev}, {count}ull, state, {t}u, {e & 0xFFFFFFFF}u, {watchdog}ull, &mpk_abort, {slot}, &mpk_launch, {sync}}};",
     ]
     if hi == lo + 1:
         lines += [f"  {call}{_literal_block(lo, grid)}, gate);", *(f"  {a}" for a in abort), "  __syncthreads();"]
     else:
         lines += [f"  for (unsigned b = {lo}u; b < {hi}u; ++b) {{", f"    {call}{_block_expr('b', grid)}, gate);"]
         lines += [f"    {a}" for a in abort]
-        lines += ["    gate.ev = nullptr;  // later blocks: nothing to wait for", "    gate.trace = nullptr;"]
+        lines += ["    gate.ev = nullptr;  // later blocks: nothing to wait for", "    gate.trace = nullptr;", "    gate.sync = false;"]
         lines += ["    __syncthreads();", "  }"]
     if trace:
         lines.append(f"  if (tid == 0) trace[{2 * t + 1}] = mx::mpk_globaltimer();")

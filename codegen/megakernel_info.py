@@ -4,7 +4,7 @@ The printer (codegen/megakernel.py) stores it as `LaunchPlan.megakernel` (a dict
 runtime (runtime/megakernel.py) reads the counter buffer through it: the uint64 state words
 (generation, done count, the watchdog's error record; include/mirage_xdsl/megakernel.cuh),
 then one uint64 counter per event, then, with tracing, the start and end (%globaltimer, ns)
-of every task, then, for an SM-major graph, one uint32 slot counter per SM (`mx::mpk_place`), then, under
+of every task, then, for an SM-major graph, one uint64 slot counter per SM (`mx::mpk_place`), then, under
 scheduler dispatch, the queues (codegen/megakernel_scheduler.py `queue_words`).
 """
 
@@ -53,14 +53,14 @@ class MegakernelInfo:
 
     @property
     def slot_word(self) -> int:
-        """Index of the first per-SM slot counter (uint32 words into the counter buffer)."""
+        """Index of the first per-SM uint64 slot counter (uint32 words into the counter buffer)."""
         return self.trace_word + (4 * len(self.tasks) if self.trace else 0)
 
     @property
     def queue_word(self) -> int:
         """Index of the first queue word under scheduler dispatch (the workers' uint64 heads,
         then a slot per task, then the scheduler's push count per worker)."""
-        return self.slot_word + self.sm_slots + (self.sm_slots & 1)
+        return self.slot_word + 2 * self.sm_slots
 
     @property
     def words(self) -> int:

@@ -144,7 +144,7 @@ def worker_loop(workers: int, queue_word: int, watchdog: int, cases: str, trace:
     const unsigned t = mpk_task;
     if (t == ~0u) return;  // the watchdog fired (here, in the scheduler or another worker)
     // pushed once its dependencies were met: the gate has nothing to wait for
-    mx::MpkGate gate{{nullptr, 0ull, 0ull, state, t, ~0u, {watchdog}ull, &mpk_abort, {trace_slot}}};
+    mx::MpkGate gate{{nullptr, 0ull, state, t, ~0u, {watchdog}ull, &mpk_abort, {trace_slot}, &mpk_launch, false}};
     {{
       const unsigned lo = task_lo[t], hi = task_hi[t];
       switch (task_kernel[t]) {{

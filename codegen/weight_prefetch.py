@@ -48,6 +48,16 @@ def split_at_dependency_wait(ops: Sequence[Operation]) -> tuple[list[Operation],
     return early, [op for op in ops if cute.BEFORE_PDL_WAIT not in op.attributes]
 
 
+def split_task_prologue(ops: Sequence[Operation]) -> tuple[list[Operation], list[Operation], list[Operation]]:
+    """(ops printed before the worker's wait for the previous grid, ops printed before the
+    task's dependency wait, the others) of a megakernel task body, in their order: the ops
+    marked `cute.before_grid_wait`, the other ops marked `cute.before_pdl_wait`, the rest.
+    The commit groups stay as they are (see `split_at_dependency_wait`)."""
+    early, late = split_at_dependency_wait(ops)
+    grid = [op for op in early if cute.BEFORE_GRID_WAIT in op.attributes]
+    return grid, [op for op in early if cute.BEFORE_GRID_WAIT not in op.attributes], late
+
+
 def triggers_dependents(kernel: cute.KernelOp) -> bool:
     """Whether `kernel` triggers its dependent grid at its start (`cute.trigger_dependents`)."""
     return cute.TRIGGER_DEPENDENTS in kernel.attributes

@@ -93,8 +93,9 @@ def check_megakernel(graph: Any) -> None:
     task, event, value, needed, worker = (int(v) for v in state[3:8])
     graph._counters.fill(0)
     if int(state[2]) == 2:
+        slot = f"as slot {value}" if value < 1 << 63 else "outside the SM range"
         raise MegakernelDeadlock(
-            f"megakernel placement: worker CTA {worker} started on SM {task} as slot {value}, but the "
+            f"megakernel placement: worker CTA {worker} started on SM {task} {slot}, but the "
             f"SM-major numbering (mpk.sm_major) expects SM ids below {info.sm_slots} and {needed} workers "
             "per SM; fix: recompile for this GPU (kn-to-task-graph num-sms, ctas-per-sm)"
         )

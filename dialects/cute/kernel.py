@@ -50,7 +50,8 @@ class KernelOp(IRDLOperation):
     (`KSLICE_SCRATCH`, cute-slice-mma), `cute.reg_accums` (`REG_ACCUMS`,
     cute-register-accumulators), `cute.pdl_prefetch` and `cute.trigger_dependents`
     (`PDL_PREFETCH`, `TRIGGER_DEPENDENTS`, cute-weight-prefetch; its ops may carry
-    `cute.before_pdl_wait`, `BEFORE_PDL_WAIT`).
+    `cute.before_pdl_wait`, `BEFORE_PDL_WAIT`, and in a megakernel's tasks
+    `cute.before_grid_wait`, `BEFORE_GRID_WAIT`).
     """
 
     name = "cute.kernel"
@@ -167,7 +168,17 @@ kn.weight parameters it issues before the PDL wait (`mx::wait_for_prior_grids`);
 BEFORE_PDL_WAIT = "cute.before_pdl_wait"
 """Unit attribute on a top-level op of a `cute.kernel` (written by cute-weight-prefetch): it
 is printed before the PDL wait (shared-memory pointers, accumulator initialisations and the
-weight loads of the ring prologue, which nothing queued before the launch writes)."""
+weight loads of the ring prologue, which nothing queued before the launch writes).  In a
+megakernel task (cute-weight-prefetch{inputs-ready}) it marks the ops issued before the task's
+dependency wait: the prologue loads of every graph input."""
+
+
+BEFORE_GRID_WAIT = "cute.before_grid_wait"
+"""Unit attribute on a top-level op of a megakernel task's `cute.kernel` (written by
+cute-weight-prefetch{inputs-ready}, on a subset of the `cute.before_pdl_wait` ops): it is
+printed before the worker's wait for the previous grid (`MpkGate::launch_sync`, in the
+worker's first task): the shared-memory pointers, accumulator initialisations and the ring
+prologue loads of kn.weight parameters."""
 
 
 TRIGGER_DEPENDENTS = "cute.trigger_dependents"

@@ -14,6 +14,13 @@ it; this pass makes the choices and writes them into the IR (dialects/cute/kerne
   at a time (`KernelLaunch.one_wave`);
 - every kernel carries `cute.pdl_prefetch = i64`, the number of weight loads it hoists (0 =
   none), which says that the decision was made.
+
+With `inputs-ready` (mirage-megakernel: every graph input is read-only while the megakernel
+runs) the ops before a task's dependency wait are those of the ring prologue's loads of every
+graph input, and the subset that `cute.before_pdl_wait` would mark for the kn.weight inputs
+alone also carries `cute.before_grid_wait`: a worker's first task issues them before it waits
+for the previous grid (codegen/megakernel.py), since only weights are never written by an
+earlier launch.
 """
 
 from __future__ import annotations
@@ -52,22 +59,29 @@ class WeightPrefetchPass(ModulePass):
         for fn in op.walk():
             if not isinstance(fn, func.FuncOp):
                 continue
-            weight_args = set(range(len(fn.args))) if self.inputs_ready else kn.weight_inputs(fn)
+            weight_args = kn.weight_inputs(fn)
+            ready_args = set(range(len(fn.args))) if self.inputs_ready else weight_args
             for kernel in fn.walk():
                 if isinstance(kernel, cute.KernelOp):
-                    mark_kernel(kernel, cute.weight_params(kernel, weight_args))
+                    before_grid = cute.weight_params(kernel, weight_args) if self.inputs_ready else ()
+                    mark_kernel(kernel, cute.weight_params(kernel, ready_args), before_grid)
 
 
-def mark_kernel(kernel: cute.KernelOp, weights: Collection[SSAValue]) -> None:
-    """Write the three attributes of the module docstring on `kernel` and its ops, replacing
-    those of an earlier run."""
-    early = set(hoisted_ops(list(kernel.body.block.ops), weights))
+def mark_kernel(kernel: cute.KernelOp, weights: Collection[SSAValue], grid_weights: Collection[SSAValue] = ()) -> None:
+    """Write the attributes of the module docstring on `kernel` and its ops, replacing those
+    of an earlier run: `weights` are the parameters whose prologue loads go before the wait,
+    `grid_weights` (a subset; megakernel tasks) those whose loads also go before the wait for
+    the previous grid."""
+    ops = list(kernel.body.block.ops)
+    early = set(hoisted_ops(ops, weights))
+    before_grid = set(hoisted_ops(ops, grid_weights)) if grid_weights else set()
     # a re-run decides anew (mirage-megakernel re-runs the pass with every input ready)
-    for op in kernel.body.block.ops:
-        if op in early:
-            op.attributes[cute.BEFORE_PDL_WAIT] = UnitAttr()
-        else:
-            op.attributes.pop(cute.BEFORE_PDL_WAIT, None)
+    for op in ops:
+        for attr, marked in ((cute.BEFORE_PDL_WAIT, early), (cute.BEFORE_GRID_WAIT, before_grid)):
+            if op in marked:
+                op.attributes[attr] = UnitAttr()
+            else:
+                op.attributes.pop(attr, None)
     if triggers_dependents(kernel, weights):
         kernel.attributes[cute.TRIGGER_DEPENDENTS] = UnitAttr()
     else:

@@ -279,12 +279,15 @@ def test_one_persistent_kernel_is_printed() -> None:
     task_bodies = src[: src.index("namespace mpk_chain3")]
     assert "blockIdx" not in task_bodies and "mpk_block" in task_bodies
     assert "griddepcontrol" not in task_bodies and "wait_for_prior_grids" not in task_bodies  # no PDL inside tasks
-    # the launch itself is a programmatic dependent launch: wait for the previous grid, then trigger
+    # the launch itself is a programmatic dependent launch: every worker places itself, then
+    # triggers; its first task waits for the previous grid through its gate, a worker without
+    # tasks after its empty queue
     kernel_text = src[src.index('extern "C" __global__'):]
-    assert kernel_text.index("mx::wait_for_prior_grids();") < kernel_text.index("mx::allow_dependent_launch();")
-    assert kernel_text.index("mx::allow_dependent_launch();") < kernel_text.index("mpk_gen =")
-    assert "mx::MpkGate gate{" in src and "mx::mpk_add_release(" in src and "mx::mpk_finish(" in src
+    assert kernel_text.index("mx::mpk_place(") < kernel_text.index("mx::allow_dependent_launch();")
+    assert "q == queue_off[w]}" in kernel_text and "mx::mpk_launch_sync(&mpk_launch" in kernel_text
+    assert "mx::MpkGate gate{" in src and "mx::mpk_add_release(" in src and "mx::mpk_finish(state, mpk_launch.gen" in src
     assert task_bodies.count("if (!mpk_gate.pass()) return;") == 3  # each body waits through its gate
+    assert task_bodies.count("if (!mpk_gate.launch_sync()) return;") == 3
     assert "trace + 2 * t" in src and "prefetch" not in src
     header = (ROOT / "codegen" / "include" / "mirage_xdsl" / "megakernel.cuh").read_text()
     for needle in ("ld.acquire.gpu", "atom.add.release.gpu", "__nanosleep", "%%globaltimer"):
@@ -299,7 +302,7 @@ def test_one_persistent_kernel_is_printed() -> None:
     assert [r.kind for r in launch.args] == ["output", "input", "input", "workspace", "counters"]
     info = MegakernelInfo.from_dict(plan.megakernel)  # type: ignore[arg-type]
     assert plan.counters == info.state_word + info.words and info.trace and info.sm_slots == 132
-    assert info.slot_word + 132 <= plan.counters
+    assert info.slot_word % 2 == 0 and info.slot_word + 2 * 132 <= plan.counters  # uint64 slot counters
     assert LaunchPlan.from_json(plan.to_json()).to_json() == plan.to_json()
 
 
@@ -316,20 +319,29 @@ def test_megakernel_compiles_with_nvcc(name: str, dispatch: str, tmp_path: Path)
 
 
 def test_weight_prologue_loads_are_issued_before_the_task_waits() -> None:
-    """A task body that streams kn.weight tiles issues its ring prologue (the ops a kernel
-    issues before its PDL wait) before it waits on its event through `mpk_gate`, so the
-    loads stream while its producers finish; the others wait first."""
+    """A task body that streams graph inputs issues its ring prologue (the ops a kernel issues
+    before its PDL wait) before it waits on its event through `mpk_gate`, so the loads stream
+    while its producers finish; of those, the kn.weight loads come before `launch_sync()`,
+    where a worker's first task waits for the previous grid; the others wait first."""
     module = workload("decoder_layer")
     megakernel(module, per_op=False)
     src = emit_cuda(module, "sm_90a").source
     bodies = src[: src.index("namespace mpk_")].split("static __device__ __noinline__ void ")[1:]
+    grid_early = "issued before the worker's first task waits for the previous grid"
     early = "issued before the task's dependency wait"
-    prefetching = [b for b in bodies if early in b]
+    prefetching = [b for b in bodies if early in b or grid_early in b]
     assert prefetching and len(prefetching) < len(bodies)
     for body in prefetching:
-        gate = body.index("if (!mpk_gate.pass()) return;")
-        assert body.index(early) < body.index("mx::g2s_async<") < gate
-    assert all(b.count("mpk_gate.pass()") == 1 for b in bodies)
+        sync, gate = body.index("if (!mpk_gate.launch_sync()) return;"), body.index("if (!mpk_gate.pass()) return;")
+        assert sync < gate and body.index("mx::g2s_async<") < gate
+        if grid_early in body:
+            assert body.index(grid_early) < body.index("mx::g2s_async<") < sync
+    assert all(b.count("mpk_gate.pass()") == 1 and b.count("mpk_gate.launch_sync()") == 1 for b in bodies)
+    # the Q projection: its Wq tiles (i1, kn.weight) before the grid wait, its x tiles (i0, the
+    # layer's input, which an earlier kernel may write) after it
+    q = next(b for b in bodies if b.startswith("decoder_layer_k0_task"))
+    sync, gate = q.index("mpk_gate.launch_sync()"), q.index("mpk_gate.pass()")
+    assert "i1 + mpk_block" in q[:sync] and "i0 + mpk_block" not in q[:sync] and "i0 + mpk_block" in q[sync:gate]
 
 
 def test_a_deadlocked_graph_is_printed_only_unverified() -> None:
@@ -392,7 +404,7 @@ def test_dispatch_is_chosen_by_the_task_count() -> None:
 
 def _printed_gates(src: str) -> dict[int, tuple[int, int]]:
     """task -> (wait event or -1, count) as a straight-line program prints its gate."""
-    gate = re.compile(r"mx::MpkGate gate\{(nullptr|events \+ (\d+)), gen \* (\d+)ull, \d+ull, state, (\d+)u,")
+    gate = re.compile(r"mx::MpkGate gate\{(nullptr|events \+ (\d+)), (\d+)ull, state, (\d+)u,")
     return {int(m[4]): (int(m[2]) if m[2] else -1, int(m[3])) for m in gate.finditer(src)}
 
 
@@ -415,7 +427,9 @@ def test_straight_line_programs_print_each_task_once_in_queue_order(name: str) -
         for t in queue:
             body = case[case.index(f"// task {t}:") :]
             body = body[: body.index("\n      }\n")]
-            assert ("if (mpk_abort) return;" in body) == (wait[t] >= 0)
+            first = t == queue[0]  # waits for the previous grid through its gate
+            assert ("if (mpk_abort) return;" in body) == (wait[t] >= 0 or first)
+            assert body.split("\n")[1].endswith(f"&mpk_launch, {'true' if first else 'false'}}};")
             assert re.findall(r"mpk_add_(?:release|relaxed)\(events \+ (\d+)", body) == [str(e) for e in triggers[t]]
     if name == "chain40":  # one chain on one worker: no wait and no trigger left
         assert len({t.worker_id for t in graph.tasks}) == 1 and "mpk_add_release" not in src
@@ -474,7 +488,7 @@ def test_scheduler_dispatch_gives_the_last_cta_to_the_scheduler() -> None:
     assert launch.grid[0] == 4 * 132
     info = MegakernelInfo.from_dict(plan.megakernel)  # type: ignore[arg-type]
     assert info.scheduler and info.ctas == 4 * 132 and plan.counters == info.state_word + info.words
-    assert info.queue_word >= info.slot_word + 132 and (info.queue_word - info.state_word) % 2 == 0
+    assert info.queue_word >= info.slot_word + 2 * 132 and (info.queue_word - info.state_word) % 2 == 0
     assert f"if (w == {graph.num_workers}u) {{  // the scheduler CTA" in src
     assert "mx::mpk_pop(heads + w, slots, gen * n, i, state, w," in src and "mx::mpk_st_relaxed(heads + v," in src
     assert f"mx::mpk_finish(state, gen, {4 * 132}u);" in src and "if (mpk_abort) return;" in src

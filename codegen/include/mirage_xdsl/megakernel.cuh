@@ -10,6 +10,8 @@
 #pragma once
 #include <cstdint>
 
+#include "dependent_launch.cuh"
+
 namespace mx {
 
 // state words (uint64) at the megakernel's base in the counter buffer
@@ -119,24 +121,93 @@ __device__ __forceinline__ void mpk_schedule_timeout(unsigned long long* state, 
   }
 }
 
+// A worker's view of its launch (in __shared__ memory; codegen/megakernel.py).  Under static
+// dispatch the megakernel is launched with programmatic dependent launch: a worker places
+// itself (`mpk_place`), lets the next launch in, and issues the kn.weight loads of its first
+// task's ring prologue before it waits for the previous grid (`mpk_launch_sync`, called by
+// that task's body through its gate): weights are never written, everything else may be.
+struct MpkLaunch {
+  unsigned long long gen;     // launches completed before this one (set by mpk_launch_sync)
+  unsigned long long ticket;  // the SM's slot counter before this worker's add (SM-major graphs)
+  unsigned ctas;              // worker CTAs per SM of an SM-major graph, else 0
+};
+
+// Thread 0 of an SM-major worker, before the wait for the previous grid: its worker index
+// slot * num_sms + smid, where slot counts the workers that reached this SM (the per-SM uint64
+// counters grow by `ctas` per launch: slot = ticket % ctas; mpk_launch_sync checks that the
+// ticket belongs to this launch, ticket / ctas == gen).  The launch asks for enough shared
+// memory that at most `ctas` workers fit an SM, so `ctas` x SMs co-resident workers hold every
+// slot once.  An SM id >= num_sms (another GPU than the graph was built for) records error 2
+// (smid in kMpkErrTask) and returns ~0u; the worker then exits and the others' waits give up.
+__device__ __forceinline__ unsigned mpk_place(unsigned long long* slots, MpkLaunch* launch, unsigned num_sms,
+                                              unsigned long long* state) {
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  if (sm < num_sms) {
+    launch->ticket = atomicAdd(slots + sm, 1ull);
+    return static_cast<unsigned>(launch->ticket % launch->ctas) * num_sms + sm;
+  }
+  if (atomicCAS(state + kMpkError, 0ull, 2ull) == 0ull) {
+    state[kMpkErrTask] = sm;
+    state[kMpkErrValue] = ~0ull;
+    state[kMpkErrNeeded] = launch->ctas;
+    state[kMpkErrWorker] = blockIdx.x;
+    __threadfence();
+  }
+  return ~0u;
+}
+
+// Every thread of a worker, once, before it reads anything an earlier launch or kernel wrote:
+// wait for the previous grid (griddepcontrol.wait; a no-op without PDL), read this launch's
+// generation (the previous launch's last worker published it) and check the worker's placement
+// ticket against it (error 2: more than `ctas` workers reached the SM in this launch; the
+// would-be slot in kMpkErrValue).  Returns false when the worker must stop.
+__device__ __noinline__ bool mpk_launch_sync(MpkLaunch* launch, unsigned long long* state, int* abort) {
+  wait_for_prior_grids();
+  if (threadIdx.x == 0) {
+    const unsigned long long gen = *reinterpret_cast<volatile unsigned long long*>(state + kMpkGen);
+    launch->gen = gen;
+    if (launch->ctas != 0 && launch->ticket / launch->ctas != gen) {
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      if (atomicCAS(state + kMpkError, 0ull, 2ull) == 0ull) {
+        state[kMpkErrTask] = sm;
+        state[kMpkErrValue] = launch->ticket - gen * launch->ctas;
+        state[kMpkErrNeeded] = launch->ctas;
+        state[kMpkErrWorker] = blockIdx.x;
+        __threadfence();
+      }
+      *abort = 1;
+    }
+  }
+  __syncthreads();
+  return *abort == 0;
+}
+
 // The dependency wait of one task, handed to its body (codegen/megakernel.py): the body first
-// issues the cp.async loads of its ring prologue from graph inputs (nothing in the launch
-// writes one: weights, a KV cache), then calls pass(): thread 0 waits on the task's event, the block meets in
-// __syncthreads, and with tracing thread 0 stores the task's start.  The loads stream while
-// the worker waits, as a PDL kernel's prologue does before griddepcontrol.wait.  pass()
-// returns false when the watchdog gave up (the body then returns at once).  A task of several
-// blocks passes an armed gate to its first block only.
+// issues the cp.async loads of its ring prologue from kn.weight inputs, calls launch_sync()
+// (the worker's first task under PDL waits for the previous grid there), issues the prologue
+// loads of the other graph inputs (nothing in the launch writes one: a KV cache), then calls
+// pass(): thread 0 waits on the task's event (launch g waits for (g + 1) x its count), the
+// block meets in __syncthreads, and with tracing thread 0 stores the task's start.  The loads
+// stream while the worker waits, as a PDL kernel's prologue does before griddepcontrol.wait.
+// Both return false when the worker must stop (the watchdog gave up, a placement error); the
+// body then returns at once.  A task of several blocks passes an armed gate to its first
+// block only.
 struct MpkGate {
   const unsigned long long* ev;   // nullptr: nothing to wait for
-  unsigned long long base, needed;
+  unsigned long long needed;
   unsigned long long* state;
   unsigned task, event;
   unsigned long long timeout_ns;
   int* abort;                     // the worker's __shared__ abort flag
   unsigned long long* trace;      // nullptr, or where the task's start time goes
+  MpkLaunch* launch;              // the worker's launch (its generation)
+  bool sync;                      // the worker's first task: launch_sync() waits for the previous grid
+  __device__ __forceinline__ bool launch_sync() const { return !sync || mpk_launch_sync(launch, state, abort); }
   __device__ __forceinline__ bool pass() const {
     if (ev != nullptr) {
-      if (threadIdx.x == 0) *abort = mpk_wait(ev, base, needed, state, task, event, timeout_ns);
+      if (threadIdx.x == 0) *abort = mpk_wait(ev, launch->gen * needed, needed, state, task, event, timeout_ns);
       __syncthreads();
       if (*abort) return false;
     }
@@ -144,32 +215,6 @@ struct MpkGate {
     return true;
   }
 };
-
-// Thread 0 of a worker at the start of launch `gen` of an SM-major graph: its worker index
-// slot * num_sms + smid, where slot counts the workers that reached this SM in this launch
-// (the per-SM counters grow by `ctas` per launch, so slot = old - gen * ctas, mod 2^32).  The
-// launch asks for enough shared memory that at most `ctas` workers fit an SM, so `ctas` x SMs
-// co-resident workers hold every slot once.  An SM id >= num_sms or a slot >= ctas (another
-// GPU than the graph was built for) records error 2 (smid in kMpkErrTask, slot in
-// kMpkErrValue) and returns ~0u; the worker then exits and the others' waits give up.
-__device__ __forceinline__ unsigned mpk_place(unsigned* slots, unsigned long long gen, unsigned ctas, unsigned num_sms,
-                                              unsigned long long* state) {
-  unsigned sm;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  unsigned slot = ~0u;
-  if (sm < num_sms) {
-    slot = atomicAdd(slots + sm, 1u) - static_cast<unsigned>(gen * ctas);
-    if (slot < ctas) return slot * num_sms + sm;
-  }
-  if (atomicCAS(state + kMpkError, 0ull, 2ull) == 0ull) {
-    state[kMpkErrTask] = sm;
-    state[kMpkErrValue] = slot;
-    state[kMpkErrNeeded] = ctas;
-    state[kMpkErrWorker] = blockIdx.x;
-    __threadfence();
-  }
-  return ~0u;
-}
 
 // Thread 0 of a worker, after its last task: count the worker done; the last of the launch
 // publishes the next generation (after every worker has read the current one at its start).

@@ -23,13 +23,21 @@
 // CHECK-LABEL: func.func @lora
 
 // With `inputs-ready` (mirage-megakernel: nothing in the launch writes a graph input), X's
-// prologue loads are hoisted beside W's: 4 + 4 loads.
+// prologue loads are hoisted beside W's: 4 + 4 loads.  Only W's (a kn.weight, which no
+// earlier launch writes either) go before a worker's wait for the previous grid too
+// (`cute.before_grid_wait`), with the pointers and the accumulator initialisation.
 // INPUTS: cute.kernel{{.*}}cute.pdl_prefetch = 8 : i64, kernel_name = "rmsnorm_linear_k0"
+// INPUTS: %s0 = cute.smem_alloc [128, 384, 640, 896, 1152] {cute.before_pdl_wait, cute.before_grid_wait}
+// INPUTS: %racc0 = cute.mma_init {cute.before_pdl_wait, cute.before_grid_wait}
 // INPUTS: cute.copy_g2s "async" %i0 -> %s0 {cute.before_pdl_wait, tile
-// INPUTS: cute.copy_g2s "async" %i1 -> %s1 {cute.before_pdl_wait, tile
+// INPUTS: cute.copy_g2s "async" %i1 -> %s1 {cute.before_pdl_wait, cute.before_grid_wait, tile
+// INPUTS: cute.for %it = 0 to 16 {
+// INPUTS-NOT: cute.before_grid_wait
+// INPUTS-LABEL: func.func @lora
 
 // A second run decides anew: after the inputs-ready run, the plain run leaves X's loads
 // unmarked again (its marks replace the first run's).
+// AGAIN-NOT: cute.before_grid_wait
 // AGAIN: cute.kernel{{.*}}cute.pdl_prefetch = 4 : i64, kernel_name = "rmsnorm_linear_k0"
 // AGAIN: cute.copy_g2s "async" %i0 -> %s0 {tile
 // AGAIN: cute.copy_g2s "async" %i1 -> %s1 {cute.before_pdl_wait, tile

@@ -25,15 +25,19 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // CUDA:         const uint3 mpk_block,
 // CUDA-NEXT:    const mx::MpkGate mpk_gate) {
 // CUDA-NOT:   griddepcontrol
+// CUDA:         if (!mpk_gate.launch_sync()) return;
 // CUDA:         if (!mpk_gate.pass()) return;
 // CUDA:       static __device__ __noinline__ void pair_k1_task(
 // CUDA:       extern "C" __global__ void __launch_bounds__(128, 1) pair_mpk(
-// CUDA:         mx::MpkGate gate{e >= 0 ? events + e : nullptr, gen * n, n, state, t, (unsigned)e, 500000000ull, &mpk_abort, nullptr};
+// CUDA:         mx::allow_dependent_launch();
+// CUDA:         mx::MpkGate gate{e >= 0 ? events + e : nullptr, n, state, t, (unsigned)e, 500000000ull, &mpk_abort, nullptr, &mpk_launch,
+// CUDA-NEXT:                     q == queue_off[w]};
 // CUDA:         pair_k0_task(
 // CUDA-SAME:      gate);
 // CUDA-NEXT:      if (mpk_abort) return;
 // CUDA:       (void)mx::mpk_add_release(events + trig[t0], 1ull);
-// CUDA:       if (tid == 0) mx::mpk_finish(state, gen, 2u);
+// CUDA:       if (queue_off[w] == queue_off[w + 1] && !mx::mpk_launch_sync(&mpk_launch, state, &mpk_abort)) return;  // no task
+// CUDA-NEXT:  if (tid == 0) mx::mpk_finish(state, mpk_launch.gen, 2u);
 // CUDA:       /* mirage-launch-plan @pair
 // CUDA:       "kernel": "pair_mpk",
 // CUDA-NEXT:  "grid": [
@@ -51,8 +55,9 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // INLINE:       switch (w) {
 // INLINE-NEXT:    case 0: {
 // INLINE-NEXT:      {  // task 0: pair_k0 block 0
-// INLINE-NEXT:        mx::MpkGate gate{nullptr, gen * 0ull, 0ull, state, 0u, 4294967295u, 500000000ull, &mpk_abort, nullptr};
+// INLINE-NEXT:        mx::MpkGate gate{nullptr, 0ull, state, 0u, 4294967295u, 500000000ull, &mpk_abort, nullptr, &mpk_launch, true};
 // INLINE-NEXT:        pair_k0_task({{.*}}, make_uint3(0u, 0u, 0u), gate);
+// INLINE-NEXT:        if (mpk_abort) return;
 // INLINE-NEXT:        __syncthreads();
 // INLINE-NEXT:        if (tid == 0) {
 // INLINE-NEXT:          __threadfence();
@@ -60,8 +65,9 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // INLINE-NEXT:        }
 // INLINE-NEXT:      }
 // INLINE-NEXT:      {  // task 2: pair_k0 block 2
+// INLINE-NEXT:        mx::MpkGate gate{nullptr, 0ull, state, 2u, 4294967295u, 500000000ull, &mpk_abort, nullptr, &mpk_launch, false};
 // INLINE:           {  // task 8: pair_k1 block 0
-// INLINE-NEXT:        mx::MpkGate gate{events + 0, gen * 8ull, 8ull, state, 8u, 0u, 500000000ull, &mpk_abort, nullptr};
+// INLINE-NEXT:        mx::MpkGate gate{events + 0, 8ull, state, 8u, 0u, 500000000ull, &mpk_abort, nullptr, &mpk_launch, false};
 // INLINE-NEXT:        pair_k1_task(o0, {{.*}}, make_uint3(0u, 0u, 0u), gate);
 // INLINE-NEXT:        if (mpk_abort) return;
 // INLINE-NEXT:        __syncthreads();
@@ -72,8 +78,9 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // INLINE-NEXT:      {  // task 1: pair_k0 block 1
 // INLINE:           break;
 // INLINE-NEXT:    }
-// INLINE-NEXT:    default:
-// INLINE:       if (tid == 0) mx::mpk_finish(state, gen, 2u);
+// INLINE-NEXT:    default:  // no task
+// INLINE-NEXT:      if (!mx::mpk_launch_sync(&mpk_launch, state, &mpk_abort)) return;
+// INLINE:       if (tid == 0) mx::mpk_finish(state, mpk_launch.gen, 2u);
 
 // STRAIGHT:   static __device__ __noinline__ void pair_k0_task(
 // STRAIGHT-NOT: namespace mpk_pair
@@ -82,9 +89,12 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 
 // By default as many workers per SM as the tasks' shared memory allows, at most four (these tiny
 // tasks: four), in SM-major order (worker w runs on SM
-// w % 132), each worker taking its index from its SM id and a per-SM slot counter at launch.
+// w % 132), each worker taking its index from its SM id and a per-SM slot counter at launch
+// (before it waits for the previous grid; it triggers the next launch once placed).
 // SMIR:       mpk.task_graph attributes {{{.*}}mpk.sm_major = 132 : i64{{.*}}workers = 528 : i64
-// SMCUDA:     mpk_w = mx::mpk_place(mpk_counters + {{[0-9]+}}, mpk_gen, 4u, 132u, state);
+// SMCUDA:     mpk_launch.ctas = 4u;
+// SMCUDA:     mpk_w = mx::mpk_place(reinterpret_cast<unsigned long long*>(mpk_counters + {{[0-9]+}}), &mpk_launch, 132u, state);
+// SMCUDA:     mx::allow_dependent_launch();
 // SMCUDA:     const unsigned w = mpk_w;
 
 // Scheduler dispatch (codegen/megakernel_scheduler.py): of the 3 CTAs the last schedules, so
@@ -97,6 +107,8 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // SCHED-NEXT: static __constant__ const unsigned ev_cons[1] = {8};
 // SCHED:      // pair_mpk: 9 tasks of 2 kernels on 2 worker CTAs + a scheduler CTA of 128 threads,
 // SCHED:      extern __shared__ __align__(128) unsigned char mpk_dyn_smem[];
+// SCHED:      if (!mx::mpk_launch_sync(&mpk_launch, state, &mpk_abort)) return;
+// SCHED-NEXT: const unsigned long long gen = mpk_launch.gen;
 // SCHED:      if (w == 2u) {  // the scheduler CTA (mpk.dispatch = scheduler)
 // SCHED:          for (unsigned i = lane; i < 8u; i += 32) slot_of(sched_initial[i]);
 // SCHED-NEXT:     __syncwarp();
@@ -107,7 +119,7 @@ func.func @pair(%X: tensor<8x64xf16> {kn.strides = array<i64: 64, 1>},
 // SCHED:        if (tid == 0) mx::mpk_finish(state, gen, 3u);
 // SCHED-NEXT:   return;
 // SCHED:        if (tid == 0) mpk_task = mx::mpk_pop(heads + w, slots, gen * n, i, state, w, 1000000000ull);
-// SCHED:        mx::MpkGate gate{nullptr, 0ull, 0ull, state, t, ~0u, 500000000ull, &mpk_abort, nullptr};
-// SCHED:      if (tid == 0) mx::mpk_finish(state, gen, 3u);
+// SCHED:        mx::MpkGate gate{nullptr, 0ull, state, t, ~0u, 500000000ull, &mpk_abort, nullptr, &mpk_launch, false};
+// SCHED:      if (tid == 0) mx::mpk_finish(state, mpk_launch.gen, 3u);
 // SCHED:      "grid": [
 // SCHED-NEXT:   3,
