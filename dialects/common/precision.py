@@ -12,8 +12,8 @@ kn-widen-sums gives a product divided by its row statistic (`(X @ W) / rms(X)`, 
 makes of `rms_norm(X) @ W`, and attention's `(exp(a) @ V) / sum(exp(a))`): such a product is the
 statistic times the result and leaves fp16 range first.
 Maxima, concatenations and unary ops keep one element type: the squares of an rms statistic,
-`x^2 / n` before their sum, stay 16-bit, which bounds the rows an fp16 rms norm takes to
-|x| < sqrt(65504 n) (16k for n = 4096).
+`x^2 / n` before their sum, are 16-bit values in the kernel graph; where the square's pass and
+its sum share a kernel, cute-fuse-square-sum squares in fp32 inside the sum instead.
 """
 
 from __future__ import annotations

@@ -8,18 +8,22 @@ of values near 1e-6 divides 0 by 0 (fuzz seed 14 graph 337); bf16 keeps fp32's e
 range but only 8 mantissa bits for each square.  torch squares in fp32 as well.  This pass
 rewrites
 
-    cute.elementwise "id"(%x) [square] "store" %sq     (no other op reads %sq)
-    cute.barrier                                      (only barriers in between)
-    cute.reduce "sum" %sq ...
+    cute.elementwise "id"(%x) [square(, mul_scalar(c))*] "store" %sq   (no other op reads %sq)
+    ...                                               (nothing that writes %x's bytes)
+    cute.reduce "sum" %sq [epilogue] ...
 
-into `cute.reduce "sum_squares" %x ...` (same outputs, epilogue and threads), which squares
-each element in fp32 as it reads it (`mx::reduce_sum_squares`, compute.cuh), and erases the
-elementwise pass -- one shared-memory round trip fewer.  Only ops that write no shared memory
-may sit between the two (barriers, and stores to global memory: the rms_norm of a square that
-is also a graph output stores the square's operand between them; fp16 squares of it past
-|x| > 256 were inf and the norm 0, fuzz seed 1139 graph 919), so %x still holds the squared
-values' source when the reduce reads it (tb-plan-smem may have planned its lifetime to end at
-the elementwise op).  Ops that an earlier cute decision took over (register
+into `cute.reduce "sum_squares" %x [(mul_scalar(c),)* epilogue] ...` (same outputs and
+threads), which squares each element in fp32 as it reads it (`mx::reduce_sum_squares`,
+compute.cuh) and scales the sum, and erases the elementwise pass -- one shared-memory round
+trip fewer.  The ops between the two must leave %x's shared-memory bytes as they are, so %x
+still holds the squared values' source when the reduce reads it (tb-plan-smem may have planned
+its lifetime to end at the elementwise op and given its bytes to a later tile): barriers,
+stores to global memory (the rms_norm of a square that is also a graph output stores the
+square's operand between them; fp16 squares of it past |x| > 256 were inf and the norm 0, fuzz
+seed 1139 graph 919), MMAs into registers, and passes and accumulator stores that write only
+tiles elsewhere (an rms norm read by two matmuls computes `x^2 / n`, the MMAs and a residual's
+copy of x before the sum: fp16 squares of rows near 1e-6 were 0 and the norm inf, fuzz seed
+1144 graph 2064).  Ops that an earlier cute decision took over (register
 row chains, the grid-sum epilogue, register accumulators: any `cute.` attribute other than
 `cute.reduce_threads`) are left alone: those keep their values in fp32 registers already --
 except a square that ends an elementwise register chain (cute-row-chains) and whose tile only
@@ -35,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import Float32Type, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, Float32Type, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -43,6 +47,7 @@ from mirage_xdsl.dialects import cute
 from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN, ROW_CHAIN_GLOBAL, ROW_CHAIN_RUN, ROW_CHAIN_STORED
 
 _SQUARE = "square"
+_SCALE = "mul_scalar"
 _CHAIN_MEMBER = frozenset({ROW_CHAIN, ROW_CHAIN_STORED, ROW_CHAIN_RUN})
 """The attributes a register-chain member carries that still let its square leave the chain."""
 
@@ -82,12 +87,14 @@ def fusable_square(reduce: cute.ReduceOp) -> cute.ElementwiseOp | None:
     if len(writers) != 1 or not isinstance(writers[0], cute.ElementwiseOp):
         return None
     square = writers[0]
+    fns = [fn.fn_name for fn in square.epilogue.data if isinstance(fn, cute.UnaryFnAttr)]
     if (
         square.out is not tile
         or square.fn.data != "id"
         or len(square.ins) != 1
-        or [fn.fn_name for fn in square.epilogue.data if isinstance(fn, cute.UnaryFnAttr)] != [_SQUARE]
-        or len(square.epilogue.data) != 1
+        or fns[:1] != [_SQUARE]
+        or any(fn != _SCALE for fn in fns[1:])
+        or len(fns) != len(square.epilogue.data)
         or square.mode.data != "store"
         or _decided(square, _CHAIN_MEMBER)
         or not _in_shared_memory(square.ins[0])
@@ -97,12 +104,53 @@ def fusable_square(reduce: cute.ReduceOp) -> cute.ElementwiseOp | None:
     assert isinstance(source, cute.SmemTensorType)
     if isinstance(source.element_type, Float32Type) or source.get_shape() != cute.smem_shape(tile):
         return None
+    kept = _byte_ranges(square.ins[0])
+    if kept is None:
+        return None
     between = square.next_op
     while between is not None and between is not reduce:
-        if not isinstance(between, (cute.BarrierOp, cute.CopyS2GOp)):
+        if not _keeps(between, kept):
             return None
         between = between.next_op
     return square if between is reduce else None
+
+
+_WRITE_NO_SHARED_MEMORY = (
+    cute.BarrierOp, cute.CopyS2GOp, cute.MmaInitOp, cute.MmaOp, cute.CpAsyncCommitOp, cute.CpAsyncWaitOp
+)
+"""Ops that may sit between the square and its sum without a look at what they write: they
+write registers or global memory only."""
+
+
+def _byte_ranges(tile: SSAValue) -> list[tuple[int, int]] | None:
+    """The [start, end) byte ranges of shared memory `tile` spans (one per ring buffer), or None
+    when it is not a `cute.smem_alloc` result."""
+    alloc, typ = tile.owner, tile.type
+    if not isinstance(alloc, cute.SmemAllocOp) or not isinstance(typ, cute.SmemTensorType):
+        return None
+    size = typ.cosize() * cute.elem_bytes(typ.element_type)
+    return [(start, start + size) for start in alloc.byte_offsets]
+
+
+def _keeps(op: Operation, kept: list[tuple[int, int]]) -> bool:
+    """Whether `op` leaves the shared-memory bytes `kept` as they are: it writes no shared
+    memory, or only tiles of `cute.smem_alloc`s that do not overlap them (tb-plan-smem may
+    give a tile whose lifetime has ended to another; such a write ends the fusion)."""
+    if isinstance(op, _WRITE_NO_SHARED_MEMORY):
+        return True
+    if isinstance(op, (cute.ElementwiseOp, cute.FragStoreOp)):
+        written: list[SSAValue] = [op.out]
+    elif isinstance(op, cute.ReduceOp):
+        written = list(op.outs)
+    elif isinstance(op, cute.CopyG2SOp):
+        written = [op.dst]
+    else:
+        return False
+    for tile in written:
+        ranges = _byte_ranges(tile)
+        if ranges is None or any(a < d and c < b for a, b in ranges for c, d in kept):
+            return False
+    return True
 
 
 def _in_shared_memory(tile: SSAValue) -> bool:
@@ -124,6 +172,10 @@ def fuse(square: cute.ElementwiseOp, reduce: cute.ReduceOp) -> None:
     which then guard nothing."""
     reduce.operands = [square.ins[0], *reduce.outs]
     reduce.properties["kind"] = StringAttr("sum_squares")
+    # sum(c * x^2) = c * sum(x^2): the square's scales move to the start of the sum's epilogue
+    scales = list(square.epilogue.data[1:])
+    if scales:
+        reduce.properties["epilogue"] = ArrayAttr([*scales, *reduce.epilogue.data])
     before, after = square.prev_op, square.next_op
     tile = square.out
     square.detach()
