@@ -23,7 +23,9 @@ square's operand between them; fp16 squares of it past |x| > 256 were inf and th
 seed 1139 graph 919), MMAs into registers, and passes and accumulator stores that write only
 tiles elsewhere (an rms norm read by two matmuls computes `x^2 / n`, the MMAs and a residual's
 copy of x before the sum: fp16 squares of rows near 1e-6 were 0 and the norm inf, fuzz seed
-1144 graph 2064).  Ops that an earlier cute decision took over (register
+1144 graph 2064); a square in a register row chain only with barriers and global stores
+between (it must end its chain: fuzz seed 1146 graph 578 lost its chain's start when a
+later member sat between).  Ops that an earlier cute decision took over (register
 row chains, the grid-sum epilogue, register accumulators: any `cute.` attribute other than
 `cute.reduce_threads`) are left alone: those keep their values in fp32 registers already --
 except a square that ends an elementwise register chain (cute-row-chains) and whose tile only
@@ -107,9 +109,12 @@ def fusable_square(reduce: cute.ReduceOp) -> cute.ElementwiseOp | None:
     kept = _byte_ranges(square.ins[0])
     if kept is None:
         return None
+    # a square in a register row chain must end it: only barriers and stores to global memory
+    # may follow it before the sum (a later member of its chain would lose the chain's start)
+    in_chain = ROW_CHAIN in square.attributes
     between = square.next_op
     while between is not None and between is not reduce:
-        if not _keeps(between, kept):
+        if (in_chain and not isinstance(between, (cute.BarrierOp, cute.CopyS2GOp))) or not _keeps(between, kept):
             return None
         between = between.next_op
     return square if between is reduce else None

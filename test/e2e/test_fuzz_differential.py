@@ -475,3 +475,15 @@ def test_rms_norm_of_tiny_fp16_rows_before_two_matmuls() -> None:
 
     out = fuzz_check.check_emulated(fuzz.case_of(1144, 2064), seed=fuzz._input_seed(1144, 2064))
     assert out.status == "ok", out.message
+
+
+@needs_cxx
+def test_a_row_chain_keeps_its_start_when_a_square_could_fold() -> None:
+    """Fuzz seed 1146 graph 578 (a block graph with two rms norms): the square that starts a
+    register row chain was folded into its sum past the chain's next member once ops other
+    than barriers could sit between them, and the printer refused the chain without its start
+    (`cute.row_chain_run`); such a square now folds only when it ends its chain."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+
+    out = fuzz_check.check_emulated(fuzz.case_of(1146, 578), seed=fuzz._input_seed(1146, 578))
+    assert out.status == "ok", out.message
