@@ -541,14 +541,19 @@ def test_concurrent_kernels_are_planned_for_their_share_of_the_sms() -> None:
 
 
 @pytest.mark.parametrize(
-    ("code", "message"),
+    ("code", "record", "message"),
     [
-        (1, r"megakernel deadlock: task 8 \(pair_k1 block 0, worker \d+\) waits on event 0 \(count 5 of 8\)"),
-        (3, r"megakernel deadlock: worker 1 waits for the scheduler to push its task number 5 of this launch \(it pushed 4\)"),
-        (4, r"megakernel deadlock: the scheduler waits on event 0 \(count 5 of 8\) before task 8 \(pair_k1 block 0, worker \d+\)"),
+        (1, (8, 0, 5, 8), r"megakernel deadlock: task 8 \(pair_k1 block 0, worker \d+\) waits on event 0 \(count 5 of 8\)"),
+        (3, (4, 1, 4, 5), r"megakernel deadlock: worker 1 waits for the scheduler to push its task number 5 of this launch \(it pushed 4\)"),
+        (4, (8, 0, 5, 8), r"megakernel deadlock: the scheduler waits on event 0 \(count 5 of 8\) before task 8 \(pair_k1 block 0, worker \d+\)"),
+        # placement: a fourth worker on SM 7 of a three-per-SM graph, or an SM id beyond the graph's
+        (2, (7, 0, 3, 3), r"megakernel placement: worker CTA 0 started on SM 7 as slot 3, but .* 3 workers per SM"),
+        (2, (140, 0, 2**64 - 1, 3), r"megakernel placement: worker CTA 0 started on SM 140 outside the SM range"),
     ],
 )
-def test_the_watchdog_report_names_what_waited(code: int, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_watchdog_report_names_what_waited(
+    code: int, record: tuple[int, int, int, int], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`check_megakernel` reads the error record the device wrote (state words: code, task,
     event, value, needed, worker) into one sentence per kind of wait, and clears the counters."""
     import numpy as np
@@ -559,7 +564,6 @@ def test_the_watchdog_report_names_what_waited(code: int, message: str, monkeypa
     module = parse(PAIR)
     MirageMegakernelPass(workers=3, dispatch="scheduler").apply(make_context(), module)
     plan = emit_cuda(module, "sm_90a").plans["pair"]
-    record = {1: (8, 0, 5, 8), 3: (4, 1, 4, 5), 4: (8, 0, 5, 8)}[code]
     state = np.array([0, 0, code, *record, 0], dtype=np.uint64)
     monkeypatch.setattr(host, "_words", lambda graph, first, count: state)
 
