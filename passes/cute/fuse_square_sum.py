@@ -106,15 +106,12 @@ def fusable_square(reduce: cute.ReduceOp) -> cute.ElementwiseOp | None:
     assert isinstance(source, cute.SmemTensorType)
     if isinstance(source.element_type, Float32Type) or source.get_shape() != cute.smem_shape(tile):
         return None
-    kept = _byte_ranges(square.ins[0])
-    if kept is None:
-        return None
     # a square in a register row chain must end it: only barriers and stores to global memory
     # may follow it before the sum (a later member of its chain would lose the chain's start)
     in_chain = ROW_CHAIN in square.attributes
     between = square.next_op
     while between is not None and between is not reduce:
-        if (in_chain and not isinstance(between, (cute.BarrierOp, cute.CopyS2GOp))) or not _keeps(between, kept):
+        if (in_chain and not isinstance(between, (cute.BarrierOp, cute.CopyS2GOp))) or not _keeps(between, square.ins[0]):
             return None
         between = between.next_op
     return square if between is reduce else None
@@ -127,20 +124,11 @@ _WRITE_NO_SHARED_MEMORY = (
 write registers or global memory only."""
 
 
-def _byte_ranges(tile: SSAValue) -> list[tuple[int, int]] | None:
-    """The [start, end) byte ranges of shared memory `tile` spans (one per ring buffer), or None
-    when it is not a `cute.smem_alloc` result."""
-    alloc, typ = tile.owner, tile.type
-    if not isinstance(alloc, cute.SmemAllocOp) or not isinstance(typ, cute.SmemTensorType):
-        return None
-    size = typ.cosize() * cute.elem_bytes(typ.element_type)
-    return [(start, start + size) for start in alloc.byte_offsets]
-
-
-def _keeps(op: Operation, kept: list[tuple[int, int]]) -> bool:
-    """Whether `op` leaves the shared-memory bytes `kept` as they are: it writes no shared
-    memory, or only tiles of `cute.smem_alloc`s that do not overlap them (tb-plan-smem may
-    give a tile whose lifetime has ended to another; such a write ends the fusion)."""
+def _keeps(op: Operation, source: SSAValue) -> bool:
+    """Whether `op` leaves the shared-memory bytes of `source` as they are: it writes no shared
+    memory, or only single-buffer tiles that share no byte with it (`cute.disjoint_tiles`;
+    tb-plan-smem may give a tile whose lifetime has ended to another: such a write, or one the
+    check cannot place, ends the fusion)."""
     if isinstance(op, _WRITE_NO_SHARED_MEMORY):
         return True
     if isinstance(op, (cute.ElementwiseOp, cute.FragStoreOp)):
@@ -151,11 +139,7 @@ def _keeps(op: Operation, kept: list[tuple[int, int]]) -> bool:
         written = [op.dst]
     else:
         return False
-    for tile in written:
-        ranges = _byte_ranges(tile)
-        if ranges is None or any(a < d and c < b for a, b in ranges for c, d in kept):
-            return False
-    return True
+    return cute.disjoint_tiles(written, [source])
 
 
 def _in_shared_memory(tile: SSAValue) -> bool:
