@@ -120,8 +120,16 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     split = op.splits
     stream = op.stream_slots
     # trailing template arguments only as far as they differ from the header's defaults
-    tail = [str(1 if has_mul else 0), act or "mx::hopper::NoActivation", str(split), str(int(op.is_pingpong)), str(stream)]
-    keep = 5 if stream else 4 if op.is_pingpong else 3 if split > 1 else 2 if act else 1 if has_mul else 0
+    slabs = op.m_slabs
+    tail = [
+        str(1 if has_mul else 0),
+        act or "mx::hopper::NoActivation",
+        str(split),
+        str(int(op.is_pingpong)),
+        str(stream),
+        str(slabs),
+    ]
+    keep = 6 if slabs > 1 else 5 if stream else 4 if op.is_pingpong else 3 if split > 1 else 2 if act else 1 if has_mul else 0
     template = (
         f"{ctype}, {bn}, {op.stages.value.data}, {op.consumers.value.data}, "
         f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}, {op.cluster.value.data}"

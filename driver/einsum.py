@@ -40,14 +40,15 @@ def compile_einsum(
     pingpong: int = -1,
     split_k: int = 0,
     stream_k: int = -1,
+    tile_m: int = 0,
     poison_outputs: bool = False,
 ) -> CompiledGraph:
     """The compiled graph of one einsum (cached per arguments in this process).
 
     Args:
         equation, shapes, dtype: see `frontends.einsum.einsum_module`.
-        group_m, stages, tile_n, epilogue, cluster, pingpong, split_k, stream_k:
-            `convert-contraction-to-hopper` options (-1/0/0/""/-1/0/-1: decide; cluster 1: none).
+        group_m, stages, tile_n, epilogue, cluster, pingpong, split_k, stream_k, tile_m:
+            `convert-contraction-to-hopper` options (-1/0/0/""/-1/0/-1/0: decide; cluster 1: none).
         poison_outputs: fill outputs with NaN before each run (tests).
 
     Raises:
@@ -56,7 +57,7 @@ def compile_einsum(
             operands permuted (message says why).
         CudaCompileError, LaunchError: see `driver.compile.compile`.
     """
-    key = (equation, shapes, dtype, group_m, stages, tile_n, epilogue, cluster, pingpong, split_k, stream_k, poison_outputs)
+    key = (equation, shapes, dtype, group_m, stages, tile_n, epilogue, cluster, pingpong, split_k, stream_k, tile_m, poison_outputs)
     graph = _CACHE.get(key)
     if graph is None:
         from mirage_xdsl.frontends.einsum import einsum_module
@@ -79,6 +80,7 @@ def compile_einsum(
                 pingpong=pingpong,
                 split_k=split_k,
                 stream_k=stream_k,
+                tile_m=tile_m,
             ),
             ConvertPermuteToCutePass(),
         ):

@@ -29,7 +29,9 @@ split, BN <= 128) gives each consumer warpgroup whole BM x BN tiles in turn inst
 (CUTLASS's ping-pong schedule).  Every decision is an attribute set by `convert-contraction-to-hopper`
 (passes/contraction/to_hopper.py); the CUDA printer (codegen/hopper_gemm.py) prints a call
 of `mx::hopper::gemm_ws` (codegen/include/mirage_xdsl/hopper_gemm.cuh) instantiated with
-them.  Tile rules of that header: BM = 64 * consumers, BK = 64, BN in {64, 128, 256}.
+them.  Tile rules of that header: BM = 64 * consumers, BK = 64, BN in {64, 128, 192, 256};
+a cooperative tile (no ping-pong, split or stream-K) of BN <= 128 may also be BM = 128 *
+consumers, each consumer owning two m64 slabs (`m_slabs`; e.g. 256 x 128 tiles).
 """
 
 from __future__ import annotations
@@ -165,6 +167,12 @@ class HopperGemmOp(IRDLOperation):
         )
 
     @property
+    def m_slabs(self) -> int:
+        """m64 slabs each consumer of a cooperative tile owns: BM / (64 x consumers), 1 or 2
+        (ping-pong consumers own the whole tile; the header's `CSLABS`)."""
+        return 1 if self.is_pingpong else self.ints("tile")[0] // (64 * self.consumers.value.data)
+
+    @property
     def is_pingpong(self) -> bool:
         """Whether the consumers take whole tiles in turn (the ping-pong schedule)."""
         return self.pingpong is not None and bool(self.pingpong.value.data)
@@ -214,7 +222,8 @@ class HopperGemmOp(IRDLOperation):
         """Check the GEMM sizes, strides, tile, pipeline options and element types.
 
         The tile must be [64 x consumers, one of `TILE_N`, `BK`] as
-        codegen/include/mirage_xdsl/hopper_gemm.cuh instantiates it.
+        codegen/include/mirage_xdsl/hopper_gemm.cuh instantiates it, or [128 x consumers, <= 128,
+        `BK`] for a cooperative GEMM without split- or stream-K (two m64 slabs per consumer).
 
         Raises:
             VerifyException: `gemm` is not 5 positive sizes, the stride arrays do not have 3/4/3
@@ -231,9 +240,15 @@ class HopperGemmOp(IRDLOperation):
         if (len(self.ints("a_strides")), len(self.ints("b_strides")), len(self.ints("out_strides"))) != (3, 4, 3):
             raise VerifyException("cute.hopper_gemm: a_strides/b_strides/out_strides need 3/4/3 entries")
         consumers = self.consumers.value.data
-        if len(tile) != 3 or tile[0] != 64 * consumers or tile[1] not in TILE_N or tile[2] != BK:
+        if len(tile) != 3 or tile[0] not in (64 * consumers, 128 * consumers) or tile[1] not in TILE_N or tile[2] != BK:
             raise VerifyException(
-                f"cute.hopper_gemm: tile {tile} must be [64 * consumers, one of {TILE_N}, {BK}] (hopper_gemm.cuh)"
+                f"cute.hopper_gemm: tile {tile} must be [64 * consumers (or 128 * consumers), one of {TILE_N}, {BK}] "
+                "(hopper_gemm.cuh)"
+            )
+        if tile[0] == 128 * consumers and (tile[1] > 128 or self.is_pingpong or self.splits > 1 or self.stream_slots):
+            raise VerifyException(
+                f"cute.hopper_gemm: a tile of 128 rows per consumer ({tile}) needs the cooperative schedule without "
+                "split_k or stream_k and a tile N of at most 128 (each consumer holds 2 x 64 x N fp32 accumulators)"
             )
         if consumers not in (1, 2) or self.stages.value.data < 2 or self.grid.value.data < 1:
             raise VerifyException("cute.hopper_gemm: consumers must be 1 or 2, stages >= 2, grid >= 1")

@@ -51,8 +51,13 @@ Options override the decisions: `group-m` (>= 1), `stages` (>= 2), `tile-n` (64/
 `pingpong=1` (the two consumers take whole 128 x BN tiles in turn, BN <= 128, so one's
 epilogue overlaps the other's mainloop), `stream-k` (1: a stream-K sweep; 0 / -1:
 none); `cluster=2` runs CTA pairs that share the B tile
-through TMA multicast, halving B's L2 reads -- correct, but 20-30 % slower than without on an
-H200 (2026-11-26: the pair refills a ring buffer only when both CTAs freed it), so off.
+through TMA multicast, halving B's L2 reads -- correct, but no faster than without on an
+H200 (2026-11-28, TFLOP/s, default / pair: `bshd,hdn` 605 / 605, 4096^3 625 / 587, bmm_nt
+8 x 1024^3 546 / 423 in 128 x 256 tiles, an MLP's 128 x 12288 x 4096 first projection 409 /
+386 as pairs of 64 x 192 tiles: the pair refills a ring buffer only when both CTAs freed it), so
+off; `tile-m` (64 / 128 / 256) sets BM: 256 x 128 cooperative tiles (two m64 slabs per
+consumer, the tile cuBLAS picks for 8 x 1024^3) measured 502-514 against the ping-pong
+default's 546-548 there, and 626 / 605 against 625 / 605 at 4096^3 / `bshd,hdn`.
 After the pass each touched function carries `kn.workspace_size` (0 unless kn-plan-workspace
 set it: the GEMM needs no workspace of its own), which also tells the driver that the
 transpiler pipeline has run; the contraction's `kn.workspace_offset` and `kn.strides` (an
@@ -244,6 +249,7 @@ def plan_schedule(
     split_k: int = 0,
     pingpong: int = -1,
     stream_k: int = -1,
+    tile_m: int = 0,
 ) -> HopperSchedule:
     """Choose tile, stages, grid, L2 group and epilogue for `view` (module docstring).
 
@@ -258,17 +264,25 @@ def plan_schedule(
             clusters).
         stream_k: 1 runs a stream-K sweep over all SMs (no ping-pong, cluster or split; the tile
             `skinny_tile` or `choose_tile_n` picks); 0 and -1: never (measured slower, module docstring).
+        tile_m: BM override: 64 (one consumer), 128 (two), 256 (two consumers of two m64 slabs
+            each: cooperative, BN <= 128, no split- or stream-K); 0: decide.
 
     Raises:
         ValueError: an override out of range (message names it).
     """
-    consumers = 1 if view.m <= 64 else 2
-    bm = 64 * consumers
+    if tile_m not in (0, 64, 128, 256):
+        raise ValueError(f"tile-m={tile_m} must be 64, 128 or 256 (or 0: decide)")
+    consumers = (1 if tile_m == 64 else 2) if tile_m else (1 if view.m <= 64 else 2)
+    bm = tile_m or 64 * consumers
+    tall = bm == 256
+    if tall and (tile_n > 128 or pingpong == 1 or split_k > 1 or stream_k == 1):
+        raise ValueError("tile-m=256 needs tile-n <= 128, the cooperative schedule (pingpong=0), no split-k and no stream-k")
     bn = tile_n or choose_tile_n(view, bm)
+    bn = min(bn, 128) if tall else bn
     split = 1
-    skinny = not tile_n and 64 < view.m <= SKINNY_ROWS and cluster == 1
+    skinny = not tile_n and not tile_m and 64 < view.m <= SKINNY_ROWS and cluster == 1
     if pingpong == -1:
-        auto = consumers == 2 and cluster == 1 and not skinny and split_k <= 1 and stream_k != 1 and tile_n <= 128
+        auto = consumers == 2 and not tall and cluster == 1 and not skinny and split_k <= 1 and stream_k != 1 and tile_n <= 128
         pingpong = int(auto and wants_pingpong(view, min(bn, 128)))
     if pingpong and (consumers != 2 or cluster != 1 or split_k > 1 or tile_n > 128):
         raise ValueError(
@@ -367,6 +381,8 @@ class ConvertContractionToHopperPass(ModulePass):
     stream_k: int = -1
     """1: a stream-K sweep (module docstring: measured slower than the tiled sweeps, so never
     chosen by itself); 0 / -1: none."""
+    tile_m: int = 0
+    """BM: 64, 128 or 256 (two m64 slabs per consumer); 0: decide (`plan_schedule`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Replace each contraction.contract with a `cute.hopper_gemm` named `<func>_hopper_gemm_<i>`.
@@ -413,6 +429,7 @@ class ConvertContractionToHopperPass(ModulePass):
                     split_k=self.split_k,
                     pingpong=self.pingpong,
                     stream_k=self.stream_k,
+                    tile_m=self.tile_m,
                 )
             except ValueError as err:
                 raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err

@@ -118,6 +118,32 @@ def test_pingpong_schedule() -> None:
         op.verify()
 
 
+def test_tile_m_option() -> None:
+    """`tile-m`: 256-row cooperative tiles (two m64 slabs per consumer, BN capped at 128) and
+    64-row tiles of one consumer on request; the rules the header needs are checked by the
+    pass and by the op's verifier."""
+    tall = lowered("cmk,cnk->cmn", [(8, 1024, 1024), (8, 1024, 1024)], tile_m=256)
+    assert tall.ints("tile") == [256, 128, 64] and tall.consumers.value.data == 2 and tall.m_slabs == 2
+    assert not tall.is_pingpong and tall.stages.value.data == 3  # 48 KiB stages beside 64 KiB of staging
+    source = prepare(tall.parent_op().parent_op(), arch="sm_90").program.source  # type: ignore[union-attr]
+    assert "gemm_ws<half, 128, 3, 2, 0, 2, 1, 0, mx::hopper::NoActivation, 1, 0, 0, 2>" in source
+    pair = lowered("mk,kn->mn", [(128, 4096), (4096, 12288)], tile_m=64, tile_n=192, cluster=2)
+    assert pair.ints("tile") == [64, 192, 64] and pair.consumers.value.data == 1 and pair.grid.value.data == 128
+    assert pair.m_slabs == 1
+    with pytest.raises(PassFailedException, match="tile-m=256 needs tile-n <= 128"):
+        lowered(*BMM, tile_m=256, tile_n=256)
+    with pytest.raises(PassFailedException, match="tile-m=256 needs .* the cooperative schedule"):
+        lowered(*BMM, tile_m=256, pingpong=1)
+    with pytest.raises(PassFailedException, match="tile-m=96 must be 64, 128 or 256"):
+        lowered(*BMM, tile_m=96)
+    op = lowered(*BMM, tile_n=256)
+    op.tile = tall.tile  # [256, 128, 64]
+    op.split_k = IntegerAttr(2, i64)
+    op.scratch_offset = IntegerAttr(0, i64)
+    with pytest.raises(VerifyException, match="128 rows per consumer .* without split_k"):
+        op.verify()
+
+
 def test_stream_k_on_request() -> None:
     """`stream-k=1`: one equal range of the 96 x 64 k-iterations per SM (grid 132), 3 partial
     slabs per tile (a tile meets at most ceil(64 / 46) + 1 ranges), the workspace and counters
@@ -258,6 +284,45 @@ def test_einsum_cluster_matches_reference(equation: str, shapes: list[tuple[int,
     test_einsum_matches_reference(equation, shapes, dtype, "", cluster=2)
 
 
+TALL_CASES = [
+    ("cmk,ckn->cmn", [(3, 600, 200), (3, 200, 264)], "float16"),  # tails in m (a tile's second slab partly out), n, k
+    ("cmk,cnk->cmn", [(8, 256, 192), (8, 136, 192)], "bfloat16"),  # K-major B, one m-block per batch
+    ("mk,kn->mn", [(1100, 1024), (1024, 512)], "float16"),  # 20 tiles of 16 k-tiles, m tail in the first slab
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("epilogue", ["", "store16", "store4"])
+@pytest.mark.parametrize(("equation", "shapes", "dtype"), TALL_CASES)
+def test_einsum_256_row_tiles_match_reference(equation: str, shapes: list[tuple[int, ...]], dtype: str, epilogue: str) -> None:
+    """`tile_m=256`: cooperative 256 x 128 tiles, two m64 slabs per consumer; tails in m, n and
+    k, both B layouts, every epilogue (the TMA store's four staging tiles)."""
+    test_einsum_matches_reference(equation, shapes, dtype, epilogue, tile_m=256)
+
+
+@pytest.mark.gpu
+def test_einsum_256_row_tiles_in_cluster_pairs_match_reference() -> None:
+    """`tile_m=256, cluster=2`: 256 x 128 tiles whose CTA pairs share the B tile; an m tail in
+    the pair's second tile and an n tail."""
+    test_einsum_matches_reference("cmk,ckn->cmn", [(2, 900, 200), (2, 200, 264)], "float16", "store16", cluster=2, tile_m=256)
+
+
+PAIR_CASES = [
+    ("mk,kn->mn", [(128, 512), (512, 1000)], "float16"),  # an MLP's 128 rows as a pair of 64-row tiles; n tail
+    ("mk,kn->mn", [(100, 320), (320, 384)], "bfloat16"),  # m tail in the pair's second tile
+    ("mk,nk->mn", [(128, 256), (200, 256)], "float16"),  # K-major B: the pair splits the BN rows
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile_n", [64, 192])
+@pytest.mark.parametrize(("equation", "shapes", "dtype"), PAIR_CASES)
+def test_einsum_64_row_cluster_pairs_match_reference(equation: str, shapes: list[tuple[int, ...]], dtype: str, tile_n: int) -> None:
+    """`tile_m=64, cluster=2`: CTA pairs of one consumer each (the two 64-row halves of a
+    128-row GEMM) sharing each weight tile by TMA multicast."""
+    test_einsum_matches_reference(equation, shapes, dtype, "", cluster=2, tile_n=tile_n, tile_m=64)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("epilogue", ["", "store16", "store4"])
 @pytest.mark.parametrize(("equation", "shapes", "dtype"), PINGPONG_CASES)
@@ -328,6 +393,7 @@ def test_einsum_matches_reference(
     pingpong: int = -1,
     stream_k: int = -1,
     tile_n: int = 0,
+    tile_m: int = 0,
 ) -> None:
     import torch
 
@@ -350,6 +416,7 @@ def test_einsum_matches_reference(
         pingpong=pingpong,
         stream_k=stream_k,
         tile_n=tile_n,
+        tile_m=tile_m,
         poison_outputs=True,
     )
     (out,) = graph(a, b)

@@ -105,12 +105,16 @@ __device__ __forceinline__ uint32_t cluster_rank() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-// Arrive on the mbarrier at `bar`'s offset in CTA `cta` of the cluster.
+// Arrive on the mbarrier at `bar`'s offset in CTA `cta` of the cluster.  The arrival keeps the
+// default .release.cta semantics: the consumer's reads of the buffer it frees are wgmma reads
+// already waited for, so nothing needs cluster-scope ordering, and `.release.cluster` made every
+// k-tile of a cluster-pair GEMM about 3x slower on an H200 (2026-11-28: an MLP's 128 x 4096 x
+// 12288 down projection in 64 x 64 tiles 66 -> 205 TFLOP/s, `bshd,hdn` 460 -> 605).
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
   asm volatile(
       "{\n.reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
       "r"(cta)
       : "memory");
 }
@@ -188,10 +192,10 @@ enum Epilogue : int {
 // tile per consumer slab (ping-pong: NC slabs per consumer), the ring's mbarriers, the two
 // ping-pong order mbarriers, the split-K arrival words and 1 KiB for the 1024-B alignment of
 // the swizzled tiles.
-template <class T, int BN, int STAGES, int NC, int EPI, int PINGPONG = 0>
+template <class T, int BN, int STAGES, int NC, int EPI, int PINGPONG = 0, int CSLABS = 1>
 constexpr int gemm_ws_smem_bytes() {
-  return STAGES * (64 * NC + BN) * 64 * (int)sizeof(T) +
-         (EPI == kTmaStore ? NC * (PINGPONG ? NC : 1) * 64 * BN * (int)sizeof(T) : 0) + 2 * STAGES * 8 + 16 + 16 +
+  return STAGES * (64 * NC * (PINGPONG ? 1 : CSLABS) + BN) * 64 * (int)sizeof(T) +
+         (EPI == kTmaStore ? NC * (PINGPONG ? NC : CSLABS) * 64 * BN * (int)sizeof(T) : 0) + 2 * STAGES * 8 + 16 + 16 +
          1024;
 }
 
@@ -350,20 +354,26 @@ struct UnitWalk {
 // passed every ring wait of its tile: a consumer skips the other's k-tiles in its ring count,
 // and the parity waits (`mbar_wait`) are only unambiguous while the waiter is at most one
 // phase behind the barrier.
+// CSLABS = 2 (cooperative, no split- or stream-K, BN <= 128): each consumer owns two m64 slabs
+// of the tile (BM = 128 * NC, e.g. 256 x 128 tiles; BN fp32 accumulators per thread), so the
+// B tile of a stage feeds twice the rows -- the tile cuBLAS picks for 8 x 1024^3 (sm90
+// `256x128_64x4` kernels).
 template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI, int CLUSTER = 1, int MUL = 0,
-          class ACT = NoActivation, int SPLIT = 1, int PINGPONG = 0, int STREAM = 0>
+          class ACT = NoActivation, int SPLIT = 1, int PINGPONG = 0, int STREAM = 0, int CSLABS = 1>
 __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, const CUtensorMap* tmc,
                                         T* __restrict__ c, const GemmShape s, const T* __restrict__ mul = nullptr,
                                         float* __restrict__ ws = nullptr, unsigned* __restrict__ cnt = nullptr) {
   constexpr int BK = 64;  // 64 fp16/bf16 = one 128-byte swizzle row
-  constexpr int BM = 64 * NC;
+  constexpr int MS = PINGPONG ? NC : CSLABS;  // m64 slabs of one consumer's tile
+  constexpr int BM = PINGPONG ? 64 * NC : 64 * NC * CSLABS;
   constexpr int A_BYTES = BM * BK * (int)sizeof(T);
   constexpr int B_BYTES = BN * BK * (int)sizeof(T);
   constexpr int C_BYTES = 64 * BN * (int)sizeof(T);  // one consumer's staging tile (kTmaStore)
-  constexpr int MS = PINGPONG ? NC : 1;  // m64 slabs of one consumer's tile
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "BN must be 64, 128, 192 or 256");
   static_assert(SPLIT == 1 || CLUSTER == 1, "split-K runs without clusters");
   static_assert(STREAM == 0 || (CLUSTER == 1 && SPLIT == 1 && !PINGPONG), "stream-K: no cluster, split-K or ping-pong");
+  static_assert(CSLABS == 1 || (CSLABS == 2 && !PINGPONG && SPLIT == 1 && STREAM == 0 && BN <= 128),
+                "two slabs per consumer: cooperative, no split- or stream-K, BN <= 128");
   static_assert(!PINGPONG || (NC == 2 && CLUSTER == 1 && SPLIT == 1 && BN <= 128),
                 "ping-pong: two consumers, no cluster, no split-K, BN <= 128 (BN fp32 accumulators per thread)");
   extern __shared__ unsigned char smem_raw[];
@@ -483,7 +493,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
 #pragma unroll
             for (int ms = 0; ms < MS; ++ms)
               prefetch_mul_slab<T, BN>(mul + ci * s.c_inner_stride + co * s.c_outer_stride, s,
-                                       mb * BM + (PINGPONG ? ms : cw) * 64, nb * BN, tid);
+                                       mb * BM + (PINGPONG ? ms : cw * MS + ms) * 64, nb * BN, tid);
           }
         }
         mbar_wait(&full[stage], phase);
@@ -491,7 +501,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
         wgmma_fence();
 #pragma unroll
         for (int ms = 0; ms < MS; ++ms) {
-          const uint32_t a0 = smem_addr(sa + stage * A_BYTES) + (PINGPONG ? ms : cw) * 64 * BK * (int)sizeof(T);
+          const uint32_t a0 = smem_addr(sa + stage * A_BYTES) + (PINGPONG ? ms : cw * MS + ms) * 64 * BK * (int)sizeof(T);
 #pragma unroll
           for (int kk = 0; kk < BK / 16; ++kk) {
             const uint64_t da = smem_desc(a0 + kk * 32, 16, 1024);
@@ -561,9 +571,9 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
       }
       const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
 #pragma unroll
-      for (int ms = 0; ms < MS; ++ms) {  // the consumer's slabs: one, or NC under PINGPONG
+      for (int ms = 0; ms < MS; ++ms) {  // the consumer's slabs: one, CSLABS, or NC under PINGPONG
         float(&acc)[BN / 2] = d2[ms];
-        const int slab = PINGPONG ? ms : cw;  // the slab's 64-row block of the BM-row tile
+        const int slab = PINGPONG ? ms : cw * MS + ms;  // the slab's 64-row block of the BM-row tile
         // Epilogue: accumulator fragment (PTX ISA, wgmma m64nNk16 D layout): register 4j+r holds
         // row 16*warp + lane/4 + 8*(r/2), column 8j + 2*(lane%4) + r%2.
         if constexpr (!ACT::kIdentity) {

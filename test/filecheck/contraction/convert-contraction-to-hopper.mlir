@@ -6,6 +6,8 @@
 // RUN: mirage-opt %s -p 'convert-contraction-to-hopper{group-m=1 tile-n=128 epilogue=store16}' | filecheck %s --check-prefix=OPT
 // RUN: mirage-opt %s -p convert-contraction-to-hopper -t cuda | filecheck %s --check-prefix=CUDA
 // RUN: not mirage-opt %s -p 'convert-contraction-to-hopper{stages=9}' 2>&1 | filecheck %s --check-prefix=ERR
+// RUN: mirage-opt %s -p 'convert-contraction-to-hopper{tile-m=256}' -t cuda | filecheck %s --check-prefix=TALL
+// RUN: not mirage-opt %s -p 'convert-contraction-to-hopper{tile-m=256 tile-n=256}' 2>&1 | filecheck %s --check-prefix=TALLERR
 
 func.func @bmm(%a: tensor<4x4096x4096xf16>, %b: tensor<4x4096x4096xf16>) -> tensor<4x4096x4096xf16> {
   %c = "contraction.contract"(%a, %b) <{dim_types = ["C", "M", "N", "K"], dim_sizes = array<i64: 4, 4096, 4096, 4096>, strides = [array<i64: 16777216, 4096, 0, 1>, array<i64: 16777216, 0, 1, 4096>, array<i64: 16777216, 4096, 1, 0>], data_type = "FLOAT16", prim_main = "GEMM", prim_last = "NONE", prim_first = "ZERO"}> : (tensor<4x4096x4096xf16>, tensor<4x4096x4096xf16>) -> tensor<4x4096x4096xf16>
@@ -27,6 +29,10 @@ func.func @bmm(%a: tensor<4x4096x4096xf16>, %b: tensor<4x4096x4096xf16>) -> tens
 // CUDA-NEXT: mx::hopper::gemm_ws<half, 256, 3, 2, 1, 2, 1>(&a, &b, &cm, c, mx::hopper::GemmShape{4096, 4096, 4096, 4, 4, 4096LL, 16777216LL, 0LL, 16});
 
 // ERR: convert-contraction-to-hopper: contraction.contract: stages=9 must be in 2..3 for a 128x256x64 tile
+
+// tile-m=256: two m64 slabs per consumer (the header's CSLABS = 2, last template argument)
+// TALL: mx::hopper::gemm_ws<half, 128, 3, 2, 1, 2, 1, 0, mx::hopper::NoActivation, 1, 0, 0, 2>(&a, &b, &cm, c,
+// TALLERR: tile-m=256 needs tile-n <= 128
 
 // ELWISE_MUL: the factor is the GEMM's third operand and the kernel's `d` pointer (MUL = 1).
 // RUN: mirage-opt %s -p convert-contraction-to-hopper | filecheck %s --check-prefix=MUL
