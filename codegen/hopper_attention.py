@@ -6,13 +6,16 @@ exponentials are `ex2`):
 
     #include "mirage_xdsl/hopper_attention.cuh"
     extern "C" __global__ void __launch_bounds__(256, 2)
-    prefill_flash_attention_0(half* __restrict__ o, const half* __restrict__ q,
-                              const half* __restrict__ k, const half* __restrict__ v) {
-      mx::hopper::flash_attention<half, 128, 1, 64, 2, false>(q, k, v, o, mx::hopper::AttnShape{...});
+    prefill_flash_attention_0(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+                              const __grid_constant__ CUtensorMap tv, half* __restrict__ o,
+                              const half* __restrict__ q, const half* __restrict__ k, const half* __restrict__ v) {
+      mx::hopper::flash_attention<half, 128, 1, 64, 2, false>(mx::hopper::AttnMaps{&tq, &tk, &tv}, o, mx::hopper::AttnShape{...});
     }
 
 The launch: grid (heads, query blocks), 128 x (consumers + 1) threads (the producer
-warpgroup), no PDL (the kernel reads its inputs from its first instruction on).
+warpgroup), no PDL (the kernel reads its inputs from its first instruction on), and the tensor
+maps of Q, K and V the producer's TMA loads read (`attention_maps`); the pointers of Q, K and V
+stay parameters so that the launch names every buffer the kernel reads.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
 from mirage_xdsl.codegen.hopper_gemm import element_names
-from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorRef
+from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorMapSpec, TensorRef
 from mirage_xdsl.dialects.cute.decode_attention import DecodeAttentionOp
 from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.kn.strides import dtensor_strides
@@ -99,21 +102,49 @@ def print_hopper_attention(op: HopperAttentionOp) -> str:
         [
             f'#include "{HEADER}"',
             f'extern "C" __global__ void __launch_bounds__({threads(op)}, {blocks_per_sm(op)})',
-            f"{name}({ctype}* __restrict__ o, const {ctype}* __restrict__ q, const {ctype}* __restrict__ k, "
-            f"const {ctype}* __restrict__ v) {{",
-            f"  mx::hopper::flash_attention<{template}>(q, k, v, o, mx::hopper::AttnShape{{{shape}}});",
+            f"{name}(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk, "
+            f"const __grid_constant__ CUtensorMap tv, {ctype}* __restrict__ o, const {ctype}* __restrict__ q, "
+            f"const {ctype}* __restrict__ k, const {ctype}* __restrict__ v) {{",
+            f"  mx::hopper::flash_attention<{template}>(mx::hopper::AttnMaps{{&tq, &tk, &tv}}, o, mx::hopper::AttnShape{{{shape}}});",
             "}",
             "",
         ]
     )
 
 
-def attention_launch(op: HopperAttentionOp, ref: Callable[[SSAValue, Operation], TensorRef]) -> KernelLaunch:
-    """The `KernelLaunch` of `op`: grid (heads, query blocks), block, shared memory, and the
-    pointers of the result, Q, K and V (the kernel's parameter order).
+def attention_maps(op: HopperAttentionOp, ref: Callable[[SSAValue, Operation], TensorRef]) -> tuple[TensorMapSpec, ...]:
+    """The tensor maps of Q, K and V: {head dim, rows, heads, 1} (a tensor without a head dim, head
+    stride 0, has one head), byte strides of rows and heads, boxes of 64 head-dim elements (one
+    128-byte swizzle row) by the tile's rows (64 x consumers query rows, `key_tile` keys).
 
     Raises:
-        CudaEmitError: from `ref` (a value without a buffer).
+        CudaEmitError: a head dim whose stride is not 1 (`head_row_strides`), or from `ref`.
+    """
+    heads, sq, sk, d = op.dims()
+    _, dtype = element_names(op)
+    key_rows = op.key_tile.value.data
+    maps = []
+    for value, which, rows, box_rows in (
+        (op.q, "Q", sq, 64 * op.consumers.value.data),
+        (op.k, "K", sk, key_rows),
+        (op.v, "V", sk, key_rows),
+    ):
+        head, row = head_row_strides(op, value, which)
+        n_heads = heads if head else 1
+        # a stride for the size-1 dims: the tensor's span, rounded to TMA's 16 bytes
+        span = -(-(head * heads if head else row * rows) * 2 // 16) * 16
+        strides = (row * 2, head * 2 if head else span, span)
+        maps.append(TensorMapSpec(ref(value, op), dtype, (d, rows, n_heads, 1), strides, (64, box_rows, 1, 1)))  # type: ignore[arg-type]
+    return tuple(maps)
+
+
+def attention_launch(op: HopperAttentionOp, ref: Callable[[SSAValue, Operation], TensorRef]) -> KernelLaunch:
+    """The `KernelLaunch` of `op`: grid (heads, query blocks), block, shared memory, the tensor
+    maps of Q, K and V (`attention_maps`) and the pointers of the result, Q, K and V (the
+    kernel's parameter order).
+
+    Raises:
+        CudaEmitError: from `ref` (a value without a buffer) or `attention_maps`.
     """
     heads, _, _, _ = op.dims()
     return KernelLaunch(
@@ -123,5 +154,6 @@ def attention_launch(op: HopperAttentionOp, ref: Callable[[SSAValue, Operation],
         op.smem_bytes(),
         (ref(op.result, op), ref(op.q, op), ref(op.k, op), ref(op.v, op)),
         pdl=False,
+        tensor_maps=attention_maps(op, ref),
         sm90a=True,
     )

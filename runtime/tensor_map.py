@@ -4,7 +4,9 @@ A TMA load (`cp.async.bulk.tensor`) reads a box of a global tensor described by 
 `CUtensorMap` that the host encodes with the driver's `cuTensorMapEncodeTiled` (CUDA Driver
 API, "Tensor Map Object Management"); the kernel takes it by value as a
 `const __grid_constant__ CUtensorMap` parameter.  The map holds the tensor's base address, so
-it is encoded per call (a host-only function, about a microsecond).  `launch` calls
+a launch needs the map of each call's buffers; `launch_with_tensor_maps` keeps the encoded maps
+of recent (address, layout) pairs (`encoded_map`), since a program's buffers mostly come back at
+the same addresses and a ctypes encode costs several microseconds of host time per map.  `launch` calls
 `cuLaunchKernel` through ctypes with parameters of any size (tensor maps, pointers, ints),
 which CuPy's `RawKernel.__call__` cannot pass.
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 TENSOR_MAP_BYTES = 128
@@ -93,9 +95,7 @@ def check_tiled(dtype: str, dims: Sequence[int], strides: Sequence[int], box: Se
         raise TensorMapError(f"tensor map: the inner box extent {inner} B must be a multiple of 16 and <= the swizzle")
 
 
-def encode_tiled(
-    address: int, dtype: str, dims: Sequence[int], strides: Sequence[int], box: Sequence[int], swizzle: int = 128
-) -> bytes:
+def encode_tiled(address: int, dtype: str, dims: Sequence[int], strides: Sequence[int], box: Sequence[int], swizzle: int = 128) -> bytes:
     """Encode a tiled `CUtensorMap` (no interleave, zero fill out of bounds, 256-B L2 promotion).
 
     Args:
@@ -126,6 +126,16 @@ def encode_tiled(
     return bytes(out)
 
 
+@lru_cache(maxsize=4096)
+def encoded_map(address: int, dtype: str, dims: tuple[int, ...], strides: tuple[int, ...], box: tuple[int, ...], swizzle: int) -> bytes:
+    """`encode_tiled`, memoised: the map is a pure function of its arguments (errors are not cached).
+
+    Raises:
+        TensorMapError: see `encode_tiled`.
+    """
+    return encode_tiled(address, dtype, dims, strides, box, swizzle)
+
+
 class LaunchFailed(RuntimeError):
     """cuLaunchKernel failed (the driver's error name and message are in the text)."""
 
@@ -150,9 +160,7 @@ def pack_param(value: bytes | int | float, ctype: str) -> Any:
     raise ValueError(f"pack_param: unknown parameter kind {ctype!r} (map, ptr, i64, i32)")
 
 
-def launch(
-    function: int, grid: Sequence[int], block: Sequence[int], smem_bytes: int, stream: int, params: Sequence[Any]
-) -> None:
+def launch(function: int, grid: Sequence[int], block: Sequence[int], smem_bytes: int, stream: int, params: Sequence[Any]) -> None:
     """`cuLaunchKernel` with parameters built by `pack_param` (kept alive by the caller).
 
     Args:
@@ -191,7 +199,8 @@ def launch_with_tensor_maps(kernel: Any, step: Any, ptrs: dict[str, list[int]], 
     for spec in step.tensor_maps:
         r = spec.ref
         address = ptrs[r.kind][r.index if r.kind in ("input", "output") else 0] + r.offset
-        params.append(pack_param(encode_tiled(address, spec.dtype, spec.dims, spec.strides, spec.box, spec.swizzle), "map"))
+        encoded = encoded_map(address, spec.dtype, tuple(spec.dims), tuple(spec.strides), tuple(spec.box), spec.swizzle)
+        params.append(pack_param(encoded, "map"))
     params += [pack_param(p, "ptr") for p in pointer_args]
     function = int(getattr(kernel, "kernel", kernel).ptr)
     launch(function, step.grid, step.block, smem, int(cupy.cuda.get_current_stream().ptr), params)

@@ -127,7 +127,8 @@ def operands_fit(group: AttentionGroup) -> bool:
     """The operand rules of the attention kernels (`cute.hopper_attention`,
     `cute.decode_attention`): rank 2 or 3, one 16-bit element type, one head dim in `HEAD_DIMS`
     for Q, K and V, a positive scale (the kernels scale the row maximum), stride-1 head dims and
-    16-byte aligned rows (cp.async copies 16 bytes)."""
+    16-byte aligned rows (the TMA maps of `cute.hopper_attention` and the cp.async copies of
+    `cute.decode_attention` need 16-byte row strides)."""
     values = (group.q, group.k, group.v, group.out.result)
     if len(kn.shape_of(group.q)) not in (2, 3):
         return False

@@ -105,7 +105,7 @@ def test_suite_prefill_becomes_one_flash_kernel(seq: int, causal: bool) -> None:
     assert program.arch == "sm_90a"
     call = (
         f"mx::hopper::flash_attention<half, 128, {consumers}, {key_tile}, 2, {str(causal).lower()}>"
-        f"(q, k, v, o, mx::hopper::AttnShape{{{seq}, {seq}"
+        f"(mx::hopper::AttnMaps{{&tq, &tk, &tv}}, o, mx::hopper::AttnShape{{{seq}, {seq}"
     )
     assert call in program.source and f"__launch_bounds__({128 * (consumers + 1)}, {3 - consumers})" in program.source
     (step,) = program.plans["prefill"].steps
@@ -113,6 +113,11 @@ def test_suite_prefill_becomes_one_flash_kernel(seq: int, causal: bool) -> None:
     assert step.grid == (8, seq // (64 * consumers), 1) and step.block == (128 * (consumers + 1), 1, 1)
     assert step.smem_bytes == (64 * consumers * 128 + 4 * key_tile * 128) * 2 + 9 * 8 + 1024
     assert [a.kind for a in step.args] == ["output", "input", "input", "input"]
+    # the producer's TMA loads: Q, K and V as {head dim, rows, heads, 1}, boxes of 64 x the tile's rows
+    assert [m.ref.index for m in step.tensor_maps] == [0, 1, 2]
+    assert [m.dims for m in step.tensor_maps] == [(128, seq, 8, 1)] * 3
+    assert [m.box for m in step.tensor_maps] == [(64, 64 * consumers, 1, 1), (64, key_tile, 1, 1), (64, key_tile, 1, 1)]
+    assert step.tensor_maps[0].strides == (256, seq * 256, 8 * seq * 256)
     assert LaunchPlan.from_json(program.plans["prefill"].to_json()) == program.plans["prefill"]
 
 

@@ -14,11 +14,16 @@
 // FlashAttention-3's algorithm 2).  Two consumers with 128-key tiles (FlashAttention-3's
 // 128 x 128 tiles at head dim 128) ran the 4096-token prefill of 8 heads 18 % faster than two
 // blocks of one 64-row consumer with 64-key tiles on an H200 (125-131 vs 153-158 µs, fp16,
-// 2026-11-27).  Tiles arrive by
-// cp.async in the canonical K-major layout with the 128-byte swizzle (PTX ISA 8.x,
-// "Asynchronous Warpgroup Level Matrix Shared Memory Layout"): 64-element column chunks of
-// 128-byte rows, 16-byte unit u of row r at (u ^ (r & 7)) * 16.  Q and K are K-major operands
-// (rows: query rows / keys; K: the head dim), V the MN-major B operand of P V (rows: keys); the
+// 2026-11-27).  Tiles arrive by TMA, issued by one producer thread (the earlier 128-thread
+// cp.async producer took 6-7 % longer at 4096 tokens on an H200, 2026-11-28: 130.3 vs 121.3 µs
+// fp16, 126.4 vs 118.3 bf16; sustained, these kernels run at the 700 W power limit, where the
+// copy instructions' energy costs clock), in boxes of 64 head-dim elements x rows with the
+// 128-byte swizzle, which is the canonical K-major layout (PTX ISA 8.x, "Asynchronous Warpgroup
+// Level Matrix Shared Memory Layout"): 64-element column chunks of 128-byte rows, 16-byte unit u
+// of row r at (u ^ (r & 7)) * 16.  The host encodes Q, K and V as 4-D tensor maps {head dim,
+// rows, heads, 1} (codegen/hopper_attention.py `attention_maps`); a tensor without a head dim
+// (head stride 0) has one head.  Q and K are K-major operands (rows: query rows / keys; K: the
+// head dim), V the MN-major B operand of P V (rows: keys); the
 // row sum is taken in fp32 before P is rounded.  With CAUSAL, a block walks only the key tiles
 // its last row sees and masks the tiles that cross the diagonal; the grid dispatches the query
 // blocks heaviest first (longest-first list scheduling: with two blocks per SM it beat the
@@ -53,6 +58,13 @@ struct AttnShape {
   int causal_offset;     // CAUSAL: key j is kept for query row i when j <= i + causal_offset
 };
 
+// Loads through the tensor maps of Q, K and V (the kernel's `__grid_constant__` parameters).
+struct AttnMaps {
+  const CUtensorMap* q;
+  const CUtensorMap* k;
+  const CUtensorMap* v;
+};
+
 // Bytes of dynamic shared memory `flash_attention` needs: Q, STAGES stages of K and of V, the
 // mbarriers (Q's, and full / empty per stage of each ring) and 1 KiB for the 1024-byte
 // alignment of the swizzled tiles.
@@ -61,13 +73,7 @@ constexpr int flash_attention_smem_bytes() {
   return (64 * NC * D + 2 * STAGES * BN * D) * (int)sizeof(T) + (1 + 4 * STAGES) * 8 + 1024;
 }
 
-// Arrive on `bar` once every cp.async this thread issued before has landed (PTX ISA,
-// "cp.async.mbarrier.arrive"; .noinc: the barrier's expected count includes this arrival).
-__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint64_t* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-
-// cp.async of a ROWS x D tile (row stride `row_stride`, D contiguous) into the swizzled K-major
+// cp.async of a ROWS x D tile (the split-key decode kernel's loads, decode_attention.cuh) (row stride `row_stride`, D contiguous) into the swizzled K-major
 // layout above; rows at or past `rows` are zero-filled.
 template <class T, int ROWS, int D, int NT>
 __device__ __forceinline__ void load_swizzled(unsigned char* dst, const T* src, long long row_stride, int rows, int tid) {
@@ -83,6 +89,15 @@ __device__ __forceinline__ void load_swizzled(unsigned char* dst, const T* src, 
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(d)), "l"(p), "r"(in ? 16 : 0)
                  : "memory");
   }
+}
+
+// TMA of a ROWS x D tile at (row, head) of `map` into the swizzled K-major layout above: D / 64
+// boxes of {64, ROWS}, box c at c * ROWS * 128 bytes (the 128-byte swizzle of the map is the
+// layout's); rows past the tensor's end are zero-filled.  Completes on `bar`.
+template <class T, int ROWS, int D>
+__device__ __forceinline__ void tma_tile(unsigned char* dst, const CUtensorMap* map, uint64_t* bar, int row, int head) {
+#pragma unroll
+  for (int c = 0; c < D / 64; ++c) tma_load_4d(dst + c * ROWS * 128, map, bar, 64 * c, row, head, 0);
 }
 
 // An empty asm that "defines" r: the register's computation is finished before the next
@@ -102,13 +117,13 @@ __device__ __forceinline__ float attn_ex2(float x) {
   return r;
 }
 
-// Registers per thread after `setmaxnreg` (PTX ISA, "setmaxnreg"): the producer's copy loop
-// needs 56 with 64-key tiles and 80 with 128-key ones (fewer spill); the consumers take what
-// the block's share of the SM's 64K registers leaves (NC = 1: two blocks of 256 threads per SM,
-// 128 each at launch; NC = 2: one block of 384, 168 each).  A 128-key consumer holds S (64
-// registers), P (32) and O (64 at head dim 128): it needs NC = 2's 208.
+// Registers per thread after `setmaxnreg` (PTX ISA, "setmaxnreg"): the producer (one thread
+// issuing TMA loads) keeps 40; the consumers take what the block's share of the SM's 64K
+// registers leaves (NC = 1: two blocks of 256 threads per SM, 128 each at launch; NC = 2: one
+// block of 384, 168 each).  A 128-key consumer holds S (64 registers), P (32) and O (64 at head
+// dim 128): it needs NC = 2's 232.
 template <int BN>
-constexpr int kFlashProducerRegs = BN == 128 ? 80 : 56;
+constexpr int kFlashProducerRegs = 40;
 template <int NC, int BN>
 struct FlashConsumerRegs {
   static constexpr int value = NC == 1 ? 2 * 128 - kFlashProducerRegs<BN> : (3 * 168 - kFlashProducerRegs<BN>) / 2 / 8 * 8;
@@ -139,29 +154,30 @@ struct FlashSmem {
   }
 };
 
-// The producer warpgroup: Q, then K(t) and V(t) for every key tile, each into its ring stage
-// once the consumers freed it; a copy completes on the stage's `full` barrier.
+// The producer (thread 0 of warpgroup 0): Q, then K(t) and V(t) for every key tile, each into its
+// ring stage once the consumers freed it, by TMA; a tile completes on its stage's `full` barrier
+// (one arrival with the tile's byte count).
 template <class T, int D, int NC, int BN, int STAGES>
-__device__ __forceinline__ void flash_produce(const FlashSmem<T, D, NC, BN, STAGES>& sm, const T* q, const T* kh, const T* vh,
-                                              const AttnShape& s, int row0, int n_kt, int tid) {
+__device__ __forceinline__ void flash_produce(const FlashSmem<T, D, NC, BN, STAGES>& sm, const AttnMaps& maps, const AttnShape& s,
+                                              int head, int row0, int n_kt) {
   constexpr int BM = 64 * NC, TILE = FlashSmem<T, D, NC, BN, STAGES>::kTileBytes;
-  load_swizzled<T, BM, D, 128>(sm.q, q, s.q_r, s.seq_q - row0, tid);
-  cp_async_mbar_arrive_noinc(sm.q_full);
+  const int hq = s.q_h ? head : 0, hk = s.k_h ? head : 0, hv = s.v_h ? head : 0;
+  mbar_expect_tx(sm.q_full, BM * D * (int)sizeof(T));
+  tma_tile<T, BM, D>(sm.q, maps.q, sm.q_full, row0, hq);
   int st = 0;
   unsigned ph = 0;
   for (int t = 0; t < n_kt; ++t) {
     mbar_wait(&sm.k_empty[st], ph ^ 1);
-    load_swizzled<T, BN, D, 128>(sm.k + st * TILE, kh + (long long)t * BN * s.k_r, s.k_r, BN, tid);
-    cp_async_mbar_arrive_noinc(&sm.k_full[st]);
+    mbar_expect_tx(&sm.k_full[st], TILE);
+    tma_tile<T, BN, D>(sm.k + st * TILE, maps.k, &sm.k_full[st], t * BN, hk);
     mbar_wait(&sm.v_empty[st], ph ^ 1);
-    load_swizzled<T, BN, D, 128>(sm.v + st * TILE, vh + (long long)t * BN * s.v_r, s.v_r, BN, tid);
-    cp_async_mbar_arrive_noinc(&sm.v_full[st]);
+    mbar_expect_tx(&sm.v_full[st], TILE);
+    tma_tile<T, BN, D>(sm.v + st * TILE, maps.v, &sm.v_full[st], t * BN, hv);
     if (++st == STAGES) {
       st = 0;
       ph ^= 1;
     }
   }
-  asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
 // One consumer warpgroup (64 query rows from row0 + 64 cw): the online-softmax loop over the
@@ -327,8 +343,7 @@ __device__ __forceinline__ void flash_consume(const FlashSmem<T, D, NC, BN, STAG
 // warpgroups 1..NC consume (`flash_consume`); after the barriers' initialisation no block-wide
 // barrier: a stage is refilled once each consumer warp has arrived on its `empty` barrier.
 template <class T, int D, int NC, int BN, int STAGES, bool CAUSAL>
-__device__ __forceinline__ void flash_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-                                                T* __restrict__ o, const AttnShape s) {
+__device__ __forceinline__ void flash_attention(const AttnMaps maps, T* __restrict__ o, const AttnShape s) {
   static_assert(D == 64 || D == 128, "flash_attention: head dim 64 or 128");
   static_assert(BN == 64 || BN == 128, "flash_attention: key tiles of 64 or 128");
   static_assert(NC == 1 || NC == 2, "flash_attention: one or two consumer warpgroups");
@@ -336,14 +351,17 @@ __device__ __forceinline__ void flash_attention(const T* __restrict__ q, const T
   const FlashSmem<T, D, NC, BN, STAGES> sm(smem_raw);
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
   if (threadIdx.x == 0) {
-    mbar_init(sm.q_full, 128);
+    mbar_init(sm.q_full, 1);
     for (int i = 0; i < STAGES; ++i) {
-      mbar_init(&sm.k_full[i], 128);  // every producer thread's copies
-      mbar_init(&sm.v_full[i], 128);
+      mbar_init(&sm.k_full[i], 1);  // the producer's expect_tx; the TMA completes the bytes
+      mbar_init(&sm.v_full[i], 1);
       mbar_init(&sm.k_empty[i], NC * 4);  // lane 0 of every consumer warp
       mbar_init(&sm.v_empty[i], NC * 4);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    prefetch_tensor_map(maps.q);
+    prefetch_tensor_map(maps.k);
+    prefetch_tensor_map(maps.v);
   }
   __syncthreads();
   const int head = blockIdx.x;
@@ -357,7 +375,7 @@ __device__ __forceinline__ void flash_attention(const T* __restrict__ q, const T
   }
   if (wg == 0) {
     setmaxnreg_dec<kFlashProducerRegs<BN>>();
-    flash_produce(sm, q + head * s.q_h + (long long)row0 * s.q_r, k + head * s.k_h, v + head * s.v_h, s, row0, n_kt, tid);
+    if (tid == 0) flash_produce(sm, maps, s, head, row0, n_kt);
   } else {
     setmaxnreg_inc<FlashConsumerRegs<NC, BN>::value>();
     flash_consume<T, D, NC, BN, STAGES, CAUSAL>(sm, o + head * s.o_h, s, row0, n_kt, wg - 1, tid);
