@@ -32,12 +32,17 @@ SKINNY_UP = {
     "64x256 c2": {"tile_m": 64, "tile_n": 256, "cluster": 2},
     "64x192 c2 st16": {"tile_m": 64, "tile_n": 192, "cluster": 2, "epilogue": "store16"},
     "64x192": {"tile_m": 64, "tile_n": 192},
+    "128x256 k2": {"tile_n": 256, "split_k": 2},
+    "64x256": {"tile_m": 64, "tile_n": 256},
 }
 SKINNY_DOWN = {
     "default": {},
     "128x64 k2 s8": {"tile_n": 64, "split_k": 2, "stages": 8},
     "128x64 k2 st16 s9": {"tile_n": 64, "split_k": 2, "stages": 9, "epilogue": "store16"},
     "128x64 k4 s8": {"tile_n": 64, "split_k": 4, "stages": 8},
+    "128x128 k4": {"tile_n": 128, "split_k": 4},
+    "128x128 k4 st16 s7": {"tile_n": 128, "split_k": 4, "epilogue": "store16", "stages": 7},
+    "128x128 k3": {"tile_n": 128, "split_k": 3},
     "64x64 c2": {"tile_m": 64, "tile_n": 64, "cluster": 2},
     "64x64 c2 st16": {"tile_m": 64, "tile_n": 64, "cluster": 2, "epilogue": "store16"},
     "64x64 c2 s10": {"tile_m": 64, "tile_n": 64, "cluster": 2, "stages": 10},
@@ -51,6 +56,9 @@ WORK = [
     (CONTRACTIONS_BY_NAME["bshd_hdn"], SQUARE),
     (ContractionWorkload("mlp_up_128", "mk,kn->mn", ((128, 4096), (4096, 12288))), SKINNY_UP),
     (ContractionWorkload("mlp_down_128", "mk,kn->mn", ((128, 12288), (12288, 4096))), SKINNY_DOWN),
+    (ContractionWorkload("mlp_up_128_bf16", "mk,kn->mn", ((128, 4096), (4096, 12288)), "bfloat16"), SKINNY_UP),
+    (ContractionWorkload("mlp_down_128_bf16", "mk,kn->mn", ((128, 12288), (12288, 4096)), "bfloat16"), SKINNY_DOWN),
+    (ContractionWorkload("mlp_down_128_11008", "mk,kn->mn", ((128, 11008), (11008, 4096))), SKINNY_DOWN),
 ]
 only = [a for a in sys.argv[1:] if not a.startswith("-")]
 skip = {a[1:] for a in sys.argv[1:] if a.startswith("-")}  # "-label": leave that variant out

@@ -66,6 +66,13 @@ def test_pass_decides_the_schedule() -> None:
     mlp = ("mk,kn->mn", [(128, 4096), (4096, 12288)])
     assert lowered(*mlp).ints("tile") == [128, 128, 64]
     assert lowered(*mlp, tile_n=192).ints("tile") == [128, 192, 64]
+    # skinny GEMMs stream their weights through rings of up to SKINNY_MAX_STAGES (8) stages: the
+    # down projection's 24 KiB stages take 8, the first projection's 32 KiB stages fill the
+    # shared memory at 6 (beside its 32 KiB staging tile)
+    down = lowered("mk,kn->mn", [(128, 12288), (12288, 4096)])
+    assert down.ints("tile") == [128, 64, 64] and down.splits == 2 and down.stages.value.data == 8
+    assert lowered(*mlp).stages.value.data == 6
+    assert lowered(*mlp, pingpong=1).stages.value.data == 6  # not the skinny plan: MAX_STAGES
 
 
 def test_cluster_pairs_share_b() -> None:
