@@ -56,6 +56,12 @@ tb-plan-pipeline's option of the same name gives wide lone blocks, which their e
 counts; pass both passes the same value), `hopper-gemm` and `hopper-attention` (step 3) and `share-sms` (plan the
 groups of one dependency level that stream graph inputs for their byte shares of the SMs:
 `concurrent_sm_shares`, for a megakernel, whose workers run such kernels side by side).
+
+Why one module of ~600 lines: aggregation, partition and lowering share one group
+bookkeeping (the component walk, convexity, the plan cache of `Planner.plan` and the
+feasibility checks) that the three steps update in turn; the planner, the cut rule's cost and
+the library / sm_90a choices live in their own modules (plan_group, plan_cost, matmul_contract,
+flash_attention, decode_attention).
 """
 
 from __future__ import annotations
