@@ -62,6 +62,22 @@ __device__ __forceinline__ unsigned long long mpk_globaltimer() {
   return t;
 }
 
+// Record the launch's first error in the state words (runtime/megakernel.py reads them after
+// the launch): `code` with its task, event, value and needed words and the recording worker,
+// unless another thread recorded an error first.
+__device__ __forceinline__ void mpk_record_error(unsigned long long* state, unsigned long long code, unsigned long long task,
+                                                 unsigned long long event, unsigned long long value,
+                                                 unsigned long long needed) {
+  if (atomicCAS(state + kMpkError, 0ull, code) == 0ull) {
+    state[kMpkErrTask] = task;
+    state[kMpkErrEvent] = event;
+    state[kMpkErrValue] = value;
+    state[kMpkErrNeeded] = needed;
+    state[kMpkErrWorker] = blockIdx.x;
+    __threadfence();
+  }
+}
+
 // Thread 0 of a worker: wait until *ev >= base + needed.  Returns 0 when reached, 1 when the
 // wait gave up: it spun past timeout_ns (globaltimer ns; it records `code`, task, event and
 // counts in the state words) or another worker has recorded an error.  Back-off: __nanosleep
@@ -81,15 +97,8 @@ __device__ __noinline__ int mpk_wait(const unsigned long long* ev, unsigned long
     if (mpk_ld_acquire(ev) >= target) return 0;
     if (*reinterpret_cast<volatile unsigned long long*>(state + kMpkError)) return 1;
     if (mpk_globaltimer() - t0 > timeout_ns) {
-      if (atomicCAS(state + kMpkError, 0ull, code) == 0ull) {
-        const unsigned long long now = *reinterpret_cast<volatile const unsigned long long*>(ev);
-        state[kMpkErrTask] = task;
-        state[kMpkErrEvent] = event;
-        state[kMpkErrValue] = now - base;
-        state[kMpkErrNeeded] = needed;
-        state[kMpkErrWorker] = blockIdx.x;
-        __threadfence();
-      }
+      const unsigned long long now = *reinterpret_cast<volatile const unsigned long long*>(ev);
+      mpk_record_error(state, code, task, event, now - base, needed);
       return 1;
     }
   }
@@ -111,14 +120,7 @@ __device__ __noinline__ unsigned mpk_pop(const unsigned long long* head, const u
 __device__ __forceinline__ void mpk_schedule_timeout(unsigned long long* state, const unsigned long long* ev,
                                                      unsigned long long base, unsigned long long needed,
                                                      unsigned task, unsigned event) {
-  if (atomicCAS(state + kMpkError, 0ull, 4ull) == 0ull) {
-    state[kMpkErrTask] = task;
-    state[kMpkErrEvent] = event;
-    state[kMpkErrValue] = *reinterpret_cast<volatile const unsigned long long*>(ev) - base;
-    state[kMpkErrNeeded] = needed;
-    state[kMpkErrWorker] = blockIdx.x;
-    __threadfence();
-  }
+  mpk_record_error(state, 4ull, task, event, *reinterpret_cast<volatile const unsigned long long*>(ev) - base, needed);
 }
 
 // A worker's view of its launch (in __shared__ memory; codegen/megakernel.py).  Under static
@@ -147,13 +149,7 @@ __device__ __forceinline__ unsigned mpk_place(unsigned long long* slots, MpkLaun
     launch->ticket = atomicAdd(slots + sm, 1ull);
     return static_cast<unsigned>(launch->ticket % launch->ctas) * num_sms + sm;
   }
-  if (atomicCAS(state + kMpkError, 0ull, 2ull) == 0ull) {
-    state[kMpkErrTask] = sm;
-    state[kMpkErrValue] = ~0ull;
-    state[kMpkErrNeeded] = launch->ctas;
-    state[kMpkErrWorker] = blockIdx.x;
-    __threadfence();
-  }
+  mpk_record_error(state, 2ull, sm, 0ull, ~0ull, launch->ctas);
   return ~0u;
 }
 
@@ -170,13 +166,7 @@ __device__ __noinline__ bool mpk_launch_sync(MpkLaunch* launch, unsigned long lo
     if (launch->ctas != 0 && launch->ticket / launch->ctas != gen) {
       unsigned sm;
       asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-      if (atomicCAS(state + kMpkError, 0ull, 2ull) == 0ull) {
-        state[kMpkErrTask] = sm;
-        state[kMpkErrValue] = launch->ticket - gen * launch->ctas;
-        state[kMpkErrNeeded] = launch->ctas;
-        state[kMpkErrWorker] = blockIdx.x;
-        __threadfence();
-      }
+      mpk_record_error(state, 2ull, sm, 0ull, launch->ticket - gen * launch->ctas, launch->ctas);
       *abort = 1;
     }
   }
