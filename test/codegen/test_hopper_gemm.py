@@ -228,6 +228,43 @@ def test_tensor_map_rules() -> None:
         check_tiled("float32", [64, 64], [256], [64, 64], 128)
 
 
+def test_launches_reuse_encoded_tensor_maps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`launch_with_tensor_maps` encodes a map once per (address, layout): a second launch on the
+    same buffers reuses it, a buffer at another address gets its own (no driver needed: the
+    encoder and the launch are stubbed)."""
+    from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorMapSpec, TensorRef
+    from mirage_xdsl.runtime import tensor_map
+
+    calls: list[int] = []
+
+    def fake_encode(address: int, *rest: object) -> bytes:
+        calls.append(address)
+        return address.to_bytes(8, "little") * 16
+
+    launched: list[bytes] = []
+    monkeypatch.setattr(tensor_map, "encode_tiled", fake_encode)
+    monkeypatch.setattr(tensor_map, "launch", lambda fn, grid, block, smem, stream, params: launched.append(bytes(params[0])))
+    tensor_map.encoded_map.cache_clear()
+    spec = TensorMapSpec(TensorRef("input", 0, 0), "float16", (64, 64, 1, 1), (128, 8192, 8192), (64, 64, 1, 1))
+    step = KernelLaunch("k", (1, 1, 1), (128, 1, 1), 0, (), tensor_maps=(spec,))
+
+    class Stream:
+        ptr = 0
+
+    class Cupy:
+        class cuda:  # noqa: N801 - mimics the CuPy module layout
+            @staticmethod
+            def get_current_stream() -> Stream:
+                return Stream()
+
+    kernel = type("Kernel", (), {"ptr": 1})()
+    for address in (4096, 4096, 8192):
+        tensor_map.launch_with_tensor_maps(kernel, step, {"input": [address]}, [], 0, Cupy)
+    assert calls == [4096, 8192]
+    assert launched == [(4096).to_bytes(8, "little") * 16] * 2 + [(8192).to_bytes(8, "little") * 16]
+    tensor_map.encoded_map.cache_clear()
+
+
 def test_reference_runs_contractions() -> None:
     rng = np.random.default_rng(0)
     for eq, shapes in (("bhqd,bkhd->bhqk", [(2, 3, 5, 8), (2, 4, 3, 8)]), ("aebf,dfce->abcd", [(2, 3, 4, 5), (6, 5, 7, 3)])):
