@@ -67,8 +67,8 @@ CUTE_DECISIONS = (
     "cute-register-accumulators",
     "cute-weight-prefetch",
     "cute-row-chains",
-    "cute-grid-sum-epilogue",
     "cute-fuse-square-sum",
+    "cute-grid-sum-epilogue",
     "cute-causal-skip",
 )
 """Run after convert-tb-to-cute and cute-late-finisher, in this order (a later one may read an

@@ -25,9 +25,13 @@ tiles elsewhere (an rms norm read by two matmuls computes `x^2 / n`, the MMAs an
 copy of x before the sum: fp16 squares of rows near 1e-6 were 0 and the norm inf, fuzz seed
 1144 graph 2064); a square in a register row chain only with barriers and global stores
 between (it must end its chain: fuzz seed 1146 graph 578 lost its chain's start when a
-later member sat between).  Ops that an earlier cute decision took over (register
-row chains, the grid-sum epilogue, register accumulators: any `cute.` attribute other than
-`cute.reduce_threads`) are left alone: those keep their values in fp32 registers already --
+later member sat between).  The pass runs before cute-grid-sum-epilogue: that epilogue keeps
+a phase's values in registers but stores each one a later op reads rounded to its tile's type,
+so a square of grid-summed values that only a sum after the phase reads was stored in fp16
+(values near 632: squares inf, the rms_norm 0; fuzz seed 1151 graph 833); folded first, the sum
+squares the stored grid sum in fp32.  Ops that an earlier cute decision took over (register
+row chains, register accumulators: any `cute.` attribute other than `cute.reduce_threads`)
+are left alone: those keep their values in fp32 registers already --
 except a square that ends an elementwise register chain (cute-row-chains) and whose tile only
 a sum outside the chain reads: the chain stored it rounded to the tile's type (fp16 squares of
 a 4-row rms_norm over 256 columns: 0 beyond |x| > 256, 3 % off near 1e-4, fuzz seed 1134 graph

@@ -31,7 +31,9 @@ tile that the phase reads (threads no longer wait for each other inside a phase)
 Writes the attributes of dialects/cute/grid_sum_epilogue.py (`cute.epilogue_phases` on every
 `cute.grid_sum`, `cute.epilogue_phase` on the phase ops, `cute.epilogue_stored`,
 `cute.epilogue_global`); the CUDA printer prints the phases from them.  Needs
-cute-register-accumulators (a register-resident tile never joins a phase).
+cute-register-accumulators (a register-resident tile never joins a phase) and runs after
+cute-fuse-square-sum (a square that only a later sum reads is folded into that sum first,
+rather than stored rounded to its tile's type by a phase).
 """
 
 from __future__ import annotations

@@ -487,3 +487,20 @@ def test_a_row_chain_keeps_its_start_when_a_square_could_fold() -> None:
 
     out = fuzz_check.check_emulated(fuzz.case_of(1146, 578), seed=fuzz._input_seed(1146, 578))
     assert out.status == "ok", out.message
+
+
+@needs_cxx
+def test_rms_norm_after_a_grid_sum_squares_in_fp32() -> None:
+    """Fuzz seed 1151 graph 833: rms_norm of a split-K matmul's result (values near 632) in
+    fp16.  cute-grid-sum-epilogue put the square into its register phase and stored it, rounded
+    to fp16 (inf), for the sum after the phase: the whole output was 0 (relative error 1).
+    cute-fuse-square-sum now runs first and folds the square into the sum, which squares the
+    stored grid sum in fp32."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+    from mirage_xdsl.codegen.cuda_target import emit_cuda
+
+    case = fuzz.case_of(1151, 833)
+    source = emit_cuda(fuzz_check.lower_case(case, {"flash_attention": False})).source
+    assert "grid_partial_sum" in source and source.count("reduce_sum_squares") == 2
+    out = fuzz_check.check_emulated(case, seed=fuzz._input_seed(1151, 833))
+    assert out.status == "ok", out.message
