@@ -73,8 +73,9 @@ constexpr int flash_attention_smem_bytes() {
   return (64 * NC * D + 2 * STAGES * BN * D) * (int)sizeof(T) + (1 + 4 * STAGES) * 8 + 1024;
 }
 
-// cp.async of a ROWS x D tile (the split-key decode kernel's loads, decode_attention.cuh) (row stride `row_stride`, D contiguous) into the swizzled K-major
-// layout above; rows at or past `rows` are zero-filled.
+// cp.async of a ROWS x D tile (row stride `row_stride`, D contiguous) into the swizzled K-major
+// layout above; rows at or past `rows` are zero-filled.  The split-key decode kernel's loads
+// (decode_attention.cuh); the flash kernel loads by TMA (`tma_tile`).
 template <class T, int ROWS, int D, int NT>
 __device__ __forceinline__ void load_swizzled(unsigned char* dst, const T* src, long long row_stride, int rows, int tid) {
   constexpr int UNITS = D / 8;  // 16-byte units per row
@@ -122,11 +123,10 @@ __device__ __forceinline__ float attn_ex2(float x) {
 // registers leaves (NC = 1: two blocks of 256 threads per SM, 128 each at launch; NC = 2: one
 // block of 384, 168 each).  A 128-key consumer holds S (64 registers), P (32) and O (64 at head
 // dim 128): it needs NC = 2's 232.
-template <int BN>
 constexpr int kFlashProducerRegs = 40;
-template <int NC, int BN>
+template <int NC>
 struct FlashConsumerRegs {
-  static constexpr int value = NC == 1 ? 2 * 128 - kFlashProducerRegs<BN> : (3 * 168 - kFlashProducerRegs<BN>) / 2 / 8 * 8;
+  static constexpr int value = NC == 1 ? 2 * 128 - kFlashProducerRegs : (3 * 168 - kFlashProducerRegs) / 2 / 8 * 8;
 };
 
 // The block's shared memory: Q, the K and V rings, and their mbarriers.
@@ -374,10 +374,10 @@ __device__ __forceinline__ void flash_attention(const AttnMaps maps, T* __restri
     n_kt = min(n_kt, last < 0 ? 0 : last / BN + 1);
   }
   if (wg == 0) {
-    setmaxnreg_dec<kFlashProducerRegs<BN>>();
+    setmaxnreg_dec<kFlashProducerRegs>();
     if (tid == 0) flash_produce(sm, maps, s, head, row0, n_kt);
   } else {
-    setmaxnreg_inc<FlashConsumerRegs<NC, BN>::value>();
+    setmaxnreg_inc<FlashConsumerRegs<NC>::value>();
     flash_consume<T, D, NC, BN, STAGES, CAUSAL>(sm, o + head * s.o_h, s, row0, n_kt, wg - 1, tid);
   }
 }
