@@ -26,7 +26,7 @@ from collections.abc import Callable
 from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.codegen.cuda_syntax import CudaEmitError
-from mirage_xdsl.codegen.hopper_gemm import element_names
+from mirage_xdsl.codegen.hopper_gemm import batch_strides, element_names, tensor_span
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorMapSpec, TensorRef
 from mirage_xdsl.dialects.cute.decode_attention import DecodeAttentionOp
 from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
@@ -130,11 +130,9 @@ def attention_maps(op: HopperAttentionOp, ref: Callable[[SSAValue, Operation], T
         (op.v, "V", sk, key_rows),
     ):
         head, row = head_row_strides(op, value, which)
-        n_heads = heads if head else 1
-        # a stride for the size-1 dims: the tensor's span, rounded to TMA's 16 bytes
-        span = -(-(head * heads if head else row * rows) * 2 // 16) * 16
-        strides = (row * 2, head * 2 if head else span, span)
-        maps.append(TensorMapSpec(ref(value, op), dtype, (d, rows, n_heads, 1), strides, (64, box_rows, 1, 1)))  # type: ignore[arg-type]
+        span = tensor_span(value, 2)
+        strides = (row * 2, *batch_strides([head], span, 2), span)
+        maps.append(TensorMapSpec(ref(value, op), dtype, (d, rows, heads if head else 1, 1), strides, (64, box_rows, 1, 1)))  # type: ignore[arg-type]
     return tuple(maps)
 
 

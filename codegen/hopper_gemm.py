@@ -132,8 +132,7 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     keep = 6 if slabs > 1 else 5 if stream else 4 if op.is_pingpong else 3 if split > 1 else 2 if act else 1 if has_mul else 0
     template = (
         f"{ctype}, {bn}, {op.stages.value.data}, {op.consumers.value.data}, "
-        f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}, {op.cluster.value.data}"
-        + "".join(f", {t}" for t in tail[:keep])
+        f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}, {op.cluster.value.data}" + "".join(f", {t}" for t in tail[:keep])
     )
     # `const __restrict__ d` (read through the non-coherent cache) is sound because a
     # `cute.hopper_gemm` launches without PDL (`hopper_launch`): the kernel that wrote D is done
@@ -171,12 +170,14 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     )
 
 
-def _batch_strides(strides: list[int], span_bytes: int, elem: int) -> list[int]:
+def batch_strides(strides: list[int], span_bytes: int, elem: int) -> list[int]:
     """Byte strides of the batch dims; an absent dim (stride 0, size 1) gets the tensor's span."""
     return [s * elem if s else span_bytes for s in strides]
 
 
-def _span(value: SSAValue, elem: int) -> int:
+def tensor_span(value: SSAValue, elem: int) -> int:
+    """Bytes of `value`'s tensor (`elem` bytes per element) rounded up to 16: the stride a TMA map
+    gives a dim of size 1 (any multiple of 16 bytes is valid there)."""
     tensor = value.type
     assert isinstance(tensor, TensorType)
     total = 1
@@ -204,8 +205,8 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
     bm, bn, _ = op.ints("tile")
     a_m, a_cin, a_cout = op.ints("a_strides")
     b_k, b_n, b_cin, b_cout = op.ints("b_strides")
-    a_batch = _batch_strides([a_cin, a_cout], _span(op.lhs, elem), elem)
-    b_batch = _batch_strides([b_cin, b_cout], _span(op.rhs, elem), elem)
+    a_batch = batch_strides([a_cin, a_cout], tensor_span(op.lhs, elem), elem)
+    b_batch = batch_strides([b_cin, b_cout], tensor_span(op.rhs, elem), elem)
     map_a = TensorMapSpec(ref(op.lhs, op), dtype, (k, m, b_in, b_out), (a_m * elem, *a_batch), (BK, bm, 1, 1))  # type: ignore[arg-type]
     if op.trans_b.value.data:
         map_b = TensorMapSpec(ref(op.rhs, op), dtype, (n, k, b_in, b_out), (b_k * elem, *b_batch), (64, BK, 1, 1))  # type: ignore[arg-type]
@@ -215,16 +216,14 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
     maps: tuple[TensorMapSpec, ...] = (map_a, map_b)
     if op.epilogue.data == "tma_store":
         ldc, c_in, c_out = op.ints("out_strides")
-        c_batch = _batch_strides([c_in, c_out], _span(op.result, elem), elem)
+        c_batch = batch_strides([c_in, c_out], tensor_span(op.result, elem), elem)
         maps += (TensorMapSpec(ref(op.result, op), dtype, (n, m, b_in, b_out), (ldc * elem, *c_batch), (64, 64, 1, 1)),)  # type: ignore[arg-type]
     return KernelLaunch(
         op.kernel_name.data,
         (op.grid.value.data, 1, 1),
         (threads(op), 1, 1),
         smem_bytes(op),
-        (ref(op.result, op),)
-        + ((ref(op.mul, op),) if op.mul is not None else ())
-        + (_split_refs(op, counters) if op.shares_tiles else ()),
+        (ref(op.result, op),) + ((ref(op.mul, op),) if op.mul is not None else ()) + (_split_refs(op, counters) if op.shares_tiles else ()),
         pdl=False,
         tensor_maps=maps,
         sm90a=True,
