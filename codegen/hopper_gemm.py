@@ -10,15 +10,17 @@ The op's attributes are printed as they are (convert-contraction-to-hopper decid
     }
 
 With an ELWISE_MUL factor (`op.mul`) the kernel takes `const T* d` after `c` and instantiates
-`gemm_ws<..., CLUSTER, 1>` (the epilogue multiplies by D); the launch passes its pointer.  With
-an `activation` the source defines `struct <kernel>_act { apply(x) }` from the op's functions
-(the same `mx::f_*` expressions as every other epilogue) and passes it as `ACT`.
+`gemm_ws<..., CLUSTER, 1>` (the epilogue multiplies by D); the launch passes its pointer, and
+where the factor comes by TMA (`op.mul_by_tma`, `gemm_ws<..., CLUSTER, 2>`) also D's tensor map
+`dm` after `cm`.  With an `activation` the source defines
+`struct <kernel>_act { apply(x) }` from the op's functions (the same `mx::f_*` expressions as
+every other epilogue) and passes it as `ACT`.
 
 The launch (`KernelLaunch`) carries two `TensorMapSpec`s, A as {k, m, c_inner, c_outer}
 with box {64, BM, 1, 1} and B as {n, k, ...} with box {64, 64, 1, 1} (N-contiguous B) or
-{k, n, ...} with box {64, BN, 1, 1} (K-contiguous B), and for the `tma_store` epilogue C as
-{n, m, ...} with box {64, 64, 1, 1}, all with the 128-byte swizzle the header's
-shared-memory layouts assume; the runtime encodes them per call.
+{k, n, ...} with box {64, BN, 1, 1} (K-contiguous B), and for the `tma_store` epilogue C (then
+D, when it comes by TMA) as {n, m, ...} with box {64, 64, 1, 1}, all with the 128-byte swizzle
+the header's shared-memory layouts assume; the runtime encodes them per call.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ _CTYPES = {Float16Type: ("half", "float16"), BFloat16Type: ("__nv_bfloat16", "bf
 _BARRIER_SLACK = 1024  # alignment of the ring to 1024 B (hopper_gemm.cuh: gemm_ws_smem_bytes)
 _SPLIT_TICKETS = 16  # the split-K arrival words of the consumers (hopper_gemm.cuh: gemm_ws_smem_bytes)
 _ORDER_BARRIERS = 16  # the two ping-pong order mbarriers (hopper_gemm.cuh: gemm_ws_smem_bytes)
+_MUL_BARRIERS = 16  # the consumers' mbarriers of the MUL factor's TMA loads (hopper_gemm.cuh: gemm_ws_smem_bytes)
 
 
 class HopperArchError(CudaEmitError):
@@ -94,7 +97,7 @@ def smem_bytes(op: HopperGemmOp) -> int:
     bm, bn, bk = op.ints("tile")
     stages = op.stages.value.data
     staging = bm * bn * 2 * (op.consumers.value.data if op.is_pingpong else 1) if op.epilogue.data == "tma_store" else 0
-    return stages * (bm + bn) * bk * 2 + staging + 2 * stages * 8 + _ORDER_BARRIERS + _SPLIT_TICKETS + _BARRIER_SLACK
+    return stages * (bm + bn) * bk * 2 + staging + 2 * stages * 8 + _ORDER_BARRIERS + _SPLIT_TICKETS + _MUL_BARRIERS + _BARRIER_SLACK
 
 
 def threads(op: HopperGemmOp) -> int:
@@ -122,7 +125,7 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     # trailing template arguments only as far as they differ from the header's defaults
     slabs = op.m_slabs
     tail = [
-        str(1 if has_mul else 0),
+        str(2 if op.mul_by_tma else 1 if has_mul else 0),
         act or "mx::hopper::NoActivation",
         str(split),
         str(int(op.is_pingpong)),
@@ -141,10 +144,13 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
     if op.shares_tiles:
         params += ", float* __restrict__ ws, unsigned* __restrict__ cnt"
         call_args += ", ws, cnt"
+    elif op.mul_by_tma:
+        call_args += ", nullptr, nullptr, &dm"
     cluster = op.cluster.value.data
     dims = f"__cluster_dims__({cluster}, 1, 1) " if cluster > 1 else ""
     maps = "const __grid_constant__ CUtensorMap a, const __grid_constant__ CUtensorMap b"
     maps += ", const __grid_constant__ CUtensorMap cm" if epilogue == "tma_store" else ""
+    maps += ", const __grid_constant__ CUtensorMap dm" if op.mul_by_tma else ""
     cmap = "&cm" if epilogue == "tma_store" else "nullptr"
     act_struct = []
     if act:
@@ -218,6 +224,10 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
         ldc, c_in, c_out = op.ints("out_strides")
         c_batch = batch_strides([c_in, c_out], tensor_span(op.result, elem), elem)
         maps += (TensorMapSpec(ref(op.result, op), dtype, (n, m, b_in, b_out), (ldc * elem, *c_batch), (64, 64, 1, 1)),)  # type: ignore[arg-type]
+    if op.mul_by_tma:  # D is laid out like C (the verifier's rule): C's geometry at D's address
+        assert op.mul is not None
+        d_batch = batch_strides([c_in, c_out], tensor_span(op.mul, elem), elem)
+        maps += (TensorMapSpec(ref(op.mul, op), dtype, (n, m, b_in, b_out), (ldc * elem, *d_batch), (64, 64, 1, 1)),)  # type: ignore[arg-type]
     return KernelLaunch(
         op.kernel_name.data,
         (op.grid.value.data, 1, 1),

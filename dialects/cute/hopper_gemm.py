@@ -192,6 +192,23 @@ class HopperGemmOp(IRDLOperation):
         """Whether blocks add partial tiles through the workspace (split-K or stream-K)."""
         return self.splits > 1 or self.stream_slots > 0
 
+    @property
+    def mul_by_tma(self) -> bool:
+        """Whether the ELWISE_MUL factor comes by TMA into the staging tiles (hopper_gemm.cuh,
+        MUL = 2; the launch then carries D's tensor map): with a `tma_store` epilogue, whole
+        tiles per block (no split- or stream-K) and one tile per block.  A block with one tile
+        waits on its factor's global loads with nothing behind them (H200, 2026-11-28: the
+        suite's SwiGLU MLP at batch 128, whose gated projection runs 96 one-tile blocks, 103.0 ->
+        101.8 µs fp16 and 98.5 -> 93.0 bf16); across a persistent sweep the L2-prefetched loads
+        were as fast or faster (`bshd,hdn` with the factor, 512 tiles on 132 blocks: 582-595
+        TFLOP/s against 570-573 by TMA)."""
+        return (
+            self.mul is not None
+            and self.epilogue.data == "tma_store"
+            and not self.shares_tiles
+            and self.tiles() <= self.grid.value.data
+        )
+
     def tiles(self) -> int:
         """Output tiles of the GEMM: m-blocks x n-blocks x batches."""
         m, n, _, b_in, b_out = self.ints("gemm")

@@ -97,7 +97,7 @@ def test_pingpong_schedule() -> None:
 
     op = lowered(*BMM, pingpong=1, epilogue="tma_store")
     assert op.is_pingpong and op.ints("tile") == [128, 128, 64] and op.stages.value.data == 5
-    assert smem_bytes(op) == 5 * 256 * 64 * 2 + 2 * 128 * 128 * 2 + 2 * 5 * 8 + 16 + 16 + 1024
+    assert smem_bytes(op) == 5 * 256 * 64 * 2 + 2 * 128 * 128 * 2 + 2 * 5 * 8 + 16 + 16 + 16 + 1024
     # decided (`wants_pingpong`): more 128 x 128 tiles than SMs, each of 16-32 k-tiles; the
     # stores go straight from the registers (16 bytes), so a sixth ring stage fits
     bmm_nt = lowered("cmk,cnk->cmn", [(8, 1024, 1024), (8, 1024, 1024)])
@@ -404,6 +404,61 @@ def test_einsum_stream_k_elwise_mul_matches_reference() -> None:
     for got in (out.float().cpu().numpy(), out2.float().cpu().numpy()):
         assert not np.isnan(got).any()
         np.testing.assert_allclose(got, ref, atol=4e-3 * np.abs(ref).max(), rtol=4e-3)
+
+
+def test_elwise_mul_by_tma_only_for_one_tile_per_block() -> None:
+    """The ELWISE_MUL factor comes by TMA (MUL = 2, D's tensor map after C's) where every
+    block holds one tile and the epilogue is `tma_store`; a persistent sweep keeps the
+    L2-prefetched global loads (MUL = 1, no D map)."""
+    from mirage_xdsl.codegen.hopper_gemm import hopper_launch
+    from mirage_xdsl.codegen.launch_plan import TensorRef
+
+    one = lowered("mk,kn,mn->mn", [(256, 128), (128, 512), (256, 512)])
+    assert one.tiles() <= one.grid.value.data and one.mul_by_tma
+    launch = hopper_launch(one, lambda v, op: TensorRef("input", 0, 0))
+    assert len(launch.tensor_maps) == 4 and launch.tensor_maps[3].box == (64, 64, 1, 1)
+    source = prepare(one.parent_op().parent_op(), arch="sm_90").program.source  # type: ignore[union-attr]
+    assert "CUtensorMap dm, half* __restrict__ c" in source and ", 1, 2, 1, 2>(" in source
+    sweep = lowered("bshd,hdn,bsn->bsn", [(4, 4096, 32, 128), (32, 128, 4096), (4, 4096, 4096)])
+    assert sweep.tiles() > sweep.grid.value.data and not sweep.mul_by_tma
+    assert len(hopper_launch(sweep, lambda v, op: TensorRef("input", 0, 0)).tensor_maps) == 3
+    assert not lowered("mk,kn,mn->mn", [(256, 128), (128, 512), (256, 512)], epilogue="store16").mul_by_tma
+
+
+MUL_BY_TMA_CASES = [
+    ("mk,kn,mn->mn", [(300, 256), (256, 520), (300, 520)], "float16", {}),  # m and n tails
+    ("cmk,ckn,cmn->cmn", [(3, 200, 512), (3, 512, 328), (3, 200, 328)], "bfloat16", {}),
+    ("mk,kn,mn->mn", [(512, 256), (256, 1024), (512, 1024)], "float16", {"pingpong": 1, "epilogue": "tma_store"}),
+    ("mk,kn,mn->mn", [(512, 256), (256, 1024), (512, 1024)], "float16", {"tile_m": 256, "tile_n": 128}),
+    ("mk,kn,mn->mn", [(256, 256), (256, 1024), (256, 1024)], "bfloat16", {"cluster": 2}),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("equation", "shapes", "dtype", "options"), MUL_BY_TMA_CASES)
+def test_einsum_elwise_mul_by_tma_matches_reference(
+    equation: str, shapes: list[tuple[int, ...]], dtype: str, options: dict[str, object]
+) -> None:
+    """ELWISE_MUL with the factor loaded by TMA into the staging tiles (one tile per block):
+    tails in m and n (zero-filled, not stored), batches, bf16, ping-pong (two slabs per
+    consumer), 256-row tiles and CTA pairs; NaN-poisoned outputs, run twice."""
+    import torch
+
+    from mirage_xdsl.driver.einsum import compile_einsum
+
+    torch_dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    a, b, d = (torch.randn(s, device="cuda", dtype=torch_dtype, generator=gen) for s in shapes)
+    graph = compile_einsum(equation, tuple(tuple(s) for s in shapes), dtype, poison_outputs=True, **options)  # type: ignore[arg-type]
+    assert "CUtensorMap dm" in (graph.source or "")
+    module = einsum_module(equation, [list(s) for s in shapes], dtype)
+    (ref,) = run_function(module.body.block.first_op, [t.float().cpu().numpy() for t in (a, b, d)])
+    tol = 4e-3 if dtype == "float16" else 2e-2
+    for _ in range(2):
+        (out,) = graph(a, b, d)
+        got = out.float().cpu().numpy()
+        assert not np.isnan(got).any()
+        np.testing.assert_allclose(got, ref, atol=tol * np.abs(ref).max(), rtol=tol)
 
 
 @pytest.mark.gpu

@@ -190,13 +190,13 @@ enum Epilogue : int {
 
 // Bytes of dynamic shared memory `gemm_ws` needs: the ring, for kTmaStore one 64 x BN staging
 // tile per consumer slab (ping-pong: NC slabs per consumer), the ring's mbarriers, the two
-// ping-pong order mbarriers, the split-K arrival words and 1 KiB for the 1024-B alignment of
-// the swizzled tiles.
+// ping-pong order mbarriers, the split-K arrival words, the MUL factor's two mbarriers and 1
+// KiB for the 1024-B alignment of the swizzled tiles.
 template <class T, int BN, int STAGES, int NC, int EPI, int PINGPONG = 0, int CSLABS = 1>
 constexpr int gemm_ws_smem_bytes() {
   return STAGES * (64 * NC * (PINGPONG ? 1 : CSLABS) + BN) * 64 * (int)sizeof(T) +
          (EPI == kTmaStore ? NC * (PINGPONG ? NC : CSLABS) * 64 * BN * (int)sizeof(T) : 0) + 2 * STAGES * 8 + 16 + 16 +
-         1024;
+         16 + 1024;
 }
 
 __device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, const void* src, int c0, int c1, int c2, int c3) {
@@ -319,11 +319,17 @@ struct UnitWalk {
 // half of the B boxes and multicasts them to both, so a ring buffer is refilled only when the
 // consumers of both CTAs have freed it (remote mbarrier arrivals).  A CTA without a tile of its
 // own in the last pair computes its peer's tile and stores nothing.
-// MUL = 1 (seed 004's ELWISE_MUL epilogue): `mul` is a tensor laid out like C (ldc and C's batch
-// strides); each accumulator is multiplied by its element, in fp32, before the store.  The
-// consumer prefetches its slab of `mul` into L2 MUL_PREFETCH_KTILES k-tiles before the end of
-// the tile's mainloop; the 16-byte epilogues (n, ldc and strides multiples of 8) load it in
-// 4-byte pairs.
+// MUL = 1 or 2 (seed 004's ELWISE_MUL epilogue): `mul` is a tensor laid out like C (ldc and C's
+// batch strides); each accumulator is multiplied by its element, in fp32, before the store.
+// MUL = 1: the consumer prefetches its slab of `mul` into L2 MUL_PREFETCH_KTILES k-tiles before
+// the end of the tile's mainloop and the 16-byte epilogues (n, ldc and strides multiples of 8)
+// load it in 4-byte pairs.  MUL = 2 (kTmaStore, SPLIT = 1, STREAM = 0): the factor comes by TMA
+// through `tmd` (D's map, C's geometry): MUL_PREFETCH_KTILES k-tiles before the end of a tile's
+// mainloop the consumer's thread 0 waits until its previous tile's stores have read the staging
+// tiles and loads the consumer's D slabs into them (completing on the consumer's `dmul`
+// mbarrier); the epilogue reads each accumulator's factor from shared memory and the C fragment
+// then overwrites it in place (rows are warp-private, so a __syncwarp orders the two), instead
+// of global loads waiting on L2 while the accumulators hold most registers.
 // SPLIT > 1 (split-K, CLUSTER = 1): each tile's k-tiles are cut into SPLIT consecutive ranges,
 // work units t * SPLIT + sp of the persistent sweep; every unit stores its fp32 accumulators to
 // its slab of `ws` (SPLIT * tiles * BM * BN floats, in register order), then takes a ticket on
@@ -362,13 +368,17 @@ template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI, int CLUSTER
           class ACT = NoActivation, int SPLIT = 1, int PINGPONG = 0, int STREAM = 0, int CSLABS = 1>
 __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, const CUtensorMap* tmc,
                                         T* __restrict__ c, const GemmShape s, const T* __restrict__ mul = nullptr,
-                                        float* __restrict__ ws = nullptr, unsigned* __restrict__ cnt = nullptr) {
+                                        float* __restrict__ ws = nullptr, unsigned* __restrict__ cnt = nullptr,
+                                        const CUtensorMap* tmd = nullptr) {
   constexpr int BK = 64;  // 64 fp16/bf16 = one 128-byte swizzle row
   constexpr int MS = PINGPONG ? NC : CSLABS;  // m64 slabs of one consumer's tile
   constexpr int BM = PINGPONG ? 64 * NC : 64 * NC * CSLABS;
   constexpr int A_BYTES = BM * BK * (int)sizeof(T);
   constexpr int B_BYTES = BN * BK * (int)sizeof(T);
   constexpr int C_BYTES = 64 * BN * (int)sizeof(T);  // one consumer's staging tile (kTmaStore)
+  constexpr bool MUL_TMA = MUL == 2;  // the factor comes by TMA into the staging tiles
+  static_assert(MUL != 2 || (EPI == kTmaStore && SPLIT == 1 && STREAM == 0),
+                "MUL = 2 (the factor by TMA) needs the kTmaStore epilogue, no split- and no stream-K");
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "BN must be 64, 128, 192 or 256");
   static_assert(SPLIT == 1 || CLUSTER == 1, "split-K runs without clusters");
   static_assert(STREAM == 0 || (CLUSTER == 1 && SPLIT == 1 && !PINGPONG), "stream-K: no cluster, split-K or ping-pong");
@@ -386,6 +396,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
   uint64_t* empty = full + STAGES;
   uint64_t* order = empty + STAGES;  // PINGPONG: consumer i may start its next mainloop
   int* split_ticket = reinterpret_cast<int*>(order + 2);  // one word per consumer (SPLIT > 1)
+  uint64_t* dmul = reinterpret_cast<uint64_t*>(split_ticket + 4);  // MUL_TMA: the D slabs of consumer i landed
   const int wg = threadIdx.x / 128;
   const int tid = threadIdx.x % 128;
   if (threadIdx.x == 0) {
@@ -398,10 +409,14 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
       mbar_init(&order[0], 1);
       mbar_init(&order[1], 1);
     }
+    if (MUL_TMA) {
+      for (int i = 0; i < NC; ++i) mbar_init(&dmul[i], 1);
+    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     prefetch_tensor_map(tma);
     prefetch_tensor_map(tmb);
     if (EPI == kTmaStore) prefetch_tensor_map(tmc);
+    if (MUL_TMA) prefetch_tensor_map(tmd);
   }
   if constexpr (CLUSTER > 1) {
     cluster_sync();  // the peer's barriers are initialised before any multicast or remote arrival
@@ -465,7 +480,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
     float d2[MS][BN / 2];
     float(&d)[BN / 2] = d2[0];  // the accumulators of slab 0 (the only one unless PINGPONG)
     int stage = 0;
-    unsigned phase = 0, order_phase = 0;
+    unsigned phase = 0, order_phase = 0, dmul_phase = 0;
     int seq = 0;  // this block's unit count so far (PINGPONG: unit seq belongs to consumer seq % NC)
     UnitWalk<CLUSTER, SPLIT, STREAM> walk(tiles, ktiles, rank);
     for (Unit w; walk.next(w); ++seq) {
@@ -490,10 +505,24 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
         if constexpr (MUL) {
           if (own && kt == (k1 - k0 > MUL_PREFETCH_KTILES ? k1 - MUL_PREFETCH_KTILES : k0)) {
             const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
+            if constexpr (MUL_TMA) {
+              if (tid == 0) {
+                bulk_wait_read0();  // this thread's stores of the previous tile have read the staging tiles
+                mbar_expect_tx(&dmul[cw], MS * C_BYTES);
 #pragma unroll
-            for (int ms = 0; ms < MS; ++ms)
-              prefetch_mul_slab<T, BN>(mul + ci * s.c_inner_stride + co * s.c_outer_stride, s,
-                                       mb * BM + (PINGPONG ? ms : cw * MS + ms) * 64, nb * BN, tid);
+                for (int ms = 0; ms < MS; ++ms) {
+#pragma unroll
+                  for (int j = 0; j < BN / 64; ++j)
+                    tma_load_4d(sc + (cw * MS + ms) * C_BYTES + j * 64 * 128, tmd, &dmul[cw], nb * BN + 64 * j,
+                                mb * BM + (PINGPONG ? ms : cw * MS + ms) * 64, ci, co);
+                }
+              }
+            } else {
+#pragma unroll
+              for (int ms = 0; ms < MS; ++ms)
+                prefetch_mul_slab<T, BN>(mul + ci * s.c_inner_stride + co * s.c_outer_stride, s,
+                                         mb * BM + (PINGPONG ? ms : cw * MS + ms) * 64, nb * BN, tid);
+            }
           }
         }
         mbar_wait(&full[stage], phase);
@@ -580,7 +609,25 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
 #pragma unroll
           for (int i = 0; i < BN / 2; ++i) acc[i] = ACT::apply(acc[i]);
         }
-        if constexpr (MUL) {  // acc[4j + 2h + e] is row row0 + 8h, column col0 + 8j + e
+        if constexpr (MUL_TMA) {  // the factor's slab, swizzled like the staging tile C goes through
+          if (ms == 0) {
+            mbar_wait(&dmul[cw], dmul_phase);
+            dmul_phase ^= 1;
+          }
+          const unsigned char* dtile = sc + (cw * MS + ms) * C_BYTES;
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int r = warp * 16 + lane / 4 + 8 * h;  // acc[4j + 2h + e]: row r, column 8j + 2 (lane % 4) + e
+              const uint32_t w = *reinterpret_cast<const uint32_t*>(dtile + (j / 8) * 64 * 128 + r * 128 +
+                                                                    (((j % 8) ^ (r & 7)) * 16) + (lane % 4) * 4);
+              acc[4 * j + 2 * h] *= static_cast<float>(reinterpret_cast<const T*>(&w)[0]);
+              acc[4 * j + 2 * h + 1] *= static_cast<float>(reinterpret_cast<const T*>(&w)[1]);
+            }
+          }
+          __syncwarp();  // every lane has read its factors before the quad's C chunks overwrite them
+        } else if constexpr (MUL) {  // acc[4j + 2h + e] is row row0 + 8h, column col0 + 8j + e
           const T* mbase = mul + ci * s.c_inner_stride + co * s.c_outer_stride;
           const int row0 = mb * BM + slab * 64 + warp * 16 + lane / 4;
           const int col0 = nb * BN + 2 * (lane % 4);

@@ -108,7 +108,7 @@ func.func @swiglu(%X: tensor<128x1024xbf16>, %W1: tensor<1024x4096xbf16> {kn.wei
 // CHECK-NEXT:    func.return %h
 // CUTE-LABEL: func.func @swiglu
 // CUTE:          %h = cute.hopper_gemm(%X, %W1, %b) {{.*}}activation = [#cute.fn<silu>]
-// CUDA: mx::hopper::gemm_ws<__nv_bfloat16, {{[0-9]+}}, {{[0-9]+}}, {{[12]}}, 1, 2, 1, 1, swiglu_hopper_gemm_1_act>(&a, &b, &cm, c, mx::hopper::GemmShape{{.*}}, d);
+// CUDA: mx::hopper::gemm_ws<__nv_bfloat16, {{[0-9]+}}, {{[0-9]+}}, {{[12]}}, 1, 2, 1, 2, swiglu_hopper_gemm_1_act>(&a, &b, &cm, c, mx::hopper::GemmShape{{.*}}, d, nullptr, nullptr, &dm);
 
 // -----
 
