@@ -26,7 +26,9 @@ sharing a tile add their partials through `P x tiles x BM x BN x 4` workspace by
 `stream_slabs`, the most blocks one tile can be shared by) and the same counters.  `pingpong = true` (two consumers, no cluster, no
 split, BN <= 128) gives each consumer warpgroup whole BM x BN tiles in turn instead of one
 64-row slab of every tile, so one consumer's epilogue overlaps the other's mainloop
-(CUTLASS's ping-pong schedule).  Every decision is an attribute set by `convert-contraction-to-hopper`
+(CUTLASS's ping-pong schedule).  `mul_tma = true` (a factor, `tma_store`, no split or stream-K)
+loads the ELWISE_MUL factor by TMA into the staging tiles instead of reading it from global
+memory in the epilogue.  Every decision is an attribute set by `convert-contraction-to-hopper`
 (passes/contraction/to_hopper.py); the CUDA printer (codegen/hopper_gemm.py) prints a call
 of `mx::hopper::gemm_ws` (codegen/include/mirage_xdsl/hopper_gemm.cuh) instantiated with
 them.  Tile rules of that header: BM = 64 * consumers, BK = 64, BN in {64, 128, 192, 256};
@@ -108,6 +110,7 @@ class HopperGemmOp(IRDLOperation):
     scratch_offset = opt_prop_def(IntegerAttr)
     pingpong = opt_prop_def(BoolAttr)
     stream_k = opt_prop_def(IntegerAttr)
+    mul_tma = opt_prop_def(BoolAttr)
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "`(` $lhs `,` $rhs (`,` $mul^)? `)` attr-dict `:` functional-type(operands, results)"
@@ -137,6 +140,7 @@ class HopperGemmOp(IRDLOperation):
         scratch_offset: int = 0,
         pingpong: bool = False,
         stream_k: int = 0,
+        mul_tma: bool = False,
     ):
         extra: dict[str, Attribute] = {"activation": ArrayAttr(activation)} if activation else {}
         if split_k > 1:
@@ -145,6 +149,8 @@ class HopperGemmOp(IRDLOperation):
             extra |= {"stream_k": _int(stream_k), "scratch_offset": _int(scratch_offset)}
         if pingpong:
             extra["pingpong"] = BoolAttr.from_bool(True)
+        if mul_tma:
+            extra["mul_tma"] = BoolAttr.from_bool(True)
         super().__init__(
             operands=[lhs, rhs, [mul] if mul is not None else []],
             result_types=[result_type],
@@ -194,20 +200,9 @@ class HopperGemmOp(IRDLOperation):
 
     @property
     def mul_by_tma(self) -> bool:
-        """Whether the ELWISE_MUL factor comes by TMA into the staging tiles (hopper_gemm.cuh,
-        MUL = 2; the launch then carries D's tensor map): with a `tma_store` epilogue, whole
-        tiles per block (no split- or stream-K) and one tile per block.  A block with one tile
-        waits on its factor's global loads with nothing behind them (H200, 2026-11-28: the
-        suite's SwiGLU MLP at batch 128, whose gated projection runs 96 one-tile blocks, 103.0 ->
-        101.8 µs fp16 and 98.5 -> 93.0 bf16); across a persistent sweep the L2-prefetched loads
-        were as fast or faster (`bshd,hdn` with the factor, 512 tiles on 132 blocks: 582-595
-        TFLOP/s against 570-573 by TMA)."""
-        return (
-            self.mul is not None
-            and self.epilogue.data == "tma_store"
-            and not self.shares_tiles
-            and self.tiles() <= self.grid.value.data
-        )
+        """Whether the ELWISE_MUL factor comes by TMA into the staging tiles (`mul_tma = true`;
+        hopper_gemm.cuh MUL = 2, the launch then carries D's tensor map)."""
+        return self.mul_tma is not None and bool(self.mul_tma.value.data)
 
     def tiles(self) -> int:
         """Output tiles of the GEMM: m-blocks x n-blocks x batches."""
@@ -249,7 +244,8 @@ class HopperGemmOp(IRDLOperation):
                 with a cluster or without scratch_offset, a ping-pong schedule other than two
                 consumers without cluster or split and BN <= 128, a stream_k with a split, ping-pong,
                 cluster or fewer slabs than `stream_slabs`, an unknown epilogue, operands and
-                result of different element types, or an ELWISE_MUL factor whose type is not the result's.
+                result of different element types, an ELWISE_MUL factor whose type is not the result's, or
+                `mul_tma` without a factor, with another epilogue or with split- or stream-K.
         """
         gemm, tile = self.ints("gemm"), self.ints("tile")
         if len(gemm) != 5 or min(gemm) < 1:
@@ -293,6 +289,11 @@ class HopperGemmOp(IRDLOperation):
                     f"over {self.tiles()} tiles share a tile among up to {need or 'more k-tiles than there are'}; "
                     "use stream_slabs(tiles, k-tiles, grid)"
                 )
+        if self.mul_by_tma and (self.mul is None or self.epilogue.data != "tma_store" or self.shares_tiles):
+            raise VerifyException(
+                "cute.hopper_gemm: mul_tma needs an ELWISE_MUL factor, the tma_store epilogue (its staging tiles receive "
+                "the factor) and no split_k / stream_k"
+            )
         if self.mul is not None and self.mul.type != self.result.type:
             raise VerifyException(f"cute.hopper_gemm: the ELWISE_MUL factor must have the result's type {self.result.type}")
         for v in (self.lhs, self.rhs, self.result):

@@ -423,6 +423,10 @@ def test_elwise_mul_by_tma_only_for_one_tile_per_block() -> None:
     assert sweep.tiles() > sweep.grid.value.data and not sweep.mul_by_tma
     assert len(hopper_launch(sweep, lambda v, op: TensorRef("input", 0, 0)).tensor_maps) == 3
     assert not lowered("mk,kn,mn->mn", [(256, 128), (128, 512), (256, 512)], epilogue="store16").mul_by_tma
+    wrong = lowered("mk,kn,mn->mn", [(256, 128), (128, 512), (256, 512)], epilogue="store16")
+    wrong.properties["mul_tma"] = BoolAttr.from_bool(True)
+    with pytest.raises(VerifyException, match="mul_tma needs an ELWISE_MUL factor, the tma_store epilogue"):
+        wrong.verify()
 
 
 MUL_BY_TMA_CASES = [

@@ -42,6 +42,7 @@ func.func @gemm_mul(%a: tensor<256x128xf16>, %b: tensor<128x512xf16>, %d: tensor
   func.return %c : tensor<256x512xf16>
 }
 // MUL: cute.hopper_gemm(%a, %b, %d) {kernel_name = "gemm_mul_hopper_gemm_1"
+// MUL-SAME: epilogue = "tma_store", cluster = 1 : i64, mul_tma = true}
 // one tile per block: the factor comes by TMA (MUL = 2, D's map `dm` after C's) into the staging tiles
 // MULCUDA: gemm_mul_hopper_gemm_1({{.*}}CUtensorMap cm, const __grid_constant__ CUtensorMap dm, half* __restrict__ c, const half* __restrict__ d) {
 // MULCUDA-NEXT: mx::hopper::gemm_ws<half, {{[0-9]+}}, {{[0-9]+}}, {{[12]}}, 1, 2, 1, 2>(&a, &b, &cm, c, mx::hopper::GemmShape{256, 512, 128, 1, 1, 512LL, 0LL, 0LL, {{[0-9]+}}}, d, nullptr, nullptr, &dm);
