@@ -21,7 +21,7 @@ from xdsl.ir import SSAValue
 from xdsl.irdl import prop_def
 
 from mirage_xdsl.dialects.common.checks import fail, shape_of
-from mirage_xdsl.dialects.common.op_bases import SameTypeUnaryOpBase, TensorT
+from mirage_xdsl.dialects.common.op_bases import TensorT, UnaryOpBase
 
 
 def keeps(row: int, col: int, offset: int) -> bool:
@@ -29,7 +29,7 @@ def keeps(row: int, col: int, offset: int) -> bool:
     return col <= row + offset
 
 
-class CausalMaskOpBase(SameTypeUnaryOpBase[TensorT], Generic[TensorT]):
+class CausalMaskOpBase(UnaryOpBase[TensorT], Generic[TensorT]):
     """`x` where `col <= row + offset` over the last two dims, -inf elsewhere (module docstring)."""
 
     offset = prop_def(IntegerAttr)

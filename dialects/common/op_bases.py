@@ -24,19 +24,20 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar, Generic
 
-from typing_extensions import TypeVar
+from typing_extensions import Self, TypeVar
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f64, i64
 from xdsl.ir import Attribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     AttrConstraint,
     IRDLOperation,
     ParsePropInAttrDict,
-    VarConstraint,
     irdl_to_attr_constraint,
     operand_def,
     prop_def,
     result_def,
 )
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 
 from mirage_xdsl.dialects import tiling
 from mirage_xdsl.dialects.common.checks import check_inferred_shape, fail, shape_of
@@ -87,29 +88,76 @@ class GraphOp(IRDLOperation, ABC):
         """
 
 
-class SameTypeUnaryOpBase(GraphOp, Generic[TensorT]):
-    """One operand, one result of exactly the operand's type (shape, element type and, for
-    tiles, after_accum); syntax `OP %x {props} : T`.  Elementwise unary ops, rms_norm and
-    all_reduce."""
+class UnaryOpBase(GraphOp, Generic[TensorT]):
+    """One operand, one result of the operand's shape (and, for tiles, after_accum); syntax
+    `OP %x {props} : T`, or `OP %x {props} : T -> R` where the result's element type differs.
+    Elementwise unary ops, rms_norm, all_reduce and the causal mask.
 
-    T: ClassVar = VarConstraint("T", LEVEL_TENSOR)
-    input = operand_def(T)
-    result = result_def(T)
-    assembly_format = "$input attr-dict `:` type($input)"
+    The result has the operand's type, except that a level may let an elementwise op round
+    (`ROUNDS_TO_HALF`): an f32 operand and a 16-bit (f16 / bf16) result, computed in fp32 and
+    rounded once when stored, as an elementwise binary op does with mixed operands
+    (`precision.mixes_half_and_f32`).  tb-decompose-accumulators ends a 16-bit rms statistic
+    accumulated in fp32 with such a `tb.sqrt`, so that the squares never round to 16 bits."""
 
-    def __init__(self, input: SSAValue, **props: Attribute):
-        super().__init__(operands=[input], result_types=[input.type], properties=props)
+    ROUNDS_TO_HALF: ClassVar[bool] = False
+    """Whether an f32 operand may give a 16-bit result (tb's elementwise unary ops)."""
+
+    input = operand_def(LEVEL_TENSOR)
+    result = result_def(LEVEL_TENSOR)
+
+    def __init__(self, input: SSAValue, result_type: Attribute | None = None, **props: Attribute):
+        super().__init__(operands=[input], result_types=[result_type or input.type], properties=props)
 
     def verify_(self) -> None:
-        """Check the level's rules (operand and result share one type by construction).
+        """Check the level's rules and that the result has the operand's type (or, where the op
+        rounds, the operand's type with a 16-bit element type for an f32 one).
 
         Raises:
-            KnVerifyError: see `check_level_rules`.
+            KnVerifyError: see `check_level_rules`, or the result's type differs otherwise.
         """
         self.check_level_rules()
+        if self.result.type == self.input.type:
+            return
+        if self.ROUNDS_TO_HALF and self.is_rounding():
+            return
+        rounding = ", or the same with an f16 / bf16 element type for an f32 operand" if self.ROUNDS_TO_HALF else ""
+        raise fail(self, f"the result type {self.result.type} must equal the operand's type {self.input.type}{rounding}")
+
+    def is_rounding(self) -> bool:
+        """Whether the result is the operand's type with an f32 element type rounded to f16 /
+        bf16 (levels that allow it, `ROUNDS_TO_HALF`, say how their types compare)."""
+        return False
+
+    def print(self, printer: Printer) -> None:
+        """Print ` %x {attrs and props} : T[ -> R]` (the result type only where it differs)."""
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_op_attributes(self.attributes | dict(self.properties))
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        if self.result.type != self.input.type:
+            printer.print_string(" -> ")
+            printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        """Parse `%x {attrs and props} : T[ -> R]`.
+
+        Raises:
+            ParseError: malformed text.
+        """
+        operand = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        prop_names = cls.get_irdl_definition().properties.keys()
+        props = {k: attrs.pop(k) for k in list(attrs) if k in prop_names}
+        parser.parse_punctuation(":")
+        input_type = parser.parse_type()
+        result_type = parser.parse_type() if parser.parse_optional_punctuation("->") else input_type
+        (resolved,) = parser.resolve_operands([operand], [input_type], parser.pos)
+        return cls.create(operands=[resolved], result_types=[result_type], properties=props, attributes=attrs)
 
 
-class ClampOpBase(SameTypeUnaryOpBase[TensorT], Generic[TensorT]):
+class ClampOpBase(UnaryOpBase[TensorT], Generic[TensorT]):
     """`min(max(x, min_value), max_value)` elementwise; the bounds are f64 properties."""
 
     min_value = prop_def(FloatAttr)
@@ -130,7 +178,7 @@ class ClampOpBase(SameTypeUnaryOpBase[TensorT], Generic[TensorT]):
             raise fail(self, f"min_value ({lo}) must not exceed max_value ({hi})")
 
 
-class MulScalarOpBase(SameTypeUnaryOpBase[TensorT], Generic[TensorT]):
+class MulScalarOpBase(UnaryOpBase[TensorT], Generic[TensorT]):
     """`x * scalar` elementwise; the scalar is an f64 property."""
 
     scalar = prop_def(FloatAttr)

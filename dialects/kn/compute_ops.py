@@ -14,7 +14,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def, v
 
 from mirage_xdsl.dialects import tiling
 from mirage_xdsl.dialects.common.checks import check_shape, fail, shape_of
-from mirage_xdsl.dialects.common.op_bases import ConcatOpBase, MatmulOpBase, OneResultReductionOpBase, SameTypeUnaryOpBase
+from mirage_xdsl.dialects.common.op_bases import ConcatOpBase, MatmulOpBase, OneResultReductionOpBase, UnaryOpBase
 from mirage_xdsl.dialects.kn.elementwise_ops import KnBinaryOp
 from mirage_xdsl.dialects.kn.tensors import KnOp, int_array, ints
 
@@ -61,7 +61,7 @@ class ReductionMaxOp(KnOp, OneResultReductionOpBase[TensorType]):
 
 
 @irdl_op_definition
-class RmsNormOp(KnOp, SameTypeUnaryOpBase[TensorType]):
+class RmsNormOp(KnOp, UnaryOpBase[TensorType]):
     """`x / sqrt(mean(x^2))` over the trailing `normalized_shape` dims; no epsilon, no gain."""
 
     name = "kn.rms_norm"
@@ -140,7 +140,7 @@ class ChunkOp(KnOp):
 
 
 @irdl_op_definition
-class AllReduceOp(KnOp, SameTypeUnaryOpBase[TensorType]):
+class AllReduceOp(KnOp, UnaryOpBase[TensorType]):
     """Multi-GPU all-reduce (sum); on one GPU the identity."""
 
     name = "kn.all_reduce"

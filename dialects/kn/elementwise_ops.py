@@ -9,11 +9,11 @@ from __future__ import annotations
 from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition
 
-from mirage_xdsl.dialects.common.op_bases import BinaryOpBase, ClampOpBase, MulScalarOpBase, SameTypeUnaryOpBase
+from mirage_xdsl.dialects.common.op_bases import BinaryOpBase, ClampOpBase, MulScalarOpBase, UnaryOpBase
 from mirage_xdsl.dialects.kn.tensors import KnOp
 
 
-class KnUnaryOp(KnOp, SameTypeUnaryOpBase[TensorType]):
+class KnUnaryOp(KnOp, UnaryOpBase[TensorType]):
     """Elementwise unary op: result type equals the operand type."""
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.dialects.builtin import Float32Type, IntegerAttr, i64
 from xdsl.ir import SSAValue
 from xdsl.irdl import irdl_op_definition, result_def
 
@@ -23,13 +23,29 @@ from mirage_xdsl.dialects.common.op_bases import (
     MulScalarOpBase,
     OneResultReductionOpBase,
     ReductionOpBase,
-    SameTypeUnaryOpBase,
+    UnaryOpBase,
 )
+from mirage_xdsl.dialects.common.precision import is_half
 from mirage_xdsl.dialects.tb.stensor import STensorType, TbOp, after_accum, checked_graph_of
 
 
-class TbUnaryOp(TbOp, SameTypeUnaryOpBase[STensorType]):
-    """Base of the elementwise unary tb ops: the result tile has the operand's type (shape, element type, after_accum)."""
+class TbUnaryOp(TbOp, UnaryOpBase[STensorType]):
+    """Base of the elementwise unary tb ops: the result tile has the operand's type (shape,
+    element type, after_accum), or rounds an f32 operand to a 16-bit result (`is_rounding`)."""
+
+    ROUNDS_TO_HALF: ClassVar[bool] = True
+
+    def is_rounding(self) -> bool:
+        """Whether the op rounds an f32 tile to an f16 / bf16 tile of the same shape and after_accum."""
+        src, dst = self.input.type, self.result.type
+        return (
+            isinstance(src, STensorType)
+            and isinstance(dst, STensorType)
+            and isinstance(src.element_type, Float32Type)
+            and is_half(dst.element_type)
+            and src.get_shape() == dst.get_shape()
+            and src.is_after_accum == dst.is_after_accum
+        )
 
 
 @irdl_op_definition
@@ -224,7 +240,7 @@ class ReductionMaxOp(TbReductionBase):
 
 
 @irdl_op_definition
-class RmsNormOp(TbOp, SameTypeUnaryOpBase[STensorType]):
+class RmsNormOp(TbOp, UnaryOpBase[STensorType]):
     """`x / sqrt(mean(x^2, last dim))`, no epsilon."""
 
     name = "tb.rms_norm"

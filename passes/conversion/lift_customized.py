@@ -167,6 +167,8 @@ class _Lifter:
         if isinstance(op, tb.InputOp):
             return self.lift_input(op)
         args = [self.env[v] for v in op.operands]
+        if isinstance(op, tb.TbUnaryOp) and op.is_rounding():
+            raise self.fail(op, "kn's unary ops keep their type: an f32 tile rounded to 16 bits has no kernel-level form")
         if type(op) in UNARY:
             return self.elementwise(op, args[0], lambda x: UNARY[type(op)](x))
         if isinstance(op, tb.MulScalarOp):

@@ -20,7 +20,7 @@ UNARY = ("Exp", "Square", "Sqrt", "Silu", "Sigmoid", "Gelu", "Relu", "Log")
 BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
 
 PAIRS = [
-    *[(getattr(kn, f"{n}Op"), getattr(tb, f"{n}Op"), op_bases.SameTypeUnaryOpBase) for n in UNARY],
+    *[(getattr(kn, f"{n}Op"), getattr(tb, f"{n}Op"), op_bases.UnaryOpBase) for n in UNARY],
     (kn.ClampOp, tb.ClampOp, op_bases.ClampOpBase),
     (kn.MulScalarOp, tb.MulScalarOp, op_bases.MulScalarOpBase),
     *[(getattr(kn, f"{n}Op"), getattr(tb, f"{n}Op"), op_bases.BinaryOpBase) for n in BINARY],
@@ -28,7 +28,7 @@ PAIRS = [
     (kn.ConcatOp, tb.ConcatOp, op_bases.ConcatOpBase),
     (kn.ReductionMaxOp, tb.ReduceMaxOp, op_bases.OneResultReductionOpBase),
     (kn.ReductionOp, tb.ReductionOp, op_bases.OneResultReductionOpBase),
-    (kn.RmsNormOp, tb.RmsNormOp, op_bases.SameTypeUnaryOpBase),
+    (kn.RmsNormOp, tb.RmsNormOp, op_bases.UnaryOpBase),
 ]
 
 

@@ -514,3 +514,13 @@ def test_rms_norm_after_a_grid_sum_squares_in_fp32() -> None:
     assert "grid_partial_sum" in source and source.count("reduce_sum_squares") == 2
     out = fuzz_check.check_emulated(case, seed=fuzz._input_seed(1151, 833))
     assert out.status == "ok", out.message
+
+
+@needs_cxx
+def test_rms_accumulator_of_small_values() -> None:
+    """Fuzz seed 19 graph 3278: an fp16 threadblock graph's `red_ld_rms` of x^8 (values up to
+    4e-3).  Decomposed as Mirage does (squares scaled by 1/(n R) before the sum), the scaled
+    squares and their mean were fp16 subnormals and the statistic 11 % off; the squares are
+    now summed in fp32, scaled after the sum and rounded once, by the sqrt."""
+    out = check_emulated(_saved_case("fuzz_19_3278", "block"), seed=_seed_of(19, 3278))
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"

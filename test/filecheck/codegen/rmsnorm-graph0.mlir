@@ -6,7 +6,8 @@
 // (16-B chunks; tb-plan-pipeline: 6 stages, a ring of 6 buffers each, iterations 0-4 loaded
 // before the loop, iteration it loads it+5 and waits for its own group with 5 pending), the
 // [matmul, nored] chain accumulates in registers with the SM80_16x8x16 atom and thr_layout
-// (1,3), a barrier between levels.
+// (1,3), a barrier between levels.  The rms statistic sums the squares of X into an fp32
+// tile; its reduce scales the sum by 1/4096 and takes the sqrt in fp32, rounding once to f16.
 
 func.func @graph_0(%0: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %1: tensor<4096x6144xf16> {kn.strides = array<i64: 6144, 1>}) -> (tensor<2x6144xf16> {kn.strides = array<i64: 6144, 1>}) {
   %2 = kn.customized(%0, %1) attributes {grid_dim = array<i64: 256, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 32 : i64, reduction_dimx = 64 : i64} : (tensor<2x4096xf16>, tensor<4096x6144xf16>) -> tensor<2x6144xf16> {
@@ -41,13 +42,13 @@ func.func @graph_0(%0: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %1
 // CUTE-NEXT:      cute.cp_async_commit
 // CUTE-NEXT:      cute.cp_async_wait 5
 // CUTE-NEXT:      cute.barrier
-// CUTE-DAG:       cute.elementwise "id"(%s0) [#cute.fn<square>, #cute.fn<mul_scalar(0.000244140625)>] "add"
+// CUTE-DAG:       cute.elementwise "id"(%s0) [#cute.fn<square>] "add" %s2 {{.*}} -> !cute.smem<f32, (2,128):(128,1), xor<5,0,7>>
 // CUTE-DAG:       cute.mma %racc0, %s0, %s1
 // CUTE:           cute.barrier
 // CUTE-NEXT:    }
 // CUTE-NEXT:    cute.frag_store %racc0 [] "store"
 // CUTE-NEXT:    cute.barrier
-// CUTE-NEXT:    cute.reduce "sum" {{.*}} [#cute.fn<sqrt>] "store" {{.*}}threads = 32
+// CUTE-NEXT:    cute.reduce "sum" %s2 [#cute.fn<mul_scalar(0.000244140625)>, #cute.fn<sqrt>] "store" {{.*}}threads = 32{{.*}} -> !cute.smem<f16, (2,1):(1,8)>
 // CUTE-NEXT:    cute.barrier
 // CUTE-NEXT:    cute.elementwise "div"
 // CUTE-NEXT:    cute.barrier
@@ -84,7 +85,7 @@ func.func @graph_0(%0: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %1
 // CHECK-NEXT:     mx::cp_async_wait<5>();
 // CHECK-NEXT:     __syncthreads();
 // CHECK-NEXT:     mx::elementwise_reg<128, {{.*}}>(r0, (s0_0 + ((it) % 6) * 256), {{.*}}, tid,
-// CHECK-NEXT:         [](float o, float a, float b, float c) { return o + ((mx::f_square(a)) * 0.000244140625f); });
+// CHECK-NEXT:         [](float o, float a, float b, float c) { return o + (mx::f_square(a)); });
 // CHECK:          mx::mma_run<128, decltype(f0), 2, 24, 128, 1, 3, 16, false, mx::M2<128,1,3,3,4>, mx::M2<1,24>, mx::kLdsm, mx::kLdsmT>(f0, (s0_0 + ((it) % 6) * 256), (s1_0 + ((it) % 6) * 3072), smem, tid);  // SM80_16x8x16_F32F16F16F32_TN
 // CHECK:          __syncthreads();
 // CHECK-NEXT:   }
@@ -92,7 +93,7 @@ func.func @graph_0(%0: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %1
 // CHECK-NEXT:   __syncthreads();
 // CHECK-NEXT:   mx::mma_store<decltype(f0), 2, 24, 1, 3, mx::M2<{{[0-9]+}},1{{.*}}>, false>(f0, {{s[0-9]+}}, static_cast<float*>(nullptr), tid,
 // CHECK:        mx::reduce_sum<128, 32, 128, 1,
-// CHECK-NEXT:       [](float o, float v) { return mx::f_sqrt(v); });
+// CHECK-NEXT:       [](float o, float v) { return mx::f_sqrt((v) * 0.000244140625f); });
 // CHECK:        mx::elementwise<128, 0, {{.*}}, false>({{.*}}
 // CHECK-NEXT:       [](float o, float a, float b, float c) { return a / b; });
 // CHECK-NEXT:   __syncthreads();

@@ -1,9 +1,10 @@
 // RUN: mirage-opt %s -p tb-decompose-accumulators --split-input-file | filecheck %s
 
-// rmsnorm_bs1.json graph 0 (mirage-notes 2.3): red_ld_rms over a [2,128] tile with
-// forloop_range 32 becomes square -> mul_scalar(1/(128*32) = 1/4096) -> nored -> reduction
-// -> sqrt.  The square and the scale stay in the loop (tiles not after_accum); the nored
-// result and everything after it are after_accum.
+// rmsnorm_bs1.json graph 0 (mirage-notes 2.3): an fp16 red_ld_rms over a [2,128] tile with
+// forloop_range 32 becomes square -> nored in f32 -> reduction -> mul_scalar(1/(128*32) =
+// 1/4096) -> sqrt rounding to f16: the squares are summed in fp32 and scaled after the sum
+// (Mirage scales them before an fp16 sum, which flushes small ones to zero).  The square stays
+// in the loop (its tile not after_accum); the nored result and everything after it are after_accum.
 func.func @rmsnorm_graph_0(%X: tensor<2x4096xf16> {kn.strides = array<i64: 4096, 1>}, %W: tensor<4096x6144xf16> {kn.strides = array<i64: 6144, 1>}) -> (tensor<2x6144xf16> {kn.strides = array<i64: 6144, 1>}) {
   %O = kn.customized(%X, %W) attributes {grid_dim = array<i64: 256, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 32 : i64, reduction_dimx = 64 : i64} : (tensor<2x4096xf16>, tensor<4096x6144xf16>) -> tensor<2x6144xf16> {
   ^bb0(%x: tensor<2x4096xf16>, %w: tensor<4096x6144xf16>):
@@ -22,14 +23,34 @@ func.func @rmsnorm_graph_0(%X: tensor<2x4096xf16> {kn.strides = array<i64: 4096,
 // CHECK:         %t1 = tb.input
 // CHECK-NEXT:    %t2 = tb.input
 // CHECK-NEXT:    %[[SQ:.*]] = tb.square %t1 : !tb.stensor<2x128xf16>
-// CHECK-NEXT:    %[[SC:.*]] = tb.mul_scalar %[[SQ]] {scalar = 0.000244140625 : f64} : !tb.stensor<2x128xf16>
-// CHECK-NEXT:    %[[ACC:.*]] = tb.forloop_accum nored %[[SC]] : !tb.stensor<2x128xf16> -> !tb.stensor<2x128xf16, after_accum>
-// CHECK-NEXT:    %[[RED:.*]] = tb.reduction %[[ACC]] {dim = 1 : i64} : !tb.stensor<2x128xf16, after_accum> -> !tb.stensor<2x1xf16, after_accum>
-// CHECK-NEXT:    %[[RMS:.*]] = tb.sqrt %[[RED]] : !tb.stensor<2x1xf16, after_accum>
+// CHECK-NEXT:    %[[ACC:.*]] = tb.forloop_accum nored %[[SQ]] : !tb.stensor<2x128xf16> -> !tb.stensor<2x128xf32, after_accum>
+// CHECK-NEXT:    %[[RED:.*]] = tb.reduction %[[ACC]] {dim = 1 : i64} : !tb.stensor<2x128xf32, after_accum> -> !tb.stensor<2x1xf32, after_accum>
+// CHECK-NEXT:    %[[MEAN:.*]] = tb.mul_scalar %[[RED]] {scalar = 0.000244140625 : f64} : !tb.stensor<2x1xf32, after_accum>
+// CHECK-NEXT:    %[[RMS:.*]] = tb.sqrt %[[MEAN]] : !tb.stensor<2x1xf32, after_accum> -> !tb.stensor<2x1xf16, after_accum>
 // CHECK-NEXT:    %t4 = tb.matmul %t1, %t2
 // CHECK-NEXT:    %t5 = tb.forloop_accum nored %t4
 // CHECK-NEXT:    %t6 = tb.div %t5, %[[RMS]]
 // CHECK-NEXT:    tb.output %t6
+
+// -----
+
+// An fp32 red_ld_rms keeps Mirage's order (scale before the sum: the scaled squares are fp32).
+func.func @rms_fp32(%X: tensor<8x512xf32>) -> tensor<8x1xf32> {
+  %r = kn.customized(%X) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 4 : i64, reduction_dimx = 64 : i64} : (tensor<8x512xf32>) -> tensor<8x1xf32> {
+  ^bb0(%x: tensor<8x512xf32>):
+    %t = tb.input %x {input_map = array<i64: -1, -1, -1>, forloop_dim = 1 : i64} : tensor<8x512xf32> -> !tb.stensor<8x128xf32>
+    %rms = tb.forloop_accum red_ld_rms %t : !tb.stensor<8x128xf32> -> !tb.stensor<8x1xf32, after_accum>
+    tb.output %rms {output_map = array<i64: -1, -1, -1>} : !tb.stensor<8x1xf32, after_accum>
+  }
+  func.return %r : tensor<8x1xf32>
+}
+
+// CHECK-LABEL: func.func @rms_fp32
+// CHECK:         %[[SQ:.*]] = tb.square %t : !tb.stensor<8x128xf32>
+// CHECK-NEXT:    %[[SC:.*]] = tb.mul_scalar %[[SQ]] {scalar = 0.001953125 : f64} : !tb.stensor<8x128xf32>
+// CHECK-NEXT:    %[[ACC:.*]] = tb.forloop_accum nored %[[SC]] : !tb.stensor<8x128xf32> -> !tb.stensor<8x128xf32, after_accum>
+// CHECK-NEXT:    %[[RED:.*]] = tb.reduction %[[ACC]] {dim = 1 : i64}
+// CHECK-NEXT:    tb.sqrt %[[RED]] : !tb.stensor<8x1xf32, after_accum>{{$}}
 
 // -----
 

@@ -301,7 +301,33 @@ func.func @unary_changes_after_accum(%X: tensor<8x64xf16>) {
   }
   func.return
 }
-// CHECK: attribute !tb.stensor<8x64xf16> expected from variable 'T', but got !tb.stensor<8x64xf16, after_accum>
+// CHECK: tb.rms_norm: the result type !tb.stensor<8x64xf16, after_accum> must equal the operand's type !tb.stensor<8x64xf16>{{$}}
+
+// -----
+
+// an elementwise unary op may round an f32 tile to a 16-bit one, never widen one
+func.func @unary_widens(%X: tensor<8x64xf16>) {
+  kn.customized(%X) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<8x64xf16>) -> () {
+  ^bb0(%x: tensor<8x64xf16>):
+    %t = tb.input %x {input_map = array<i64: -1, -1, -1>, forloop_dim = -1 : i64} : tensor<8x64xf16> -> !tb.stensor<8x64xf16>
+    %e = tb.sqrt %t : !tb.stensor<8x64xf16> -> !tb.stensor<8x64xf32>
+  }
+  func.return
+}
+// CHECK: tb.sqrt: the result type !tb.stensor<8x64xf32> must equal the operand's type !tb.stensor<8x64xf16>, or the same with an f16 / bf16 element type for an f32 operand
+
+// -----
+
+func.func @rounding_changes_after_accum(%X: tensor<8x64xf16>) {
+  kn.customized(%X) attributes {grid_dim = array<i64: 1, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64, reduction_dimx = 64 : i64} : (tensor<8x64xf16>) -> () {
+  ^bb0(%x: tensor<8x64xf16>):
+    %t = tb.input %x {input_map = array<i64: -1, -1, -1>, forloop_dim = -1 : i64} : tensor<8x64xf16> -> !tb.stensor<8x64xf16>
+    %a = tb.forloop_accum nored %t : !tb.stensor<8x64xf16> -> !tb.stensor<8x64xf32, after_accum>
+    %e = tb.mul_scalar %a {scalar = 2.0 : f64} : !tb.stensor<8x64xf32, after_accum> -> !tb.stensor<8x64xf16>
+  }
+  func.return
+}
+// CHECK: tb.mul_scalar: the result type !tb.stensor<8x64xf16> must equal the operand's type !tb.stensor<8x64xf32, after_accum>, or the same
 
 // ---- matmul ----
 

@@ -3,7 +3,8 @@
 // RUN: MIRAGE_ROUNDTRIP
 // RUN: MIRAGE_GENERIC_ROUNDTRIP
 
-// Every unary op; tile 4x32 = (16/grid.x) x (64/forloop_range); rms_norm keeps the shape.
+// Every unary op; tile 4x32 = (16/grid.x) x (64/forloop_range); rms_norm keeps the shape; the
+// last exp rounds the fp32 accumulator to f16 (`: T -> R`, the result type printed where it differs).
 
 // CHECK-LABEL: func.func @unary(
 // CHECK:         %t0 = tb.input %x {input_map = array<i64: 0, -1, -1>, forloop_dim = 1 : i64} : tensor<16x64xf16> -> !tb.stensor<4x32xf16>
@@ -18,8 +19,8 @@
 // CHECK-NEXT:    %t9 = tb.clamp %t8 {min_value = 0.000000e+00 : f64, max_value = 1.000000e+00 : f64} : !tb.stensor<4x32xf16>
 // CHECK-NEXT:    %t10 = tb.mul_scalar %t9 {scalar = 5.000000e-01 : f64} : !tb.stensor<4x32xf16>
 // CHECK-NEXT:    %t11 = tb.rms_norm %t10 : !tb.stensor<4x32xf16>
-// CHECK-NEXT:    %t12 = tb.forloop_accum nored %t11 : !tb.stensor<4x32xf16> -> !tb.stensor<4x32xf16, after_accum>
-// CHECK-NEXT:    %t13 = tb.exp %t12 : !tb.stensor<4x32xf16, after_accum>
+// CHECK-NEXT:    %t12 = tb.forloop_accum nored %t11 : !tb.stensor<4x32xf16> -> !tb.stensor<4x32xf32, after_accum>
+// CHECK-NEXT:    %t13 = tb.exp %t12 : !tb.stensor<4x32xf32, after_accum> -> !tb.stensor<4x32xf16, after_accum>
 // CHECK-NEXT:    tb.output %t13 {output_map = array<i64: 0, -1, -1>} : !tb.stensor<4x32xf16, after_accum>
 // CHECK-NEXT:  }
 
@@ -36,8 +37,8 @@
 // CHECK-GENERIC-NEXT:    %t9 = "tb.clamp"(%t8) <{min_value = 0.000000e+00 : f64, max_value = 1.000000e+00 : f64}> : (!tb.stensor<4x32xf16>) -> !tb.stensor<4x32xf16>
 // CHECK-GENERIC-NEXT:    %t10 = "tb.mul_scalar"(%t9) <{scalar = 5.000000e-01 : f64}> : (!tb.stensor<4x32xf16>) -> !tb.stensor<4x32xf16>
 // CHECK-GENERIC-NEXT:    %t11 = "tb.rms_norm"(%t10) : (!tb.stensor<4x32xf16>) -> !tb.stensor<4x32xf16>
-// CHECK-GENERIC-NEXT:    %t12 = "tb.forloop_accum"(%t11) <{kind = "nored"}> : (!tb.stensor<4x32xf16>) -> !tb.stensor<4x32xf16, after_accum>
-// CHECK-GENERIC-NEXT:    %t13 = "tb.exp"(%t12) : (!tb.stensor<4x32xf16, after_accum>) -> !tb.stensor<4x32xf16, after_accum>
+// CHECK-GENERIC-NEXT:    %t12 = "tb.forloop_accum"(%t11) <{kind = "nored"}> : (!tb.stensor<4x32xf16>) -> !tb.stensor<4x32xf32, after_accum>
+// CHECK-GENERIC-NEXT:    %t13 = "tb.exp"(%t12) : (!tb.stensor<4x32xf32, after_accum>) -> !tb.stensor<4x32xf16, after_accum>
 // CHECK-GENERIC-NEXT:    "tb.output"(%t13) <{output_map = array<i64: 0, -1, -1>}> : (!tb.stensor<4x32xf16, after_accum>) -> ()
 // CHECK-GENERIC-NEXT:  }) : (tensor<16x64xf16>) -> tensor<16x32xf16>
 
@@ -56,8 +57,8 @@ func.func @unary(%X: tensor<16x64xf16>) -> tensor<16x32xf16> {
     %t9 = tb.clamp %t8 {min_value = 0.0 : f64, max_value = 1.0 : f64} : !tb.stensor<4x32xf16>
     %t10 = tb.mul_scalar %t9 {scalar = 0.5 : f64} : !tb.stensor<4x32xf16>
     %t11 = tb.rms_norm %t10 : !tb.stensor<4x32xf16>
-    %t12 = tb.forloop_accum nored %t11 : !tb.stensor<4x32xf16> -> !tb.stensor<4x32xf16, after_accum>
-    %t13 = tb.exp %t12 : !tb.stensor<4x32xf16, after_accum>
+    %t12 = tb.forloop_accum nored %t11 : !tb.stensor<4x32xf16> -> !tb.stensor<4x32xf32, after_accum>
+    %t13 = tb.exp %t12 : !tb.stensor<4x32xf32, after_accum> -> !tb.stensor<4x32xf16, after_accum>
     tb.output %t13 {output_map = array<i64: 0, -1, -1>} : !tb.stensor<4x32xf16, after_accum>
   }
   func.return %O : tensor<16x32xf16>
