@@ -33,6 +33,10 @@ Outcome of one graph (`Outcome.status`):
 * `crash`: any other exception (a compiler bug), a host/nvcc build failure of generated
   code, or a batch that timed out / killed its worker.
 
+`--family gemm` draws instead the GEMM family (`fuzz_gemms.py`, GPU only): kn graphs of large
+matmuls with epilogues for the default pipeline's sm_90a GEMM, and `mx.einsum` contractions
+lowered with random schedule options (graph i is `fuzz_gemm_S_i`).
+
 hypothesis is a dev dependency: it is imported only by `graphs()` (the command line does not
 need it).
 
@@ -74,23 +78,31 @@ from mirage_xdsl.bench.fuzz_check import Outcome, ReadyCase, failed_outcome, is_
 from mirage_xdsl.bench.fuzz_graphs import FORK_SEED, FuzzCase, random_graph
 
 
-def case_of(seed: int, index: int) -> FuzzCase:
+def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
     """Graph `index` of run `seed` (the command's numbering).
 
     Raises:
         FuzzGenerationError: the generator found no valid graph for this draw (`random_graph`).
     """
-    return random_graph(random.Random(f"{seed}:{index}"), name=f"fuzz_{seed}_{index}", forks=seed >= FORK_SEED)
+    if family == "gemm":  # half kn graphs for the default pipeline, half mx.einsum with a random schedule
+        rng = random.Random(f"gemm:{seed}:{index}")
+        return random_graph(rng, name=_graph_name(seed, index, family), kind="einsum" if rng.random() < 0.5 else "gemm")
+    return random_graph(random.Random(f"{seed}:{index}"), name=_graph_name(seed, index, family), forks=seed >= FORK_SEED)
+
+
+def _graph_name(seed: int, index: int, family: str) -> str:
+    """The function name of graph `index` of run `seed` in `family` (its index last)."""
+    return f"fuzz_gemm_{seed}_{index}" if family == "gemm" else f"fuzz_{seed}_{index}"
 
 
 def _input_seed(seed: int, index: int) -> int:
     return (seed * 1_000_003 + index) % 2**32
 
 
-def _work_batch(args: tuple[int, list[int], bool, str, str | None]) -> tuple[list[Outcome], list[ReadyCase]]:
+def _work_batch(args: tuple[int, list[int], bool, str, str | None, str]) -> tuple[list[Outcome], list[ReadyCase]]:
     """Worker: build, lower and print the batch's graphs as ONE translation unit (host C++
     or nvcc), then emulate them here (`emulate`) or return them ready for the GPU."""
-    seed, indices, emulate, arch, cache_dir = args
+    seed, indices, emulate, arch, cache_dir, family = args
     from xdsl.dialects.builtin import ModuleOp
 
     from mirage_xdsl.codegen.cuda_target import emit_cuda
@@ -99,11 +111,12 @@ def _work_batch(args: tuple[int, list[int], bool, str, str | None]) -> tuple[lis
     lowered: list[tuple[FuzzCase, Any, Outcome]] = []
     for i in indices:
         try:
-            case = case_of(seed, i)
+            case = case_of(seed, i, family)
         except Exception as err:  # noqa: BLE001 - a generator bug is reported like a crash
-            outcomes.append(failed_outcome(Outcome(f"fuzz_{seed}_{i}", "crash"), err, rejected=False))
+            outcomes.append(failed_outcome(Outcome(_graph_name(seed, i, family), "crash"), err, rejected=False))
             continue
-        out = Outcome(case.name, "ok", dtype=case.dtype, kind=case.kind, mlir=str(case.module))
+        schedule = f"// mx.einsum schedule options: {case.options}\n" if case.kind == "einsum" else ""
+        out = Outcome(case.name, "ok", dtype=case.dtype, kind=case.kind, mlir=schedule + str(case.module))
         try:
             mod = lower_case(case)
             lowered.append((case, mod, out))
@@ -222,17 +235,18 @@ def _summary(outcomes: Sequence[Outcome], count: int, elapsed: float) -> str:
     )
 
 
-def _write_failure(directory: Path, seed: int, out: Outcome) -> Path:
+def _write_failure(directory: Path, seed: int, out: Outcome, family: str = "mixed") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{out.name}.mlir"
     index = out.name.rsplit("_", 1)[1]
     header = [
         f"// {out.status}: {out.reason}",
-        f"// reproduce: python -m mirage_xdsl.bench.fuzz --seed {seed} --only {index} [--emulate]",
+        f"// reproduce: python -m mirage_xdsl.bench.fuzz --seed {seed} --only {index} "
+        + ("--family gemm" if family == "gemm" else "[--emulate]"),
         f"// dtype {out.dtype}, {out.kind} graph, relative error {out.error:.3g}",
     ]
     header += [f"// {line}" for line in (out.message or "").splitlines()[-25:]]
-    path.write_text("\n".join(header) + "\n" + (out.mlir or str(case_of(seed, int(index)).module)) + "\n")
+    path.write_text("\n".join(header) + "\n" + (out.mlir or str(case_of(seed, int(index), family).module)) + "\n")
     return path
 
 
@@ -247,6 +261,7 @@ def run_fuzz(
     failures_dir: str | os.PathLike[str] = "fuzz-failures",
     only: Sequence[int] | None = None,
     timeout_s: float = 600.0,
+    family: str = "mixed",
     log: Callable[[str], None] = print,
 ) -> list[Outcome]:
     """Generate, compile, run and check graphs `0..count-1` of run `seed` (or `only` those);
@@ -265,6 +280,8 @@ def run_fuzz(
         failures_dir: the folder for the failing graphs (`.mlir` files).
         only: run only these graph indices.
         timeout_s: seconds a batch may take, plus 60 s times `batch`.
+        family: "mixed" (kernel and threadblock graphs, `fuzz_graphs.py`) or "gemm" (graphs
+            the default pipeline gives the sm_90a GEMM, `fuzz_gemms.py`; GPU only).
         log: progress and failure lines.
 
     Raises:
@@ -287,14 +304,14 @@ def run_fuzz(
         pool = ctx.Pool(jobs, maxtasksperchild=4)
         gpu = _GpuRunner(ctx)
         try:
-            pending = [(b, pool.apply_async(_work_batch, ((seed, b, emulate, arch, cache_dir),))) for b in batches]
+            pending = [(b, pool.apply_async(_work_batch, ((seed, b, emulate, arch, cache_dir, family),))) for b in batches]
             deadline_per = timeout_s + 60.0 * batch
             for b, res in pending:
                 try:
                     outs, ready = res.get(timeout=deadline_per)
                 except Exception as err:  # noqa: BLE001 - a hung or killed worker: every graph of its batch
                     for i in b:
-                        o = Outcome(f"fuzz_{seed}_{i}", "crash", reason=f"worker: {type(err).__name__}", message=repr(err))
+                        o = Outcome(_graph_name(seed, i, family), "crash", reason=f"worker: {type(err).__name__}", message=repr(err))
                         outcomes[i] = o
                     continue
                 by_index = {int(o.name.rsplit("_", 1)[1]): o for o in outs}
@@ -303,7 +320,7 @@ def run_fuzz(
                 for i, o in by_index.items():
                     outcomes[i] = o
                     if o.status in ("mismatch", "crash"):
-                        path = _write_failure(Path(failures_dir), seed, o)
+                        path = _write_failure(Path(failures_dir), seed, o, family)
                         log(f"fuzz: {o.name}: {o.status}: {o.reason} ({o.message.splitlines()[0] if o.message else ''}) -> {path}")
                 done = len(outcomes)
                 if done % max(batch * 8, 1) < len(b):
@@ -345,9 +362,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--report", default=None, help="write every outcome and the failure classes as JSON")
     p.add_argument("--only", type=int, nargs="*", default=None, help="run only these graph indices")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a batch may take (plus 60 per graph)")
+    p.add_argument(
+        "--family",
+        choices=("mixed", "gemm"),
+        default="mixed",
+        help="mixed: kernel and threadblock graphs; gemm: large matmuls with epilogues for the sm_90a GEMM (GPU only)",
+    )
     args = p.parse_args(argv)
     if args.count < 0 or args.batch < 1:
         p.error("--count must be >= 0 and --batch >= 1")
+    if args.family == "gemm" and args.emulate:
+        p.error("--family gemm needs a GPU: the host emulator does not model the sm_90a GEMM kernel (drop --emulate)")
     if not args.emulate:
         from mirage_xdsl.runtime.interop import gpu_available
 
@@ -370,6 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             failures_dir=args.failures,
             only=args.only,
             timeout_s=args.timeout,
+            family=args.family,
         )
     except KeyboardInterrupt:
         print("mirage_xdsl.bench.fuzz: interrupted", file=sys.stderr)

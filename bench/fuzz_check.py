@@ -154,10 +154,15 @@ def compare(
 
 def lower_case(case: FuzzCase, options: dict[str, Any] | None = None) -> Any:
     """The case's module through `mirage-transpile` with `options` (pipeline options and
-    tuning-point fields, `MirageTranspilePass.from_options`; a clone: the case keeps its kn IR)."""
+    tuning-point fields, `MirageTranspilePass.from_options`; a clone: the case keeps its kn IR);
+    an 'einsum' case through `mx.einsum`'s lowering with its schedule options instead."""
     from mirage_xdsl.driver.compile import make_context
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
+    if case.kind == "einsum":
+        from mirage_xdsl.driver.einsum import lower_einsum
+
+        return lower_einsum(case.module.clone(), **case.options)
     lowered = case.module.clone()
     MirageTranspilePass.from_options(options or {}).apply(make_context(), lowered)
     return lowered
@@ -304,10 +309,12 @@ def run_gpu(ready: ReadyCase, out: Outcome) -> None:
 
         from mirage_xdsl.bench.check import to_device
         from mirage_xdsl.runtime.executable import CompiledGraph
-        from mirage_xdsl.runtime.random_inputs import numpy_values
+        from mirage_xdsl.runtime.random_inputs import laid_out, numpy_values
 
         graph = CompiledGraph(ready.plan, ready.cubin, source=ready.source, poison_outputs=True).load()
-        outs = graph(*[to_device(cupy, x) for x in ready.inputs])
+        # the worker's strided inputs arrive contiguous (pickled): give them the plan's strides
+        inputs = [laid_out(x, spec.strides) for x, spec in zip(ready.inputs, ready.plan.inputs)]
+        outs = graph(*[to_device(cupy, x) for x in inputs])
         cupy.cuda.get_current_stream().synchronize()
         host = [numpy_values(cupy.asnumpy(o), s.dtype) for o, s in zip(outs, ready.plan.outputs)]
     except Exception as err:  # noqa: BLE001 - a launch failure of a compiled graph is a crash

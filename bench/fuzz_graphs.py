@@ -470,9 +470,13 @@ class FuzzCase:
 
     name: str
     kind: str
-    """'kernel' (plain kn ops, fused by kn-fuse) or 'block' (a kn.customized threadblock graph)"""
+    """'kernel' (plain kn ops, fused by kn-fuse), 'block' (a kn.customized threadblock graph),
+    'gemm' (large matmuls with epilogues for the sm_90a GEMM) or 'einsum' (a contraction for
+    `mx.einsum`'s path with random schedule options; both `fuzz_gemms.py`)"""
     dtype: str
     module: Any
+    options: dict[str, Any] = field(default_factory=dict)
+    """'einsum' cases: the `compile_einsum` schedule options they are lowered with"""
 
     def __repr__(self) -> str:  # the module is printed where it matters (failure messages, .mlir files)
         return f"FuzzCase({self.name!r}, {self.kind!r}, {self.dtype!r})"
@@ -483,7 +487,8 @@ def random_graph(
 ) -> FuzzCase:
     """A valid random kernel graph drawn from `rng` (the same draws give the same graph).
 
-    `kind` 'kernel' or 'block' and `dtype` fix those choices instead of drawing them; `forks`
+    `kind` 'kernel', 'block', 'gemm' or 'einsum' and `dtype` fix those choices instead of
+    drawing them (gemm and einsum are never drawn; their dtype is fp16 or bf16, `fuzz_gemms.py`); `forks`
     lets a kernel graph also fork: two matmuls of one value (an RMSNorm's, at times) combined
     elementwise, the gate and up projections of a gated MLP (`FORK_SEED`).
 
@@ -493,11 +498,21 @@ def random_graph(
     from mirage_xdsl.frontends.builder_common import GraphBuildError
 
     kind = kind or ("block" if rng.random() < 0.6 else "kernel")
-    dtype = dtype or _choice(rng, DTYPE_WEIGHTS)
+    dtype = dtype or (rng.choice(("float16", "bfloat16")) if kind in ("gemm", "einsum") else _choice(rng, DTYPE_WEIGHTS))
     last: Exception | None = None
     for _ in range(10):
         try:
-            module = _block_graph(rng, name, dtype) if kind == "block" else _kernel_graph(rng, name, dtype, forks)
+            if kind == "einsum":
+                from mirage_xdsl.bench.fuzz_gemms import random_einsum_case
+
+                module, options = random_einsum_case(rng, name, dtype)
+                return FuzzCase(name, kind, dtype, module, options)
+            if kind == "gemm":
+                from mirage_xdsl.bench.fuzz_gemms import random_gemm_graph
+
+                module = random_gemm_graph(rng, name, dtype)
+            else:
+                module = _block_graph(rng, name, dtype) if kind == "block" else _kernel_graph(rng, name, dtype, forks)
             return FuzzCase(name, kind, dtype, module)
         except GraphBuildError as err:  # a draw the templates do not exclude: draw again
             last = err

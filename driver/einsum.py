@@ -4,7 +4,7 @@
     c = mx.einsum("cmk,ckn->cmn", a, b)        # torch or CuPy fp16/bf16 tensors on an sm_90 GPU
 
 The first call for an (equation, shapes, dtype, options) builds the kernel graph
-(frontends/einsum.py), lowers it with `EINSUM_PIPELINE`: `contraction-permute-operands`
+(frontends/einsum.py), lowers it with `lower_einsum`: `contraction-permute-operands`
 (transposes an operand whose layout has no batched-GEMM view, e.g. both of
 `aebf,dfce->abcd`), `kn-plan-workspace` (their buffers), `convert-contraction-to-hopper` (the
 sm_90a TMA + wgmma kernel, passes/contraction/to_hopper.py) and
@@ -61,33 +61,42 @@ def compile_einsum(
     graph = _CACHE.get(key)
     if graph is None:
         from mirage_xdsl.frontends.einsum import einsum_module
-        from mirage_xdsl.passes.contraction.permute_operands import PermuteOperandsPass
-        from mirage_xdsl.passes.contraction.to_copy import ConvertPermuteToCutePass
-        from mirage_xdsl.passes.contraction.to_hopper import ConvertContractionToHopperPass
-        from mirage_xdsl.passes.kn.plan_workspace import PlanWorkspacePass
 
-        module = einsum_module(equation, shapes, dtype)
-        ctx = make_context()
-        for p in (
-            PermuteOperandsPass(),
-            PlanWorkspacePass(),
-            ConvertContractionToHopperPass(
-                group_m=group_m,
-                stages=stages,
-                tile_n=tile_n,
-                epilogue=epilogue,
-                cluster=cluster,
-                pingpong=pingpong,
-                split_k=split_k,
-                stream_k=stream_k,
-                tile_m=tile_m,
-            ),
-            ConvertPermuteToCutePass(),
-        ):
-            p.apply(ctx, module)
+        schedule = {
+            "group_m": group_m,
+            "stages": stages,
+            "tile_n": tile_n,
+            "epilogue": epilogue,
+            "cluster": cluster,
+            "pingpong": pingpong,
+            "split_k": split_k,
+            "stream_k": stream_k,
+            "tile_m": tile_m,
+        }
+        module = lower_einsum(einsum_module(equation, shapes, dtype), **schedule)
         graph = _compiled(prepare(module, arch=ARCH), None, False, poison_outputs)
         _CACHE[key] = graph
     return graph
+
+
+def lower_einsum(module: Any, **schedule: Any) -> Any:
+    """`module` (an einsum kernel graph, `frontends.einsum.einsum_module`) through the einsum
+    pipeline (module docstring) in place, `convert-contraction-to-hopper` with the `schedule` options
+    (`compile_einsum`'s; missing ones: the pass decides); returns `module`.
+
+    Raises:
+        PassFailedException: the contraction has no sm_90 GEMM view, or the options break a
+            schedule rule (the message names it).
+    """
+    from mirage_xdsl.passes.contraction.permute_operands import PermuteOperandsPass
+    from mirage_xdsl.passes.contraction.to_copy import ConvertPermuteToCutePass
+    from mirage_xdsl.passes.contraction.to_hopper import ConvertContractionToHopperPass
+    from mirage_xdsl.passes.kn.plan_workspace import PlanWorkspacePass
+
+    ctx = make_context()
+    for p in (PermuteOperandsPass(), PlanWorkspacePass(), ConvertContractionToHopperPass(**schedule), ConvertPermuteToCutePass()):
+        p.apply(ctx, module)
+    return module
 
 
 def einsum(equation: str, *operands: Any, **options: Any) -> Any:

@@ -1,8 +1,9 @@
 """Seeded random inputs for checks and benchmarks, and their float values for the reference.
 
 `random_inputs` draws one array per `TensorSpec` (uniform in +-`scale`, rounded to the dtype,
-laid out with the spec's strides); `numpy_values` reads such an array back as the float64
-values the reference executor computes with.
+laid out with the spec's strides); `laid_out` gives an array such a layout back;
+`numpy_values` reads such an array back as the float64 values the reference executor
+computes with.
 """
 
 from __future__ import annotations
@@ -35,6 +36,17 @@ def random_inputs(specs: Sequence[TensorSpec], seed: int, scale: float = 0.5) ->
         item = flat.dtype.itemsize
         out.append(np.lib.stride_tricks.as_strided(flat, spec.shape, tuple(s * item for s in spec.strides)))
     return out
+
+
+def laid_out(x: np.ndarray, strides: Sequence[int]) -> np.ndarray:
+    """`x`'s values in a fresh array of `x`'s shape and dtype with element `strides` (the
+    buffer of `alloc_elements`, padding zero): the layout a plan was compiled for, given back
+    to an array that lost it (numpy pickles a strided view as a contiguous copy, e.g. between
+    the fuzzer's worker and GPU processes)."""
+    flat = np.zeros(alloc_elements(x.shape, strides), dtype=x.dtype)
+    view = np.lib.stride_tricks.as_strided(flat, x.shape, tuple(s * x.itemsize for s in strides))
+    view[...] = x
+    return view
 
 
 def numpy_values(x: np.ndarray, dtype_name: str) -> np.ndarray:

@@ -149,3 +149,21 @@ def test_alloc_and_random_inputs() -> None:
     assert not np.array_equal(a[0], c[0])
     vals = numpy_values(a[2], "bfloat16")
     assert np.all(np.abs(vals) <= 0.5) and np.any(vals != 0)
+
+
+def test_laid_out_gives_back_a_pickled_inputs_strides() -> None:
+    """A transposed input (strides (1, 4) for [4, 3]) crosses a process boundary contiguous;
+    `laid_out` gives it the plan's strides back with the same values, padding zero."""
+    import pickle
+
+    import numpy as np
+
+    from mirage_xdsl.codegen.launch_plan import TensorSpec
+    from mirage_xdsl.runtime.random_inputs import laid_out, random_inputs
+
+    (x,) = random_inputs([TensorSpec((4, 3), (1, 5), "float16")], seed=3)
+    moved = pickle.loads(pickle.dumps(x))
+    assert moved.strides == (6, 2)  # contiguous now
+    back = laid_out(moved, (1, 5))
+    assert back.strides == (2, 10) and back.dtype == np.float16
+    np.testing.assert_array_equal(back, x)
