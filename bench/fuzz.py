@@ -35,7 +35,8 @@ Outcome of one graph (`Outcome.status`):
 
 `--family gemm` draws instead the GEMM family (`fuzz_gemms.py`, GPU only): kn graphs of large
 matmuls with epilogues for the default pipeline's sm_90a GEMM, and `mx.einsum` contractions
-lowered with random schedule options (graph i is `fuzz_gemm_S_i`).
+lowered with random schedule options (graph i is `fuzz_gemm_S_i`); `--family attention`
+attention graphs (`fuzz_attention.py`) for the flash-attention and split-key decode kernels.
 
 hypothesis is a dev dependency: it is imported only by `graphs()` (the command line does not
 need it).
@@ -87,12 +88,15 @@ def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
     if family == "gemm":  # half kn graphs for the default pipeline, half mx.einsum with a random schedule
         rng = random.Random(f"gemm:{seed}:{index}")
         return random_graph(rng, name=_graph_name(seed, index, family), kind="einsum" if rng.random() < 0.5 else "gemm")
+    if family == "attention":
+        rng = random.Random(f"attention:{seed}:{index}")
+        return random_graph(rng, name=_graph_name(seed, index, family), kind="attention")
     return random_graph(random.Random(f"{seed}:{index}"), name=_graph_name(seed, index, family), forks=seed >= FORK_SEED)
 
 
 def _graph_name(seed: int, index: int, family: str) -> str:
     """The function name of graph `index` of run `seed` in `family` (its index last)."""
-    return f"fuzz_gemm_{seed}_{index}" if family == "gemm" else f"fuzz_{seed}_{index}"
+    return f"fuzz_{seed}_{index}" if family == "mixed" else f"fuzz_{family}_{seed}_{index}"
 
 
 def _input_seed(seed: int, index: int) -> int:
@@ -115,7 +119,7 @@ def _work_batch(args: tuple[int, list[int], bool, str, str | None, str]) -> tupl
         except Exception as err:  # noqa: BLE001 - a generator bug is reported like a crash
             outcomes.append(failed_outcome(Outcome(_graph_name(seed, i, family), "crash"), err, rejected=False))
             continue
-        schedule = f"// mx.einsum schedule options: {case.options}\n" if case.kind == "einsum" else ""
+        schedule = f"// {case.kind} options: {case.options}\n" if case.options else ""
         out = Outcome(case.name, "ok", dtype=case.dtype, kind=case.kind, mlir=schedule + str(case.module))
         try:
             mod = lower_case(case)
@@ -242,7 +246,7 @@ def _write_failure(directory: Path, seed: int, out: Outcome, family: str = "mixe
     header = [
         f"// {out.status}: {out.reason}",
         f"// reproduce: python -m mirage_xdsl.bench.fuzz --seed {seed} --only {index} "
-        + ("--family gemm" if family == "gemm" else "[--emulate]"),
+        + ("[--emulate]" if family == "mixed" else f"--family {family}"),
         f"// dtype {out.dtype}, {out.kind} graph, relative error {out.error:.3g}",
     ]
     header += [f"// {line}" for line in (out.message or "").splitlines()[-25:]]
@@ -280,8 +284,10 @@ def run_fuzz(
         failures_dir: the folder for the failing graphs (`.mlir` files).
         only: run only these graph indices.
         timeout_s: seconds a batch may take, plus 60 s times `batch`.
-        family: "mixed" (kernel and threadblock graphs, `fuzz_graphs.py`) or "gemm" (graphs
-            the default pipeline gives the sm_90a GEMM, `fuzz_gemms.py`; GPU only).
+        family: "mixed" (kernel and threadblock graphs, `fuzz_graphs.py`), "gemm" (graphs
+            the default pipeline gives the sm_90a GEMM, `fuzz_gemms.py`) or "attention"
+            (attention for the flash and decode kernels, `fuzz_attention.py`); the last two
+            GPU only.
         log: progress and failure lines.
 
     Raises:
@@ -364,15 +370,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a batch may take (plus 60 per graph)")
     p.add_argument(
         "--family",
-        choices=("mixed", "gemm"),
+        choices=("mixed", "gemm", "attention"),
         default="mixed",
-        help="mixed: kernel and threadblock graphs; gemm: large matmuls with epilogues for the sm_90a GEMM (GPU only)",
+        help="mixed: kernel and threadblock graphs; gemm: large matmuls with epilogues for the sm_90a GEMM; "
+        "attention: attention for the flash and decode kernels (gemm and attention: GPU only)",
     )
     args = p.parse_args(argv)
     if args.count < 0 or args.batch < 1:
         p.error("--count must be >= 0 and --batch >= 1")
-    if args.family == "gemm" and args.emulate:
-        p.error("--family gemm needs a GPU: the host emulator does not model the sm_90a GEMM kernel (drop --emulate)")
+    if args.family != "mixed" and args.emulate:
+        p.error(f"--family {args.family} needs a GPU: the host emulator does not model the sm_90a kernels (drop --emulate)")
     if not args.emulate:
         from mirage_xdsl.runtime.interop import gpu_available
 

@@ -155,7 +155,8 @@ def compare(
 def lower_case(case: FuzzCase, options: dict[str, Any] | None = None) -> Any:
     """The case's module through `mirage-transpile` with `options` (pipeline options and
     tuning-point fields, `MirageTranspilePass.from_options`; a clone: the case keeps its kn IR);
-    an 'einsum' case through `mx.einsum`'s lowering with its schedule options instead."""
+    an 'einsum' case through `mx.einsum`'s lowering with its schedule options instead, an
+    'attention' case with a forced kernel through `fuzz_attention.lower_attention_case`."""
     from mirage_xdsl.driver.compile import make_context
     from mirage_xdsl.passes.pipeline import MirageTranspilePass
 
@@ -163,6 +164,10 @@ def lower_case(case: FuzzCase, options: dict[str, Any] | None = None) -> Any:
         from mirage_xdsl.driver.einsum import lower_einsum
 
         return lower_einsum(case.module.clone(), **case.options)
+    if case.kind == "attention" and case.options:
+        from mirage_xdsl.bench.fuzz_attention import lower_attention_case
+
+        return lower_attention_case(case.module, case.options)
     lowered = case.module.clone()
     MirageTranspilePass.from_options(options or {}).apply(make_context(), lowered)
     return lowered

@@ -471,12 +471,14 @@ class FuzzCase:
     name: str
     kind: str
     """'kernel' (plain kn ops, fused by kn-fuse), 'block' (a kn.customized threadblock graph),
-    'gemm' (large matmuls with epilogues for the sm_90a GEMM) or 'einsum' (a contraction for
-    `mx.einsum`'s path with random schedule options; both `fuzz_gemms.py`)"""
+    'gemm' (large matmuls with epilogues for the sm_90a GEMM), 'einsum' (a contraction for
+    `mx.einsum`'s path with random schedule options; both `fuzz_gemms.py`) or 'attention'
+    (for the sm_90a attention kernels, `fuzz_attention.py`)"""
     dtype: str
     module: Any
     options: dict[str, Any] = field(default_factory=dict)
-    """'einsum' cases: the `compile_einsum` schedule options they are lowered with"""
+    """'einsum' cases: the `compile_einsum` schedule options they are lowered with; 'attention'
+    cases: the kernel they force (`fuzz_attention.lower_attention_case`)"""
 
     def __repr__(self) -> str:  # the module is printed where it matters (failure messages, .mlir files)
         return f"FuzzCase({self.name!r}, {self.kind!r}, {self.dtype!r})"
@@ -487,8 +489,8 @@ def random_graph(
 ) -> FuzzCase:
     """A valid random kernel graph drawn from `rng` (the same draws give the same graph).
 
-    `kind` 'kernel', 'block', 'gemm' or 'einsum' and `dtype` fix those choices instead of
-    drawing them (gemm and einsum are never drawn; their dtype is fp16 or bf16, `fuzz_gemms.py`); `forks`
+    `kind` 'kernel', 'block', 'gemm', 'einsum' or 'attention' and `dtype` fix those choices
+    instead of drawing them (the last three are never drawn; their dtype is fp16 or bf16); `forks`
     lets a kernel graph also fork: two matmuls of one value (an RMSNorm's, at times) combined
     elementwise, the gate and up projections of a gated MLP (`FORK_SEED`).
 
@@ -498,7 +500,7 @@ def random_graph(
     from mirage_xdsl.frontends.builder_common import GraphBuildError
 
     kind = kind or ("block" if rng.random() < 0.6 else "kernel")
-    dtype = dtype or (rng.choice(("float16", "bfloat16")) if kind in ("gemm", "einsum") else _choice(rng, DTYPE_WEIGHTS))
+    dtype = dtype or (rng.choice(("float16", "bfloat16")) if kind in ("gemm", "einsum", "attention") else _choice(rng, DTYPE_WEIGHTS))
     last: Exception | None = None
     for _ in range(10):
         try:
@@ -506,6 +508,11 @@ def random_graph(
                 from mirage_xdsl.bench.fuzz_gemms import random_einsum_case
 
                 module, options = random_einsum_case(rng, name, dtype)
+                return FuzzCase(name, kind, dtype, module, options)
+            if kind == "attention":
+                from mirage_xdsl.bench.fuzz_attention import random_attention_graph
+
+                module, options = random_attention_graph(rng, name, dtype)
                 return FuzzCase(name, kind, dtype, module, options)
             if kind == "gemm":
                 from mirage_xdsl.bench.fuzz_gemms import random_gemm_graph

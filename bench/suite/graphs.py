@@ -100,11 +100,12 @@ def swiglu_mlp(dtype: str, name: str, batch: int, hidden: int, ffn: int) -> Modu
     return g.module
 
 
-def _attention(g: KNGraph, Q: DTensor, K: DTensor, V: DTensor, head_dim: int, causal: bool = False) -> DTensor:
-    """`softmax(Q @ K / sqrt(head_dim)) @ V` over the last dim, max subtracted, the division
-    by the row sum after the second matmul (one [rows, head_dim] division, not [rows, keys]);
-    with `causal`, the scaled scores go through `kn.causal_mask` (bottom-right aligned)."""
-    s = g.mul_scalar(g.matmul(Q, K), 1.0 / math.sqrt(head_dim))
+def attention(g: KNGraph, Q: DTensor, K: DTensor, V: DTensor, scale: float, causal: bool = False) -> DTensor:
+    """`softmax(scale Q @ K) @ V` over the last dim (`scale` = 1 / sqrt(head_dim) in a
+    transformer), max subtracted, the division by the row sum after the second matmul (one
+    [rows, head_dim] division, not [rows, keys]); with `causal`, the scaled scores go through
+    `kn.causal_mask` (bottom-right aligned)."""
+    s = g.mul_scalar(g.matmul(Q, K), scale)
     if causal:
         s = g.causal_mask(s)
     e, z = _stable_softmax_rows(g, s, s.num_dims - 1)
@@ -126,7 +127,7 @@ def decode_attention(dtype: str, name: str, kv_heads: int, group: int, kv_len: i
     Q = g.new_input((kv_heads, group, head_dim), dtype=dtype, name="Q")
     K = g.new_input((kv_heads, head_dim, kv_len), strides=_key_strides(head_dim, kv_len), dtype=dtype, name="K")
     V = g.new_input((kv_heads, kv_len, head_dim), dtype=dtype, name="V")
-    g.mark_output(_attention(g, Q, K, V, head_dim))
+    g.mark_output(attention(g, Q, K, V, 1.0 / math.sqrt(head_dim)))
     return g.module
 
 
@@ -137,7 +138,7 @@ def prefill_attention(dtype: str, name: str, heads: int, seq: int, head_dim: int
     Q = g.new_input((heads, seq, head_dim), dtype=dtype, name="Q")
     K = g.new_input((heads, head_dim, seq), strides=_key_strides(head_dim, seq), dtype=dtype, name="K")
     V = g.new_input((heads, seq, head_dim), dtype=dtype, name="V")
-    g.mark_output(_attention(g, Q, K, V, head_dim))
+    g.mark_output(attention(g, Q, K, V, 1.0 / math.sqrt(head_dim)))
     return g.module
 
 
@@ -148,7 +149,7 @@ def prefill_attention_causal(dtype: str, name: str, heads: int, seq: int, head_d
     Q = g.new_input((heads, seq, head_dim), dtype=dtype, name="Q")
     K = g.new_input((heads, head_dim, seq), strides=_key_strides(head_dim, seq), dtype=dtype, name="K")
     V = g.new_input((heads, seq, head_dim), dtype=dtype, name="V")
-    g.mark_output(_attention(g, Q, K, V, head_dim, causal=True))
+    g.mark_output(attention(g, Q, K, V, 1.0 / math.sqrt(head_dim), causal=True))
     return g.module
 
 

@@ -9,6 +9,7 @@ the float64 reference (seeded inputs, NaN-poisoned outputs; bench.fuzz_check).""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +67,7 @@ def grouped_decode_then_projection(dtype: str, kv_heads: int = 8, group: int = 4
     K = g.new_input((kv_heads, 128, kv_len), strides=(kv_len * 128, 1, 128), dtype=dtype, name="K")
     V = g.new_input((kv_heads, kv_len, 128), dtype=dtype, name="V")
     W = g.new_input((128, 128), dtype=dtype, name="W")
-    att = graphs._attention(g, Q, K, V, 128)
+    att = graphs.attention(g, Q, K, V, 1.0 / math.sqrt(128))
     g.mark_output(g.matmul(g.reshape(att, (kv_heads * group, 128)), W))
     return g.module
 

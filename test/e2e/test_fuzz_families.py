@@ -1,6 +1,7 @@
-"""The fuzzer's GEMM family (bench/fuzz_gemms.py): kn graphs the default pipeline gives the
-sm_90a GEMM and `mx.einsum` contractions with random schedule options.  On the CPU: the draws
-are reproducible, valid and lower as drawn; on the GPU: a few graphs match the reference."""
+"""The fuzzer's GPU families: GEMM (bench/fuzz_gemms.py: kn graphs the default pipeline gives
+the sm_90a GEMM, `mx.einsum` contractions with random schedule options) and attention
+(bench/fuzz_attention.py: the flash and decode kernels, forced or chosen).  On the CPU: the
+draws are reproducible, valid and lower as drawn; on the GPU: a few graphs match the reference."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from conftest import run_tool
 from mirage_xdsl.bench import fuzz_gemms
 from mirage_xdsl.bench.fuzz import case_of
 from mirage_xdsl.bench.fuzz_check import lower_case
+from mirage_xdsl.dialects.cute.decode_attention import DecodeAttentionOp
+from mirage_xdsl.dialects.cute.hopper_attention import HopperAttentionOp
 from mirage_xdsl.dialects.cute.hopper_gemm import HopperGemmOp
 
 
@@ -51,17 +54,41 @@ def test_gemm_family_refuses_other_dtypes() -> None:
         fuzz_gemms.random_gemm_graph(random.Random(0), "g", "float32")
 
 
-def test_gemm_family_needs_a_gpu() -> None:
-    proc = run_tool("mirage_xdsl.bench.fuzz", "--family", "gemm", "--emulate", "--count", "1")
-    assert proc.returncode == 2 and "--family gemm needs a GPU" in proc.stderr
+@pytest.mark.parametrize("family", ["gemm", "attention"])
+def test_gpu_families_refuse_the_emulator(family: str) -> None:
+    proc = run_tool("mirage_xdsl.bench.fuzz", "--family", family, "--emulate", "--count", "1")
+    assert proc.returncode == 2 and f"--family {family} needs a GPU" in proc.stderr
+
+
+def test_attention_family_forces_the_kernels_it_draws() -> None:
+    """Reproducible fp16 / bf16 attention graphs; a case that forces a kernel lowers to it
+    (with the drawn shape or options), the others go through the default pipeline."""
+    cases = [case_of(4, i, "attention") for i in range(60)]
+    assert [str(c.module) for c in cases] == [str(case_of(4, i, "attention").module) for i in range(60)]
+    assert {c.dtype for c in cases} <= {"float16", "bfloat16"} and all(c.kind == "attention" for c in cases)
+    forced = {"flash": 0, "decode": 0}
+    for case in cases:
+        kernel = case.options.get("kernel")
+        if kernel is None:
+            continue
+        forced[kernel] += 1
+        low = lower_case(case)
+        if kernel == "flash":
+            (op,) = [o for o in low.walk() if isinstance(o, HopperAttentionOp)]
+            assert (op.consumers.value.data, op.key_tile.value.data) == case.options["shape"]
+        else:
+            (op,) = [o for o in low.walk() if isinstance(o, DecodeAttentionOp)]
+            assert (op.splits.value.data, op.warps.value.data, op.stages.value.data) == case.options["options"]
+    assert forced["flash"] >= 3 and forced["decode"] >= 1, forced
 
 
 @pytest.mark.gpu
-def test_gpu_gemm_family_matches_the_reference(tmp_path: object) -> None:
+@pytest.mark.parametrize("family", ["gemm", "attention"])
+def test_gpu_family_matches_the_reference(family: str, tmp_path: object) -> None:
     """Twelve graphs of the family on the GPU (NaN-poisoned outputs, float64 reference)."""
     from mirage_xdsl.bench.fuzz import run_fuzz
 
-    outcomes = run_fuzz(12, 7, batch=4, family="gemm", failures_dir=str(tmp_path), log=lambda line: None)
+    outcomes = run_fuzz(12, 7, batch=4, family=family, failures_dir=str(tmp_path), log=lambda line: None)
     assert len(outcomes) == 12
     bad = [f"{o.name}: {o.status} {o.reason} {o.message[:300]}" for o in outcomes if o.status in ("mismatch", "crash")]
     assert not bad, bad
