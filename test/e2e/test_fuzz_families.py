@@ -6,6 +6,7 @@ draws are reproducible, valid and lower as drawn; on the GPU: a few graphs match
 from __future__ import annotations
 
 import random
+import shutil
 
 import pytest
 from conftest import run_tool
@@ -80,6 +81,24 @@ def test_attention_family_forces_the_kernels_it_draws() -> None:
             (op,) = [o for o in low.walk() if isinstance(o, DecodeAttentionOp)]
             assert (op.splits.value.data, op.warps.value.data, op.stages.value.data) == case.options["options"]
     assert forced["flash"] >= 3 and forced["decode"] >= 1, forced
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("family", ["gemm", "attention"])
+def test_family_programs_compile(family: str, tmp_path: object) -> None:
+    """Without a GPU (CI has nvcc): eight graphs of the family, lowered as drawn, printed as one
+    translation unit and compiled by nvcc for their architecture (sm_90a for the TMA / wgmma
+    kernels) -- a printer or template change that breaks one schedule fails here."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from mirage_xdsl.codegen.cuda_target import emit_cuda
+    from mirage_xdsl.driver.nvcc import compile_cuda
+
+    cases = [case_of(9, i, family) for i in range(8)]
+    funcs = [op.clone() for case in cases for op in lower_case(case).body.block.ops]
+    program = emit_cuda(ModuleOp(funcs), "sm_90")
+    assert len(program.plans) == 8
+    assert compile_cuda(program.source, program.arch, cache_dir=str(tmp_path)).is_file()
 
 
 @pytest.mark.gpu
