@@ -76,7 +76,7 @@ from pathlib import Path
 from typing import Any
 
 from mirage_xdsl.bench.fuzz_check import Outcome, ReadyCase, failed_outcome, is_rejection, lower_case, reference_of, run_emulated, run_gpu
-from mirage_xdsl.bench.fuzz_graphs import FORK_SEED, FuzzCase, random_graph
+from mirage_xdsl.bench.fuzz_graphs import FORK_SEED, ROW_OPS_SEED, FuzzCase, random_graph
 
 
 def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
@@ -91,7 +91,9 @@ def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
     if family == "attention":
         rng = random.Random(f"attention:{seed}:{index}")
         return random_graph(rng, name=_graph_name(seed, index, family), kind="attention")
-    return random_graph(random.Random(f"{seed}:{index}"), name=_graph_name(seed, index, family), forks=seed >= FORK_SEED)
+    return random_graph(
+        random.Random(f"{seed}:{index}"), name=_graph_name(seed, index, family), forks=seed >= FORK_SEED, row_ops=seed >= ROW_OPS_SEED
+    )
 
 
 def _graph_name(seed: int, index: int, family: str) -> str:

@@ -158,7 +158,34 @@ earlier seeds draw the graphs they drew when their failures were recorded (the r
 tests regenerate those from their seed and index)."""
 
 
-def _kernel_graph(rng: random.Random, name: str, dtype: str, forks: bool = False) -> Any:
+ROW_OPS_SEED = 1162
+"""Fuzz runs from this seed on also draw the row ops of issue #30's programs in kernel graphs:
+a numerically stable softmax (`kn.reduction_max`, optionally after a `kn.causal_mask`), a row
+max, and a `kn.concat` with another input (`_row_op`); earlier seeds draw what they drew."""
+
+
+def _row_op(rng: random.Random, g: Any, cur: _Val, dtype: str) -> _Val:
+    """One row op on `cur` (see `ROW_OPS_SEED`), or a unary op where none applies."""
+    shape = cur.shape
+    last = len(shape) - 1
+    op = rng.choice(["softmax", "softmax", "row_max", "concat"])
+    if op == "concat" and shape[-1] <= 256:
+        dim = rng.randrange(len(shape))
+        other = _Val(g.new_input(dims=shape, dtype=dtype), INPUT_SCALE)
+        a, b = (cur, other) if rng.random() < 0.5 else (other, cur)
+        return _Val(g.concat(a.t, b.t, dim), max(cur.scale, INPUT_SCALE), cur.pos and other.pos)
+    if shape[-1] == 1:
+        return _unary(rng, g, cur)
+    if op == "row_max":
+        return _Val(g.reduction_max(cur.t, last), cur.scale, cur.pos)
+    x = cur.t
+    if len(shape) >= 2 and 1 < shape[-2] <= shape[-1] and rng.random() < 0.4:
+        x = g.causal_mask(x)  # bottom-right aligned: every row keeps at least one element
+    e = g.exp(g.sub(x, g.reduction_max(x, last)))
+    return _Val(g.div(e, g.reduction(e, last)), 1.0, False, one_sign=True)
+
+
+def _kernel_graph(rng: random.Random, name: str, dtype: str, forks: bool = False, row_ops: bool = False) -> Any:
     from mirage_xdsl.frontends.builder import new_kernel_graph
 
     g = new_kernel_graph(name)
@@ -171,7 +198,7 @@ def _kernel_graph(rng: random.Random, name: str, dtype: str, forks: bool = False
     cur = x
     for _ in range(rng.randint(1, 4)):
         steps = [("matmul", 4), ("rms_norm", 2), ("unary", 3), ("binary_input", 2), ("binary_pool", 1), ("reduction", 1)]
-        step = _choice(rng, steps + [("fork", 1)] if forks else steps)
+        step = _choice(rng, steps + [("fork", 1)] + ([("row_op", 3)] if row_ops else []) if forks else steps)
         shape = cur.shape
         if forks and step == "rms_norm" and shape[-1] >= 8 and rng.random() < 0.3:
             step = "norm_fork"  # an RMSNorm read by two matmuls: the decoder layer's shape
@@ -200,6 +227,8 @@ def _kernel_graph(rng: random.Random, name: str, dtype: str, forks: bool = False
             cur = _unary(rng, g, cur)
         elif step == "unary":
             cur = _unary(rng, g, cur)
+        elif step == "row_op":
+            cur = _row_op(rng, g, cur, dtype)
         elif step == "binary_input":
             bshape = list(shape)
             for d in range(len(bshape)):
@@ -485,14 +514,20 @@ class FuzzCase:
 
 
 def random_graph(
-    rng: random.Random, name: str = "fuzz", kind: str | None = None, dtype: str | None = None, forks: bool = False
+    rng: random.Random,
+    name: str = "fuzz",
+    kind: str | None = None,
+    dtype: str | None = None,
+    forks: bool = False,
+    row_ops: bool = False,
 ) -> FuzzCase:
     """A valid random kernel graph drawn from `rng` (the same draws give the same graph).
 
     `kind` 'kernel', 'block', 'gemm', 'einsum' or 'attention' and `dtype` fix those choices
     instead of drawing them (the last three are never drawn; their dtype is fp16 or bf16); `forks`
     lets a kernel graph also fork: two matmuls of one value (an RMSNorm's, at times) combined
-    elementwise, the gate and up projections of a gated MLP (`FORK_SEED`).
+    elementwise, the gate and up projections of a gated MLP (`FORK_SEED`); `row_ops` (with
+    `forks`) adds softmax, row max and concat steps (`ROW_OPS_SEED`).
 
     Raises:
         FuzzGenerationError: ten attempts in a row broke a builder rule (a generator bug).
@@ -519,7 +554,7 @@ def random_graph(
 
                 module = random_gemm_graph(rng, name, dtype)
             else:
-                module = _block_graph(rng, name, dtype) if kind == "block" else _kernel_graph(rng, name, dtype, forks)
+                module = _block_graph(rng, name, dtype) if kind == "block" else _kernel_graph(rng, name, dtype, forks, row_ops)
             return FuzzCase(name, kind, dtype, module)
         except GraphBuildError as err:  # a draw the templates do not exclude: draw again
             last = err
