@@ -450,7 +450,10 @@ def partition_function(
     cache: dict = {}
     groups: list[list[Operation]] = []
     for comp in [[o] for o in fusible_ops] if per_op else _components(fusible_ops):
-        whole = _plan(planner, comp, allow_split, cache)
+        # a component is connected through fusible ops only; a path through an op outside it
+        # (a concat written through views) may leave and re-enter it, and as one kernel it
+        # would then both feed and read that op (fuzz seed 1165 graph 131): built op by op
+        whole = _plan(planner, comp, allow_split, cache) if is_convex(set(comp)) else None
         if whole is not None:
             groups += _cheaper_cut(planner, comp, whole, cache) if allow_split and not per_op else [comp]
             continue

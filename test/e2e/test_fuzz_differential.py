@@ -539,3 +539,18 @@ def test_row_ops_of_kernel_graphs(index: int, op: str) -> None:
     assert op in str(case.module)
     out = fuzz_check.check_emulated(case, seed=fuzz._input_seed(1162, index))
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
+@needs_cxx
+def test_a_component_that_a_concat_leaves_and_reenters_is_not_one_kernel() -> None:
+    """Fuzz seed 1165 graph 131 (fp32): `c = concat(X @ W, Y)`, then `a = c + X @ W` and
+    `a - c`.  The fusible ops {matmul, add, sub} are one component, but a path leaves it
+    through the concat (not fusible) and re-enters it, so as one kernel it would both feed and
+    read the concat: kn-partition raised "the kernel graph has a cycle after partitioning".
+    Such a component is now built op by op, with convexity checked at each step."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+
+    case = fuzz.case_of(1165, 131)
+    assert "kn.concat" in str(case.module)
+    out = fuzz_check.check_emulated(case, seed=fuzz._input_seed(1165, 131))
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"

@@ -202,3 +202,21 @@ def test_wide_softmax_on_the_gpu(dtype: str) -> None:
     host = cupy.asnumpy(out)
     values = host if dtype == "float16" else (host.astype(np.uint32) << 16).view(np.float32)
     assert _rel_error(values, ref) < 2e-2
+
+
+@needs_cxx
+@pytest.mark.parametrize("stem", ["rounding_exp_chain", "rounding_silu_rows"])
+def test_rounding_unary_ops_of_hand_written_graphs(stem: str) -> None:
+    """tb unary ops that round an f32 tile to f16 where a user writes them (not only the sqrt
+    tb-decompose-accumulators ends a 16-bit rms statistic with): inside an elementwise chain
+    after an f32 `nored` sum, and feeding a row sum and a division; the generated kernels match
+    the reference in the host emulator."""
+    from pathlib import Path
+
+    from mirage_xdsl.bench.fuzz_check import check_emulated
+    from mirage_xdsl.bench.fuzz_graphs import FuzzCase
+
+    module = _parse((Path(__file__).parents[1] / "data" / f"{stem}.mlir").read_text())
+    assert any(isinstance(op, tb.TbUnaryOp) and op.is_rounding() for op in module.walk())
+    out = check_emulated(FuzzCase(stem, "block", "float16", module), seed=5)
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
