@@ -61,7 +61,7 @@ def random_attention_graph(rng: random.Random, name: str, dtype: str) -> tuple[A
         ValueError: another dtype.
         GraphBuildError: a builder rule broke (not expected for these shapes).
     """
-    from mirage_xdsl.bench.suite.graphs import attention
+    from mirage_xdsl.bench.suite.graphs import attention, key_strides
     from mirage_xdsl.frontends.builder import new_kernel_graph
 
     if dtype not in ("float16", "bfloat16"):
@@ -72,7 +72,7 @@ def random_attention_graph(rng: random.Random, name: str, dtype: str) -> tuple[A
     Q = g.new_input((*lead, rows, head_dim), dtype=dtype, name="Q")
     cache = None
     if rng.random() < 0.7:  # the KV cache's layout, [.., keys, head_dim], read transposed
-        cache = (*((keys * head_dim,) if heads is not None else ()), 1, head_dim)
+        cache = key_strides(head_dim, keys)[-len(lead) - 2 :]
     K = g.new_input((*lead, head_dim, keys), strides=cache, dtype=dtype, name="K", weight=rng.random() < 0.5)
     V = g.new_input((*lead, keys, head_dim), dtype=dtype, name="V", weight=rng.random() < 0.5)
     scale = rng.choice((1.0, 1.0, 8.0, 32.0, 100.0)) / math.sqrt(head_dim)

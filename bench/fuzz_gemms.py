@@ -35,6 +35,8 @@ import math
 import random
 from typing import Any
 
+from mirage_xdsl.dialects.tiling import row_major_strides
+
 M_SIZES = (65, 96, 128, 192, 256, 320, 384, 512, 640, 1000, 1024, 2048)
 """Rows of X: from skinny (64 < m <= 256, `to_hopper.skinny_tile`) to several 128-row tiles, with tails."""
 N_SIZES = (64, 72, 128, 136, 192, 256, 264, 384, 520, 1000, 1024, 2048, 4096)
@@ -60,16 +62,10 @@ def _dims(rng: random.Random, large: bool = False) -> tuple[tuple[int, ...], int
 
 def _weight(rng: random.Random, g: Any, lead: tuple[int, ...], k: int, n: int, dtype: str, name: str) -> Any:
     """W [*lead, k, n]: row-major, or stored [*lead, n, k] and read through its strides."""
-    transposed = rng.random() < 0.4
     strides = None
-    if transposed:
-        inner = (1, k)  # element (.., kk, nn) at nn * k + kk
-        outer: list[int] = []
-        size = n * k
-        for d in reversed(lead):
-            outer.insert(0, size)
-            size *= d
-        strides = (*outer, *inner)
+    if rng.random() < 0.4:  # element (.., kk, nn) at nn * k + kk: the [*lead, n, k] layout, last two swapped
+        *outer, s_n, s_k = row_major_strides((*lead, n, k))
+        strides = (*outer, s_k, s_n)
     return g.new_input(dims=(*lead, k, n), strides=strides, dtype=dtype, name=name, weight=rng.random() < 0.7)
 
 

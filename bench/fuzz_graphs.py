@@ -178,11 +178,13 @@ def _row_op(rng: random.Random, g: Any, cur: _Val, dtype: str) -> _Val:
         return _unary(rng, g, cur)
     if op == "row_max":
         return _Val(g.reduction_max(cur.t, last), cur.scale, cur.pos)
+    from mirage_xdsl.bench.suite.graphs import stable_softmax_rows
+
     x = cur.t
     if len(shape) >= 2 and 1 < shape[-2] <= shape[-1] and rng.random() < 0.4:
         x = g.causal_mask(x)  # bottom-right aligned: every row keeps at least one element
-    e = g.exp(g.sub(x, g.reduction_max(x, last)))
-    return _Val(g.div(e, g.reduction(e, last)), 1.0, False, one_sign=True)
+    e, z = stable_softmax_rows(g, x, last)
+    return _Val(g.div(e, z), 1.0, False, one_sign=True)
 
 
 def _kernel_graph(rng: random.Random, name: str, dtype: str, forks: bool = False, row_ops: bool = False) -> Any:

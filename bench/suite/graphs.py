@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 from mirage_xdsl.frontends.builder import DTensor, KNGraph, new_kernel_graph
 
 
-def _stable_softmax_rows(g: KNGraph, x: DTensor, dim: int) -> tuple[DTensor, DTensor]:
+def stable_softmax_rows(g: KNGraph, x: DTensor, dim: int) -> tuple[DTensor, DTensor]:
     """(`exp(x - max(x, dim))`, its sum over `dim`): a softmax's numerator and denominator."""
     e = g.exp(g.sub(x, g.reduction_max(x, dim)))
     return e, g.reduction(e, dim)
@@ -34,7 +34,7 @@ def softmax(dtype: str, name: str, rows: int, cols: int) -> ModuleOp:
     """softmax over the last dim of X [rows, cols] (max subtracted)."""
     g = new_kernel_graph(name)
     X = g.new_input((rows, cols), dtype=dtype, name="X")
-    e, z = _stable_softmax_rows(g, X, 1)
+    e, z = stable_softmax_rows(g, X, 1)
     g.mark_output(g.div(e, z))
     return g.module
 
@@ -108,11 +108,11 @@ def attention(g: KNGraph, Q: DTensor, K: DTensor, V: DTensor, scale: float, caus
     s = g.mul_scalar(g.matmul(Q, K), scale)
     if causal:
         s = g.causal_mask(s)
-    e, z = _stable_softmax_rows(g, s, s.num_dims - 1)
+    e, z = stable_softmax_rows(g, s, s.num_dims - 1)
     return g.div(g.matmul(e, V), z)
 
 
-def _key_strides(head_dim: int, keys: int) -> tuple[int, int, int]:
+def key_strides(head_dim: int, keys: int) -> tuple[int, int, int]:
     """Element strides of the key operand [heads, head_dim, keys] when the keys are stored as
     a KV cache stores them, [heads, keys, head_dim] row-major (`K^T` as a layout)."""
     return (keys * head_dim, 1, head_dim)
@@ -121,11 +121,11 @@ def _key_strides(head_dim: int, keys: int) -> tuple[int, int, int]:
 def decode_attention(dtype: str, name: str, kv_heads: int, group: int, kv_len: int, head_dim: int) -> ModuleOp:
     """Decode attention (one new token, grouped-query): the `group` query heads of each of
     `kv_heads` KV heads are the rows of Q [kv_heads, group, head_dim]; the KV cache is K
-    [kv_heads, head_dim, kv_len] (stored [kv_heads, kv_len, head_dim]: `_key_strides`) and
+    [kv_heads, head_dim, kv_len] (stored [kv_heads, kv_len, head_dim]: `key_strides`) and
     V [kv_heads, kv_len, head_dim]."""
     g = new_kernel_graph(name)
     Q = g.new_input((kv_heads, group, head_dim), dtype=dtype, name="Q")
-    K = g.new_input((kv_heads, head_dim, kv_len), strides=_key_strides(head_dim, kv_len), dtype=dtype, name="K")
+    K = g.new_input((kv_heads, head_dim, kv_len), strides=key_strides(head_dim, kv_len), dtype=dtype, name="K")
     V = g.new_input((kv_heads, kv_len, head_dim), dtype=dtype, name="V")
     g.mark_output(attention(g, Q, K, V, 1.0 / math.sqrt(head_dim)))
     return g.module
@@ -133,10 +133,10 @@ def decode_attention(dtype: str, name: str, kv_heads: int, group: int, kv_len: i
 
 def prefill_attention(dtype: str, name: str, heads: int, seq: int, head_dim: int) -> ModuleOp:
     """Prefill attention, not causal: Q [heads, seq, head_dim], K [heads, head_dim, seq]
-    (stored [heads, seq, head_dim]: `_key_strides`), V [heads, seq, head_dim]."""
+    (stored [heads, seq, head_dim]: `key_strides`), V [heads, seq, head_dim]."""
     g = new_kernel_graph(name)
     Q = g.new_input((heads, seq, head_dim), dtype=dtype, name="Q")
-    K = g.new_input((heads, head_dim, seq), strides=_key_strides(head_dim, seq), dtype=dtype, name="K")
+    K = g.new_input((heads, head_dim, seq), strides=key_strides(head_dim, seq), dtype=dtype, name="K")
     V = g.new_input((heads, seq, head_dim), dtype=dtype, name="V")
     g.mark_output(attention(g, Q, K, V, 1.0 / math.sqrt(head_dim)))
     return g.module
@@ -147,7 +147,7 @@ def prefill_attention_causal(dtype: str, name: str, heads: int, seq: int, head_d
     `kn.causal_mask` (query i sees keys 0..i)."""
     g = new_kernel_graph(name)
     Q = g.new_input((heads, seq, head_dim), dtype=dtype, name="Q")
-    K = g.new_input((heads, head_dim, seq), strides=_key_strides(head_dim, seq), dtype=dtype, name="K")
+    K = g.new_input((heads, head_dim, seq), strides=key_strides(head_dim, seq), dtype=dtype, name="K")
     V = g.new_input((heads, seq, head_dim), dtype=dtype, name="V")
     g.mark_output(attention(g, Q, K, V, 1.0 / math.sqrt(head_dim), causal=True))
     return g.module

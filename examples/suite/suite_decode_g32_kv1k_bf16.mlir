@@ -1,4 +1,4 @@
-// suite_decode_g32_kv1k_bf16: Decode attention (one new token, grouped-query): the `group` query heads of each of `kv_heads` KV heads are the rows of Q [kv_heads, group, head_dim]; the KV cache is K [kv_heads, head_dim, kv_len] (stored [kv_heads, kv_len, head_dim]: `_key_strides`) and V [kv_heads, kv_len, head_dim].
+// suite_decode_g32_kv1k_bf16: Decode attention (one new token, grouped-query): the `group` query heads of each of `kv_heads` KV heads are the rows of Q [kv_heads, group, head_dim]; the KV cache is K [kv_heads, head_dim, kv_len] (stored [kv_heads, kv_len, head_dim]: `key_strides`) and V [kv_heads, kv_len, head_dim].
 // bfloat16, kv_heads=1, group=32, kv_len=1024, head_dim=128; written by python -m mirage_xdsl.bench.suite.write
 builtin.module {
   func.func @suite_decode_g32_kv1k_bf16(%Q: tensor<1x32x128xbf16> {kn.strides = array<i64: 4096, 128, 1>}, %K: tensor<1x128x1024xbf16> {kn.strides = array<i64: 131072, 1, 128>}, %V: tensor<1x1024x128xbf16> {kn.strides = array<i64: 131072, 128, 1>}) -> (tensor<1x32x128xbf16>) {

@@ -1,4 +1,4 @@
-// suite_prefill_s4096_bf16: Prefill attention, not causal: Q [heads, seq, head_dim], K [heads, head_dim, seq] (stored [heads, seq, head_dim]: `_key_strides`), V [heads, seq, head_dim].
+// suite_prefill_s4096_bf16: Prefill attention, not causal: Q [heads, seq, head_dim], K [heads, head_dim, seq] (stored [heads, seq, head_dim]: `key_strides`), V [heads, seq, head_dim].
 // bfloat16, heads=8, seq=4096, head_dim=128; written by python -m mirage_xdsl.bench.suite.write
 builtin.module {
   func.func @suite_prefill_s4096_bf16(%Q: tensor<8x4096x128xbf16> {kn.strides = array<i64: 524288, 128, 1>}, %K: tensor<8x128x4096xbf16> {kn.strides = array<i64: 524288, 1, 128>}, %V: tensor<8x4096x128xbf16> {kn.strides = array<i64: 524288, 128, 1>}) -> (tensor<8x4096x128xbf16>) {
