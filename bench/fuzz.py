@@ -76,6 +76,7 @@ from pathlib import Path
 from typing import Any
 
 from mirage_xdsl.bench.fuzz_check import Outcome, ReadyCase, failed_outcome, is_rejection, lower_case, reference_of, run_emulated, run_gpu
+from mirage_xdsl.bench.fuzz_gemms import PAIR_SCHEDULES_SEED
 from mirage_xdsl.bench.fuzz_graphs import FORK_SEED, ROW_OPS_SEED, FuzzCase, random_graph
 
 
@@ -87,7 +88,8 @@ def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
     """
     if family == "gemm":  # half kn graphs for the default pipeline, half mx.einsum with a random schedule
         rng = random.Random(f"gemm:{seed}:{index}")
-        return random_graph(rng, name=_graph_name(seed, index, family), kind="einsum" if rng.random() < 0.5 else "gemm")
+        kind = "einsum" if rng.random() < 0.5 else "gemm"
+        return random_graph(rng, name=_graph_name(seed, index, family), kind=kind, pair_schedules=seed >= PAIR_SCHEDULES_SEED)
     if family == "attention":
         rng = random.Random(f"attention:{seed}:{index}")
         return random_graph(rng, name=_graph_name(seed, index, family), kind="attention")

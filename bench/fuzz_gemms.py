@@ -18,8 +18,8 @@ only by shapes of hundreds to thousands of rows.  `random_gemm_graph` draws such
 `random_einsum_case` draws the other half of the family through the `mx.einsum` path
 (`driver/einsum.py`): a contraction (plain, batched, B transposed, attention-score and
 split-head forms, operands that need a permute, the ELWISE_MUL factor) with `compile_einsum`'s
-schedule options drawn at random -- tile sizes, stages, group height, epilogue, CTA pairs,
-ping-pong, split-K, stream-K -- among the sets `convert-contraction-to-hopper` accepts for
+schedule options drawn at random -- tile sizes, stages, group height, epilogue, CTA pairs
+(sharing B or A), ping-pong, split-K, stream-K -- among the sets `convert-contraction-to-hopper` accepts for
 the shape (tried on the CPU while drawing), so each schedule of the kernel meets shapes with
 tails.
 
@@ -133,6 +133,10 @@ SCHEDULE_OPTIONS = {
     "stream_k": (-1, -1, -1, 0, 1),
 }
 """`compile_einsum`'s schedule options and the values drawn (repeats weight "decide")."""
+PAIR_SCHEDULES_SEED = 4
+"""From this seed on, einsum cases also draw CTA pairs under ping-pong (`pingpong=1,
+cluster=2`) and pairs sharing A (`share_a=1`); earlier seeds draw the option sets they drew
+before the pass accepted those (a drawn ping-pong pair counts as refused there)."""
 
 
 def _einsum_shapes(rng: random.Random, equation: str, roles: tuple[str, str]) -> list[tuple[int, ...]]:
@@ -156,10 +160,10 @@ def _einsum_shapes(rng: random.Random, equation: str, roles: tuple[str, str]) ->
             return shapes
 
 
-def random_einsum_case(rng: random.Random, name: str, dtype: str) -> tuple[Any, dict[str, Any]]:
+def random_einsum_case(rng: random.Random, name: str, dtype: str, pair_schedules: bool = False) -> tuple[Any, dict[str, Any]]:
     """(einsum module named `name`, schedule options) of one `mx.einsum`-path case (module
     docstring): options the pass accepts for the shape, tried on the CPU (after eight refused
-    draws, the pass's own choices).
+    draws, the pass's own choices); `pair_schedules`: see `PAIR_SCHEDULES_SEED`.
 
     Raises:
         ValueError: a dtype other than float16 / bfloat16.
@@ -173,6 +177,10 @@ def random_einsum_case(rng: random.Random, name: str, dtype: str) -> tuple[Any, 
     module = einsum_module(equation, _einsum_shapes(rng, equation, (role_a, role_b)), dtype, name=name)
     for _ in range(8):
         options = {key: rng.choice(values) for key, values in SCHEDULE_OPTIONS.items()}
+        if options["cluster"] == 2 and pair_schedules:
+            options["share_a"] = rng.choice((0, 1))
+        elif options["cluster"] == 2 and options["pingpong"] == 1:
+            continue
         try:
             lower_einsum(module.clone(), **options)
             return module, options

@@ -522,6 +522,7 @@ def random_graph(
     dtype: str | None = None,
     forks: bool = False,
     row_ops: bool = False,
+    pair_schedules: bool = False,
 ) -> FuzzCase:
     """A valid random kernel graph drawn from `rng` (the same draws give the same graph).
 
@@ -529,7 +530,8 @@ def random_graph(
     instead of drawing them (the last three are never drawn; their dtype is fp16 or bf16); `forks`
     lets a kernel graph also fork: two matmuls of one value (an RMSNorm's, at times) combined
     elementwise, the gate and up projections of a gated MLP (`FORK_SEED`); `row_ops` (with
-    `forks`) adds softmax, row max and concat steps (`ROW_OPS_SEED`).
+    `forks`) adds softmax, row max and concat steps (`ROW_OPS_SEED`); `pair_schedules` lets
+    'einsum' cases draw the CTA-pair schedules of `fuzz_gemms.PAIR_SCHEDULES_SEED`.
 
     Raises:
         FuzzGenerationError: ten attempts in a row broke a builder rule (a generator bug).
@@ -544,7 +546,7 @@ def random_graph(
             if kind == "einsum":
                 from mirage_xdsl.bench.fuzz_gemms import random_einsum_case
 
-                module, options = random_einsum_case(rng, name, dtype)
+                module, options = random_einsum_case(rng, name, dtype, pair_schedules)
                 return FuzzCase(name, kind, dtype, module, options)
             if kind == "attention":
                 from mirage_xdsl.bench.fuzz_attention import random_attention_graph

@@ -131,8 +131,10 @@ def print_hopper_gemm(op: HopperGemmOp) -> str:
         str(int(op.is_pingpong)),
         str(stream),
         str(slabs),
+        str(int(op.shares_a)),
     ]
-    keep = 6 if slabs > 1 else 5 if stream else 4 if op.is_pingpong else 3 if split > 1 else 2 if act else 1 if has_mul else 0
+    defaults = ["0", "mx::hopper::NoActivation", "1", "0", "0", "1", "0"]  # MUL .. SHARE_A in gemm_ws
+    keep = max((i + 1 for i, (t, d) in enumerate(zip(tail, defaults, strict=True)) if t != d), default=0)
     template = (
         f"{ctype}, {bn}, {op.stages.value.data}, {op.consumers.value.data}, "
         f"{1 if op.trans_b.value.data else 0}, {EPILOGUES[epilogue]}, {op.cluster.value.data}" + "".join(f", {t}" for t in tail[:keep])
@@ -213,11 +215,12 @@ def hopper_launch(op: HopperGemmOp, ref: Callable[[SSAValue, Operation], TensorR
     b_k, b_n, b_cin, b_cout = op.ints("b_strides")
     a_batch = batch_strides([a_cin, a_cout], tensor_span(op.lhs, elem), elem)
     b_batch = batch_strides([b_cin, b_cout], tensor_span(op.rhs, elem), elem)
-    map_a = TensorMapSpec(ref(op.lhs, op), dtype, (k, m, b_in, b_out), (a_m * elem, *a_batch), (BK, bm, 1, 1))  # type: ignore[arg-type]
+    a_rows = bm // 2 if op.shares_a else bm  # a pair sharing A loads half of its rows each
+    map_a = TensorMapSpec(ref(op.lhs, op), dtype, (k, m, b_in, b_out), (a_m * elem, *a_batch), (BK, a_rows, 1, 1))  # type: ignore[arg-type]
     if op.trans_b.value.data:
         map_b = TensorMapSpec(ref(op.rhs, op), dtype, (n, k, b_in, b_out), (b_k * elem, *b_batch), (64, BK, 1, 1))  # type: ignore[arg-type]
     else:
-        rows = bn // op.cluster.value.data  # a cluster's CTAs load one share of the rows each
+        rows = bn if op.shares_a else bn // op.cluster.value.data  # a pair sharing B loads half of the rows each
         map_b = TensorMapSpec(ref(op.rhs, op), dtype, (k, n, b_in, b_out), (b_n * elem, *b_batch), (BK, rows, 1, 1))  # type: ignore[arg-type]
     maps: tuple[TensorMapSpec, ...] = (map_a, map_b)
     if op.epilogue.data == "tma_store":

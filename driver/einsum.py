@@ -41,14 +41,16 @@ def compile_einsum(
     split_k: int = 0,
     stream_k: int = -1,
     tile_m: int = 0,
+    share_a: int = 0,
     poison_outputs: bool = False,
 ) -> CompiledGraph:
     """The compiled graph of one einsum (cached per arguments in this process).
 
     Args:
         equation, shapes, dtype: see `frontends.einsum.einsum_module`.
-        group_m, stages, tile_n, epilogue, cluster, pingpong, split_k, stream_k, tile_m:
-            `convert-contraction-to-hopper` options (-1/0/0/""/-1/0/-1/0: decide; cluster 1: none).
+        group_m, stages, tile_n, epilogue, cluster, pingpong, split_k, stream_k, tile_m, share_a:
+            `convert-contraction-to-hopper` options (-1/0/0/""/-1/0/-1/0: decide; cluster 1: none;
+            share_a 0: pairs share B).
         poison_outputs: fill outputs with NaN before each run (tests).
 
     Raises:
@@ -57,7 +59,8 @@ def compile_einsum(
             operands permuted (message says why).
         CudaCompileError, LaunchError: see `driver.compile.compile`.
     """
-    key = (equation, shapes, dtype, group_m, stages, tile_n, epilogue, cluster, pingpong, split_k, stream_k, tile_m, poison_outputs)
+    schedule_args = (group_m, stages, tile_n, epilogue, cluster, pingpong, split_k, stream_k, tile_m, share_a)
+    key = (equation, shapes, dtype, *schedule_args, poison_outputs)
     graph = _CACHE.get(key)
     if graph is None:
         from mirage_xdsl.frontends.einsum import einsum_module
@@ -72,6 +75,7 @@ def compile_einsum(
             "split_k": split_k,
             "stream_k": stream_k,
             "tile_m": tile_m,
+            "share_a": share_a,
         }
         module = lower_einsum(einsum_module(equation, shapes, dtype), **schedule)
         graph = _compiled(prepare(module, arch=ARCH), None, False, poison_outputs)

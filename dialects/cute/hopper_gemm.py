@@ -8,6 +8,7 @@
         tile = array<i64: 128, 256, 64>, stages = 4 : i64, consumers = 2 : i64,
         group_m = 8 : i64, grid = 132 : i64, trans_b = true, epilogue = "tma_store",
         cluster = 1 : i64}                                    // 2: B multicast to CTA pairs
+                                                              // (with share_a = true: A)
         : (tensor<4x4096x4096xf16>, tensor<4x4096x4096xf16>) -> tensor<4x4096x4096xf16>
 
 The operands are the graph's tensors (any shape: the strides above say how the GEMM walks
@@ -23,12 +24,14 @@ last unit of a tile runs the epilogue.  `stream_k = P` instead (stream-K: no clu
 or ping-pong) cuts the tiles x k-tiles iterations into `grid` equal contiguous ranges, one per
 block, so that every SM streams the same share however the tiles divide the SMs; the blocks
 sharing a tile add their partials through `P x tiles x BM x BN x 4` workspace bytes (P >=
-`stream_slabs`, the most blocks one tile can be shared by) and the same counters.  `pingpong = true` (two consumers, no cluster, no
+`stream_slabs`, the most blocks one tile can be shared by) and the same counters.  `pingpong = true` (two consumers, no
 split, BN <= 128) gives each consumer warpgroup whole BM x BN tiles in turn instead of one
 64-row slab of every tile, so one consumer's epilogue overlaps the other's mainloop
 (CUTLASS's ping-pong schedule).  `mul_tma = true` (a factor, `tma_store`, no split or stream-K)
 loads the ELWISE_MUL factor by TMA into the staging tiles instead of reading it from global
-memory in the epilogue.  Every decision is an attribute set by `convert-contraction-to-hopper`
+memory in the epilogue.  `share_a = true` (cluster = 2, an even n-block count) pairs
+neighbouring n-blocks of one m-block, which share the A tile by multicast instead of B.
+Every decision is an attribute set by `convert-contraction-to-hopper`
 (passes/contraction/to_hopper.py); the CUDA printer (codegen/hopper_gemm.py) prints a call
 of `mx::hopper::gemm_ws` (codegen/include/mirage_xdsl/hopper_gemm.cuh) instantiated with
 them.  Tile rules of that header: BM = 64 * consumers, BK = 64, BN in {64, 128, 192, 256};
@@ -111,6 +114,7 @@ class HopperGemmOp(IRDLOperation):
     pingpong = opt_prop_def(BoolAttr)
     stream_k = opt_prop_def(IntegerAttr)
     mul_tma = opt_prop_def(BoolAttr)
+    share_a = opt_prop_def(BoolAttr)
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "`(` $lhs `,` $rhs (`,` $mul^)? `)` attr-dict `:` functional-type(operands, results)"
@@ -141,6 +145,7 @@ class HopperGemmOp(IRDLOperation):
         pingpong: bool = False,
         stream_k: int = 0,
         mul_tma: bool = False,
+        share_a: bool = False,
     ):
         extra: dict[str, Attribute] = {"activation": ArrayAttr(activation)} if activation else {}
         if split_k > 1:
@@ -151,6 +156,8 @@ class HopperGemmOp(IRDLOperation):
             extra["pingpong"] = BoolAttr.from_bool(True)
         if mul_tma:
             extra["mul_tma"] = BoolAttr.from_bool(True)
+        if share_a:
+            extra["share_a"] = BoolAttr.from_bool(True)
         super().__init__(
             operands=[lhs, rhs, [mul] if mul is not None else []],
             result_types=[result_type],
@@ -203,6 +210,12 @@ class HopperGemmOp(IRDLOperation):
         """Whether the ELWISE_MUL factor comes by TMA into the staging tiles (`mul_tma = true`;
         hopper_gemm.cuh MUL = 2, the launch then carries D's tensor map)."""
         return self.mul_tma is not None and bool(self.mul_tma.value.data)
+
+    @property
+    def shares_a(self) -> bool:
+        """Whether a CTA pair takes neighbouring n-blocks of one m-block and shares the A tile by
+        multicast (`share_a = true`; hopper_gemm.cuh SHARE_A) instead of the B tile."""
+        return self.share_a is not None and bool(self.share_a.value.data)
 
     def tiles(self) -> int:
         """Output tiles of the GEMM: m-blocks x n-blocks x batches."""
@@ -273,11 +286,11 @@ class HopperGemmOp(IRDLOperation):
             raise VerifyException("cute.hopper_gemm: split_k must be >= 1; a split GEMM needs cluster = 1 and a scratch_offset")
         if self.splits > 1 and -(-gemm[2] // BK) < self.splits:
             raise VerifyException(f"cute.hopper_gemm: split_k = {self.splits} exceeds the {-(-gemm[2] // BK)} k-tiles of K = {gemm[2]}")
-        if self.is_pingpong and (consumers != 2 or self.cluster.value.data != 1 or self.splits > 1 or tile[1] > 128):
+        if self.is_pingpong and (consumers != 2 or self.splits > 1 or tile[1] > 128):
             raise VerifyException(
-                "cute.hopper_gemm: pingpong needs consumers = 2, cluster = 1, no split_k and a tile N of at most 128 "
-                f"(each consumer holds a whole 128 x N tile's fp32 accumulators), got consumers {consumers}, cluster "
-                f"{self.cluster.value.data}, split_k {self.splits}, tile {tile}"
+                "cute.hopper_gemm: pingpong needs consumers = 2, no split_k and a tile N of at most 128 "
+                f"(each consumer holds a whole 128 x N tile's fp32 accumulators), got consumers {consumers}, "
+                f"split_k {self.splits}, tile {tile}"
             )
         if self.stream_slots:
             need = stream_slabs(self.tiles(), -(-gemm[2] // BK), self.grid.value.data)
@@ -289,6 +302,11 @@ class HopperGemmOp(IRDLOperation):
                     f"over {self.tiles()} tiles share a tile among up to {need or 'more k-tiles than there are'}; "
                     "use stream_slabs(tiles, k-tiles, grid)"
                 )
+        if self.shares_a and (self.cluster.value.data != 2 or -(-gemm[1] // tile[1]) % 2):
+            raise VerifyException(
+                f"cute.hopper_gemm: share_a needs cluster = 2 and an even n-block count (the pair's CTAs take n-blocks "
+                f"2j and 2j + 1 of one m-block), got cluster {self.cluster.value.data} and {-(-gemm[1] // tile[1])} n-blocks"
+            )
         if self.mul_by_tma and (self.mul is None or self.epilogue.data != "tma_store" or self.shares_tiles):
             raise VerifyException(
                 "cute.hopper_gemm: mul_tma needs an ELWISE_MUL factor, the tma_store epilogue (its staging tiles receive "

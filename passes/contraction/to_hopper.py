@@ -55,7 +55,11 @@ through TMA multicast, halving B's L2 reads -- correct, but no faster than witho
 H200 (2026-11-28, TFLOP/s, default / pair: `bshd,hdn` 605 / 605, 4096^3 625 / 587, bmm_nt
 8 x 1024^3 546 / 423 in 128 x 256 tiles, an MLP's 128 x 12288 x 4096 first projection 409 /
 386 as pairs of 64 x 192 tiles: the pair refills a ring buffer only when both CTAs freed it), so
-off; `tile-m` (64 / 128 / 256) sets BM: 256 x 128 cooperative tiles (two m64 slabs per
+off; with `share-a=1` the pair takes neighbouring n-blocks and shares the A tile instead
+(cuBLAS's 1 x 2 clusters), and pairs also run under ping-pong -- again slower than the
+unpaired schedules (bmm_nt 8 x 1024^3 fp16: ping-pong 517-525, ping-pong pairs sharing B / A
+459-474 / 436-463, 256 x 128 tiles 439-467, their pairs sharing A 437-459), so off;
+`tile-m` (64 / 128 / 256) sets BM: 256 x 128 cooperative tiles (two m64 slabs per
 consumer, the tile cuBLAS picks for 8 x 1024^3) measured 502-514 against the ping-pong
 default's 546-548 there, and 626 / 605 against 625 / 605 at 4096^3 / `bshd,hdn`.
 After the pass each touched function carries `kn.workspace_size` (0 unless kn-plan-workspace
@@ -115,6 +119,8 @@ class HopperSchedule:
     pingpong: bool = False
     stream: int = 0
     """Stream-K partial slabs per tile (0: not stream-K; `stream_slabs`)."""
+    share_a: bool = False
+    """CTA pairs (cluster 2) of neighbouring n-blocks sharing A instead of B."""
 
 
 def _panel_bytes(g: int, grid: int, a_panel: int, b_panel: int) -> int:
@@ -276,6 +282,7 @@ def plan_schedule(
     pingpong: int = -1,
     stream_k: int = -1,
     tile_m: int = 0,
+    share_a: int = 0,
 ) -> HopperSchedule:
     """Choose tile, stages, grid, L2 group and epilogue for `view` (module docstring).
 
@@ -285,11 +292,13 @@ def plan_schedule(
         cluster: 2 runs CTA pairs sharing B by TMA multicast (needs an even m-block count and an
             even group_m, so that both tiles of a pair have one n-block); 1: no clusters.
         pingpong: 1 gives the two consumers whole 128 x BN tiles in turn (BN <= 128: a wider
-            choice becomes 128; needs m > 64, no cluster, no split); 0: the cooperative
+            choice becomes 128; needs m > 64, no split); 0: the cooperative
             schedule; -1: `wants_pingpong` decides (never for skinny GEMMs, split-K or
             clusters).
         stream_k: 1 runs a stream-K sweep over all SMs (no ping-pong, cluster or split; the tile
             `skinny_tile` or `choose_tile_n` picks); 0 and -1: never (measured slower, module docstring).
+        share_a: 1 (with cluster=2) pairs neighbouring n-blocks of one m-block, which share
+            the A tile by multicast instead of B (needs an even n-block count); 0: B.
         tile_m: BM override: 64 (one consumer), 128 (two), 256 (two consumers of two m64 slabs
             each: cooperative, BN <= 128, no split- or stream-K); 0: decide.
 
@@ -310,10 +319,8 @@ def plan_schedule(
     if pingpong == -1:
         auto = consumers == 2 and not tall and cluster == 1 and not skinny and split_k <= 1 and stream_k != 1 and tile_n <= 128
         pingpong = int(auto and wants_pingpong(view, min(bn, 128)))
-    if pingpong and (consumers != 2 or cluster != 1 or split_k > 1 or tile_n > 128):
-        raise ValueError(
-            f"pingpong=1 needs m > 64 (two consumers; m = {view.m}), cluster=1, no split-k and tile-n <= 128"
-        )
+    if pingpong and (consumers != 2 or split_k > 1 or tile_n > 128):
+        raise ValueError(f"pingpong=1 needs m > 64 (two consumers; m = {view.m}), no split-k and tile-n <= 128")
     streams_weights = bool(skinny and not pingpong)  # the skinny tile and ring below
     if pingpong:
         bn = min(bn, 128)
@@ -353,20 +360,26 @@ def plan_schedule(
         slabs = stream_slabs(mtiles * ntiles * view.batch, ktiles, grid)
     if group_m == -1:
         a_panel, b_panel = bm * view.k * elem_bytes, bn * view.k * elem_bytes
-        choices = [1 << i for i in range(mtiles.bit_length()) if (1 << i) <= mtiles and (cluster == 1 or i > 0)] or [2]
+        pairs_m = cluster == 2 and not share_a  # a B-sharing pair's two m-blocks sit in one group
+        choices = [1 << i for i in range(mtiles.bit_length()) if (1 << i) <= mtiles and (not pairs_m or i > 0)] or [2]
         group_m = min(choices, key=lambda g: (_panel_bytes(g, grid, a_panel, b_panel), g))
     elif group_m < 1:
         raise ValueError(f"group-m={group_m} must be >= 1 (or -1: decide)")
     if cluster not in (1, 2):
         raise ValueError(f"cluster={cluster} must be 1 or 2")
-    if cluster == 2:
+    if share_a and (cluster != 2 or ntiles % 2):
+        raise ValueError(f"share-a=1 needs cluster=2 and an even n-tile count (got cluster={cluster}, {ntiles} n-tiles)")
+    if cluster == 2 and not share_a:
         if mtiles % 2 or group_m % 2:
             raise ValueError(
                 f"cluster=2 needs an even m-tile count and an even group-m (got {mtiles} and {group_m}): the two CTAs of "
                 "a cluster share one n-block"
             )
+    if cluster == 2:
         grid = 2 * min(math.ceil(mtiles * ntiles * view.batch / 2), SM90.num_sms // 2)
-    return HopperSchedule((bm, bn, BK), stages, consumers, group_m, grid, epilogue, cluster, split, bool(pingpong), slabs)
+    return HopperSchedule(
+        (bm, bn, BK), stages, consumers, group_m, grid, epilogue, cluster, split, bool(pingpong), slabs, bool(share_a)
+    )
 
 
 SCRATCH_ALIGN = 256
@@ -410,6 +423,8 @@ class ConvertContractionToHopperPass(ModulePass):
     chosen by itself); 0 / -1: none."""
     tile_m: int = 0
     """BM: 64, 128 or 256 (two m64 slabs per consumer); 0: decide (`plan_schedule`)."""
+    share_a: int = 0
+    """1: CTA pairs (`cluster=2`) share the A tile instead of B (`plan_schedule`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Replace each contraction.contract with a `cute.hopper_gemm` named `<func>_hopper_gemm_<i>`.
@@ -457,6 +472,7 @@ class ConvertContractionToHopperPass(ModulePass):
                     pingpong=self.pingpong,
                     stream_k=self.stream_k,
                     tile_m=self.tile_m,
+                    share_a=self.share_a,
                 )
             except ValueError as err:
                 raise PassFailedException(f"{self.name}: {contract.name}: {err}") from err
@@ -490,6 +506,7 @@ class ConvertContractionToHopperPass(ModulePass):
                 pingpong=sched.pingpong,
                 stream_k=sched.stream,
                 mul_tma=wants_factor_by_tma(sched, _tiles(view, sched), config.prim_last is LastType.ELWISE_MUL),
+                share_a=sched.share_a,
             )
             parent = contract.parent_block()
             assert parent is not None

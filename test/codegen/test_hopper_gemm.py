@@ -88,6 +88,24 @@ def test_cluster_pairs_share_b() -> None:
         lowered("mk,kn->mn", [(384, 64), (64, 256)], cluster=2)
 
 
+def test_cluster_pairs_share_a() -> None:
+    """`share_a=1`: the pair takes neighbouring n-blocks of one m-block; each CTA loads half of
+    the A rows (the A map's box) and multicasts them; B is loaded whole by each."""
+    module = einsum_module("cmk,cnk->cmn", [(8, 1024, 1024), (8, 1024, 1024)])
+    ConvertContractionToHopperPass(cluster=2, share_a=1, tile_m=256, tile_n=128).apply(make_context(), module)
+    op = next(o for o in module.walk() if isinstance(o, HopperGemmOp))
+    assert op.shares_a and "share_a = true" in str(op)
+    prepared = prepare(module, arch="sm_90a")
+    assert "mx::hopper::NoActivation, 1, 0, 0, 2, 1>(&a, &b, &cm, c," in prepared.program.source
+    (step,) = prepared.plan.steps
+    assert step.tensor_maps[0].box == (64, 128, 1, 1) and step.tensor_maps[1].box == (64, 128, 1, 1)
+    with pytest.raises(PassFailedException, match="share-a=1 needs cluster=2 and an even n-tile count"):
+        lowered("mk,kn->mn", [(512, 64), (64, 384)], cluster=2, share_a=1, tile_n=128)
+    op.properties["cluster"] = IntegerAttr(1, i64)
+    with pytest.raises(VerifyException, match="share_a needs cluster = 2 and an even n-block count"):
+        op.verify()
+
+
 def test_pingpong_schedule() -> None:
     """pingpong=1: 128 x 128 tiles (a wider BN choice becomes 128), a whole 128 x 128 staging
     tile per consumer (5 ring stages of 32 KiB fit beside 64 KiB of staging), the header's
@@ -115,13 +133,13 @@ def test_pingpong_schedule() -> None:
     assert "gemm_ws<half, 128, 5, 2, 1, 2, 1, 0, mx::hopper::NoActivation, 1, 1>(&a, &b, &cm, c," in src
     with pytest.raises(PassFailedException, match="pingpong=1 needs m > 64"):
         lowered("mk,kn->mn", [(64, 96), (96, 72)], pingpong=1)
-    with pytest.raises(PassFailedException, match="pingpong=1 needs .* cluster=1"):
-        lowered(*BMM, pingpong=1, cluster=2)
+    pair = lowered(*BMM, pingpong=1, cluster=2)  # ping-pong in CTA pairs sharing B
+    assert pair.is_pingpong and pair.cluster.value.data == 2 and not pair.shares_a and pair.group_m.value.data % 2 == 0
     with pytest.raises(PassFailedException, match="tile-n <= 128"):
         lowered(*BMM, pingpong=1, tile_n=256)
     op = lowered(*BMM, tile_n=256)
     op.pingpong = BoolAttr.from_bool(True)
-    with pytest.raises(VerifyException, match="pingpong needs consumers = 2, cluster = 1, no split_k and a tile N of at most 128"):
+    with pytest.raises(VerifyException, match="pingpong needs consumers = 2, no split_k and a tile N of at most 128"):
         op.verify()
 
 
@@ -351,6 +369,33 @@ def test_einsum_256_row_tiles_in_cluster_pairs_match_reference() -> None:
     test_einsum_matches_reference("cmk,ckn->cmn", [(2, 900, 200), (2, 200, 264)], "float16", "store16", cluster=2, tile_m=256)
 
 
+PINGPONG_PAIR_CASES = [
+    ("cmk,ckn->cmn", [(4, 1000, 200), (4, 200, 1064)], "float16", 0),  # pairs share B; tails in m, n, k; 288 tiles
+    ("mk,nk->mn", [(3000, 320), (1000, 320)], "bfloat16", 1),  # pairs share A; K-major B, tails in m and n; 192 tiles
+    ("cmk,cnk->cmn", [(2, 1024, 1024), (2, 1024, 1024)], "float16", 1),  # the suite's bmm_nt form, 128 tiles of 16 k-tiles
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("epilogue", ["", "tma_store"])
+@pytest.mark.parametrize(("equation", "shapes", "dtype", "share_a"), PINGPONG_PAIR_CASES)
+def test_einsum_pingpong_cluster_pairs_match_reference(
+    equation: str, shapes: list[tuple[int, ...]], dtype: str, share_a: int, epilogue: str
+) -> None:
+    """`pingpong=1, cluster=2`: ping-pong consumers in CTA pairs whose rings hold the same unit's
+    k-tiles, sharing the B tile (neighbouring m-blocks) or the A tile (`share_a`, neighbouring
+    n-blocks) by multicast."""
+    test_einsum_matches_reference(equation, shapes, dtype, epilogue, cluster=2, pingpong=1, tile_n=128, share_a=share_a)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("epilogue", ["", "store16", "store4"])
+def test_einsum_256_row_tiles_sharing_a_match_reference(epilogue: str) -> None:
+    """`tile_m=256, cluster=2, share_a=1`: 256 x 128 tiles in pairs along n sharing the A tile
+    (cuBLAS's 1 x 2 clusters), each CTA loading 128 of its rows; tails in m, n and k."""
+    test_einsum_matches_reference("cmk,ckn->cmn", [(2, 900, 200), (2, 200, 504)], "float16", epilogue, cluster=2, tile_m=256, share_a=1)
+
+
 PAIR_CASES = [
     ("mk,kn->mn", [(128, 512), (512, 1000)], "float16"),  # an MLP's 128 rows as a pair of 64-row tiles; n tail
     ("mk,kn->mn", [(100, 320), (320, 384)], "bfloat16"),  # m tail in the pair's second tile
@@ -435,6 +480,7 @@ MUL_BY_TMA_CASES = [
     ("mk,kn,mn->mn", [(512, 256), (256, 1024), (512, 1024)], "float16", {"pingpong": 1, "epilogue": "tma_store"}),
     ("mk,kn,mn->mn", [(512, 256), (256, 1024), (512, 1024)], "float16", {"tile_m": 256, "tile_n": 128}),
     ("mk,kn,mn->mn", [(256, 256), (256, 1024), (256, 1024)], "bfloat16", {"cluster": 2}),
+    ("mk,kn,mn->mn", [(512, 256), (256, 1024), (512, 1024)], "float16", {"pingpong": 1, "epilogue": "tma_store", "cluster": 2, "share_a": 1}),
 ]
 
 
@@ -497,6 +543,7 @@ def test_einsum_matches_reference(
     stream_k: int = -1,
     tile_n: int = 0,
     tile_m: int = 0,
+    share_a: int = 0,
 ) -> None:
     import torch
 
@@ -520,6 +567,7 @@ def test_einsum_matches_reference(
         stream_k=stream_k,
         tile_n=tile_n,
         tile_m=tile_m,
+        share_a=share_a,
         poison_outputs=True,
     )
     (out,) = graph(a, b)

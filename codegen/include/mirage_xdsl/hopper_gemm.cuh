@@ -156,6 +156,20 @@ __device__ __forceinline__ void tile_coords(int t, int mblocks, int nblocks, int
   nb = q / height;
 }
 
+// The coordinates of tile `t` of a sweep: `tile_coords`, except that SHARE_A CTA pairs take
+// neighbouring n-blocks of one m-block (they share the A tile): tiles 2p and 2p + 1 are the
+// n-blocks 2j and 2j + 1 of the p-th tile of the grouped order over paired n-blocks (an even
+// n-block count, the planner's rule).
+template <int SHARE_A>
+__device__ __forceinline__ void unit_coords(int t, int mblocks, int nblocks, int group_m, int& c, int& mb, int& nb) {
+  if constexpr (SHARE_A) {
+    tile_coords(t >> 1, mblocks, nblocks >> 1, group_m, c, mb, nb);
+    nb = 2 * nb + (t & 1);
+  } else {
+    tile_coords(t, mblocks, nblocks, group_m, c, mb, nb);
+  }
+}
+
 template <class T>
 __device__ __forceinline__ void store_pair(T* p, float a, float b);
 template <>
@@ -349,7 +363,7 @@ struct UnitWalk {
 // ACT (kn-partition's epilogue chains): a type with `static constexpr bool kIdentity = false`
 // and `static __device__ float apply(float)`, applied to every fp32 accumulator before MUL's
 // factor: the stored value is ACT(A x B) [* D].
-// PINGPONG = 1 (NC = 2, CLUSTER = 1, SPLIT = 1, BN <= 128; CUTLASS calls this schedule
+// PINGPONG = 1 (NC = 2, SPLIT = 1, BN <= 128; CUTLASS calls this schedule
 // "ping-pong"): the consumers no longer share a tile; each computes whole BM x BN tiles (its
 // NC m64 slabs, BN floats of accumulators per thread), the block's tiles alternating between
 // them.  The producer fills the ring in tile order, so consumer 0 runs tile 0's mainloop
@@ -359,13 +373,18 @@ struct UnitWalk {
 // mbarrier per consumer lets a consumer start its next mainloop only after the other has
 // passed every ring wait of its tile: a consumer skips the other's k-tiles in its ring count,
 // and the parity waits (`mbar_wait`) are only unambiguous while the waiter is at most one
-// phase behind the barrier.
+// phase behind the barrier.  With CLUSTER = 2 both CTAs of a pair walk the same unit groups, so
+// their rings hold the same (unit, k-tile) in each stage and consumer i of both CTAs frees it.
+// SHARE_A = 1 (CLUSTER = 2): the pair's CTAs take neighbouring n-blocks of one m-block
+// (`unit_coords`) and share the A tile instead: each loads half of its rows (the A map's box is
+// BM / 2 rows) and multicasts them, and loads its own B tile -- cuBLAS's 1 x 2 clusters; with
+// 256 x 128 tiles the shared operand is the larger one.
 // CSLABS = 2 (cooperative, no split- or stream-K, BN <= 128): each consumer owns two m64 slabs
 // of the tile (BM = 128 * NC, e.g. 256 x 128 tiles; BN fp32 accumulators per thread), so the
 // B tile of a stage feeds twice the rows -- the tile cuBLAS picks for 8 x 1024^3 (sm90
 // `256x128_64x4` kernels).
 template <class T, int BN, int STAGES, int NC, int TRANS_B, int EPI, int CLUSTER = 1, int MUL = 0,
-          class ACT = NoActivation, int SPLIT = 1, int PINGPONG = 0, int STREAM = 0, int CSLABS = 1>
+          class ACT = NoActivation, int SPLIT = 1, int PINGPONG = 0, int STREAM = 0, int CSLABS = 1, int SHARE_A = 0>
 __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMap* tmb, const CUtensorMap* tmc,
                                         T* __restrict__ c, const GemmShape s, const T* __restrict__ mul = nullptr,
                                         float* __restrict__ ws = nullptr, unsigned* __restrict__ cnt = nullptr,
@@ -382,10 +401,11 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "BN must be 64, 128, 192 or 256");
   static_assert(SPLIT == 1 || CLUSTER == 1, "split-K runs without clusters");
   static_assert(STREAM == 0 || (CLUSTER == 1 && SPLIT == 1 && !PINGPONG), "stream-K: no cluster, split-K or ping-pong");
+  static_assert(!SHARE_A || CLUSTER == 2, "SHARE_A: CTA pairs");
   static_assert(CSLABS == 1 || (CSLABS == 2 && !PINGPONG && SPLIT == 1 && STREAM == 0 && BN <= 128),
                 "two slabs per consumer: cooperative, no split- or stream-K, BN <= 128");
-  static_assert(!PINGPONG || (NC == 2 && CLUSTER == 1 && SPLIT == 1 && BN <= 128),
-                "ping-pong: two consumers, no cluster, no split-K, BN <= 128 (BN fp32 accumulators per thread)");
+  static_assert(!PINGPONG || (NC == 2 && SPLIT == 1 && BN <= 128),
+                "ping-pong: two consumers, no split-K, BN <= 128 (BN fp32 accumulators per thread)");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem =
       smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // the 128-B swizzle needs 1024-B alignment
@@ -439,14 +459,19 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
       UnitWalk<CLUSTER, SPLIT, STREAM> walk(tiles, ktiles, rank);
       for (Unit w; walk.next(w);) {
         int cb, mb, nb;
-        tile_coords(w.t, mblocks, nblocks, s.group_m, cb, mb, nb);
+        unit_coords<SHARE_A>(w.t, mblocks, nblocks, s.group_m, cb, mb, nb);
         const int ci = cb % s.batch_inner, co = cb / s.batch_inner;
         for (int kt = w.k0; kt < w.k1; ++kt) {
           mbar_wait(&empty[stage], phase ^ 1);
           mbar_expect_tx(&full[stage], A_BYTES + B_BYTES);
-          tma_load_4d(sa + stage * A_BYTES, tma, &full[stage], kt * BK, mb * BM, ci, co);
           unsigned char* b = sb + stage * B_BYTES;
-          if (CLUSTER > 1) {  // this CTA's share of the B boxes, to both CTAs
+          if (SHARE_A) {  // this CTA's half of the A rows (the map's box), to both CTAs
+            tma_load_4d_multicast(sa + stage * A_BYTES + rank * (BM / 2) * BK * (int)sizeof(T), tma, &full[stage], kt * BK,
+                                  mb * BM + rank * (BM / 2), ci, co, (uint16_t)3);
+          } else {
+            tma_load_4d(sa + stage * A_BYTES, tma, &full[stage], kt * BK, mb * BM, ci, co);
+          }
+          if (CLUSTER > 1 && !SHARE_A) {  // this CTA's share of the B boxes, to both CTAs
             constexpr int NBOX = TRANS_B ? BN / 64 : 1;
             constexpr int ROWS = TRANS_B ? 64 : BN / CLUSTER;  // K-major B: split the BN rows
             const uint16_t mask = (uint16_t)((1u << CLUSTER) - 1);
@@ -487,7 +512,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
       const bool own = w.own;  // else: the peer's tile, not stored
       const int u = w.u, t = w.t;
       int cb, mb, nb;
-      tile_coords(t, mblocks, nblocks, s.group_m, cb, mb, nb);
+      unit_coords<SHARE_A>(t, mblocks, nblocks, s.group_m, cb, mb, nb);
       int prev = -1;  // the stage whose wgmma group may still be reading it
       const int k0 = w.k0, k1 = w.k1;
       if constexpr (PINGPONG) {

@@ -34,6 +34,17 @@ func.func @bmm(%a: tensor<4x4096x4096xf16>, %b: tensor<4x4096x4096xf16>) -> tens
 // TALL: mx::hopper::gemm_ws<half, 128, 3, 2, 1, 2, 1, 0, mx::hopper::NoActivation, 1, 0, 0, 2>(&a, &b, &cm, c,
 // TALLERR: tile-m=256 needs tile-n <= 128
 
+// cluster=2 share-a=1: CTA pairs of neighbouring n-blocks share the A tile (SHARE_A, last template
+// argument); pingpong=1 cluster=2: ping-pong consumers in CTA pairs sharing B.
+// RUN: mirage-opt %s -p 'convert-contraction-to-hopper{tile-m=256 cluster=2 share-a=1}' | filecheck %s --check-prefix=PAIRA
+// RUN: mirage-opt %s -p 'convert-contraction-to-hopper{tile-m=256 cluster=2 share-a=1}' -t cuda | filecheck %s --check-prefix=PAIRACUDA
+// RUN: mirage-opt %s -p 'convert-contraction-to-hopper{pingpong=1 cluster=2}' -t cuda | filecheck %s --check-prefix=PPPAIR
+// PAIRA: tile = array<i64: 256, 128, 64>{{.*}}cluster = 2 : i64{{.*}}share_a = true
+// PAIRACUDA: extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
+// PAIRACUDA: mx::hopper::gemm_ws<half, 128, 3, 2, 1, 2, 2, 0, mx::hopper::NoActivation, 1, 0, 0, 2, 1>(&a, &b, &cm, c,
+// PPPAIR: extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
+// PPPAIR: mx::hopper::gemm_ws<half, 128, 6, 2, 1, 1, 2, 0, mx::hopper::NoActivation, 1, 1>(&a, &b, nullptr, c,
+
 // ELWISE_MUL: the factor is the GEMM's third operand and the kernel's `d` pointer (MUL = 1).
 // RUN: mirage-opt %s -p convert-contraction-to-hopper | filecheck %s --check-prefix=MUL
 // RUN: mirage-opt %s -p convert-contraction-to-hopper -t cuda | filecheck %s --check-prefix=MULCUDA
