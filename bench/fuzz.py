@@ -21,6 +21,8 @@ The same generator drives both users:
   `CompiledGraph` with NaN-poisoned outputs (or on the CPU with `--emulate`), compared with
   `run_reference`; failing graphs are written as `.mlir` files (reproduce one with
   `mirage-run FILE --check`, or `--seed S --only I`).  Exit status 1 on any mismatch or crash.
+  What a seed's graphs may contain grows with the seed (`fuzz_graphs.Draws.of_seed`: forks,
+  then row ops, then view ops), so an old seed still draws the graphs its record describes.
 
 Outcome of one graph (`Outcome.status`):
 
@@ -76,8 +78,7 @@ from pathlib import Path
 from typing import Any
 
 from mirage_xdsl.bench.fuzz_check import Outcome, ReadyCase, failed_outcome, is_rejection, lower_case, reference_of, run_emulated, run_gpu
-from mirage_xdsl.bench.fuzz_gemms import PAIR_SCHEDULES_SEED
-from mirage_xdsl.bench.fuzz_graphs import FORK_SEED, ROW_OPS_SEED, FuzzCase, random_graph
+from mirage_xdsl.bench.fuzz_graphs import Draws, FuzzCase, random_graph
 
 
 def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
@@ -89,13 +90,11 @@ def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
     if family == "gemm":  # half kn graphs for the default pipeline, half mx.einsum with a random schedule
         rng = random.Random(f"gemm:{seed}:{index}")
         kind = "einsum" if rng.random() < 0.5 else "gemm"
-        return random_graph(rng, name=_graph_name(seed, index, family), kind=kind, pair_schedules=seed >= PAIR_SCHEDULES_SEED)
+        return random_graph(rng, name=_graph_name(seed, index, family), kind=kind, draws=Draws.of_seed(seed, family))
     if family == "attention":
         rng = random.Random(f"attention:{seed}:{index}")
         return random_graph(rng, name=_graph_name(seed, index, family), kind="attention")
-    return random_graph(
-        random.Random(f"{seed}:{index}"), name=_graph_name(seed, index, family), forks=seed >= FORK_SEED, row_ops=seed >= ROW_OPS_SEED
-    )
+    return random_graph(random.Random(f"{seed}:{index}"), name=_graph_name(seed, index, family), draws=Draws.of_seed(seed))
 
 
 def _graph_name(seed: int, index: int, family: str) -> str:

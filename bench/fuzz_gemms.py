@@ -133,10 +133,6 @@ SCHEDULE_OPTIONS = {
     "stream_k": (-1, -1, -1, 0, 1),
 }
 """`compile_einsum`'s schedule options and the values drawn (repeats weight "decide")."""
-PAIR_SCHEDULES_SEED = 4
-"""From this seed on, einsum cases also draw CTA pairs under ping-pong (`pingpong=1,
-cluster=2`) and pairs sharing A (`share_a=1`); earlier seeds draw the option sets they drew
-before the pass accepted those (a drawn ping-pong pair counts as refused there)."""
 
 
 def _einsum_shapes(rng: random.Random, equation: str, roles: tuple[str, str]) -> list[tuple[int, ...]]:
@@ -163,7 +159,9 @@ def _einsum_shapes(rng: random.Random, equation: str, roles: tuple[str, str]) ->
 def random_einsum_case(rng: random.Random, name: str, dtype: str, pair_schedules: bool = False) -> tuple[Any, dict[str, Any]]:
     """(einsum module named `name`, schedule options) of one `mx.einsum`-path case (module
     docstring): options the pass accepts for the shape, tried on the CPU (after eight refused
-    draws, the pass's own choices); `pair_schedules`: see `PAIR_SCHEDULES_SEED`.
+    draws, the pass's own choices); `pair_schedules` (`fuzz_graphs.PAIR_SCHEDULES_SEED`): CTA
+    pairs may run under ping-pong and share A, else a drawn ping-pong pair counts as refused
+    (the option sets of earlier seeds).
 
     Raises:
         ValueError: a dtype other than float16 / bfloat16.

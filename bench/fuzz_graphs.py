@@ -153,7 +153,7 @@ def _matmul_scale(a: _Val, b: _Val, k: int) -> float:
 
 
 FORK_SEED = 1138
-"""Fuzz runs from this seed on draw kernel graphs that may fork (`random_graph`'s `forks`);
+"""Fuzz runs from this seed on draw kernel graphs that may fork (`Draws.forks`);
 earlier seeds draw the graphs they drew when their failures were recorded (the regression
 tests regenerate those from their seed and index)."""
 
@@ -162,6 +162,69 @@ ROW_OPS_SEED = 1162
 """Fuzz runs from this seed on also draw the row ops of issue #30's programs in kernel graphs:
 a numerically stable softmax (`kn.reduction_max`, optionally after a `kn.causal_mask`), a row
 max, and a `kn.concat` with another input (`_row_op`); earlier seeds draw what they drew."""
+
+
+VIEW_OPS_SEED = 1172
+"""Fuzz runs from this seed on also draw view ops in kernel graphs (`_view_op`): `kn.chunk` (one
+projection split into SwiGLU's gate and up halves; rotary embedding's rotate-half, `x * cos +
+concat(-x2, x1) * sin`) and `kn.reshape` (two dims merged, or one split in two); earlier seeds
+draw what they drew."""
+
+PAIR_SCHEDULES_SEED = 4
+"""GEMM-family runs from this seed on let einsum cases draw CTA pairs under ping-pong
+(`pingpong=1, cluster=2`) and pairs sharing A (`share_a=1`); earlier seeds draw the option sets
+they drew before the pass accepted those (`fuzz_gemms.random_einsum_case`)."""
+
+
+@dataclass(frozen=True)
+class Draws:
+    """What a fuzz run's random graphs may contain beyond the first seeds' draws.  Each feature
+    starts at a seed (`of_seed`), so earlier seeds draw the graphs they drew when their failures
+    were recorded (the regression tests regenerate those from their seed and index)."""
+
+    forks: bool = False
+    """kernel graphs may fork: two matmuls of one value (an RMSNorm's, at times) combined
+    elementwise, the gate and up projections of a gated MLP (`FORK_SEED`)"""
+    row_ops: bool = False
+    """with `forks`: softmax, row max and concat steps (`ROW_OPS_SEED`)"""
+    view_ops: bool = False
+    """with `forks`: chunk and reshape steps (`VIEW_OPS_SEED`)"""
+    pair_schedules: bool = False
+    """GEMM family: einsum cases may draw the CTA-pair schedules (`PAIR_SCHEDULES_SEED`)"""
+
+    @classmethod
+    def of_seed(cls, seed: int, family: str = "mixed") -> Draws:
+        """The draws of run `seed` of `family` ('mixed', 'gemm' or 'attention')."""
+        if family == "gemm":
+            return cls(pair_schedules=seed >= PAIR_SCHEDULES_SEED)
+        if family == "mixed":
+            return cls(forks=seed >= FORK_SEED, row_ops=seed >= ROW_OPS_SEED, view_ops=seed >= VIEW_OPS_SEED)
+        return cls()
+
+
+def _view_op(rng: random.Random, g: Any, cur: _Val, dtype: str) -> _Val:
+    """One view op on `cur` (see `VIEW_OPS_SEED`), or a unary op where none applies."""
+    shape = cur.shape
+    last = len(shape) - 1
+    op = rng.choice(["gate", "rotary", "reshape", "reshape"])
+    if op in ("gate", "rotary") and shape[-1] % 2 == 0:
+        x1, x2 = (_Val(t, cur.scale, cur.pos, one_sign=cur.one_sign) for t in g.chunk(cur.t, 2, last))
+        if op == "gate":  # a fused gate-and-up projection's halves
+            return _binary(rng, g, _unary(rng, g, x1), x2)
+        # rotary embedding: cos and sin inputs broadcast over some leading dims
+        angles = [tuple(1 if d < last and rng.random() < 0.35 else n for d, n in enumerate(shape)) for _ in range(2)]
+        cos, sin = (g.new_input(dims=dims, dtype=dtype) for dims in angles)
+        rotated = g.concat(g.mul_scalar(x2.t, -1.0), x1.t, last)
+        return _Val(g.add(g.mul(cur.t, cos), g.mul(rotated, sin)), 2.0 * cur.scale * INPUT_SCALE)
+    shapes = []
+    if len(shape) >= 3:
+        shapes.append((shape[0] * shape[1], *shape[2:]))  # merge the two leading dims
+    if len(shape) <= 3 and shape[-1] % 2 == 0 and shape[-1] >= 32:
+        shapes.append((*shape[:-1], 2, shape[-1] // 2))  # split the last dim (heads x head dim)
+        shapes.append((*shape[:-2], shape[-2] * 2, shape[-1] // 2) if len(shape) >= 2 else (2, shape[-1] // 2))
+    if not shapes:
+        return _unary(rng, g, cur)
+    return _Val(g.reshape(cur.t, rng.choice(shapes)), cur.scale, cur.pos, one_sign=cur.one_sign)
 
 
 def _row_op(rng: random.Random, g: Any, cur: _Val, dtype: str) -> _Val:
@@ -187,7 +250,7 @@ def _row_op(rng: random.Random, g: Any, cur: _Val, dtype: str) -> _Val:
     return _Val(g.div(e, z), 1.0, False, one_sign=True)
 
 
-def _kernel_graph(rng: random.Random, name: str, dtype: str, forks: bool = False, row_ops: bool = False) -> Any:
+def _kernel_graph(rng: random.Random, name: str, dtype: str, draws: Draws) -> Any:
     from mirage_xdsl.frontends.builder import new_kernel_graph
 
     g = new_kernel_graph(name)
@@ -198,9 +261,12 @@ def _kernel_graph(rng: random.Random, name: str, dtype: str, forks: bool = False
     x = _Val(g.new_input(dims=(*lead, m, k), dtype=dtype, name="X"), INPUT_SCALE)
     pool = [x]
     cur = x
+    forks = draws.forks
+    later_steps = [("row_op", 3)] if draws.row_ops else []
+    later_steps += [("view_op", 2)] if draws.view_ops else []
     for _ in range(rng.randint(1, 4)):
         steps = [("matmul", 4), ("rms_norm", 2), ("unary", 3), ("binary_input", 2), ("binary_pool", 1), ("reduction", 1)]
-        step = _choice(rng, steps + [("fork", 1)] + ([("row_op", 3)] if row_ops else []) if forks else steps)
+        step = _choice(rng, steps + [("fork", 1)] + later_steps if forks else steps)
         shape = cur.shape
         if forks and step == "rms_norm" and shape[-1] >= 8 and rng.random() < 0.3:
             step = "norm_fork"  # an RMSNorm read by two matmuls: the decoder layer's shape
@@ -231,6 +297,8 @@ def _kernel_graph(rng: random.Random, name: str, dtype: str, forks: bool = False
             cur = _unary(rng, g, cur)
         elif step == "row_op":
             cur = _row_op(rng, g, cur, dtype)
+        elif step == "view_op":
+            cur = _view_op(rng, g, cur, dtype)
         elif step == "binary_input":
             bshape = list(shape)
             for d in range(len(bshape)):
@@ -520,18 +588,13 @@ def random_graph(
     name: str = "fuzz",
     kind: str | None = None,
     dtype: str | None = None,
-    forks: bool = False,
-    row_ops: bool = False,
-    pair_schedules: bool = False,
+    draws: Draws = Draws(),
 ) -> FuzzCase:
     """A valid random kernel graph drawn from `rng` (the same draws give the same graph).
 
     `kind` 'kernel', 'block', 'gemm', 'einsum' or 'attention' and `dtype` fix those choices
-    instead of drawing them (the last three are never drawn; their dtype is fp16 or bf16); `forks`
-    lets a kernel graph also fork: two matmuls of one value (an RMSNorm's, at times) combined
-    elementwise, the gate and up projections of a gated MLP (`FORK_SEED`); `row_ops` (with
-    `forks`) adds softmax, row max and concat steps (`ROW_OPS_SEED`); `pair_schedules` lets
-    'einsum' cases draw the CTA-pair schedules of `fuzz_gemms.PAIR_SCHEDULES_SEED`.
+    instead of drawing them (the last three are never drawn; their dtype is fp16 or bf16); `draws`
+    adds what later seeds may contain (`Draws`).
 
     Raises:
         FuzzGenerationError: ten attempts in a row broke a builder rule (a generator bug).
@@ -546,7 +609,7 @@ def random_graph(
             if kind == "einsum":
                 from mirage_xdsl.bench.fuzz_gemms import random_einsum_case
 
-                module, options = random_einsum_case(rng, name, dtype, pair_schedules)
+                module, options = random_einsum_case(rng, name, dtype, draws.pair_schedules)
                 return FuzzCase(name, kind, dtype, module, options)
             if kind == "attention":
                 from mirage_xdsl.bench.fuzz_attention import random_attention_graph
@@ -558,7 +621,7 @@ def random_graph(
 
                 module = random_gemm_graph(rng, name, dtype)
             else:
-                module = _block_graph(rng, name, dtype) if kind == "block" else _kernel_graph(rng, name, dtype, forks, row_ops)
+                module = _block_graph(rng, name, dtype) if kind == "block" else _kernel_graph(rng, name, dtype, draws)
             return FuzzCase(name, kind, dtype, module)
         except GraphBuildError as err:  # a draw the templates do not exclude: draw again
             last = err

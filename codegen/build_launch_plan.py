@@ -129,11 +129,12 @@ def plan_function(fn: func.FuncOp, arch: str = "sm_90") -> LaunchPlan:
         if value in out_index:
             return TensorRef("output", out_index[value])
         if (view := output_view_of(value)) is not None and view.output in out_index:
-            return TensorRef("output", out_index[view.output])  # written through the output's view
+            # written through the output's view: its buffer, with this value's shape
+            return TensorRef("output", out_index[view.output], 0, _spec(value))
         if isinstance(value, OpResult) and isinstance(value.op, kn.ReshapeOp) and kn.ALIAS_ATTR in value.op.attributes:
             # a view of the input's buffer (kn-alias-reshape): its pointer, the view's strides
             src = ref(value.op.input, user)
-            return TensorRef("workspace", 0, src.offset, _spec(value)) if src.kind == "workspace" else src
+            return TensorRef(src.kind, src.index, src.offset, _spec(value))
         if not isinstance(value, OpResult):
             raise printer_error(user, "operand is neither a graph input nor an op result")
         offs = value.op.attributes.get("kn.workspace_offset")

@@ -35,7 +35,9 @@ class TensorRef:
     offset: int = 0
     """byte offset into the workspace or the counters (those two only)"""
     spec: TensorSpec | None = None
-    """shape/strides/dtype of a workspace tensor (inputs and outputs use the plan's specs)"""
+    """shape/strides/dtype of a workspace tensor; for an input or output, a view of its buffer
+    with another shape (an aliased `kn.reshape` that a library call reads or writes); None: the
+    plan's spec of that input or output"""
 
 
 @dataclass(frozen=True)

@@ -259,10 +259,13 @@ class HostEmulator:
         workspace = np.full(max(plan.workspace_bytes, 16), 0xFF, dtype=np.uint8)
 
         def view_of(ref: TensorRef) -> np.ndarray:
-            if ref.kind == "input":
-                return ins[ref.index]
-            if ref.kind == "output":
-                return outs[ref.index]
+            if ref.kind in ("input", "output"):
+                base = (ins if ref.kind == "input" else outs)[ref.index]
+                if ref.spec is None:
+                    return base
+                # an aliased reshape's view of the buffer (element strides from its start)
+                strides = tuple(s * base.itemsize for s in ref.spec.strides)
+                return np.lib.stride_tricks.as_strided(base, ref.spec.shape, strides)
             assert ref.spec is not None
             return _strided(workspace, ref.offset, ref.spec)
 

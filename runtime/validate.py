@@ -185,7 +185,10 @@ def _misaligned_message(label: str, info: TensorInfo) -> str:
 
 
 def ref_spec(plan: LaunchPlan, ref: TensorRef) -> TensorSpec | None:
-    """The spec of the tensor `ref` names: a plan input, a plan output, or its own (workspace)."""
+    """The spec of the tensor `ref` names: its own (a workspace tensor, or a view of an input's or
+    output's buffer), else the plan input's or output's."""
+    if ref.spec is not None:
+        return ref.spec
     if ref.kind == "input":
         return plan.inputs[ref.index]
     if ref.kind == "output":
@@ -229,6 +232,15 @@ def check_plan(
                 raise LaunchError(f"{where}: input {ref.index} does not exist ({len(plan.inputs)} inputs)")
             if ref.kind == "output" and not 0 <= ref.index < len(plan.outputs):
                 raise LaunchError(f"{where}: output {ref.index} does not exist ({len(plan.outputs)} outputs)")
+            if ref.kind in ("input", "output") and ref.spec is not None:
+                base = (plan.inputs if ref.kind == "input" else plan.outputs)[ref.index]
+                if ref.spec.dtype != base.dtype or alloc_elements(ref.spec.shape, ref.spec.strides) > alloc_elements(
+                    base.shape, base.strides
+                ):
+                    raise LaunchError(
+                        f"{where}: a view {list(ref.spec.shape)} of {ref.kind} {ref.index} ({list(base.shape)}, {base.dtype}) "
+                        "must have its dtype and lie inside its buffer"
+                    )
             if ref.kind == "workspace":
                 size = 0
                 if ref.spec is not None:

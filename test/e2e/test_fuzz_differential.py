@@ -542,6 +542,48 @@ def test_row_ops_of_kernel_graphs(index: int, op: str) -> None:
 
 
 @needs_cxx
+@pytest.mark.parametrize(("index", "op"), [(3, "kn.reshape"), (22, "kn.chunk"), (56, "kn.chunk"), (69, "kn.reshape")])
+def test_view_ops_of_kernel_graphs(index: int, op: str) -> None:
+    """Fuzz seed 1172 (the first that draws view ops, `fuzz_graphs.VIEW_OPS_SEED`): a reshape
+    splitting the last dim (graph 3, fp32), rotary embedding's rotate-half after a gated fork
+    (graph 22, fp16), a chunk into gate and up halves (graph 56, fp32) and a reshape feeding a
+    matmul (graph 69, fp16) agree with the reference in the emulator."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+
+    case = fuzz.case_of(1172, index)
+    assert op in str(case.module)
+    out = fuzz_check.check_emulated(case, seed=fuzz._input_seed(1172, index))
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
+@needs_cxx
+def test_a_library_call_reads_an_aliased_reshape_of_an_input_with_its_shape() -> None:
+    """Fuzz seed 1175 graph 826 (fp16): `kn.chunk` of `reshape(X)` ([2, 32, 64] -> [64, 64],
+    a view of X's buffer after kn-alias-reshape) runs as a library call, which was given X
+    with X's own shape and split it along the wrong dim (the runtime stored [2, 16, 64] halves
+    into [64, 32] slots).  The launch plan now gives a view of an input or output its own spec."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+    from mirage_xdsl.codegen.launch_plan import TensorRef, TensorSpec
+    from mirage_xdsl.driver.compile import prepare
+
+    case = fuzz.case_of(1175, 826)
+    chunk = next(s for s in prepare(case.module.clone(), case.name, "sm_80").plan.steps if getattr(s, "op", "") == "chunk")
+    assert chunk.args == (TensorRef("input", 0, 0, TensorSpec((64, 64), (64, 1), "float16")),)
+    out = fuzz_check.check_emulated(case, seed=fuzz._input_seed(1175, 826))
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
+@pytest.mark.gpu
+def test_gpu_library_call_on_an_aliased_reshape_of_an_input() -> None:
+    """The graph above on the GPU (CuPy library calls on a strided view of the input)."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "data" / "fuzz_1175_826.mlir"
+    proc = run_tool("mirage_xdsl.tools.mirage_run", str(path), "--check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@needs_cxx
 def test_a_component_that_a_concat_leaves_and_reenters_is_not_one_kernel() -> None:
     """Fuzz seed 1165 graph 131 (fp32): `c = concat(X @ W, Y)`, then `a = c + X @ W` and
     `a - c`.  The fusible ops {matmul, add, sub} are one component, but a path leaves it
