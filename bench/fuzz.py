@@ -38,7 +38,8 @@ Outcome of one graph (`Outcome.status`):
 `--family gemm` draws instead the GEMM family (`fuzz_gemms.py`, GPU only): kn graphs of large
 matmuls with epilogues for the default pipeline's sm_90a GEMM, and `mx.einsum` contractions
 lowered with random schedule options (graph i is `fuzz_gemm_S_i`); `--family attention`
-attention graphs (`fuzz_attention.py`) for the flash-attention and split-key decode kernels.
+attention graphs (`fuzz_attention.py`) for the flash-attention and split-key decode kernels;
+`--family tc` Tensor Comprehensions definitions (`fuzz_tc.py`) lowered by the TC frontend.
 
 hypothesis is a dev dependency: it is imported only by `graphs()` (the command line does not
 need it).
@@ -79,6 +80,7 @@ from typing import Any
 
 from mirage_xdsl.bench.fuzz_check import Outcome, ReadyCase, failed_outcome, is_rejection, lower_case, reference_of, run_emulated, run_gpu
 from mirage_xdsl.bench.fuzz_graphs import Draws, FuzzCase, random_graph
+from mirage_xdsl.bench.fuzz_tc import tc_case
 
 
 def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
@@ -91,6 +93,8 @@ def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
         rng = random.Random(f"gemm:{seed}:{index}")
         kind = "einsum" if rng.random() < 0.5 else "gemm"
         return random_graph(rng, name=_graph_name(seed, index, family), kind=kind, draws=Draws.of_seed(seed, family))
+    if family == "tc":
+        return tc_case(random.Random(f"tc:{seed}:{index}"), _graph_name(seed, index, family))
     if family == "attention":
         rng = random.Random(f"attention:{seed}:{index}")
         return random_graph(rng, name=_graph_name(seed, index, family), kind="attention")
@@ -122,7 +126,10 @@ def _work_batch(args: tuple[int, list[int], bool, str, str | None, str]) -> tupl
         except Exception as err:  # noqa: BLE001 - a generator bug is reported like a crash
             outcomes.append(failed_outcome(Outcome(_graph_name(seed, i, family), "crash"), err, rejected=False))
             continue
-        schedule = f"// {case.kind} options: {case.options}\n" if case.options else ""
+        if case.kind == "tc":  # the TC source and its sizes, as comment lines
+            schedule = "".join(f"// {line}\n" for line in [f"tc sizes: {case.options['sizes']}", *case.options["tc"].splitlines()])
+        else:
+            schedule = f"// {case.kind} options: {case.options}\n" if case.options else ""
         out = Outcome(case.name, "ok", dtype=case.dtype, kind=case.kind, mlir=schedule + str(case.module))
         try:
             mod = lower_case(case)
@@ -249,7 +256,7 @@ def _write_failure(directory: Path, seed: int, out: Outcome, family: str = "mixe
     header = [
         f"// {out.status}: {out.reason}",
         f"// reproduce: python -m mirage_xdsl.bench.fuzz --seed {seed} --only {index} "
-        + ("[--emulate]" if family == "mixed" else f"--family {family}"),
+        + ("[--emulate]" if family == "mixed" else f"--family {family}" + (" [--emulate]" if family == "tc" else "")),
         f"// dtype {out.dtype}, {out.kind} graph, relative error {out.error:.3g}",
     ]
     header += [f"// {line}" for line in (out.message or "").splitlines()[-25:]]
@@ -289,8 +296,8 @@ def run_fuzz(
         timeout_s: seconds a batch may take, plus 60 s times `batch`.
         family: "mixed" (kernel and threadblock graphs, `fuzz_graphs.py`), "gemm" (graphs
             the default pipeline gives the sm_90a GEMM, `fuzz_gemms.py`) or "attention"
-            (attention for the flash and decode kernels, `fuzz_attention.py`); the last two
-            GPU only.
+            (attention for the flash and decode kernels, `fuzz_attention.py`), both GPU only,
+            or "tc" (Tensor Comprehensions definitions, `fuzz_tc.py`).
         log: progress and failure lines.
 
     Raises:
@@ -373,15 +380,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a batch may take (plus 60 per graph)")
     p.add_argument(
         "--family",
-        choices=("mixed", "gemm", "attention"),
+        choices=("mixed", "gemm", "attention", "tc"),
         default="mixed",
         help="mixed: kernel and threadblock graphs; gemm: large matmuls with epilogues for the sm_90a GEMM; "
-        "attention: attention for the flash and decode kernels (gemm and attention: GPU only)",
+        "attention: attention for the flash and decode kernels (gemm and attention: GPU only); "
+        "tc: Tensor Comprehensions definitions",
     )
     args = p.parse_args(argv)
     if args.count < 0 or args.batch < 1:
         p.error("--count must be >= 0 and --batch >= 1")
-    if args.family != "mixed" and args.emulate:
+    if args.family in ("gemm", "attention") and args.emulate:
         p.error(f"--family {args.family} needs a GPU: the host emulator does not model the sm_90a kernels (drop --emulate)")
     if not args.emulate:
         from mirage_xdsl.runtime.interop import gpu_available
