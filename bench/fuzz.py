@@ -80,6 +80,7 @@ from typing import Any
 
 from mirage_xdsl.bench.fuzz_check import Outcome, ReadyCase, failed_outcome, is_rejection, lower_case, reference_of, run_emulated, run_gpu
 from mirage_xdsl.bench.fuzz_graphs import Draws, FuzzCase, random_graph
+from mirage_xdsl.bench.fuzz_tc import CONSTANTS_SEED as TC_CONSTANTS_SEED
 from mirage_xdsl.bench.fuzz_tc import tc_case
 
 
@@ -94,7 +95,7 @@ def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
         kind = "einsum" if rng.random() < 0.5 else "gemm"
         return random_graph(rng, name=_graph_name(seed, index, family), kind=kind, draws=Draws.of_seed(seed, family))
     if family == "tc":
-        return tc_case(random.Random(f"tc:{seed}:{index}"), _graph_name(seed, index, family))
+        return tc_case(random.Random(f"tc:{seed}:{index}"), _graph_name(seed, index, family), seed >= TC_CONSTANTS_SEED)
     if family == "attention":
         rng = random.Random(f"attention:{seed}:{index}")
         return random_graph(rng, name=_graph_name(seed, index, family), kind="attention")

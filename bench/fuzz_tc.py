@@ -37,6 +37,9 @@ TYPES = {"float32": "float", "float16": "half", "bfloat16": "bfloat16"}
 """TC element type of each dtype the family draws."""
 EXP_MAX_SCALE = 4.0
 """exp is applied only to values of at most this magnitude (fp16's range)."""
+CONSTANTS_SEED = 6
+"""From this seed on, expressions also add constants to values (`x + c`, `c - x`, `kn.add_scalar`)
+and take square roots and logarithms of `x * x + c`; earlier seeds draw what they drew."""
 
 
 @dataclass
@@ -50,8 +53,8 @@ class _Term:
     axes: str = "mn"
 
 
-def _unary(rng: random.Random, t: _Term) -> _Term:
-    ops = ["neg", "scale", "relu", "fmin", "tanh"]
+def _unary(rng: random.Random, t: _Term, constants: bool = False) -> _Term:
+    ops = ["neg", "scale", "relu", "fmin", "tanh"] + (["add_const", "const_sub", "sqrt_sq"] if constants else [])
     if t.scale <= EXP_MAX_SCALE:
         ops.append("exp")
     if t.pos:
@@ -59,6 +62,14 @@ def _unary(rng: random.Random, t: _Term) -> _Term:
     op = rng.choice(ops)
     if op == "neg":
         return _Term(f"-{t.text}", t.scale, False, t.axes)
+    if op == "add_const":
+        c = rng.choice((0.5, 1.0, 2.0))
+        return _Term(f"({t.text} + {c})", t.scale + c, t.pos, t.axes)
+    if op == "const_sub":
+        c = rng.choice((1.0, 3.0))
+        return _Term(f"({c} - {t.text})", t.scale + c, False, t.axes)
+    if op == "sqrt_sq":  # a norm's sqrt(x^2 + eps): positive, bounded away from 0
+        return _Term(f"sqrt({t.text} * {t.text} + 0.01)", t.scale + 0.1, True, t.axes)
     if op == "scale":
         c = rng.choice((0.5, 2.0, 1.5))
         return _Term(f"{t.text} * {c}", t.scale * c, t.pos, t.axes)
@@ -90,8 +101,9 @@ def _binary(rng: random.Random, a: _Term, b: _Term) -> _Term:
     return _Term(f"{a.text} / {b.text}", a.scale / 0.05, a.pos, axes)  # b >= ~0.05
 
 
-def random_tc_program(rng: random.Random, name: str = "fuzz_tc") -> tuple[str, dict[str, int], str]:
-    """(TC source of one definition named `name`, its sizes, the dtype) drawn from `rng`.
+def random_tc_program(rng: random.Random, name: str = "fuzz_tc", constants: bool = False) -> tuple[str, dict[str, int], str]:
+    """(TC source of one definition named `name`, its sizes, the dtype) drawn from `rng`;
+    `constants`: see `CONSTANTS_SEED`.
 
     Raises:
         Nothing (every draw is a definition the lowering accepts; a generator bug would show
@@ -127,7 +139,7 @@ def random_tc_program(rng: random.Random, name: str = "fuzz_tc") -> tuple[str, d
         lhs = _Term("A(m, k)", scale, axes="mk")
         prologue = rng.choice(["none", "none", "unary", "rms"] if k >= 8 else ["none", "unary"])
         if prologue == "unary":  # an activation before the contraction
-            u = _unary(rng, lhs)
+            u = _unary(rng, lhs, constants)
             lhs = _Term(f"{define(f'= {u.text}', '(m, k)')}(m, k)", u.scale, u.pos, "mk")
         elif prologue == "rms":  # RMSNorm's statistic and scaling, then the contraction
             ss = define("+=! A(m, k) * A(m, k) / K", "(m)")
@@ -152,10 +164,10 @@ def random_tc_program(rng: random.Random, name: str = "fuzz_tc") -> tuple[str, d
             statements.append(f"  {last}(m, n) += {rng.choice(full).text}")
             full.append(_Term(f"{last}(m, n)", sum(t.scale for t in full)))
         else:
-            a = _unary(rng, src) if rng.random() < 0.5 else src
+            a = _unary(rng, src, constants) if rng.random() < 0.5 else src
             if rng.random() < 0.7:
                 other = rng.choice(full + rows + cols)
-                b = _unary(rng, other) if rng.random() < 0.3 else other
+                b = _unary(rng, other, constants) if rng.random() < 0.3 else other
                 a = _binary(rng, a, b) if rng.random() < 0.5 or not b.pos else _binary(rng, b, a)
             if a.axes != "mn":  # keep the statement over (m, n)
                 a = _binary(rng, a, _Term("X(m, n)", scale))
@@ -167,7 +179,7 @@ def random_tc_program(rng: random.Random, name: str = "fuzz_tc") -> tuple[str, d
         sizes["E"] = rng.choice(SIZES)
         params.append(f"{ty}(N, E) V")
         hidden = full[-1]
-        act = _unary(rng, hidden) if rng.random() < 0.6 else hidden
+        act = _unary(rng, hidden, constants) if rng.random() < 0.6 else hidden
         if act.scale > 1e2:
             act = _Term(f"tanh({act.text})", 1.0)
         define(f"+=! {act.text} * V(n, e)", "(m, e)")
@@ -175,7 +187,7 @@ def random_tc_program(rng: random.Random, name: str = "fuzz_tc") -> tuple[str, d
     return source, sizes, dtype
 
 
-def tc_case(rng: random.Random, name: str) -> FuzzCase:
+def tc_case(rng: random.Random, name: str, constants: bool = False) -> FuzzCase:
     """The `FuzzCase` of a random TC definition named `name` (kind 'tc'): its lowered kernel
     graph, the source in `options["tc"]` and the sizes in `options["sizes"]` (printed into a
     failure file's header).
@@ -185,5 +197,5 @@ def tc_case(rng: random.Random, name: str) -> FuzzCase:
     """
     from mirage_xdsl.frontends.tc import tc
 
-    source, sizes, dtype = random_tc_program(rng, name)
+    source, sizes, dtype = random_tc_program(rng, name, constants)
     return FuzzCase(name, "tc", dtype, tc(source, sizes=sizes), {"tc": source, "sizes": sizes})

@@ -65,6 +65,7 @@ LIBRARY_OPS = {
     kn.LogOp: "log",
     kn.ClampOp: "clamp",
     kn.MulScalarOp: "mul_scalar",
+    kn.AddScalarOp: "add_scalar",
     kn.AddOp: "add",
     kn.SubOp: "sub",
     kn.MulOp: "mul",
@@ -85,7 +86,7 @@ def library_params(op: Operation) -> dict[str, float | int | list[int]]:
     """The `LibraryCall.params` of a kernel-level op (exact semantics in the runtime)."""
     if isinstance(op, kn.ClampOp):
         return {"min": float(op.min_value.value.data), "max": float(op.max_value.value.data)}
-    if isinstance(op, kn.MulScalarOp):
+    if isinstance(op, kn.MulScalarOp | kn.AddScalarOp):
         return {"scalar": float(op.scalar.value.data)}
     if isinstance(op, kn.ReductionOp):
         # size > 1 sums STRIDED groups: out[..., j, ...] = sum_k in[..., j + k*size, ...]

@@ -204,6 +204,8 @@ class KernelPrinterBase:
             name, vals = fn.fn_name, fn.values
             if name == "mul_scalar":
                 expr = f"({expr}) * {c_float(vals[0])}"
+            elif name == "add_scalar":
+                expr = f"({expr}) + {c_float(vals[0])}"
             elif name == "clamp":
                 expr = f"mx::f_clamp({expr}, {c_float(vals[0])}, {c_float(vals[1])})"
             else:

@@ -218,6 +218,15 @@ class KNGraph:
         """
         return self._unary("mul_scalar", kn.MulScalarOp, A, number_arg("mul_scalar", "scalar", scalar))
 
+    def add_scalar(self, A: DTensor, scalar: float) -> DTensor:
+        """A + scalar elementwise (`kn.add_scalar`, e.g. a normalisation's epsilon); same shape and
+        dtype as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a DTensor of this graph, or `scalar` is not a number (or NaN).
+        """
+        return self._unary("add_scalar", kn.AddScalarOp, A, number_arg("add_scalar", "scalar", scalar))
+
     def causal_mask(self, A: DTensor, offset: int | None = None) -> DTensor:
         """A where `col <= row + offset` over its last two dims [..., q, k], -inf elsewhere
         (`kn.causal_mask`, applied to attention scores before the softmax); same shape and

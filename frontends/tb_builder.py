@@ -195,6 +195,14 @@ class TBGraph:
         """
         return self._unary("mul_scalar", tb.MulScalarOp, A, number_arg("mul_scalar", "scalar", scalar))
 
+    def add_scalar(self, A: STensor, scalar: float) -> STensor:
+        """A + scalar elementwise (`tb.add_scalar`); same tile type as `A`.
+
+        Raises:
+            GraphBuildError: `A` is not a tile of this graph, or `scalar` is not a number (or NaN).
+        """
+        return self._unary("add_scalar", tb.AddScalarOp, A, number_arg("add_scalar", "scalar", scalar))
+
     def _binary(self, name: str, cls: type[tb.TbBinaryOp] | type[tb.MatmulOp], A: STensor, B: STensor) -> STensor:
         a, b = self._own(name, A, B)
         self._same_phase(name, a, b)

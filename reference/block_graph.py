@@ -338,7 +338,7 @@ def _view_of(op: Any, array: np.ndarray) -> np.ndarray:
 def _run_tb_op(op: Any, xs: list[np.ndarray], max_state: dict[Any, np.ndarray]) -> list[np.ndarray]:
     kind = op.name[3:]
     off = NUM_BLOCK_AXES
-    if kind in UNARY or kind in ("clamp", "mul_scalar"):
+    if kind in UNARY or kind in ("clamp", "mul_scalar", "add_scalar"):
         return [apply_unary(op, kind, xs[0])]
     if kind in BINARY:
         return [BINARY[kind](xs[0], xs[1])]

@@ -22,7 +22,7 @@ from mirage_xdsl.reference.numpy_ops import UNARY
 
 def apply_fn(name: str, params: Sequence[float], x: np.ndarray) -> np.ndarray:
     """One epilogue function (`#cute.fn<name(params)>`) on `x`: clamp to [p0, p1], times p0
-    for mul_scalar, else the unary op of that name.
+    for mul_scalar, plus p0 for add_scalar, else the unary op of that name.
 
     Raises:
         KeyError: an unknown function (the op verifier rejects those first).
@@ -31,6 +31,8 @@ def apply_fn(name: str, params: Sequence[float], x: np.ndarray) -> np.ndarray:
         return np.clip(x, params[0], params[1])
     if name == "mul_scalar":
         return x * params[0]
+    if name == "add_scalar":
+        return x + params[0]
     return UNARY[name](x)
 
 

@@ -203,7 +203,7 @@ def _run_kn_op(op: Any, xs: list[np.ndarray], storage_rounding: bool = False) ->
     if not name.startswith("kn."):
         raise ReferenceExecutionError(f"unsupported operation '{name}' in a kernel graph")
     kind = name[3:]
-    if kind in UNARY or kind in ("clamp", "mul_scalar"):
+    if kind in UNARY or kind in ("clamp", "mul_scalar", "add_scalar"):
         return [apply_unary(op, kind, xs[0])]
     if kind in BINARY:
         return [BINARY[kind](xs[0], xs[1])]

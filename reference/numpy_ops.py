@@ -66,15 +66,17 @@ def int_prop(op: Any, name: str) -> int:
 
 def apply_unary(op: Any, kind: str, x: np.ndarray) -> np.ndarray:
     """`x` through the elementwise op `kind`: `clamp` to the op's [min_value, max_value], `mul_scalar` times its
-    `scalar`, else `UNARY[kind]`.
+    `scalar`, `add_scalar` plus its `scalar`, else `UNARY[kind]`.
 
     Raises:
-        KeyError: `kind` is none of clamp, mul_scalar and the `UNARY` names.
+        KeyError: `kind` is none of clamp, mul_scalar, add_scalar and the `UNARY` names.
     """
     if kind == "clamp":
         return np.clip(x, float_prop(op, "min_value"), float_prop(op, "max_value"))
     if kind == "mul_scalar":
         return x * float_prop(op, "scalar")
+    if kind == "add_scalar":
+        return x + float_prop(op, "scalar")
     return UNARY[kind](x)
 
 

@@ -162,6 +162,8 @@ def _unary(op: str, x: np.ndarray, params: dict) -> np.ndarray:
         return np.clip(x, params["min"], params["max"])
     if op == "mul_scalar":
         return x * params["scalar"]
+    if op == "add_scalar":
+        return x + params["scalar"]
     return UNARY[op](x)
 
 

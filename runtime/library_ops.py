@@ -9,7 +9,7 @@ stored as `uint16` arrays (CuPy has no bfloat16 dtype) and converted here.
 Semantics (the same as the reference executor, mirage-notes 1.3/1.7):
 
 * unary `exp square sqrt silu sigmoid gelu relu log`, `clamp` with its real `min_value` /
-  `max_value`, `mul_scalar` with `scalar`; binary `add sub mul div pow` with equal-rank numpy
+  `max_value`, `mul_scalar` / `add_scalar` with `scalar`; binary `add sub mul div pow` with equal-rank numpy
   broadcasting; elementwise math is done in fp32 (fp64 for fp64 tensors) and rounded once
   when stored.
 * `matmul`: batched GEMM over the last two dims (cuBLAS through `xp.matmul` on the GPU, with
@@ -38,7 +38,7 @@ from mirage_xdsl.codegen.launch_plan import LibraryCall
 
 __all__ = ["LIBRARY_OPS", "LibraryOpError", "run_library_call", "storage_dtype"]
 
-UNARY_OPS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar")
+UNARY_OPS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar", "add_scalar")
 BINARY_OPS = ("add", "sub", "mul", "div", "pow")
 
 
@@ -141,6 +141,8 @@ def _unary(call: LibraryCall, v: Any, xp: Any) -> Any:
         return xp.minimum(xp.maximum(v, lo), hi)
     if op == "mul_scalar":
         return v * v.dtype.type(_param(call, "scalar"))
+    if op == "add_scalar":
+        return v + v.dtype.type(_param(call, "scalar"))
     raise LibraryOpError(f"unknown unary library op '{op}'")
 
 
@@ -236,6 +238,7 @@ _UNARY_EXPR = {
     "log": "log(v)",
     "clamp": "fmin(fmax(v, lo), hi)",
     "mul_scalar": "v * s",
+    "add_scalar": "v + s",
 }
 _UNARY_KERNELS: dict[str, Any] = {}
 
@@ -271,7 +274,7 @@ def _fast_path(call: LibraryCall, args: Sequence[Any], results: Sequence[Any], x
         lo = hi = s = 0.0
         if call.op == "clamp":
             lo, hi = _param(call, "min_value", "min"), _param(call, "max_value", "max")
-        elif call.op == "mul_scalar":
+        elif call.op in ("mul_scalar", "add_scalar"):
             s = _param(call, "scalar")
         _unary_kernel(xp, call.op, f is np.float64)(args[0], f(lo), f(hi), f(s), results[0])
         return True

@@ -123,6 +123,7 @@ def torch_kn_program(func: Any) -> Callable[..., list[Any]] | None:
         "kn.log": lambda op, x: torch.log(x),
         "kn.clamp": lambda op, x: torch.clamp(x, op.min_value.value.data, op.max_value.value.data),
         "kn.mul_scalar": lambda op, x: x * op.scalar.value.data,
+        "kn.add_scalar": lambda op, x: x + op.scalar.value.data,
         "kn.all_reduce": lambda op, x: x,
     }
     binary: dict[str, Callable[[Any, Any], Any]] = {

@@ -178,13 +178,21 @@ class ClampOpBase(UnaryOpBase[TensorT], Generic[TensorT]):
             raise fail(self, f"min_value ({lo}) must not exceed max_value ({hi})")
 
 
-class MulScalarOpBase(UnaryOpBase[TensorT], Generic[TensorT]):
-    """`x * scalar` elementwise; the scalar is an f64 property."""
+class ScalarOpBase(UnaryOpBase[TensorT], Generic[TensorT]):
+    """An elementwise op with one f64 `scalar` property."""
 
     scalar = prop_def(FloatAttr)
 
     def __init__(self, input: SSAValue, scalar: float):
         super().__init__(input, scalar=FloatAttr(scalar, f64))
+
+
+class MulScalarOpBase(ScalarOpBase[TensorT], Generic[TensorT]):
+    """`x * scalar` elementwise; the scalar is an f64 property."""
+
+
+class AddScalarOpBase(ScalarOpBase[TensorT], Generic[TensorT]):
+    """`x + scalar` elementwise (e.g. a normalisation's epsilon); the scalar is an f64 property."""
 
 
 class BinaryOpBase(GraphOp, Generic[TensorT]):

@@ -39,6 +39,7 @@ UNARY_FNS: dict[str, int] = {
     "log": 0,
     "clamp": 2,
     "mul_scalar": 1,
+    "add_scalar": 1,
 }
 """Epilogue functions and their number of float parameters."""
 
@@ -511,7 +512,7 @@ class UnaryFnAttr(ParametrizedAttribute):
 
     @property
     def values(self) -> tuple[float, ...]:
-        """The function's float parameters (clamp: min, max; mul_scalar: the scalar)."""
+        """The function's float parameters (clamp: min, max; mul_scalar, add_scalar: the scalar)."""
         return tuple(float(p.value.data) for p in self.params.data)
 
     @classmethod

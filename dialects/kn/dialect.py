@@ -8,6 +8,7 @@ from mirage_xdsl.dialects.kn.compute_ops import AllReduceOp, ChunkOp, ConcatOp, 
 from mirage_xdsl.dialects.kn.customized import CustomizedOp
 from mirage_xdsl.dialects.kn.elementwise_ops import (
     AddOp,
+    AddScalarOp,
     ClampOp,
     DivOp,
     ExpOp,
@@ -39,6 +40,7 @@ Kernel = Dialect(
         LogOp,
         ClampOp,
         MulScalarOp,
+        AddScalarOp,
         AddOp,
         SubOp,
         MulOp,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition
 
-from mirage_xdsl.dialects.common.op_bases import BinaryOpBase, ClampOpBase, MulScalarOpBase, UnaryOpBase
+from mirage_xdsl.dialects.common.op_bases import AddScalarOpBase, BinaryOpBase, ClampOpBase, MulScalarOpBase, UnaryOpBase
 from mirage_xdsl.dialects.kn.tensors import KnOp
 
 
@@ -77,6 +77,13 @@ class MulScalarOp(MulScalarOpBase[TensorType], KnUnaryOp):
     """`x * scalar`."""
 
     name = "kn.mul_scalar"
+
+
+@irdl_op_definition
+class AddScalarOp(AddScalarOpBase[TensorType], KnUnaryOp):
+    """`x + scalar` (not a Mirage op: a normalisation's epsilon, Tensor Comprehensions' `x + c`)."""
+
+    name = "kn.add_scalar"
 
 
 class KnBinaryOp(KnOp, BinaryOpBase[TensorType]):

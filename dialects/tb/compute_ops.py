@@ -16,6 +16,7 @@ from xdsl.irdl import irdl_op_definition, result_def
 from mirage_xdsl.dialects import tiling
 from mirage_xdsl.dialects.common.checks import fail, shape_of
 from mirage_xdsl.dialects.common.op_bases import (
+    AddScalarOpBase,
     BinaryOpBase,
     ClampOpBase,
     ConcatOpBase,
@@ -108,6 +109,13 @@ class MulScalarOp(MulScalarOpBase[STensorType], TbUnaryOp):
     """`x * scalar`."""
 
     name = "tb.mul_scalar"
+
+
+@irdl_op_definition
+class AddScalarOp(AddScalarOpBase[STensorType], TbUnaryOp):
+    """`x + scalar`."""
+
+    name = "tb.add_scalar"
 
 
 class TbBinaryOp(TbOp, BinaryOpBase[STensorType]):

@@ -7,6 +7,7 @@ from xdsl.ir import Dialect
 from mirage_xdsl.dialects.tb.accum_ops import ForloopAccumOp, GridSumOp
 from mirage_xdsl.dialects.tb.compute_ops import (
     AddOp,
+    AddScalarOp,
     ClampOp,
     ConcatOp,
     DivOp,
@@ -48,6 +49,7 @@ Threadblock = Dialect(
         LogOp,
         ClampOp,
         MulScalarOp,
+        AddScalarOp,
         AddOp,
         SubOp,
         MulOp,

@@ -1,14 +1,16 @@
 """Lower a checked TC definition to a kernel graph (`kn` ops) through the builder API.
 
 Every lowered value is a kernel-graph tensor whose dims are labelled with the statement's
-index names (`None` for a size-1 dim kept by a reduction).  kn has no reshape, transpose or
-slice, so two operands combine only when they have the same rank and agree dim by dim
-(equal names, or a size-1 dim that broadcasts).  Mapping:
+index names (`None` for a size-1 dim kept by a reduction).  The lowering uses no reshape,
+transpose or slice, so two operands combine only when they have the same rank and agree dim
+by dim (equal names, or a size-1 dim that broadcasts).  Mapping:
 
   * `C(i, j) +=! A(i, k) * B(k, j)` (and the batched form with equal leading indices)
     -> `kn.matmul`;
   * `+ - * /` of tensors -> `kn.add/sub/mul/div`; `tensor * c`, `tensor / c`, `-tensor`
-    -> `kn.mul_scalar`; `exp log sqrt` -> `kn.exp/log/sqrt`;
+    -> `kn.mul_scalar`; `tensor + c`, `tensor - c`, `c + tensor` -> `kn.add_scalar`,
+    `c - tensor` -> `kn.add_scalar(kn.mul_scalar(tensor, -1), c)`; `exp log sqrt` ->
+    `kn.exp/log/sqrt`;
     `tanh(x)` -> `sigmoid(2x) - sigmoid(-2x)`; `fmax(x, 0)` -> `kn.relu`, `fmax(x, c)`
     -> `kn.clamp(c, inf)`, `fmin(x, c)` -> `kn.clamp(-inf, c)`, `fmax(x, y)` ->
     `relu(x - y) + y`, `fmin(x, y)` -> `x - relu(x - y)`;
@@ -21,7 +23,7 @@ slice, so two operands combine only when they have the same rank and agree dim b
 
 A constant subscript 0 on a size-1 dim (`S(n, 0)` for `float(N, 1) S`) broadcasts.
 Anything else (product reductions, transposes, rank changes, affine subscripts,
-partial ranges, scalar constants added to tensors, constant right-hand sides) raises a
+partial ranges, a constant divided by a tensor, constant right-hand sides) raises a
 `TcError` "not supported yet: ..." located at the construct.
 """
 
@@ -332,32 +334,32 @@ class _StatementLowering:
         return _fold_binary(op, a, b)
 
     def with_scalar_right(self, op: str, a: _Value, c: float, loc: Loc) -> _Value:
-        """`a op c` for a tensor `a`: `a` itself for `+ 0`, `- 0`, `* 1` and `/ 1`, else `kn.mul_scalar` for `*` and `/`.
+        """`a op c` for a tensor `a`: `a` itself for `+ 0`, `- 0`, `* 1` and `/ 1`, else `kn.mul_scalar`
+        for `*` and `/`, `kn.add_scalar` for `+` and `-` (e.g. a normalisation's epsilon).
 
         Raises:
-            TcError: division by the constant 0, or adding or subtracting a nonzero constant (kn has no scalar add).
+            TcError: division by the constant 0.
         """
         if op in "+-" and c == 0 or op in "*/" and c == 1:
             return a
-        if op == "*" or op == "/" and c != 0:
+        if op in "+-":
+            return _Value(self.graph.add_scalar(a.tensor, c if op == "+" else -c), a.axes)
+        if op == "*" or c != 0:
             return _Value(self.graph.mul_scalar(a.tensor, c if op == "*" else 1.0 / c), a.axes)
-        if op == "/":
-            raise self.unsupported("division of a tensor by the constant 0", loc)
-        raise self.unsupported(f"adding the constant {c:g} to a tensor (kn has no scalar add)", loc)
+        raise self.unsupported("division of a tensor by the constant 0", loc)
 
     def with_scalar_left(self, op: str, c: float, b: _Value, loc: Loc) -> _Value:
-        """`c op b` for a tensor `b`: `+` and `*` as `b op c`, `0 - b` as `kn.mul_scalar(b, -1)`.
+        """`c op b` for a tensor `b`: `+` and `*` as `b op c`, `c - b` as `kn.mul_scalar(b, -1)`
+        then (c != 0) `kn.add_scalar(., c)`.
 
         Raises:
-            TcError: subtracting a tensor from a nonzero constant, dividing a constant by a tensor, or
-                adding a nonzero constant (see `with_scalar_right`).
+            TcError: dividing a constant by a tensor (kn has no reciprocal).
         """
         if op in "+*":
             return self.with_scalar_right(op, b, c, loc)
-        if op == "-" and c == 0:
-            return _Value(self.graph.mul_scalar(b.tensor, -1.0), b.axes)
         if op == "-":
-            raise self.unsupported(f"subtracting a tensor from the constant {c:g} (kn has no scalar add)", loc)
+            negated = _Value(self.graph.mul_scalar(b.tensor, -1.0), b.axes)
+            return self.with_scalar_right("+", negated, c, loc)
         raise self.unsupported(f"dividing the constant {c:g} by a tensor (kn has no reciprocal)", loc)
 
     def aligned(self, a: Axes, b: Axes, loc: Loc) -> Axes:

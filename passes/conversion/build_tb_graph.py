@@ -148,6 +148,8 @@ def emit_kernel(plan: KernelPlan, ext_value: Callable[[Any], SSAValue]) -> kn.Cu
             val[n] = add(tb.ClampOp(xs[0], node.props["min"], node.props["max"]))
         elif k == "mul_scalar":
             val[n] = add(tb.MulScalarOp(xs[0], node.props["scalar"]))
+        elif k == "add_scalar":
+            val[n] = add(tb.AddScalarOp(xs[0], node.props["scalar"]))
         elif k in TB_BINARY:
             val[n] = add(TB_BINARY[k](xs[0], xs[1]))
         elif k == "matmul":

@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import TensorType, UnitAttr
 from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.dialects import kn
-from mirage_xdsl.dialects.common.op_bases import ClampOpBase, MulScalarOpBase
+from mirage_xdsl.dialects.common.op_bases import ClampOpBase, ScalarOpBase
 from mirage_xdsl.dialects.contraction.config import LastType
 from mirage_xdsl.dialects.contraction.ops import ContractOp
 from mirage_xdsl.dialects.cute.attrs import UNARY_FNS, UnaryFnAttr
@@ -60,13 +60,13 @@ class EpilogueChain:
 
 def unary_fn(op: Operation) -> UnaryFnAttr | None:
     """The `#cute.fn` of a unary elementwise kn op (`kn.gelu` -> `#cute.fn<gelu>`, `kn.clamp` with
-    its bounds, `kn.mul_scalar` with its scalar), or None for any other op."""
+    its bounds, `kn.mul_scalar` / `kn.add_scalar` with its scalar), or None for any other op."""
     kind = op.name.removeprefix("kn.")
     if op.dialect_name() != "kn" or kind not in UNARY_FNS:
         return None
     if isinstance(op, ClampOpBase):
         return UnaryFnAttr(kind, (op.min_value.value.data, op.max_value.value.data))
-    if isinstance(op, MulScalarOpBase):
+    if isinstance(op, ScalarOpBase):
         return UnaryFnAttr(kind, (op.scalar.value.data,))
     return UnaryFnAttr(kind)
 

@@ -175,6 +175,8 @@ class _Lifter:
             return self.linear(args[0], lambda x: kn.MulScalarOp(x, op.scalar.value.data))
         if isinstance(op, tb.ClampOp):
             return self.elementwise(op, args[0], lambda x: kn.ClampOp(x, op.min_value.value.data, op.max_value.value.data))
+        if isinstance(op, tb.AddScalarOp):
+            return self.elementwise(op, args[0], lambda x: kn.AddScalarOp(x, op.scalar.value.data))
         if isinstance(op, tb.MatmulOp):
             return self.matmul(op, args[0], args[1])
         if type(op) in BINARY:

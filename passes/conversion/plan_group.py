@@ -19,7 +19,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from mirage_xdsl.dialects import kn
 
-UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar")
+UNARY_KINDS = ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "clamp", "mul_scalar", "add_scalar")
 BINARY_KINDS = ("add", "sub", "mul", "div", "pow")
 FUSIBLE_KINDS = (*UNARY_KINDS, *BINARY_KINDS, "matmul", "reduction", "reduction_max", "rms_norm", "causal_mask")
 """The kn op names (without `kn.`) a block graph can hold (`fusible_op`)."""
@@ -114,7 +114,7 @@ def fusible_op(op: Operation) -> bool:
 def _props_of(op: Operation) -> dict[str, Any]:
     if isinstance(op, kn.ClampOp):
         return {"min": op.min_value.value.data, "max": op.max_value.value.data}
-    if isinstance(op, kn.MulScalarOp):
+    if isinstance(op, kn.MulScalarOp | kn.AddScalarOp):
         return {"scalar": op.scalar.value.data}
     if isinstance(op, kn.ReductionOp):
         return {"dim": op.dim.value.data, "size": op.size.value.data}

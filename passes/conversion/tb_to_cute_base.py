@@ -46,6 +46,7 @@ UNARY_FN = {
     tb.LogOp: "log",
     tb.ClampOp: "clamp",
     tb.MulScalarOp: "mul_scalar",
+    tb.AddScalarOp: "add_scalar",
 }
 
 
@@ -267,7 +268,7 @@ class KernelBuilderBase:
                 raise convert_error(op, f"{op.name} cannot be fused into a chain (only elementwise unary ops and a trailing nored)")
             if isinstance(op, tb.ClampOp):
                 fns.append(cute.UnaryFnAttr(kind, (op.min_value.value.data, op.max_value.value.data)))
-            elif isinstance(op, tb.MulScalarOp):
+            elif isinstance(op, tb.MulScalarOp | tb.AddScalarOp):
                 fns.append(cute.UnaryFnAttr(kind, (op.scalar.value.data,)))
             else:
                 fns.append(cute.UnaryFnAttr(kind))

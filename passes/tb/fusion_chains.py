@@ -48,6 +48,7 @@ FUSABLE_UNARY: tuple[type[Operation], ...] = (
     tb.ReluOp,
     tb.ClampOp,
     tb.MulScalarOp,
+    tb.AddScalarOp,
     tb.SigmoidOp,
     tb.LogOp,
 )

@@ -180,6 +180,8 @@ def test_kn_unary_ops() -> None:
         np.testing.assert_allclose(out, expected, rtol=1e-13, err_msg=name)
     (out,) = mx.run_reference(_kn_graph([(4, 6)], lambda g, a: g.mul_scalar(a, -0.75)), [x])
     np.testing.assert_allclose(out, -0.75 * x)
+    (out,) = mx.run_reference(_kn_graph([(4, 6)], lambda g, a: g.add_scalar(a, 1e-5)), [x])
+    np.testing.assert_allclose(out, x + 1e-5)
 
 
 def test_clamp_uses_its_real_bounds() -> None:

@@ -13,7 +13,8 @@
 // CHECK-NEXT:    %7 = kn.log %6 : tensor<4x8xf16>
 // CHECK-NEXT:    %8 = kn.clamp %7 {min_value = -1.000000e+00 : f64, max_value = 2.500000e+00 : f64} : tensor<4x8xf16>
 // CHECK-NEXT:    %9 = kn.mul_scalar %8 {scalar = 1.250000e-01 : f64} : tensor<4x8xf16>
-// CHECK-NEXT:    func.return %9 : tensor<4x8xf16>
+// CHECK-NEXT:    %10 = kn.add_scalar %9 {scalar = 1.000000e-05 : f64} : tensor<4x8xf16>
+// CHECK-NEXT:    func.return %10 : tensor<4x8xf16>
 
 // CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "unary"
 // CHECK-GENERIC:         %0 = "kn.exp"(%a) : (tensor<4x8xf16>) -> tensor<4x8xf16>
@@ -26,6 +27,7 @@
 // CHECK-GENERIC-NEXT:    %7 = "kn.log"(%6) : (tensor<4x8xf16>) -> tensor<4x8xf16>
 // CHECK-GENERIC-NEXT:    %8 = "kn.clamp"(%7) <{min_value = -1.000000e+00 : f64, max_value = 2.500000e+00 : f64}> : (tensor<4x8xf16>) -> tensor<4x8xf16>
 // CHECK-GENERIC-NEXT:    %9 = "kn.mul_scalar"(%8) <{scalar = 1.250000e-01 : f64}> : (tensor<4x8xf16>) -> tensor<4x8xf16>
+// CHECK-GENERIC-NEXT:    %10 = "kn.add_scalar"(%9) <{scalar = 1.000000e-05 : f64}> : (tensor<4x8xf16>) -> tensor<4x8xf16>
 
 func.func @unary(%a: tensor<4x8xf16>) -> tensor<4x8xf16> {
   %0 = kn.exp %a : tensor<4x8xf16>
@@ -38,7 +40,8 @@ func.func @unary(%a: tensor<4x8xf16>) -> tensor<4x8xf16> {
   %7 = kn.log %6 : tensor<4x8xf16>
   %8 = kn.clamp %7 {min_value = -1.0 : f64, max_value = 2.5 : f64} : tensor<4x8xf16>
   %9 = kn.mul_scalar %8 {scalar = 0.125 : f64} : tensor<4x8xf16>
-  func.return %9 : tensor<4x8xf16>
+  %10 = kn.add_scalar %9 {scalar = 1.0e-5 : f64} : tensor<4x8xf16>
+  func.return %10 : tensor<4x8xf16>
 }
 
 // -----
