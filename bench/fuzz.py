@@ -80,7 +80,6 @@ from typing import Any
 
 from mirage_xdsl.bench.fuzz_check import Outcome, ReadyCase, failed_outcome, is_rejection, lower_case, reference_of, run_emulated, run_gpu
 from mirage_xdsl.bench.fuzz_graphs import Draws, FuzzCase, random_graph
-from mirage_xdsl.bench.fuzz_tc import CONSTANTS_SEED as TC_CONSTANTS_SEED
 from mirage_xdsl.bench.fuzz_tc import tc_case
 
 
@@ -95,7 +94,8 @@ def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
         kind = "einsum" if rng.random() < 0.5 else "gemm"
         return random_graph(rng, name=_graph_name(seed, index, family), kind=kind, draws=Draws.of_seed(seed, family))
     if family == "tc":
-        return tc_case(random.Random(f"tc:{seed}:{index}"), _graph_name(seed, index, family), seed >= TC_CONSTANTS_SEED)
+        draws = Draws.of_seed(seed, family)
+        return tc_case(random.Random(f"tc:{seed}:{index}"), _graph_name(seed, index, family), draws.tc_constants)
     if family == "attention":
         rng = random.Random(f"attention:{seed}:{index}")
         return random_graph(rng, name=_graph_name(seed, index, family), kind="attention")

@@ -175,6 +175,10 @@ PAIR_SCHEDULES_SEED = 4
 (`pingpong=1, cluster=2`) and pairs sharing A (`share_a=1`); earlier seeds draw the option sets
 they drew before the pass accepted those (`fuzz_gemms.random_einsum_case`)."""
 
+TC_CONSTANTS_SEED = 6
+"""Tensor Comprehensions runs from this seed on also add constants to values (`x + c`, `c - x`,
+`sqrt(x * x + c)`: `kn.add_scalar`; `fuzz_tc._unary`); earlier seeds draw what they drew."""
+
 
 @dataclass(frozen=True)
 class Draws:
@@ -191,12 +195,16 @@ class Draws:
     """with `forks`: chunk and reshape steps (`VIEW_OPS_SEED`)"""
     pair_schedules: bool = False
     """GEMM family: einsum cases may draw the CTA-pair schedules (`PAIR_SCHEDULES_SEED`)"""
+    tc_constants: bool = False
+    """Tensor Comprehensions family: constants added to values (`TC_CONSTANTS_SEED`)"""
 
     @classmethod
     def of_seed(cls, seed: int, family: str = "mixed") -> Draws:
-        """The draws of run `seed` of `family` ('mixed', 'gemm' or 'attention')."""
+        """The draws of run `seed` of `family` ('mixed', 'gemm', 'attention' or 'tc')."""
         if family == "gemm":
             return cls(pair_schedules=seed >= PAIR_SCHEDULES_SEED)
+        if family == "tc":
+            return cls(tc_constants=seed >= TC_CONSTANTS_SEED)
         if family == "mixed":
             return cls(forks=seed >= FORK_SEED, row_ops=seed >= ROW_OPS_SEED, view_ops=seed >= VIEW_OPS_SEED)
         return cls()

@@ -37,9 +37,6 @@ TYPES = {"float32": "float", "float16": "half", "bfloat16": "bfloat16"}
 """TC element type of each dtype the family draws."""
 EXP_MAX_SCALE = 4.0
 """exp is applied only to values of at most this magnitude (fp16's range)."""
-CONSTANTS_SEED = 6
-"""From this seed on, expressions also add constants to values (`x + c`, `c - x`, `kn.add_scalar`)
-and take square roots and logarithms of `x * x + c`; earlier seeds draw what they drew."""
 
 
 @dataclass
@@ -103,7 +100,7 @@ def _binary(rng: random.Random, a: _Term, b: _Term) -> _Term:
 
 def random_tc_program(rng: random.Random, name: str = "fuzz_tc", constants: bool = False) -> tuple[str, dict[str, int], str]:
     """(TC source of one definition named `name`, its sizes, the dtype) drawn from `rng`;
-    `constants`: see `CONSTANTS_SEED`.
+    `constants`: also add constants to values (`fuzz_graphs.TC_CONSTANTS_SEED`).
 
     Raises:
         Nothing (every draw is a definition the lowering accepts; a generator bug would show
