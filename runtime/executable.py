@@ -414,10 +414,7 @@ class CompiledGraph:
     def _resolve(self, cupy: Any, ref: TensorRef, ins: Sequence[Any], outs: Sequence[Any], ws: Any) -> Any:
         if ref.kind in ("input", "output"):
             base = (ins if ref.kind == "input" else outs)[ref.index]
-            if ref.spec is None:
-                return base
-            # an aliased reshape's view of the buffer (element strides from the buffer's start)
-            return cupy.lib.stride_tricks.as_strided(base, ref.spec.shape, tuple(s * base.itemsize for s in ref.spec.strides))
+            return base if ref.spec is None else strided_view(cupy, base, ref.spec)  # an aliased reshape's view
         spec = ref.spec
         if spec is None:
             return ws[ref.offset :]

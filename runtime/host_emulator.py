@@ -34,6 +34,7 @@ import numpy as np
 from mirage_xdsl.codegen.cuda_target import CudaProgram
 from mirage_xdsl.codegen.device_library import DEVICE_LIBRARY_INCLUDE
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
+from mirage_xdsl.runtime.interop import strided_view
 from mirage_xdsl.runtime.library_ops import int_param, load, store
 from mirage_xdsl.target import SM90
 
@@ -263,11 +264,7 @@ class HostEmulator:
         def view_of(ref: TensorRef) -> np.ndarray:
             if ref.kind in ("input", "output"):
                 base = (ins if ref.kind == "input" else outs)[ref.index]
-                if ref.spec is None:
-                    return base
-                # an aliased reshape's view of the buffer (element strides from its start)
-                strides = tuple(s * base.itemsize for s in ref.spec.strides)
-                return np.lib.stride_tricks.as_strided(base, ref.spec.shape, strides)
+                return base if ref.spec is None else strided_view(np, base, ref.spec)  # an aliased reshape's view
             assert ref.spec is not None
             return _strided(workspace, ref.offset, ref.spec)
 

@@ -56,10 +56,12 @@ def poison_value(dtype_name: str) -> Any:
     return np.iinfo(np.dtype(dtype_name)).max
 
 
-def strided_view(cupy: Any, flat: Any, spec: TensorSpec) -> Any:
-    """A view of the flat CuPy buffer `flat` with `spec`'s shape and element strides."""
+def strided_view(xp: Any, flat: Any, spec: TensorSpec) -> Any:
+    """A view with `spec`'s shape and element strides of the buffer that starts at the first
+    element of `flat` (a CuPy array with `xp` = cupy, a numpy one with numpy; its own shape
+    does not matter, e.g. a graph input viewed through an aliased reshape's spec)."""
     item = flat.dtype.itemsize
-    return cupy.lib.stride_tricks.as_strided(flat, tuple(spec.shape), tuple(s * item for s in spec.strides))
+    return xp.lib.stride_tricks.as_strided(flat, tuple(spec.shape), tuple(s * item for s in spec.strides))
 
 
 def to_torch(cupy: Any, arr: Any, dtype_name: str) -> Any:
