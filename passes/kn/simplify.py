@@ -13,6 +13,8 @@ the for-loop of a fused kernel.
 | `matmul(mul_scalar(X, s), W)`, `matmul(A, mul_scalar(W, s))` | `mul_scalar(matmul(., .), s)` | - |
 | `mul_scalar(mul_scalar(x, a), b)` | `mul_scalar(x, a*b)` | - |
 | `mul_scalar(x, 1.0)` | `x` | - |
+| `add_scalar(add_scalar(x, a), b)` | `add_scalar(x, a+b)` | - |
+| `add_scalar(x, 0.0)` | `x` | - |
 
 Special cases: `rms_norm(X) @ W = (X / rms(X)) @ W -> (X @ W) / rms(X)` (the rmsnorm_linear
 kernel: the rms statistic becomes a `red_ld_rms` accumulator beside the matmul; kn-widen-sums
@@ -135,6 +137,22 @@ class FoldMulScalar(RewritePattern):
             rewriter.erase(inner)
 
 
+class FoldAddScalar(RewritePattern):
+    """`add_scalar(add_scalar(x, a), b) -> add_scalar(x, a+b)`; `add_scalar(x, 0) -> x`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kn.AddScalarOp, rewriter: PatternRewriter) -> None:
+        """Drop add_scalar(x, 0.0); merge an add_scalar of a single-use add_scalar into one (scalars added)."""
+        scalar = op.scalar.value.data
+        if scalar == 0.0:
+            rewriter.replace(op, [], [op.input])
+            return
+        inner = op.input.owner
+        if isinstance(inner, kn.AddScalarOp) and _single_use(op.input):
+            rewriter.replace(op, [kn.AddScalarOp(inner.input, inner.scalar.value.data + scalar)])
+            rewriter.erase(inner)
+
+
 def _is_pure_kn(op: Operation) -> bool:
     return op.dialect_name() == "kn" and not isinstance(op, kn.CustomizedOp) and not op.regions
 
@@ -245,7 +263,7 @@ def _split_row_scales(module: ModuleOp) -> bool:
     split = PatternRewriteWalker(SplitSharedRowScale(), apply_recursively=False).rewrite_module(module)
     if split:
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([MoveScaleAcrossMatmul(), FoldMulScalar()]), apply_recursively=True
+            GreedyRewritePatternApplier([MoveScaleAcrossMatmul(), FoldMulScalar(), FoldAddScalar()]), apply_recursively=True
         ).rewrite_module(module)
     return split
 
@@ -259,7 +277,7 @@ def simplify_module(module: ModuleOp, split_row_scales: bool = True) -> None:
         for func in funcs:
             cse_block(func.body.block)
         walker = PatternRewriteWalker(
-            GreedyRewritePatternApplier([MoveScaleAcrossMatmul(), FoldMulScalar()]),
+            GreedyRewritePatternApplier([MoveScaleAcrossMatmul(), FoldMulScalar(), FoldAddScalar()]),
             apply_recursively=True,
         )
         changed = walker.rewrite_module(module)

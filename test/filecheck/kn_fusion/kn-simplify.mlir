@@ -126,3 +126,16 @@ func.func @shared_foreign_scale(%x: tensor<1x256xf16>, %r: tensor<1x1xf16>, %wq:
 // CHECK-NEXT:    %[[N:.*]] = kn.div %x, %r
 // CHECK-NEXT:    kn.matmul %[[N]], %wq
 // CHECK-NEXT:    kn.matmul %[[N]], %wk
+
+// -----
+
+// add_scalar chains fold into one (scalars added); x + 0.0 disappears.
+func.func @add_scalar_chain(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %a = kn.add_scalar %x {scalar = 1.5 : f64} : tensor<4x16xf32>
+  %b = kn.add_scalar %a {scalar = 2.0 : f64} : tensor<4x16xf32>
+  %c = kn.add_scalar %b {scalar = 0.0 : f64} : tensor<4x16xf32>
+  func.return %c : tensor<4x16xf32>
+}
+// CHECK-LABEL: func.func @add_scalar_chain
+// CHECK-NEXT:    %[[A:.*]] = kn.add_scalar %x {scalar = 3.500000e+00 : f64} : tensor<4x16xf32>
+// CHECK-NEXT:    func.return %[[A]] : tensor<4x16xf32>
