@@ -95,15 +95,17 @@ def test_several_query_rows_per_kv_head_fold_into_the_combine() -> None:
 def test_a_returned_grouped_attention_writes_into_the_output() -> None:
     """A folded combine whose result is a graph output writes straight into the output's buffer:
     the reshape back is a `kn.output_view` (no copy, no workspace), so the launch plan is two
-    kernels and the combine's output argument is graph output 0."""
-    from mirage_xdsl.codegen.launch_plan import KernelLaunch, TensorRef
+    kernels and the combine's output argument is graph output 0, viewed with the combine's
+    [32, 1, 128] shape."""
+    from mirage_xdsl.codegen.launch_plan import KernelLaunch
     from mirage_xdsl.driver.compile import prepare
 
     module = graphs.decode_attention("float16", "dec", kv_heads=4, group=8, kv_len=1024, head_dim=128)
     prepared = prepare(module, None, "sm_90")
     steps = prepared.plan.steps
     assert len(steps) == 2 and all(isinstance(s, KernelLaunch) for s in steps)
-    assert steps[1].args[0] == TensorRef("output", 0)  # type: ignore[union-attr]
+    out = steps[1].args[0]  # type: ignore[union-attr]
+    assert (out.kind, out.index, out.offset) == ("output", 0, 0) and out.spec is not None and out.spec.shape == (32, 1, 128)
     views = [o for o in prepared.module.walk() if isinstance(o, ReshapeOp) and "kn.output_view" in o.attributes]
     assert [kn.shape_of(v.output) for v in views] == [(4, 8, 128)]
 

@@ -114,6 +114,7 @@ LIBRARY_CASES: dict[str, tuple[dict[str, Any], list[tuple[int, ...]], list[tuple
     "copy": ({}, [(4, 8)], [(4, 8)]),
     "clamp": ({"min": -0.2, "max": 0.3}, [(4, 8)], [(4, 8)]),
     "mul_scalar": ({"scalar": 1.5}, [(4, 8)], [(4, 8)]),
+    "add_scalar": ({"scalar": 1e-5}, [(4, 8)], [(4, 8)]),
 }
 
 
@@ -144,7 +145,7 @@ def test_host_emulator_library_steps_match_the_runtime() -> None:
 GPU_LIB_CASES = [
     (op, {})
     for op in ("exp", "square", "sqrt", "silu", "sigmoid", "gelu", "relu", "log", "add", "mul", "div", "sub", "pow")
-] + [("clamp", {"min": 0.3, "max": 0.6}), ("mul_scalar", {"scalar": -1.5})]
+] + [("clamp", {"min": 0.3, "max": 0.6}), ("mul_scalar", {"scalar": -1.5}), ("add_scalar", {"scalar": -0.25})]
 
 
 @pytest.mark.gpu
