@@ -36,6 +36,8 @@ executor agrees to ~1e-15 in float64).
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -120,36 +122,32 @@ class MoveScaleAcrossMatmul(RewritePattern):
             return
 
 
-class FoldMulScalar(RewritePattern):
-    """`mul_scalar(mul_scalar(x, a), b) -> mul_scalar(x, a*b)`; `mul_scalar(x, 1) -> x`."""
+_SCALAR_CHAINS: dict[type[Operation], tuple[float, Callable[[float, float], float]]] = {
+    kn.MulScalarOp: (1.0, operator.mul),
+    kn.AddScalarOp: (0.0, operator.add),
+}
+"""Scalar ops that fold along a chain: (their identity scalar, how two scalars combine)."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: kn.MulScalarOp, rewriter: PatternRewriter) -> None:
-        """Drop mul_scalar(x, 1.0); merge a mul_scalar of a single-use mul_scalar into one (scalars multiplied)."""
+
+class FoldScalarChain(RewritePattern):
+    """`mul_scalar(mul_scalar(x, a), b) -> mul_scalar(x, a*b)`, `add_scalar(add_scalar(x, a), b)
+    -> add_scalar(x, a+b)`; `mul_scalar(x, 1)` and `add_scalar(x, 0)` -> `x`."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        """Drop an identity scalar op; merge a scalar op of a single-use one of its kind into one."""
+        rule = _SCALAR_CHAINS.get(type(op))
+        if rule is None:
+            return
+        assert isinstance(op, kn.MulScalarOp | kn.AddScalarOp)
+        identity, combine = rule
         scalar = op.scalar.value.data
-        if scalar == 1.0:
+        if scalar == identity:
             rewriter.replace(op, [], [op.input])
             return
         inner = op.input.owner
-        if isinstance(inner, kn.MulScalarOp) and _single_use(op.input):
-            new = kn.MulScalarOp(inner.input, inner.scalar.value.data * scalar)
-            rewriter.replace(op, [new])
-            rewriter.erase(inner)
-
-
-class FoldAddScalar(RewritePattern):
-    """`add_scalar(add_scalar(x, a), b) -> add_scalar(x, a+b)`; `add_scalar(x, 0) -> x`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: kn.AddScalarOp, rewriter: PatternRewriter) -> None:
-        """Drop add_scalar(x, 0.0); merge an add_scalar of a single-use add_scalar into one (scalars added)."""
-        scalar = op.scalar.value.data
-        if scalar == 0.0:
-            rewriter.replace(op, [], [op.input])
-            return
-        inner = op.input.owner
-        if isinstance(inner, kn.AddScalarOp) and _single_use(op.input):
-            rewriter.replace(op, [kn.AddScalarOp(inner.input, inner.scalar.value.data + scalar)])
+        if type(inner) is type(op) and _single_use(op.input):
+            assert isinstance(inner, kn.MulScalarOp | kn.AddScalarOp)
+            rewriter.replace(op, [type(op)(inner.input, combine(inner.scalar.value.data, scalar))])
             rewriter.erase(inner)
 
 
@@ -263,7 +261,7 @@ def _split_row_scales(module: ModuleOp) -> bool:
     split = PatternRewriteWalker(SplitSharedRowScale(), apply_recursively=False).rewrite_module(module)
     if split:
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([MoveScaleAcrossMatmul(), FoldMulScalar(), FoldAddScalar()]), apply_recursively=True
+            GreedyRewritePatternApplier([MoveScaleAcrossMatmul(), FoldScalarChain()]), apply_recursively=True
         ).rewrite_module(module)
     return split
 
@@ -277,7 +275,7 @@ def simplify_module(module: ModuleOp, split_row_scales: bool = True) -> None:
         for func in funcs:
             cse_block(func.body.block)
         walker = PatternRewriteWalker(
-            GreedyRewritePatternApplier([MoveScaleAcrossMatmul(), FoldMulScalar(), FoldAddScalar()]),
+            GreedyRewritePatternApplier([MoveScaleAcrossMatmul(), FoldScalarChain()]),
             apply_recursively=True,
         )
         changed = walker.rewrite_module(module)
