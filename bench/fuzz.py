@@ -94,8 +94,7 @@ def case_of(seed: int, index: int, family: str = "mixed") -> FuzzCase:
         kind = "einsum" if rng.random() < 0.5 else "gemm"
         return random_graph(rng, name=_graph_name(seed, index, family), kind=kind, draws=Draws.of_seed(seed, family))
     if family == "tc":
-        draws = Draws.of_seed(seed, family)
-        return tc_case(random.Random(f"tc:{seed}:{index}"), _graph_name(seed, index, family), draws.tc_constants)
+        return tc_case(random.Random(f"tc:{seed}:{index}"), _graph_name(seed, index, family), Draws.of_seed(seed, family))
     if family == "attention":
         rng = random.Random(f"attention:{seed}:{index}")
         return random_graph(rng, name=_graph_name(seed, index, family), kind="attention")

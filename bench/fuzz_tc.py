@@ -29,7 +29,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from mirage_xdsl.bench.fuzz_graphs import INPUT_SCALE, FuzzCase
+from mirage_xdsl.bench.fuzz_graphs import FIRST_DRAWS, INPUT_SCALE, Draws, FuzzCase
 
 SIZES = (1, 2, 3, 8, 16, 33, 64, 64, 128, 200)
 """Sizes drawn for M, N and K (tails and size-1 dims included)."""
@@ -98,14 +98,16 @@ def _binary(rng: random.Random, a: _Term, b: _Term) -> _Term:
     return _Term(f"{a.text} / {b.text}", a.scale / 0.05, a.pos, axes)  # b >= ~0.05
 
 
-def random_tc_program(rng: random.Random, name: str = "fuzz_tc", constants: bool = False) -> tuple[str, dict[str, int], str]:
-    """(TC source of one definition named `name`, its sizes, the dtype) drawn from `rng`;
-    `constants`: also add constants to values (`fuzz_graphs.TC_CONSTANTS_SEED`).
+def random_tc_program(rng: random.Random, name: str = "fuzz_tc", draws: Draws = FIRST_DRAWS) -> tuple[str, dict[str, int], str]:
+    """(TC source of one definition named `name`, its sizes, the dtype) drawn from `rng`, with
+    what `draws` adds (constants, `fuzz_graphs.TC_CONSTANTS_SEED`; an accumulated value's
+    bound, `fuzz_graphs.TC_ACCUMULATE_SEED`).
 
     Raises:
         Nothing (every draw is a definition the lowering accepts; a generator bug would show
         as a `TcError` in the caller).
     """
+    constants = draws.tc_constants
     dtype = rng.choice(("float32", "float32", "float16", "bfloat16"))
     ty = TYPES[dtype]
     sizes = {"M": rng.choice(SIZES), "N": rng.choice(SIZES), "K": rng.choice(SIZES)}
@@ -159,7 +161,10 @@ def random_tc_program(rng: random.Random, name: str = "fuzz_tc", constants: bool
         elif kind == "accumulate" and len(outputs) > 0 and statements[-1].split("(")[1].startswith("m, n)"):
             last = outputs[-1]
             statements.append(f"  {last}(m, n) += {rng.choice(full).text}")
-            full.append(_Term(f"{last}(m, n)", sum(t.scale for t in full)))
+            accumulated = _Term(f"{last}(m, n)", sum(t.scale for t in full))
+            if draws.tc_accumulate:  # the value before `+=` is gone: only the sum's bound applies
+                full = [t for t in full if t.text != accumulated.text]
+            full.append(accumulated)
         else:
             a = _unary(rng, src, constants) if rng.random() < 0.5 else src
             if rng.random() < 0.7:
@@ -184,7 +189,7 @@ def random_tc_program(rng: random.Random, name: str = "fuzz_tc", constants: bool
     return source, sizes, dtype
 
 
-def tc_case(rng: random.Random, name: str, constants: bool = False) -> FuzzCase:
+def tc_case(rng: random.Random, name: str, draws: Draws = FIRST_DRAWS) -> FuzzCase:
     """The `FuzzCase` of a random TC definition named `name` (kind 'tc'): its lowered kernel
     graph, the source in `options["tc"]` and the sizes in `options["sizes"]` (printed into a
     failure file's header).
@@ -194,5 +199,5 @@ def tc_case(rng: random.Random, name: str, constants: bool = False) -> FuzzCase:
     """
     from mirage_xdsl.frontends.tc import tc
 
-    source, sizes, dtype = random_tc_program(rng, name, constants)
+    source, sizes, dtype = random_tc_program(rng, name, draws)
     return FuzzCase(name, "tc", dtype, tc(source, sizes=sizes), {"tc": source, "sizes": sizes})

@@ -16,7 +16,7 @@ from xdsl.ir import SSAValue
 
 from mirage_xdsl.codegen.cuda_syntax import CudaEmitError, missing_decision
 from mirage_xdsl.dialects import cute
-from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN_SMEM
+from mirage_xdsl.dialects.cute.row_chains import ROW_CHAIN, ROW_CHAIN_SMEM
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,15 @@ def reduce_threads(op: cute.ReduceOp) -> int:
 
 
 def reduce_scratch_bytes(kernel: cute.KernelOp) -> int:
-    """Shared memory for block-wide sum reductions: one float per warp (0 when none)."""
+    """Shared memory for block-wide reductions: one float per warp, or 0 when no reduction
+    crosses a warp.  A reduction does when cute-block-reduce gave it more than 32 threads
+    (`mx::reduce_rows`) or when it runs in a row chain (`mx::block_sum` / `mx::block_max`
+    over the whole block, which keep each warp's value in the scratch even in a one-warp
+    block: without it a 32-thread block wrote past its dynamic shared memory)."""
     nt = kernel.num_threads
-    wide = any(isinstance(op, cute.ReduceOp) and reduce_threads(op) > 32 for op in kernel.walk())
+    wide = any(
+        isinstance(op, cute.ReduceOp) and (reduce_threads(op) > 32 or ROW_CHAIN in op.attributes) for op in kernel.walk()
+    )
     return (nt // 32) * 4 if wide else 0
 
 

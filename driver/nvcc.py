@@ -47,6 +47,7 @@ from pathlib import Path
 
 from mirage_xdsl.codegen.device_library import DEVICE_LIBRARY_INCLUDE
 from mirage_xdsl.driver.disk_cache import TEMP_DIR_PREFIX, atomic_write_bytes, clean_stale_temporaries, read_entry, write_entry
+from mirage_xdsl.driver.ptxas_guard import PTXAS_GUARD, SAFE_PTXAS_OPTIONS, smem_register_reuse
 
 __all__ = [
     "CudaCompileError",
@@ -253,7 +254,9 @@ def compile_cuda(
     """Compile a CUDA translation unit to a cubin for `arch`; return the cached cubin's path.
 
     A second call with the same source, options, nvcc and arch returns the cached file
-    without running nvcc.  Works on machines without a GPU.
+    without running nvcc.  Works on machines without a GPU.  A module whose PTX has the
+    pattern ptxas miscompiles (`ptxas_guard.smem_register_reuse`) is assembled again with
+    `SAFE_PTXAS_OPTIONS` (a second nvcc run, on the kept PTX).
 
     Args:
         source: the CUDA C++ translation unit (e.g. `CudaProgram.source`).
@@ -278,7 +281,7 @@ def compile_cuda(
         raise NvccNotFoundError("nvcc not found: install the CUDA toolkit or set MIRAGE_XDSL_NVCC")
     options = nvcc_options(arch)
     version = nvcc_version(nvcc)
-    key = cache_key(source, options, version, arch)
+    key = cache_key(source, [*options, PTXAS_GUARD], version, arch)
     directory = default_cache_dir(cache_dir)
     _open_cache(directory)
     cubin = directory / f"{key}.cubin"
@@ -291,20 +294,38 @@ def compile_cuda(
         src = Path(tmp) / f"{key[:16]}.cu"
         out = Path(tmp) / f"{key[:16]}.cubin"
         src.write_text(source)
-        cmd = [nvcc, "-cubin", *options, "-o", str(out), str(src)]
-        try:
-            proc = _run_nvcc(cmd)
-        except subprocess.TimeoutExpired:
-            kept = _keep_failed(directory, key, source)
-            raise CudaCompileError(f"nvcc timed out after {NVCC_TIMEOUT_S} s (source kept at {kept})") from None
-        except OSError as err:
-            raise NvccNotFoundError(f"cannot run {nvcc}: {err}") from None
-        if proc.returncode != 0 or not out.is_file() or out.stat().st_size == 0:
-            kept = _keep_failed(directory, key, source)
-            detail = _first_errors(proc.stderr + proc.stdout)
-            raise CudaCompileError(f"nvcc failed for {arch} (exit {proc.returncode}; source kept at {kept}):\n{detail}")
+        keep = Path(tmp) / "keep"
+        keep.mkdir()
+        # --keep: the PTX stays beside the cubin for the ptxas guard (driver/ptxas_guard.py)
+        _nvcc_to_cubin(nvcc, [*options, "--keep", f"--keep-dir={keep}"], src, out, directory, key, source, arch)
+        ptx = next(iter(sorted(keep.glob("*.ptx"))), None)
+        if ptx is not None and smem_register_reuse(ptx.read_text(errors="replace")):
+            # ptxas would miscompile it: assemble the same PTX without ptxas's optimizer
+            _nvcc_to_cubin(nvcc, [*options, *SAFE_PTXAS_OPTIONS], ptx, out, directory, key, source, arch)
         write_entry(cubin, key, out.read_bytes(), {"nvcc": version, "arch": arch})
     return cubin
+
+
+def _nvcc_to_cubin(
+    nvcc: str, options: Sequence[str], src: Path, out: Path, directory: Path, key: str, source: str, arch: str
+) -> None:
+    """Run `nvcc -cubin` on `src` (CUDA or PTX) into `out`.
+
+    Raises:
+        CudaCompileError: nvcc failed or timed out (the CUDA source is kept, `_keep_failed`).
+        NvccNotFoundError: nvcc cannot be run."""
+    cmd = [nvcc, "-cubin", *options, "-o", str(out), str(src)]
+    try:
+        proc = _run_nvcc(cmd)
+    except subprocess.TimeoutExpired:
+        kept = _keep_failed(directory, key, source)
+        raise CudaCompileError(f"nvcc timed out after {NVCC_TIMEOUT_S} s (source kept at {kept})") from None
+    except OSError as err:
+        raise NvccNotFoundError(f"cannot run {nvcc}: {err}") from None
+    if proc.returncode != 0 or not out.is_file() or out.stat().st_size == 0:
+        kept = _keep_failed(directory, key, source)
+        detail = _first_errors(proc.stderr + proc.stdout)
+        raise CudaCompileError(f"nvcc failed for {arch} (exit {proc.returncode}; source kept at {kept}):\n{detail}")
 
 
 _OPENED: set[Path] = set()

@@ -41,6 +41,7 @@ from mirage_xdsl.target import SM90
 INCLUDE_DIR = DEVICE_LIBRARY_INCLUDE
 SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\(\d+(?:, \d+)?\) (\w+)\(\n(.*?)\) \{', re.S)
 SMEM_BYTES = SM90.smem_per_block_optin
+_SMEM_ARRAY_BYTES = -(-SMEM_BYTES // 65536) * 65536  # whole pages (up to 64 KiB ones): the tail is protected per launch
 
 _NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int8": np.int8, "uint16": np.uint16}
 
@@ -61,7 +62,7 @@ def _thunks(source: str) -> str:
     lines = [
         "",
         "// ---- host emulation entry points (generated) ----",
-        f'extern "C" {{ __attribute__((aligned(128))) unsigned char smem[{SMEM_BYTES}]; }}',
+        f'extern "C" {{ __attribute__((aligned(65536))) unsigned char smem[{_SMEM_ARRAY_BYTES}]; }}',
         "namespace {",
         "struct Entry { const char* name; void (*fn)(void**); };",
     ]
@@ -80,19 +81,13 @@ def _thunks(source: str) -> str:
     lines.append("}  // namespace")
     lines.append(
         """
+// 0: done; -1: no kernel of that name; else mxh::launch_checked's code (*bad: the byte).
 extern "C" int mxh_launch(const char* name, int gx, int gy, int gz, int bx, int by, int bz, int smem_bytes,
-                          void** args) {
-  for (const Entry* e = kEntries; e->name; ++e) {
-    if (std::strcmp(e->name, name) != 0) continue;
-    for (int z = 0; z < gz; ++z)
-      for (int y = 0; y < gy; ++y)
-        for (int x = 0; x < gx; ++x) {
-          std::memset(smem, 0xff, (size_t)smem_bytes);  // poison: NaN in f16/f32
-          mxh::run_block(mxh_dim3{(unsigned)x, (unsigned)y, (unsigned)z},
-                         mxh_dim3{(unsigned)bx, (unsigned)by, (unsigned)bz}, [&] { e->fn(args); });
-        }
-    return 0;
-  }
+                          void** args, long* bad) {
+  for (const Entry* e = kEntries; e->name; ++e)
+    if (std::strcmp(e->name, name) == 0)
+      return mxh::launch_checked(e->fn, args, mxh_dim3{(unsigned)gx, (unsigned)gy, (unsigned)gz},
+                                 mxh_dim3{(unsigned)bx, (unsigned)by, (unsigned)bz}, (size_t)smem_bytes, smem, sizeof(smem), bad);
   return -1;
 }
 """
@@ -137,6 +132,39 @@ def build_host_library(program: CudaProgram, cache_dir: str | os.PathLike[str] |
             raise HostEmulationError(f"host build failed:\n{proc.stderr[:4000]}")
         os.replace(out, lib)
     return lib
+
+
+GUARD = 0xA5
+"""Fill of the guard bytes around every global buffer and after a launch's shared memory."""
+GUARD_BYTES = 256
+"""Guard bytes before and after each global buffer (inputs, outputs, workspace)."""
+
+
+def _launch_fault(step: KernelLaunch, rc: int, bad: int) -> str:
+    """The message of a failed `mxh::launch_checked` (codegen/include/mirage_xdsl/host.cuh)."""
+    what = "wrote" if rc == -2 else "touched"
+    if bad < 0:
+        return f"kernel {step.kernel} faulted on an address outside shared memory (an out-of-bounds global access)"
+    return (
+        f"kernel {step.kernel} {what} shared memory at byte {bad}, past the {step.smem_bytes} bytes its launch asks "
+        "for (the GPU faults there: an illegal address); the launch plan's smem_bytes or a tile's layout is wrong"
+    )
+
+
+def _check_guards(kernel: str, guarded: Sequence[tuple[str, np.ndarray]]) -> None:
+    """Raise if `kernel` wrote a guard byte of a global buffer (a write outside it, which
+    the GPU may not catch at all).
+
+    Raises:
+        HostEmulationError: naming the buffer, the side and the distance from its edge."""
+    for what, buf in guarded:
+        for side, zone in (("before", buf[:GUARD_BYTES][::-1]), ("after", buf[-GUARD_BYTES:])):
+            hit = np.flatnonzero(zone != GUARD)
+            if hit.size:
+                raise HostEmulationError(
+                    f"kernel {kernel} wrote {hit.size} guard byte(s) {side} {what}'s buffer, the nearest "
+                    f"{int(hit[0]) + 1} byte(s) from it (an out-of-bounds global store: a layout or launch-plan bug)"
+                )
 
 
 def _storage(dtype_name: str) -> np.dtype:
@@ -223,7 +251,8 @@ class HostEmulator:
         self.program = program
         self.lib = ctypes.CDLL(str(build_host_library(program, cache_dir)))
         self.lib.mxh_launch.restype = ctypes.c_int
-        self.lib.mxh_launch.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 7 + [ctypes.POINTER(ctypes.c_void_p)]
+        ints = [ctypes.c_int] * 7  # grid, block, shared memory bytes; then the kernel arguments and the bad byte
+        self.lib.mxh_launch.argtypes = [ctypes.c_char_p, *ints, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_long)]
         # grid-sum arrival counters: zeroed once per plan and kept, as the CuPy runtime does
         self.counters = {name: np.zeros(max(plan.counters, 1), np.uint32) for name, plan in program.plans.items()}
 
@@ -246,20 +275,24 @@ class HostEmulator:
         plan: LaunchPlan = self.program.plans[func_name]
         if len(inputs) != len(plan.inputs):
             raise HostEmulationError(f"{func_name} takes {len(plan.inputs)} inputs, got {len(inputs)}")
-        keep: list[np.ndarray] = []
+        guarded: list[tuple[str, np.ndarray]] = []  # (what, buffer with GUARD_BYTES either side)
 
-        def alloc(spec: TensorSpec) -> np.ndarray:
-            buf = np.full(_span_bytes(spec) + 16, 0xFF, dtype=np.uint8)  # poisoned (NaN)
-            keep.append(buf)
-            return _strided(buf, 0, spec)
+        def alloc(what: str, nbytes: int) -> np.ndarray:
+            buf = np.full(nbytes + 2 * GUARD_BYTES, GUARD, dtype=np.uint8)
+            buf[GUARD_BYTES:-GUARD_BYTES] = 0xFF  # poisoned (NaN)
+            guarded.append((what, buf))
+            return buf[GUARD_BYTES:-GUARD_BYTES]
+
+        def alloc_tensor(what: str, spec: TensorSpec) -> np.ndarray:
+            return _strided(alloc(what, _span_bytes(spec) + 16), 0, spec)
 
         ins = []
-        for spec, x in zip(plan.inputs, inputs):
-            view = alloc(spec)
+        for k, (spec, x) in enumerate(zip(plan.inputs, inputs)):
+            view = alloc_tensor(f"input {k}", spec)
             store(view, np.asarray(x), spec.dtype, np)
             ins.append(view)
-        outs = [alloc(spec) for spec in plan.outputs]
-        workspace = np.full(max(plan.workspace_bytes, 16), 0xFF, dtype=np.uint8)
+        outs = [alloc_tensor(f"output {k}", spec) for k, spec in enumerate(plan.outputs)]
+        workspace = alloc("the workspace", max(plan.workspace_bytes, 16))
 
         def view_of(ref: TensorRef) -> np.ndarray:
             if ref.kind in ("input", "output"):
@@ -288,9 +321,13 @@ class HostEmulator:
         for step in plan.steps:
             if isinstance(step, KernelLaunch):
                 ptrs = (ctypes.c_void_p * len(step.args))(*[pointer(r) for r in step.args])
-                rc = self.lib.mxh_launch(step.kernel.encode(), *step.grid, *step.block, step.smem_bytes, ptrs)
-                if rc != 0:
+                bad = ctypes.c_long(-1)
+                rc = self.lib.mxh_launch(step.kernel.encode(), *step.grid, *step.block, step.smem_bytes, ptrs, ctypes.byref(bad))
+                if rc == -1:
                     raise HostEmulationError(f"kernel {step.kernel} not found in the host library")
+                if rc != 0:
+                    raise HostEmulationError(_launch_fault(step, rc, bad.value))
+                _check_guards(step.kernel, guarded)
             else:
                 results = _library(step, [load(view_of(r), dtype_of(r), np) for r in step.args])
                 for ref, value in zip(step.results, results):

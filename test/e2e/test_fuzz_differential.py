@@ -59,6 +59,43 @@ def test_generator_is_deterministic_and_valid() -> None:
     assert {d for _, d in seen} == {"float16", "float32", "bfloat16"}
 
 
+def test_later_seeds_guard_sums_of_a_value_and_its_own_sum() -> None:
+    """From `OPERAND_GUARD_SEED` on, no add / sub pairs a value with a binary op's result it is
+    an operand of (`x - (x + m)` cancels below the judge's rounding noise: seed 1184 graph 94);
+    earlier seeds keep their draws."""
+    from mirage_xdsl.bench import fuzz_graphs as fg
+
+    assert not fg.Draws.of_seed(fg.OPERAND_GUARD_SEED - 1).operand_guard
+    assert fg.Draws.of_seed(fg.OPERAND_GUARD_SEED).operand_guard
+
+    class Graph:  # records the ops drawn; tensors are their names
+        def __getattr__(self, op: str):  # type: ignore[no-untyped-def]
+            return lambda *args, **kw: op
+
+    x, m = fg._Val("x", 1.0), fg._Val("m", 1.0)
+    unguarded = set()
+    for k in range(200):
+        s = fg._binary(random.Random(k), Graph(), x, m)
+        assert s.operands == (x, m)
+        assert fg._binary(random.Random(k), Graph(), x, s, operand_guard=True).t not in ("add", "sub")
+        assert fg._binary(random.Random(k), Graph(), s, x, operand_guard=True).t not in ("add", "sub")
+        unguarded.add(fg._binary(random.Random(k), Graph(), x, s).t)
+    assert {"add", "sub"} <= unguarded  # what the guard removes
+
+
+def test_tc_accumulation_keeps_only_the_sums_bound() -> None:
+    """From `TC_ACCUMULATE_SEED` on, a value that `+=` grew is drawn with the sum's bound only;
+    earlier seeds draw what they drew."""
+    from mirage_xdsl.bench import fuzz_graphs as fg
+    from mirage_xdsl.bench.fuzz_tc import random_tc_program
+
+    assert fg.Draws.of_seed(fg.TC_ACCUMULATE_SEED, "tc").tc_accumulate
+    assert not fg.Draws.of_seed(fg.TC_ACCUMULATE_SEED - 1, "tc").tc_accumulate
+    old, new = fg.Draws(tc_constants=True), fg.Draws(tc_constants=True, tc_accumulate=True)
+    changed = [i for i in range(100) if random_tc_program(random.Random(f"tc:10:{i}"), "t", old) != random_tc_program(random.Random(f"tc:10:{i}"), "t", new)]
+    assert changed and all(") += " in random_tc_program(random.Random(f"tc:10:{i}"), "t", old)[0] for i in changed)
+
+
 def test_compare_flags_nan_and_error() -> None:
     ref = np.ones((2, 3))
     assert compare([ref.copy()], [ref], "float16")[0]
@@ -596,3 +633,29 @@ def test_a_component_that_a_concat_leaves_and_reenters_is_not_one_kernel() -> No
     assert "kn.concat" in str(case.module)
     out = fuzz_check.check_emulated(case, seed=fuzz._input_seed(1165, 131))
     assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
+
+
+@needs_cxx
+def test_a_one_warp_row_chain_reduces_inside_its_shared_memory() -> None:
+    """Fuzz seed 1185 graph 2300: a softmax row chain in a 32-thread block reduced its row max
+    and sum through `mx::block_max` / `mx::block_sum`, which keep one float per warp in shared
+    memory past the plan, but the launch asked for no such scratch (cute-block-reduce had given
+    the reductions 32 threads: no cross-warp scratch); the GPU faulted (illegal address).  The
+    emulator now checks shared memory bounds, and the scratch is counted for chain reductions."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+
+    out = fuzz_check.check_emulated(fuzz.case_of(1185, 2300), seed=fuzz._input_seed(1185, 2300))
+    assert out.status == "ok", out.message
+
+
+@needs_cxx
+def test_a_square_ending_a_chain_folds_past_the_mmas() -> None:
+    """Fuzz seed 1186 graph 941: softmax -> rms_norm read by two matmuls, fp16.  The chain
+    ended with `x^2 / 256` (terms near 6e-8, fp16 subnormals) stored rounded for the sum after
+    the two MMAs, which cute-fuse-square-sum would not fold past (only barriers and global
+    stores could sit between): the norm was 0.8 % off and the product 5 %.  Now only a later
+    chain member stops the fold."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+
+    out = fuzz_check.check_emulated(fuzz.case_of(1186, 941), seed=fuzz._input_seed(1186, 941))
+    assert out.status == "ok", out.message

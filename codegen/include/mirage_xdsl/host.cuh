@@ -14,7 +14,10 @@
 #ifdef MX_HOST
 
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -329,6 +332,69 @@ inline void run_block(mxh_dim3 bidx, mxh_dim3 block, const std::function<void()>
       if (!f.done) ++live;
     }
   }
+}
+
+// ---- a checked launch: grid of blocks, one after another, with shared-memory bounds ----
+//
+// The GPU faults (cudaErrorIllegalAddress) when a block touches shared memory past the
+// dynamic size of its launch; the emulation's `smem` array is larger, so it checks instead:
+// the pages after the launch's size (rounded up to a page) are made inaccessible, any fault
+// is caught and reported, and the bytes between the size and that page are filled with
+// kGuard and must be unchanged afterwards.  A read in those few bytes goes unnoticed.
+constexpr unsigned char kGuard = 0xa5;
+constexpr int kLaunchOk = 0, kSmemWrite = -2, kFault = -3;
+
+inline sigjmp_buf& fault_jb() {
+  static sigjmp_buf jb;
+  return jb;
+}
+inline volatile void*& fault_addr() {
+  static volatile void* addr = nullptr;
+  return addr;
+}
+inline void on_fault(int, siginfo_t* info, void*) {
+  fault_addr() = info->si_addr;
+  siglongjmp(fault_jb(), 1);
+}
+
+// Run `fn(args)` over the grid; `smem` holds `cap` bytes, page aligned.  Returns kLaunchOk,
+// kSmemWrite (*bad: the first byte written past `smem_bytes`) or kFault (*bad: the faulting
+// byte's offset from `smem`, or -1 when the fault is outside shared memory).
+inline int launch_checked(void (*fn)(void**), void** args, mxh_dim3 grid, mxh_dim3 block, size_t smem_bytes,
+                          unsigned char* smem, size_t cap, long* bad) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t fence = std::min(cap, (smem_bytes + page - 1) / page * page);
+  std::memset(smem + smem_bytes, kGuard, fence - smem_bytes);
+  struct sigaction handler {}, old_segv {}, old_bus {};
+  handler.sa_sigaction = on_fault;
+  handler.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&handler.sa_mask);
+  sigaction(SIGSEGV, &handler, &old_segv);
+  sigaction(SIGBUS, &handler, &old_bus);
+  if (fence < cap) mprotect(smem + fence, cap - fence, PROT_NONE);
+  int rc = kLaunchOk;
+  if (sigsetjmp(fault_jb(), 1) == 0) {
+    for (unsigned z = 0; z < grid.z; ++z)
+      for (unsigned y = 0; y < grid.y; ++y)
+        for (unsigned x = 0; x < grid.x; ++x) {
+          std::memset(smem, 0xff, smem_bytes);  // poison: NaN in f16/f32
+          run_block(mxh_dim3{x, y, z}, block, [&] { fn(args); });
+        }
+  } else {
+    const unsigned char* at = (const unsigned char*)fault_addr();
+    *bad = (at >= smem && at < smem + cap) ? (long)(at - smem) : -1;
+    rc = kFault;
+  }
+  if (fence < cap) mprotect(smem + fence, cap - fence, PROT_READ | PROT_WRITE);
+  sigaction(SIGSEGV, &old_segv, nullptr);
+  sigaction(SIGBUS, &old_bus, nullptr);
+  if (rc == kLaunchOk)
+    for (size_t i = smem_bytes; i < fence; ++i)
+      if (smem[i] != kGuard) {
+        *bad = (long)i;
+        return kSmemWrite;
+      }
+  return rc;
 }
 
 }  // namespace mxh

@@ -1,0 +1,94 @@
+"""The ptxas guard (driver/ptxas_guard.py): PTX that reuses the register holding `smem`'s
+address is found, and `compile_cuda` assembles such a module without ptxas's optimizer;
+the three fuzz graphs ptxas 13.0 miscompiled run right on the GPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mirage_xdsl.driver import nvcc as compiler
+from mirage_xdsl.driver.ptxas_guard import SAFE_PTXAS_OPTIONS, smem_register_reuse
+
+_LOOP_REUSE = """\
+.visible .entry k(
+)
+{
+\tmov.u32 \t%r427, smem;
+\tadd.s32 \t%r235, %r427, 4288;
+$L__BB0_27:
+\tld.shared.f32 \t%f68, [%r427+6432];
+\tadd.s32 \t%r427, %r427, 64;
+\t@%p22 bra \t$L__BB0_27;
+\tret;
+}
+"""
+
+_NO_REUSE = """\
+.visible .entry k(
+)
+{
+\tmov.u32 \t%r1, smem;
+\tadd.s32 \t%r2, %r1, 4288;
+\tld.shared.f32 \t%f1, [%r2];
+\tret;
+}
+.visible .entry other(
+)
+{
+\tadd.s32 \t%r1, %r3, 64;
+\tret;
+}
+"""
+
+
+def test_a_loop_that_reuses_the_smem_register_is_found() -> None:
+    """The shape of fuzz tc seed 8 graph 423's PTX: the register set to `smem` becomes the loop's pointer."""
+    (hit,) = smem_register_reuse(_LOOP_REUSE)
+    assert (hit.kernel, hit.register, hit.line, hit.redefined) == ("k", "%r427", 4, 8)
+    assert hit.instruction.startswith("add.s32")
+
+
+def test_registers_are_per_function() -> None:
+    """A later function's register of the same name is not a reuse."""
+    assert smem_register_reuse(_NO_REUSE) == []
+
+
+@pytest.mark.skipif(compiler.find_nvcc() is None, reason="no nvcc")
+@pytest.mark.parametrize(("seed", "index", "guarded"), [(8, 423, True), (9, 456, True), (2, 0, False)])
+def test_compile_cuda_assembles_guarded_modules_without_the_optimizer(
+    seed: int, index: int, guarded: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the real nvcc: the two miscompiled tc graphs take a second nvcc run on their kept
+    PTX with `SAFE_PTXAS_OPTIONS`; an ordinary graph is compiled once."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+    from mirage_xdsl.codegen.cuda_target import emit_cuda
+
+    program = emit_cuda(fuzz_check.lower_case(fuzz.case_of(seed, index, "tc")), "sm_90")
+    commands: list[list[str]] = []
+    run = compiler._run_nvcc
+
+    def recording(cmd: list[str]):  # type: ignore[no-untyped-def]
+        commands.append(cmd)
+        return run(cmd)
+
+    monkeypatch.setattr(compiler, "_run_nvcc", recording)
+    cubin = compiler.compile_cuda(program.source, "sm_90", cache_dir=tmp_path)
+    assert cubin.is_file() and cubin.stat().st_size > 0
+    if guarded:
+        assert len(commands) == 2
+        assert commands[1][-1].endswith(".ptx") and all(o in commands[1] for o in SAFE_PTXAS_OPTIONS)
+    else:
+        assert len(commands) == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("seed", "index"), [(8, 423), (9, 456), (9, 625)])
+def test_gpu_graphs_ptxas_miscompiled_run_right(seed: int, index: int, tmp_path: Path) -> None:
+    """Each faulted with cudaErrorIllegalAddress when assembled with ptxas's optimizer (H200,
+    CUDA 13.0); with the guard they match the reference."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+
+    out = fuzz_check.check_gpu(fuzz.case_of(seed, index, "tc"), seed=fuzz._input_seed(seed, index), cache_dir=tmp_path)
+    assert out.status == "ok", f"{out.status}: {out.reason}: {out.message}"
