@@ -26,8 +26,9 @@ import re
 from dataclasses import dataclass
 
 _ENTRY = re.compile(r"^\.(?:visible\s+)?\.entry\s+(\w+)")
-_SMEM_ADDRESS = re.compile(r"^\s*mov\.u32\s+(%r\d+),\s*smem\s*;")
-_DEFINITION = re.compile(r"^\s*[a-z][\w.]*\s+(%r\d+)\s*,")
+_SHARED_SYMBOL = re.compile(r"\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+(\w+)")
+_SYMBOL_ADDRESS = re.compile(r"^\s*mov\.u(?:32|64)\s+(%rd?\d+),\s*(\w+)\s*;")
+_DEFINITION = re.compile(r"^\s*[a-z][\w.]*\s+(%rd?\d+)\s*,")
 
 SAFE_PTXAS_OPTIONS: tuple[str, ...] = ("-Xptxas", "-O0")
 """The nvcc options that compile a guarded module (ptxas without its optimizer)."""
@@ -50,20 +51,22 @@ class SmemRegisterReuse:
 
 
 def smem_register_reuse(ptx: str) -> list[SmemRegisterReuse]:
-    """Registers of `ptx` that hold the `smem` symbol's address and are set again later in
-    the same function (PTX registers are per function; a function ends at a line `}`).
+    """Registers of `ptx` that hold the address of a shared-memory symbol (`smem`, any
+    `.shared` variable the module declares) and are set again later in the same function
+    (PTX registers are per function; a function ends at a line `}`).
 
     Raises:
         Nothing: text that is not PTX has no hits."""
     lines = ptx.splitlines()
+    shared = set(_SHARED_SYMBOL.findall(ptx))  # `smem`, the sm_90a kernels' `smem_raw` (mangled), ...
     hits: list[SmemRegisterReuse] = []
     kernel = ""
     for i, line in enumerate(lines):
         entry = _ENTRY.match(line)
         if entry:
             kernel = entry.group(1)
-        found = _SMEM_ADDRESS.match(line)
-        if not found:
+        found = _SYMBOL_ADDRESS.match(line)
+        if not found or found.group(2) not in shared:
             continue
         register = found.group(1)
         for j in range(i + 1, len(lines)):

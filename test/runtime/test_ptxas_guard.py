@@ -12,6 +12,7 @@ from mirage_xdsl.driver import nvcc as compiler
 from mirage_xdsl.driver.ptxas_guard import SAFE_PTXAS_OPTIONS, smem_register_reuse
 
 _LOOP_REUSE = """\
+.extern .shared .align 128 .b8 smem[];
 .visible .entry k(
 )
 {
@@ -26,6 +27,7 @@ $L__BB0_27:
 """
 
 _NO_REUSE = """\
+.extern .shared .align 128 .b8 smem[];
 .visible .entry k(
 )
 {
@@ -46,8 +48,28 @@ _NO_REUSE = """\
 def test_a_loop_that_reuses_the_smem_register_is_found() -> None:
     """The shape of fuzz tc seed 8 graph 423's PTX: the register set to `smem` becomes the loop's pointer."""
     (hit,) = smem_register_reuse(_LOOP_REUSE)
-    assert (hit.kernel, hit.register, hit.line, hit.redefined) == ("k", "%r427", 4, 8)
+    assert (hit.kernel, hit.register, hit.line, hit.redefined) == ("k", "%r427", 5, 9)
     assert hit.instruction.startswith("add.s32")
+
+
+def test_any_shared_symbol_counts() -> None:
+    """The sm_90a kernels' `smem_raw` (a mangled `.shared` symbol) and 64-bit registers too;
+    other symbols (a `.global` table) do not."""
+    ptx = """\
+.extern .shared .align 16 .b8 _ZN2mx6hopper8smem_rawE[];
+.global .align 4 .b8 table[16];
+.visible .entry k(
+)
+{
+\tmov.u64 \t%rd7, _ZN2mx6hopper8smem_rawE;
+\tmov.u32 \t%r9, table;
+\tadd.s64 \t%rd8, %rd7, 1024;
+\tadd.s64 \t%rd7, %rd7, 64;
+\tadd.s32 \t%r9, %r9, 4;
+\tret;
+}
+"""
+    assert [(h.register, h.redefined) for h in smem_register_reuse(ptx)] == [("%rd7", 9)]
 
 
 def test_registers_are_per_function() -> None:
