@@ -42,12 +42,13 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 from mirage_xdsl.codegen.device_library import DEVICE_LIBRARY_INCLUDE
 from mirage_xdsl.driver.disk_cache import TEMP_DIR_PREFIX, atomic_write_bytes, clean_stale_temporaries, read_entry, write_entry
-from mirage_xdsl.driver.ptxas_guard import PTXAS_GUARD, SAFE_PTXAS_OPTIONS, smem_register_reuse
+from mirage_xdsl.driver.ptxas_guard import PTXAS_GUARD, SAFE_PTXAS_OPTIONS, PtxasGuardWarning, smem_register_reuse
 
 __all__ = [
     "CudaCompileError",
@@ -299,9 +300,16 @@ def compile_cuda(
         # --keep: the PTX stays beside the cubin for the ptxas guard (driver/ptxas_guard.py)
         _nvcc_to_cubin(nvcc, [*options, "--keep", f"--keep-dir={keep}"], src, out, directory, key, source, arch)
         ptx = next(iter(sorted(keep.glob("*.ptx"))), None)
-        if ptx is not None and smem_register_reuse(ptx.read_text(errors="replace")):
-            # ptxas would miscompile it: assemble the same PTX without ptxas's optimizer
+        hits = smem_register_reuse(ptx.read_text(errors="replace")) if ptx is not None else []
+        if ptx is not None and hits:  # ptxas would miscompile it: assemble the same PTX without its optimizer
             _nvcc_to_cubin(nvcc, [*options, *SAFE_PTXAS_OPTIONS], ptx, out, directory, key, source, arch)
+            kernels = ", ".join(sorted({h.kernel for h in hits}))
+            warnings.warn(
+                f"{kernels}: assembled with {' '.join(SAFE_PTXAS_OPTIONS)} to avoid a ptxas miscompile "
+                "(driver/ptxas_guard.py); the numbers are right, the kernels slower",
+                PtxasGuardWarning,
+                stacklevel=2,
+            )
         write_entry(cubin, key, out.read_bytes(), {"nvcc": version, "arch": arch})
     return cubin
 

@@ -38,6 +38,10 @@ PTXAS_GUARD = "ptxas-guard-1"
 are not reused."""
 
 
+class PtxasGuardWarning(UserWarning):
+    """A module was assembled with `SAFE_PTXAS_OPTIONS`: right numbers, slower kernels."""
+
+
 @dataclass(frozen=True)
 class SmemRegisterReuse:
     """One hit: in kernel `kernel`, `register` is set to `smem` at PTX line `line` (1-based)

@@ -34,6 +34,7 @@ import numpy as np
 from mirage_xdsl.codegen.cuda_target import CudaProgram
 from mirage_xdsl.codegen.device_library import DEVICE_LIBRARY_INCLUDE
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
+from mirage_xdsl.runtime.guarded_memory import GuardedBuffers, GuardViolation
 from mirage_xdsl.runtime.interop import strided_view
 from mirage_xdsl.runtime.library_ops import int_param, load, store
 from mirage_xdsl.target import SM90
@@ -134,37 +135,17 @@ def build_host_library(program: CudaProgram, cache_dir: str | os.PathLike[str] |
     return lib
 
 
-GUARD = 0xA5
-"""Fill of the guard bytes around every global buffer and after a launch's shared memory."""
-GUARD_BYTES = 256
-"""Guard bytes before and after each global buffer (inputs, outputs, workspace)."""
-
-
-def _launch_fault(step: KernelLaunch, rc: int, bad: int) -> str:
-    """The message of a failed `mxh::launch_checked` (codegen/include/mirage_xdsl/host.cuh)."""
+def _launch_fault(step: KernelLaunch, rc: int, bad: int, buffers: GuardedBuffers) -> str:
+    """The message of a failed `mxh::launch_checked` (codegen/include/mirage_xdsl/host.cuh):
+    -2 a shared store past the launch's size, -3 a fault in shared memory, -4 a fault in
+    global memory (`bad` its address)."""
+    if rc == -4:
+        return f"kernel {step.kernel} faulted {buffers.locate(bad)} (an out-of-bounds global access)"
     what = "wrote" if rc == -2 else "touched"
-    if bad < 0:
-        return f"kernel {step.kernel} faulted on an address outside shared memory (an out-of-bounds global access)"
     return (
         f"kernel {step.kernel} {what} shared memory at byte {bad}, past the {step.smem_bytes} bytes its launch asks "
         "for (the GPU faults there: an illegal address); the launch plan's smem_bytes or a tile's layout is wrong"
     )
-
-
-def _check_guards(kernel: str, guarded: Sequence[tuple[str, np.ndarray]]) -> None:
-    """Raise if `kernel` wrote a guard byte of a global buffer (a write outside it, which
-    the GPU may not catch at all).
-
-    Raises:
-        HostEmulationError: naming the buffer, the side and the distance from its edge."""
-    for what, buf in guarded:
-        for side, zone in (("before", buf[:GUARD_BYTES][::-1]), ("after", buf[-GUARD_BYTES:])):
-            hit = np.flatnonzero(zone != GUARD)
-            if hit.size:
-                raise HostEmulationError(
-                    f"kernel {kernel} wrote {hit.size} guard byte(s) {side} {what}'s buffer, the nearest "
-                    f"{int(hit[0]) + 1} byte(s) from it (an out-of-bounds global store: a layout or launch-plan bug)"
-                )
 
 
 def _storage(dtype_name: str) -> np.dtype:
@@ -268,23 +249,20 @@ class HostEmulator:
         Raises:
             KeyError: the program has no plan of that name, or a library step names an op
                 the reference executor does not know.
-            HostEmulationError: the number of inputs is wrong, or a kernel of the plan is
-                missing from the host library.
+            HostEmulationError: the number of inputs is wrong, a kernel of the plan is
+                missing from the host library, or a kernel accessed memory outside its
+                buffers or its launch's shared memory (`mxh::launch_checked`, `GuardedBuffers`).
             ReferenceExecutionError: a library reduction whose dim does not divide.
         """
         plan: LaunchPlan = self.program.plans[func_name]
         if len(inputs) != len(plan.inputs):
             raise HostEmulationError(f"{func_name} takes {len(plan.inputs)} inputs, got {len(inputs)}")
-        guarded: list[tuple[str, np.ndarray]] = []  # (what, buffer with GUARD_BYTES either side)
-
-        def alloc(what: str, nbytes: int) -> np.ndarray:
-            buf = np.full(nbytes + 2 * GUARD_BYTES, GUARD, dtype=np.uint8)
-            buf[GUARD_BYTES:-GUARD_BYTES] = 0xFF  # poisoned (NaN)
-            guarded.append((what, buf))
-            return buf[GUARD_BYTES:-GUARD_BYTES]
+        buffers = GuardedBuffers()  # poisoned (NaN), guarded on both sides
 
         def alloc_tensor(what: str, spec: TensorSpec) -> np.ndarray:
-            return _strided(alloc(what, _span_bytes(spec) + 16), 0, spec)
+            # 16 bytes of slack past the span, as the GPU's allocations have (a 16-byte vector
+            # load of a tensor's last elements may reach past them)
+            return _strided(buffers.alloc(what, _span_bytes(spec) + 16), 0, spec)
 
         ins = []
         for k, (spec, x) in enumerate(zip(plan.inputs, inputs)):
@@ -292,7 +270,7 @@ class HostEmulator:
             store(view, np.asarray(x), spec.dtype, np)
             ins.append(view)
         outs = [alloc_tensor(f"output {k}", spec) for k, spec in enumerate(plan.outputs)]
-        workspace = alloc("the workspace", max(plan.workspace_bytes, 16))
+        workspace = buffers.alloc("the workspace", max(plan.workspace_bytes, 16))
 
         def view_of(ref: TensorRef) -> np.ndarray:
             if ref.kind in ("input", "output"):
@@ -326,8 +304,11 @@ class HostEmulator:
                 if rc == -1:
                     raise HostEmulationError(f"kernel {step.kernel} not found in the host library")
                 if rc != 0:
-                    raise HostEmulationError(_launch_fault(step, rc, bad.value))
-                _check_guards(step.kernel, guarded)
+                    raise HostEmulationError(_launch_fault(step, rc, bad.value, buffers))
+                try:
+                    buffers.check(step.kernel)
+                except GuardViolation as err:
+                    raise HostEmulationError(str(err)) from None
             else:
                 results = _library(step, [load(view_of(r), dtype_of(r), np) for r in step.args])
                 for ref, value in zip(step.results, results):

@@ -62,9 +62,15 @@ def test_a_shared_load_pages_beyond_the_launch_size_is_an_error() -> None:
 
 
 def test_a_global_store_past_an_output_is_an_error() -> None:
-    """The 16 padding bytes after a buffer are the allocation's; a store past them hits the guard."""
+    """The 16 bytes of slack after a buffer are the allocation's; a store past them hits the guard."""
     with pytest.raises(HostEmulationError, match=r"wrote 4 guard byte\(s\) after output 0's buffer, the nearest 17 byte\(s\) from it"):
         _run("o0[tid] = s[tid]; if (tid == 0) o0[40] = 1.0f;")
+
+
+def test_a_global_load_past_an_input_is_an_error() -> None:
+    """A read past the 128-byte rounding after an input faults (the page after each buffer is inaccessible)."""
+    with pytest.raises(HostEmulationError, match=r"faulted \d+ byte\(s\) past the end of input 0's buffer"):
+        _run("o0[tid] = i0[tid + 100];")
 
 
 def test_a_global_store_before_an_output_is_an_error() -> None:

@@ -4,12 +4,13 @@ the three fuzz graphs ptxas 13.0 miscompiled run right on the GPU."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
 
 from mirage_xdsl.driver import nvcc as compiler
-from mirage_xdsl.driver.ptxas_guard import SAFE_PTXAS_OPTIONS, smem_register_reuse
+from mirage_xdsl.driver.ptxas_guard import SAFE_PTXAS_OPTIONS, PtxasGuardWarning, smem_register_reuse
 
 _LOOP_REUSE = """\
 .extern .shared .align 128 .b8 smem[];
@@ -96,7 +97,10 @@ def test_compile_cuda_assembles_guarded_modules_without_the_optimizer(
         return run(cmd)
 
     monkeypatch.setattr(compiler, "_run_nvcc", recording)
-    cubin = compiler.compile_cuda(program.source, "sm_90", cache_dir=tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cubin = compiler.compile_cuda(program.source, "sm_90", cache_dir=tmp_path)
+    assert [issubclass(w.category, PtxasGuardWarning) for w in caught] == ([True] if guarded else [])
     assert cubin.is_file() and cubin.stat().st_size > 0
     if guarded:
         assert len(commands) == 2

@@ -342,7 +342,7 @@ inline void run_block(mxh_dim3 bidx, mxh_dim3 block, const std::function<void()>
 // is caught and reported, and the bytes between the size and that page are filled with
 // kGuard and must be unchanged afterwards.  A read in those few bytes goes unnoticed.
 constexpr unsigned char kGuard = 0xa5;
-constexpr int kLaunchOk = 0, kSmemWrite = -2, kFault = -3;
+constexpr int kLaunchOk = 0, kSmemWrite = -2, kSmemFault = -3, kGlobalFault = -4;
 
 inline sigjmp_buf& fault_jb() {
   static sigjmp_buf jb;
@@ -358,8 +358,9 @@ inline void on_fault(int, siginfo_t* info, void*) {
 }
 
 // Run `fn(args)` over the grid; `smem` holds `cap` bytes, page aligned.  Returns kLaunchOk,
-// kSmemWrite (*bad: the first byte written past `smem_bytes`) or kFault (*bad: the faulting
-// byte's offset from `smem`, or -1 when the fault is outside shared memory).
+// kSmemWrite (*bad: the first byte written past `smem_bytes`), kSmemFault (*bad: the faulting
+// byte's offset from `smem`) or kGlobalFault (*bad: the faulting address; the emulator's
+// global buffers end at an inaccessible page, runtime/guarded_memory.py).
 inline int launch_checked(void (*fn)(void**), void** args, mxh_dim3 grid, mxh_dim3 block, size_t smem_bytes,
                           unsigned char* smem, size_t cap, long* bad) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -382,8 +383,9 @@ inline int launch_checked(void (*fn)(void**), void** args, mxh_dim3 grid, mxh_di
         }
   } else {
     const unsigned char* at = (const unsigned char*)fault_addr();
-    *bad = (at >= smem && at < smem + cap) ? (long)(at - smem) : -1;
-    rc = kFault;
+    const bool shared = at >= smem && at < smem + cap;
+    *bad = shared ? (long)(at - smem) : (long)(uintptr_t)at;
+    rc = shared ? kSmemFault : kGlobalFault;
   }
   if (fence < cap) mprotect(smem + fence, cap - fence, PROT_READ | PROT_WRITE);
   sigaction(SIGSEGV, &old_segv, nullptr);
