@@ -20,14 +20,16 @@ _LOOP_REUSE = """\
 \tmov.u32 \t%r427, smem;
 \tadd.s32 \t%r235, %r427, 4288;
 $L__BB0_27:
+\tld.shared.f32 \t%f76, [%r235];
 \tld.shared.f32 \t%f68, [%r427+6432];
 \tadd.s32 \t%r427, %r427, 64;
+\tsetp.ne.s32 \t%p22, %r427, 256;
 \t@%p22 bra \t$L__BB0_27;
 \tret;
 }
 """
 
-_NO_REUSE = """\
+_NO_LIVE_VALUE = """\
 .extern .shared .align 128 .b8 smem[];
 .visible .entry k(
 )
@@ -35,22 +37,32 @@ _NO_REUSE = """\
 \tmov.u32 \t%r1, smem;
 \tadd.s32 \t%r2, %r1, 4288;
 \tld.shared.f32 \t%f1, [%r2];
+\tsetp.gt.s32 \t%p1, %r1, 3;
+\tadd.s32 \t%r1, %r5, 128;
+\tld.shared.f32 \t%f2, [%r1];
 \tret;
 }
 .visible .entry other(
 )
 {
 \tadd.s32 \t%r1, %r3, 64;
+\tld.shared.f32 \t%f1, [%r2];
 \tret;
 }
 """
 
 
 def test_a_loop_that_reuses_the_smem_register_is_found() -> None:
-    """The shape of fuzz tc seed 8 graph 423's PTX: the register set to `smem` becomes the loop's pointer."""
+    """The shape of fuzz tc seed 8 graph 423's PTX: the register set to `smem` becomes the loop's
+    pointer while a tile base derived from it is read in the loop."""
     (hit,) = smem_register_reuse(_LOOP_REUSE)
-    assert (hit.kernel, hit.register, hit.line, hit.redefined) == ("k", "%r427", 5, 9)
-    assert hit.instruction.startswith("add.s32")
+    assert (hit.kernel, hit.register, hit.line, hit.redefined, hit.derived, hit.read) == ("k", "%r427", 5, 10, "%r235", 8)
+
+
+def test_a_reuse_without_a_live_derived_value_is_not_a_hit() -> None:
+    """%r1 is set again after its derived %r2 is last read (a predicate compare does not write
+    it); in the second function %r2 is another function's register."""
+    assert smem_register_reuse(_NO_LIVE_VALUE) == []
 
 
 def test_any_shared_symbol_counts() -> None:
@@ -65,17 +77,15 @@ def test_any_shared_symbol_counts() -> None:
 \tmov.u64 \t%rd7, _ZN2mx6hopper8smem_rawE;
 \tmov.u32 \t%r9, table;
 \tadd.s64 \t%rd8, %rd7, 1024;
+\tadd.s32 \t%r10, %r9, 8;
 \tadd.s64 \t%rd7, %rd7, 64;
 \tadd.s32 \t%r9, %r9, 4;
+\tld.shared.f32 \t%f1, [%rd8];
+\tld.global.f32 \t%f2, [%r10];
 \tret;
 }
 """
-    assert [(h.register, h.redefined) for h in smem_register_reuse(ptx)] == [("%rd7", 9)]
-
-
-def test_registers_are_per_function() -> None:
-    """A later function's register of the same name is not a reuse."""
-    assert smem_register_reuse(_NO_REUSE) == []
+    assert [(h.register, h.redefined, h.derived) for h in smem_register_reuse(ptx)] == [("%rd7", 10, "%rd8")]
 
 
 @pytest.mark.skipif(compiler.find_nvcc() is None, reason="no nvcc")
