@@ -127,7 +127,7 @@ def _binary(rng: random.Random, g: Any, a: _Val, b: _Val, operand_guard: bool = 
     """One random elementwise binary op on broadcastable `a`, `b` within its safe domain
     (`operand_guard`: `Draws.operand_guard`)."""
     out = _binary_op(rng, g, a, b, operand_guard)
-    if not out.operands and out.parent is None:
+    if out.parent is None:  # not the unary fallback
         out.operands = (a, b)
     return out
 

@@ -299,10 +299,10 @@ def compile_cuda(
         keep.mkdir()
         # --keep: the PTX stays beside the cubin for the ptxas guard (driver/ptxas_guard.py)
         _nvcc_to_cubin(nvcc, [*options, "--keep", f"--keep-dir={keep}"], src, out, directory, key, source, arch)
-        ptx = next(iter(sorted(keep.glob("*.ptx"))), None)
-        hits = smem_register_reuse(ptx.read_text(errors="replace")) if ptx is not None else []
-        if ptx is not None and hits:  # ptxas would miscompile it: assemble the same PTX without its optimizer
-            _nvcc_to_cubin(nvcc, [*options, *SAFE_PTXAS_OPTIONS], ptx, out, directory, key, source, arch)
+        ptx = sorted(keep.glob("*.ptx"))  # one module: one architecture per compile
+        hits = smem_register_reuse(ptx[0].read_text(errors="replace")) if ptx else []
+        if hits:  # ptxas would miscompile it: assemble the same PTX without its optimizer
+            _nvcc_to_cubin(nvcc, [*options, *SAFE_PTXAS_OPTIONS], ptx[0], out, directory, key, source, arch)
             kernels = ", ".join(sorted({h.kernel for h in hits}))
             warnings.warn(
                 f"{kernels}: assembled with {' '.join(SAFE_PTXAS_OPTIONS)} to avoid a ptxas miscompile "

@@ -5,7 +5,7 @@ buffer (start 128-byte aligned), a few bytes of guard fill after it up to a page
 then one page made inaccessible (`mprotect`, PROT_NONE).  A kernel that reads or writes past
 a buffer's end by more than those few bytes faults, which `mxh::launch_checked`
 (codegen/include/mirage_xdsl/host.cuh) catches and reports with the address, and `locate`
-names the buffer; a write into a guard fill is found after the launch (`check`).  On a GPU
+names the buffer; a write into a guard fill is found after the launch (`violation`).  On a GPU
 such an access may fault (cudaErrorIllegalAddress) or silently read or clobber a neighbour.
 Linux only (mmap, mprotect through libc).
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 GUARD = 0xA5
-"""Fill of the guard bytes around every buffer (and after a launch's shared memory)."""
+"""Fill of the guard bytes around every buffer (host.cuh's `kGuard` is shared memory's)."""
 GUARD_BYTES = 256
 """Guard fill before each buffer."""
 ALIGN = 128
@@ -30,14 +30,10 @@ _PROT_NONE = 0
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
-class GuardViolation(RuntimeError):
-    """A kernel wrote into the guard fill around a buffer."""
-
-
 @dataclass
 class _Guarded:
     what: str
-    mapping: mmap.mmap
+    mapping: mmap.mmap  # kept: the views below live on it
     bytes_: np.ndarray  # the whole mapping but the protected page
     start: int  # offset of the buffer in the mapping
     size: int
@@ -54,9 +50,7 @@ class _Guarded:
 
 
 class GuardedBuffers:
-    """The guarded global buffers of one emulated plan run.
-
-    Raises (constructor): nothing."""
+    """The guarded global buffers of one emulated plan run."""
 
     def __init__(self) -> None:
         self._buffers: list[_Guarded] = []
@@ -81,21 +75,20 @@ class GuardedBuffers:
         self._buffers.append(_Guarded(what, mapping, bytes_, start, nbytes))
         return bytes_[start : start + nbytes]
 
-    def check(self, kernel: str) -> None:
-        """Raise if `kernel` wrote a guard byte of a buffer.
-
-        Raises:
-            GuardViolation: naming the buffer, the side and the distance from its edge."""
+    def violation(self, kernel: str) -> str | None:
+        """The error message if `kernel` wrote a guard byte of a buffer (naming the buffer, the
+        side and the distance from its edge), else None."""
         for b in self._buffers:
             before = b.bytes_[: b.start][::-1]
             after = b.bytes_[b.start + b.size :]
             for side, zone in (("before", before), ("after", after)):
                 hit = np.flatnonzero(zone != GUARD)
                 if hit.size:
-                    raise GuardViolation(
+                    return (
                         f"kernel {kernel} wrote {hit.size} guard byte(s) {side} {b.what}'s buffer, the nearest "
                         f"{int(hit[0]) + 1} byte(s) from it (an out-of-bounds global store: a layout or launch-plan bug)"
                     )
+        return None
 
     def locate(self, address: int) -> str:
         """Where `address` (a faulting access) lies: past which buffer's end, or nowhere known."""

@@ -34,7 +34,7 @@ import numpy as np
 from mirage_xdsl.codegen.cuda_target import CudaProgram
 from mirage_xdsl.codegen.device_library import DEVICE_LIBRARY_INCLUDE
 from mirage_xdsl.codegen.launch_plan import KernelLaunch, LaunchPlan, LibraryCall, TensorRef, TensorSpec
-from mirage_xdsl.runtime.guarded_memory import GuardedBuffers, GuardViolation
+from mirage_xdsl.runtime.guarded_memory import GuardedBuffers
 from mirage_xdsl.runtime.interop import strided_view
 from mirage_xdsl.runtime.library_ops import int_param, load, store
 from mirage_xdsl.target import SM90
@@ -135,13 +135,17 @@ def build_host_library(program: CudaProgram, cache_dir: str | os.PathLike[str] |
     return lib
 
 
+_NO_KERNEL, _SMEM_WRITE, _GLOBAL_FAULT = -1, -2, -4
+"""`mxh_launch`'s codes: no kernel of that name, and `mxh::launch_checked`'s kSmemWrite and
+kGlobalFault (codegen/include/mirage_xdsl/host.cuh; -3 is kSmemFault)."""
+
+
 def _launch_fault(step: KernelLaunch, rc: int, bad: int, buffers: GuardedBuffers) -> str:
-    """The message of a failed `mxh::launch_checked` (codegen/include/mirage_xdsl/host.cuh):
-    -2 a shared store past the launch's size, -3 a fault in shared memory, -4 a fault in
-    global memory (`bad` its address)."""
-    if rc == -4:
+    """The message of a failed `mxh::launch_checked`: a shared store past the launch's size, a
+    fault in shared memory (`bad` the byte) or in global memory (`bad` the address)."""
+    if rc == _GLOBAL_FAULT:
         return f"kernel {step.kernel} faulted {buffers.locate(bad)} (an out-of-bounds global access)"
-    what = "wrote" if rc == -2 else "touched"
+    what = "wrote" if rc == _SMEM_WRITE else "touched"
     return (
         f"kernel {step.kernel} {what} shared memory at byte {bad}, past the {step.smem_bytes} bytes its launch asks "
         "for (the GPU faults there: an illegal address); the launch plan's smem_bytes or a tile's layout is wrong"
@@ -301,14 +305,13 @@ class HostEmulator:
                 ptrs = (ctypes.c_void_p * len(step.args))(*[pointer(r) for r in step.args])
                 bad = ctypes.c_long(-1)
                 rc = self.lib.mxh_launch(step.kernel.encode(), *step.grid, *step.block, step.smem_bytes, ptrs, ctypes.byref(bad))
-                if rc == -1:
+                if rc == _NO_KERNEL:
                     raise HostEmulationError(f"kernel {step.kernel} not found in the host library")
                 if rc != 0:
                     raise HostEmulationError(_launch_fault(step, rc, bad.value, buffers))
-                try:
-                    buffers.check(step.kernel)
-                except GuardViolation as err:
-                    raise HostEmulationError(str(err)) from None
+                problem = buffers.violation(step.kernel)
+                if problem is not None:
+                    raise HostEmulationError(problem)
             else:
                 results = _library(step, [load(view_of(r), dtype_of(r), np) for r in step.args])
                 for ref, value in zip(step.results, results):

@@ -61,19 +61,21 @@ def test_a_shared_load_pages_beyond_the_launch_size_is_an_error() -> None:
         _run("o0[tid] = s[tid + 8192];")
 
 
-def test_a_global_store_past_an_output_is_an_error() -> None:
-    """The 16 bytes of slack after a buffer are the allocation's; a store past them hits the guard."""
-    with pytest.raises(HostEmulationError, match=r"wrote 4 guard byte\(s\) after output 0's buffer, the nearest 17 byte\(s\) from it"):
-        _run("o0[tid] = s[tid]; if (tid == 0) o0[40] = 1.0f;")
+@pytest.mark.parametrize(
+    ("store", "message"),
+    [
+        # the 16 bytes of slack after a buffer are the allocation's; a store past them hits the guard
+        ("o0[40] = 1.0f;", r"wrote 4 guard byte\(s\) after output 0's buffer, the nearest 17 byte\(s\) from it"),
+        ("o0[-1] = 1.0f;", r"wrote 4 guard byte\(s\) before output 0's buffer, the nearest 1 byte\(s\) from it"),
+    ],
+)
+def test_a_global_store_outside_an_output_is_an_error(store: str, message: str) -> None:
+    """A store just past or just before an output's buffer lands in its guard fill."""
+    with pytest.raises(HostEmulationError, match=message):
+        _run(f"o0[tid] = s[tid]; if (tid == 0) {store}")
 
 
 def test_a_global_load_past_an_input_is_an_error() -> None:
     """A read past the 128-byte rounding after an input faults (the page after each buffer is inaccessible)."""
     with pytest.raises(HostEmulationError, match=r"faulted \d+ byte\(s\) past the end of input 0's buffer"):
         _run("o0[tid] = i0[tid + 100];")
-
-
-def test_a_global_store_before_an_output_is_an_error() -> None:
-    """A store to element -1 hits the guard before the buffer."""
-    with pytest.raises(HostEmulationError, match=r"wrote 4 guard byte\(s\) before output 0's buffer, the nearest 1 byte\(s\) from it"):
-        _run("o0[tid] = s[tid]; if (tid == 0) o0[-1] = 1.0f;")
