@@ -48,7 +48,13 @@ from pathlib import Path
 
 from mirage_xdsl.codegen.device_library import DEVICE_LIBRARY_INCLUDE
 from mirage_xdsl.driver.disk_cache import TEMP_DIR_PREFIX, atomic_write_bytes, clean_stale_temporaries, read_entry, write_entry
-from mirage_xdsl.driver.ptxas_guard import PTXAS_GUARD, SAFE_PTXAS_OPTIONS, PtxasGuardWarning, smem_register_reuse
+from mirage_xdsl.driver.ptxas_guard import (
+    PTXAS_GUARD,
+    SAFE_PTXAS_OPTIONS,
+    PtxasGuardWarning,
+    separate_shared_addresses,
+    smem_register_reuse,
+)
 
 __all__ = [
     "CudaCompileError",
@@ -256,8 +262,9 @@ def compile_cuda(
 
     A second call with the same source, options, nvcc and arch returns the cached file
     without running nvcc.  Works on machines without a GPU.  A module whose PTX has the
-    pattern ptxas miscompiles (`ptxas_guard.smem_register_reuse`) is assembled again with
-    `SAFE_PTXAS_OPTIONS` (a second nvcc run, on the kept PTX).
+    pattern ptxas miscompiles (`ptxas_guard.smem_register_reuse`) is rewritten
+    (`ptxas_guard.separate_shared_addresses`) and assembled again (a second nvcc run on the kept
+    PTX; at `SAFE_PTXAS_OPTIONS` should the rewrite leave the pattern).
 
     Args:
         source: the CUDA C++ translation unit (e.g. `CudaProgram.source`).
@@ -300,23 +307,32 @@ def compile_cuda(
         # --keep: the PTX stays beside the cubin for the ptxas guard (driver/ptxas_guard.py)
         _nvcc_to_cubin(nvcc, [*options, "--keep", f"--keep-dir={keep}"], src, out, directory, key, source, arch)
         ptx = sorted(keep.glob("*.ptx"))  # one module: one architecture per compile
-        hits = smem_register_reuse(ptx[0].read_text(errors="replace")) if ptx else []
-        if hits:  # ptxas would miscompile it: assemble the same PTX without its optimizer
-            _nvcc_to_cubin(nvcc, [*options, *SAFE_PTXAS_OPTIONS], ptx[0], out, directory, key, source, arch)
-            kernels = ", ".join(sorted({h.kernel for h in hits}))
-            warnings.warn(
-                f"{kernels}: assembled with {' '.join(SAFE_PTXAS_OPTIONS)} to avoid a ptxas miscompile "
-                "(driver/ptxas_guard.py); the numbers are right, the kernels slower",
-                PtxasGuardWarning,
-                stacklevel=2,
-            )
+        if ptx and smem_register_reuse(text := ptx[0].read_text(errors="replace")):
+            _assemble_guarded(nvcc, options, text, Path(tmp), out, (directory, key, source, arch))
         write_entry(cubin, key, out.read_bytes(), {"nvcc": version, "arch": arch})
     return cubin
 
 
-def _nvcc_to_cubin(
-    nvcc: str, options: Sequence[str], src: Path, out: Path, directory: Path, key: str, source: str, arch: str
-) -> None:
+def _assemble_guarded(nvcc: str, options: Sequence[str], ptx: str, tmp: Path, out: Path, context: tuple[Path, str, str, str]) -> None:
+    """Assemble `ptx`, which has the register reuse ptxas 13.0 miscompiles, into `out`: its
+    rewrite (`separate_shared_addresses`) with the usual options, or -- when the rewrite leaves
+    a reuse -- `ptx` itself without ptxas's optimizer, with a `PtxasGuardWarning`."""
+    rewritten = separate_shared_addresses(ptx)
+    left = smem_register_reuse(rewritten)
+    path = tmp / "guarded.ptx"
+    path.write_text(ptx if left else rewritten)
+    _nvcc_to_cubin(nvcc, [*options, *(SAFE_PTXAS_OPTIONS if left else ())], path, out, *context)
+    if left:
+        kernels = ", ".join(sorted({h.kernel for h in left}))
+        warnings.warn(
+            f"{kernels}: assembled with {' '.join(SAFE_PTXAS_OPTIONS)} to avoid a ptxas miscompile "
+            "(driver/ptxas_guard.py); the numbers are right, the kernels slower",
+            PtxasGuardWarning,
+            stacklevel=3,
+        )
+
+
+def _nvcc_to_cubin(nvcc: str, options: Sequence[str], src: Path, out: Path, directory: Path, key: str, source: str, arch: str) -> None:
     """Run `nvcc -cubin` on `src` (CUDA or PTX) into `out`.
 
     Raises:
