@@ -242,8 +242,9 @@ def _summary(outcomes: Sequence[Outcome], count: int, elapsed: float) -> str:
     why = ", ".join(f"{k} {v}" for k, v in reasons.most_common()) or "none"
     crashes = sum(1 for o in bad if o.status == "crash")
     partial = sum(1 for o in outcomes if o.unjudged)
+    graphs = f"{count}" if len(outcomes) == count else f"{len(outcomes)} of {count}"
     return (
-        f"fuzz: {count} graphs, {compiled} compiled, {len(rejected)} rejected ({why}), "
+        f"fuzz: {graphs} graphs, {compiled} compiled, {len(rejected)} rejected ({why}), "
         f"{sum(1 for o in bad if o.status == 'mismatch')} mismatches, {crashes} crashes in {elapsed:.0f} s"
         f" ({partial} graphs with ill-conditioned rows left unjudged)"
     )
@@ -277,6 +278,7 @@ def run_fuzz(
     timeout_s: float = 600.0,
     family: str = "mixed",
     log: Callable[[str], None] = print,
+    time_budget_s: float | None = None,
 ) -> list[Outcome]:
     """Generate, compile, run and check graphs `0..count-1` of run `seed` (or `only` those);
     return one Outcome per graph and write the failing ones to `failures_dir`.
@@ -299,6 +301,9 @@ def run_fuzz(
             (attention for the flash and decode kernels, `fuzz_attention.py`), both GPU only,
             or "tc" (Tensor Comprehensions definitions, `fuzz_tc.py`).
         log: progress and failure lines.
+        time_budget_s: stop once this many seconds have passed (None: no limit) -- the batches
+            not collected by then are not run and have no Outcome; a batch cut short by the
+            budget is not a crash.
 
     Raises:
         KeyboardInterrupt: Ctrl-C (or SIGTERM, with `main`'s handler), passed on after the
@@ -323,9 +328,14 @@ def run_fuzz(
             pending = [(b, pool.apply_async(_work_batch, ((seed, b, emulate, arch, cache_dir, family),))) for b in batches]
             deadline_per = timeout_s + 60.0 * batch
             for b, res in pending:
+                left = None if time_budget_s is None else time_budget_s - (time.monotonic() - start)
+                if left is not None and left <= 0:
+                    break
                 try:
-                    outs, ready = res.get(timeout=deadline_per)
+                    outs, ready = res.get(timeout=deadline_per if left is None else min(deadline_per, left))
                 except Exception as err:  # noqa: BLE001 - a hung or killed worker: every graph of its batch
+                    if isinstance(err, multiprocessing.TimeoutError) and left is not None and left < deadline_per:
+                        break  # the time budget ran out, not the batch's deadline
                     for i in b:
                         o = Outcome(_graph_name(seed, i, family), "crash", reason=f"worker: {type(err).__name__}", message=repr(err))
                         outcomes[i] = o
@@ -347,6 +357,8 @@ def run_fuzz(
             pool.join()
     result = [outcomes[i] for i in indices if i in outcomes]
     log(_summary(result, len(indices), time.monotonic() - start))
+    if time_budget_s is not None and len(result) < len(indices):
+        log(f"fuzz: time budget of {time_budget_s:g} s spent: {len(indices) - len(result)} graphs not run")
     return result
 
 
@@ -378,6 +390,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--report", default=None, help="write every outcome and the failure classes as JSON")
     p.add_argument("--only", type=int, nargs="*", default=None, help="run only these graph indices")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a batch may take (plus 60 per graph)")
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="stop after this many seconds; the summary and the report cover the graphs run by then",
+    )
     p.add_argument(
         "--family",
         choices=("mixed", "gemm", "attention", "tc"),
@@ -414,6 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             only=args.only,
             timeout_s=args.timeout,
             family=args.family,
+            time_budget_s=args.max_seconds,
         )
     except KeyboardInterrupt:
         print("mirage_xdsl.bench.fuzz: interrupted", file=sys.stderr)

@@ -137,6 +137,18 @@ def test_fuzz_command_emulated(tmp_path: object) -> None:
     assert data["seed"] == 11 and len(data["graphs"]) == 3
 
 
+def test_fuzz_time_budget_stops_with_the_graphs_run(tmp_path: object) -> None:
+    """`--max-seconds`: once the budget is spent no further batch is collected; the graphs not
+    run have no outcome (not crashes) and the summary says how many of the count ran."""
+    from mirage_xdsl.bench.fuzz import run_fuzz
+
+    lines: list[str] = []
+    outcomes = run_fuzz(12, 7, batch=4, jobs=1, emulate=True, failures_dir=str(tmp_path), log=lines.append, time_budget_s=0.0)
+    assert outcomes == []
+    assert lines[-2].startswith("fuzz: 0 of 12 graphs, 0 compiled") and "0 crashes" in lines[-2]
+    assert lines[-1] == "fuzz: time budget of 0 s spent: 12 graphs not run"
+
+
 def test_fuzz_command_needs_gpu_or_emulate() -> None:
     from conftest import has_gpu
 
