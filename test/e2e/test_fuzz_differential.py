@@ -149,6 +149,17 @@ def test_fuzz_time_budget_stops_with_the_graphs_run(tmp_path: object) -> None:
     assert lines[-1] == "fuzz: time budget of 0 s spent: 12 graphs not run"
 
 
+@needs_cxx
+def test_two_matmuls_of_one_translation_unit_emulate_apart(tmp_path: object) -> None:
+    """tc seed 14 graphs 409 and 410 (a 1-row and a 2-row matmul with K = 3) printed into one
+    translation unit: g++ 12 -O2 folded their `ld_pair` tails and the 2-row matmul read row
+    0's last k element for row 1 in the emulator (runtime/host_emulator.py: -fno-ipa-icf)."""
+    from mirage_xdsl.bench.fuzz import run_fuzz
+
+    outcomes = run_fuzz(0, 14, batch=2, jobs=1, emulate=True, family="tc", only=[409, 410], failures_dir=str(tmp_path), log=lambda line: None)
+    assert [(o.name, o.status) for o in outcomes] == [("fuzz_tc_14_409", "ok"), ("fuzz_tc_14_410", "ok")]
+
+
 def test_fuzz_command_needs_gpu_or_emulate() -> None:
     from conftest import has_gpu
 
