@@ -682,3 +682,15 @@ def test_a_square_ending_a_chain_folds_past_the_mmas() -> None:
 
     out = fuzz_check.check_emulated(fuzz.case_of(1186, 941), seed=fuzz._input_seed(1186, 941))
     assert out.status == "ok", out.message
+
+
+@needs_cxx
+def test_rms_norm_of_a_forloop_max_accumulator_squares_in_fp32() -> None:
+    """Fuzz seed 1192 graph 2510 (a block graph): rms_norm of a forloop max accumulator (kept
+    in fp32) of gelu(X / 8)^4, values near 1e-5, in fp16.  The square was stored into an fp16
+    tile (0 for every element) because cute-fuse-square-sum left fp32 sources alone; the norm
+    was inf and the output all NaN.  The pass now looks at the type the squares are stored in."""
+    from mirage_xdsl.bench import fuzz, fuzz_check
+
+    out = fuzz_check.check_emulated(fuzz.case_of(1192, 2510), seed=fuzz._input_seed(1192, 2510))
+    assert out.status == "ok", out.message
