@@ -229,24 +229,26 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
 }
 
 // The 16 bytes of row `h` (0: lane/4, 1: lane/4 + 8) of n8 block 4*jg + (lane & 3): a 4 x 4
-// transpose within the quad, whose 4 lanes hold 2 columns each of blocks 4*jg .. 4*jg+3.
+// transpose within the quad, whose 4 lanes hold 2 columns each of blocks 4*jg .. 4*jg+3.  Lane
+// q's word j is M[q][j] (block j, columns 2q, 2q + 1); it needs M[0..3][q].  Two butterfly steps
+// (the recursive 2 x 2 block transpose): across lanes q ^ 2 the words whose index differs from q
+// in bit 1 are exchanged (the off-diagonal 2 x 2 blocks), then across lanes q ^ 1 those whose
+// index differs in bit 0 -- four shuffles and twelve selects on a lane bit, where picking words
+// by a lane-dependent index costs a chain of compares and selects per shuffle.
 template <class T, int N>
 __device__ __forceinline__ uint4 quad_row16(const float (&d)[N], int jg, int h, int lane) {
-  const int q = lane & 3;
-  uint32_t in[4], out[4];
+  const bool q1 = lane & 2, q0 = lane & 1;
+  uint32_t m[4];
 #pragma unroll
-  for (int jj = 0; jj < 4; ++jj) in[jj] = pack2<T>(d[4 * (4 * jg + jj) + 2 * h], d[4 * (4 * jg + jj) + 2 * h + 1]);
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int si = (q - r) & 3;  // lane q sends its columns of block (q - r) & 3 ...
-    const uint32_t send = si == 0 ? in[0] : si == 1 ? in[1] : si == 2 ? in[2] : in[3];
-    const uint32_t got = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((q + r) & 3));
-    const int slot = (q + r) & 3;  // ... and receives lane (q + r)'s columns of block q
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-      if (u == slot) out[u] = got;
-  }
-  return make_uint4(out[0], out[1], out[2], out[3]);
+  for (int jj = 0; jj < 4; ++jj) m[jj] = pack2<T>(d[4 * (4 * jg + jj) + 2 * h], d[4 * (4 * jg + jj) + 2 * h + 1]);
+  // step 1: words 2, 3 (lanes with q1 = 0) or 0, 1 (q1 = 1) go to lane q ^ 2, into the same slots
+  const uint32_t x0 = __shfl_xor_sync(0xffffffffu, q1 ? m[0] : m[2], 2);
+  const uint32_t x1 = __shfl_xor_sync(0xffffffffu, q1 ? m[1] : m[3], 2);
+  const uint32_t a0 = q1 ? x0 : m[0], a1 = q1 ? x1 : m[1], a2 = q1 ? m[2] : x0, a3 = q1 ? m[3] : x1;
+  // step 2: words 1, 3 (q0 = 0) or 0, 2 (q0 = 1) go to lane q ^ 1
+  const uint32_t y0 = __shfl_xor_sync(0xffffffffu, q0 ? a0 : a1, 1);
+  const uint32_t y1 = __shfl_xor_sync(0xffffffffu, q0 ? a2 : a3, 1);
+  return make_uint4(q0 ? y0 : a0, q0 ? a1 : y0, q0 ? y1 : a2, q0 ? a3 : y1);
 }
 
 // The default activation of `gemm_ws`: none (the accumulators are stored as they are).
@@ -417,7 +419,7 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
   uint64_t* order = empty + STAGES;  // PINGPONG: consumer i may start its next mainloop
   int* split_ticket = reinterpret_cast<int*>(order + 2);  // one word per consumer (SPLIT > 1)
   uint64_t* dmul = reinterpret_cast<uint64_t*>(split_ticket + 4);  // MUL_TMA: the D slabs of consumer i landed
-  const int wg = threadIdx.x / 128;
+  const int wg = warpgroup_index();  // warp-uniform to nvcc: the consumer's descriptors in uniform registers
   const int tid = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     for (int i = 0; i < STAGES; ++i) {
@@ -507,6 +509,12 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
     int stage = 0;
     unsigned phase = 0, order_phase = 0, dmul_phase = 0;
     int seq = 0;  // this block's unit count so far (PINGPONG: unit seq belongs to consumer seq % NC)
+    // the low and high words of the descriptors of ring stage 0 (A: 16-B leading offset; B
+    // MN-major: a whole K-tile of 64-column boxes); the high word (1024-B stride, 128-B
+    // swizzle) is the same for both
+    const uint32_t a_lo0 = (uint32_t)smem_desc(smem_addr(sa), 16, 1024);
+    const uint32_t b_lo0 = (uint32_t)smem_desc(smem_addr(sb), TRANS_B ? BK * 128 : 16, 1024);
+    const uint32_t desc_hi = (uint32_t)(smem_desc(0, 16, 1024) >> 32);
     UnitWalk<CLUSTER, SPLIT, STREAM> walk(tiles, ktiles, rank);
     for (Unit w; walk.next(w); ++seq) {
       const bool own = w.own;  // else: the peer's tile, not stored
@@ -551,15 +559,17 @@ __device__ __forceinline__ void gemm_ws(const CUtensorMap* tma, const CUtensorMa
           }
         }
         mbar_wait(&full[stage], phase);
-        const uint32_t b0 = smem_addr(sb + stage * B_BYTES);
+        // descriptors: the ring's first ones advanced by the stage's, slab's and k-step's byte
+        // offsets / 16 in the start-address field (no carry out of it: shared addresses < 256 KB)
+        const uint32_t b_lo = b_lo0 + stage * (B_BYTES / 16);
         wgmma_fence();
 #pragma unroll
         for (int ms = 0; ms < MS; ++ms) {
-          const uint32_t a0 = smem_addr(sa + stage * A_BYTES) + (PINGPONG ? ms : cw * MS + ms) * 64 * BK * (int)sizeof(T);
+          const uint32_t a_lo = a_lo0 + stage * (A_BYTES / 16) + (PINGPONG ? ms : cw * MS + ms) * (64 * BK * (int)sizeof(T) / 16);
 #pragma unroll
           for (int kk = 0; kk < BK / 16; ++kk) {
-            const uint64_t da = smem_desc(a0 + kk * 32, 16, 1024);
-            const uint64_t db = TRANS_B ? smem_desc(b0 + kk * 16 * 128, BK * 128, 1024) : smem_desc(b0 + kk * 32, 16, 1024);
+            const uint64_t da = (uint64_t)desc_hi << 32 | (a_lo + kk * 2);
+            const uint64_t db = (uint64_t)desc_hi << 32 | (b_lo + (TRANS_B ? kk * 16 * 128 / 16 : kk * 2));
             Wgmma<BN>::template run<TRANS_B, T>(d2[ms], da, db, (kt > k0 || kk > 0) ? 1 : 0);
           }
         }

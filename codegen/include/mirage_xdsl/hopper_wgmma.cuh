@@ -23,6 +23,14 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint3
          ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
 }
 
+// The warpgroup of the calling thread (threadIdx.x / 128), read back from lane 0 of its warp:
+// nvcc treats a shuffle from a constant lane as warp-uniform (CUTLASS reads its warpgroup index
+// the same way), so the producer / consumer branches on it are uniform and the consumer's ring
+// index, phase and wgmma descriptors stay in uniform registers, where HGMMA reads them; from
+// threadIdx.x directly they are computed per thread and moved over (R2UR) before every HGMMA
+// (nvdisasm of the sm_90a GEMM: 36 R2UR, 5 with this).  Call with the whole warp converged.
+__device__ __forceinline__ int warpgroup_index() { return __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0); }
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
