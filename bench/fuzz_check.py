@@ -307,21 +307,31 @@ class ReadyCase:
     refs: Reference
 
 
+def gpu_outputs(plan: Any, cubin: str | None, source: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The outputs of one compiled graph run on this machine's GPU (CuPy) on host `inputs`
+    (bf16 as bit patterns), NaN-poisoned before the launch, as float host arrays.
+
+    Raises:
+        Exception: whatever loading or launching the cubin raises (CuPy's CUDA errors).
+    """
+    import cupy  # type: ignore[import-not-found]
+
+    from mirage_xdsl.bench.check import to_device
+    from mirage_xdsl.runtime.executable import CompiledGraph
+    from mirage_xdsl.runtime.random_inputs import laid_out, numpy_values
+
+    graph = CompiledGraph(plan, cubin, source=source, poison_outputs=True).load()
+    # the worker's strided inputs arrive contiguous (pickled): give them the plan's strides
+    laid = [laid_out(x, spec.strides) for x, spec in zip(inputs, plan.inputs)]
+    outs = graph(*[to_device(cupy, x) for x in laid])
+    cupy.cuda.get_current_stream().synchronize()
+    return [numpy_values(cupy.asnumpy(o), s.dtype) for o, s in zip(outs, plan.outputs)]
+
+
 def run_gpu(ready: ReadyCase, out: Outcome) -> None:
     """Run one compiled graph on the GPU with NaN-poisoned outputs; update `out`."""
     try:
-        import cupy  # type: ignore[import-not-found]
-
-        from mirage_xdsl.bench.check import to_device
-        from mirage_xdsl.runtime.executable import CompiledGraph
-        from mirage_xdsl.runtime.random_inputs import laid_out, numpy_values
-
-        graph = CompiledGraph(ready.plan, ready.cubin, source=ready.source, poison_outputs=True).load()
-        # the worker's strided inputs arrive contiguous (pickled): give them the plan's strides
-        inputs = [laid_out(x, spec.strides) for x, spec in zip(ready.inputs, ready.plan.inputs)]
-        outs = graph(*[to_device(cupy, x) for x in inputs])
-        cupy.cuda.get_current_stream().synchronize()
-        host = [numpy_values(cupy.asnumpy(o), s.dtype) for o, s in zip(outs, ready.plan.outputs)]
+        host = gpu_outputs(ready.plan, ready.cubin, ready.source, ready.inputs)
     except Exception as err:  # noqa: BLE001 - a launch failure of a compiled graph is a crash
         failed_outcome(out, err, rejected=False)
         return

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
 from xdsl.ir import Operation, SSAValue
 
 from mirage_xdsl.dialects import cute, tb
@@ -174,6 +174,20 @@ def _types_fit(first: tb.MatmulOp, second: tb.MatmulOp) -> bool:
     return len(elems) == 1 and elems.pop() in (Float16Type, BFloat16Type)
 
 
+def _online_types_fit(first: tb.MatmulOp, second: tb.MatmulOp) -> bool:
+    """`_types_fit` for an online chain, whose scores may also be f32 (kn-widen-sums keeps
+    attention scores in f32 up to `exp`): the chain holds them in the first MMA's f32
+    accumulators either way."""
+    return _types_fit(first, second) or (
+        isinstance(element_type_of(first.result), Float32Type) and _types_fit_operands(first, second)
+    )
+
+
+def _types_fit_operands(first: tb.MatmulOp, second: tb.MatmulOp) -> bool:
+    elems = {type(element_type_of(v)) for v in (first.lhs, first.rhs, second.rhs)}
+    return len(elems) == 1 and elems.pop() in (Float16Type, BFloat16Type)
+
+
 def _shapes_fit(first: tb.MatmulOp, second: tb.MatmulOp, mma: cute.TiledMmaAttr, warps: int) -> bool:
     if not _types_fit(first, second):
         return False
@@ -204,7 +218,7 @@ def find_online_chains(
       of its last dim (so the chain may keep row totals instead of P's columns);
     * [tb.matmul P @ V] whose one reader is `nored_rescale(P @ V, r)`;
 
-    16-bit operands of one type, `ONLINE_CHAIN_WARPS` warps side by side along the rows
+    16-bit operands of one type (the scores that type or f32), `ONLINE_CHAIN_WARPS` warps side by side along the rows
     (`first_mma` gives thr_layout (TGM, 1)), and a tile `online_chain_fits` admits."""
     by_leader = {ops[0]: ops for ops in loop_chains}
     found: list[RegisterChain] = []
@@ -221,7 +235,7 @@ def find_online_chains(
         mma = first_mma(mm)
         if not online_chain_fits(m, n1, d) or warps != ONLINE_CHAIN_WARPS or mma.tg != (warps, 1):
             continue
-        if not _types_fit(mm, second) or mma.atom_shape != (16, 8, 16):
+        if not _online_types_fit(mm, second) or mma.atom_shape != (16, 8, 16):
             continue
         found.append(rc)
     return found

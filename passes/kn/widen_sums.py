@@ -1,4 +1,4 @@
-"""`kn-widen-sums`: keep the row sums of fp16 / bf16 kernel graphs in fp32.
+"""`kn-widen-sums`: keep the row sums of fp16 / bf16 kernel graphs (and attention scores) in fp32.
 
 A `kn.reduction` of a 16-bit tensor declares a 16-bit result, so the planner stores the sum in
 that type between kernels and in shared memory.  fp16 overflows at 65504: the sum of the
@@ -24,6 +24,15 @@ result when it has 16-bit operands and the division is its only reader
 times larger, and exp(a) @ V sums up to a row of keys of V, so it leaves fp16 range (65504)
 first (rows of magnitude ~5e3 into a 512-wide rms norm, or |V| ~ 50 over 4096 keys, gave inf),
 and the division rounds it back to its 16-bit type.
+
+Attention scores are widened too: a 16-bit matmul product, scaled (`mul_scalar`) and masked
+(`causal_mask`) by ops it alone reads, whose readers are a `kn.reduction_max` and the `kn.sub`
+of that maximum (the stable softmax `exp(s - max(s))`), gets f32 with its scale, mask and
+maximum, where no member is a graph output and the maximum is read by elementwise binary ops
+only.  Rounded to bf16 between the product and `exp`, scores of +-50 are off by up to 0.125 and
+their exponentials by 13 % (fp16: 0.016 and 1.6 %); FlashAttention keeps them in fp32 for this
+reason (Dao et al., FlashAttention-2, 2023, section 3.1).  The `sub` rounds `s - max(s)` to its
+16-bit type, which is exact enough where `exp` is not negligible (near 0).
 
 Split-K plans of a widened sum or product store fp32 partials (each plan node takes its value's
 type).  kn-fuse runs this pass after composite recognition and before partitioning.
@@ -107,10 +116,56 @@ def widen_products(func: FuncOp) -> int:
     return count
 
 
+SCORE_CHAIN = (kn.MulScalarOp, kn.CausalMaskOp)
+"""Ops between an attention product and its scores, widened with it."""
+
+
+def scores_set(product: kn.MatmulOp, returned: set[SSAValue]) -> list[SSAValue] | None:
+    """The values to give f32 with the 16-bit attention product `product` (it, its scale and
+    mask, the maximum of the scores), or None when it does not feed a stable softmax as the
+    module docstring says."""
+    members: list[SSAValue] = [product.result]
+    while True:
+        uses = list(members[-1].uses)
+        if len(uses) != 1 or not isinstance(uses[0].operation, SCORE_CHAIN):
+            break
+        members.append(uses[0].operation.results[0])
+    scores = members[-1]
+    maxima = [u.operation for u in scores.uses if isinstance(u.operation, kn.ReductionMaxOp)]
+    if len(maxima) != 1:
+        return None
+    peak = maxima[0]
+    for use in scores.uses:
+        user = use.operation
+        if user is not peak and not (isinstance(user, kn.SubOp) and user.lhs is scores and user.rhs is peak.result):
+            return None
+    if any(not isinstance(u.operation, KnBinaryOp) or isinstance(u.operation, kn.MatmulOp) for u in peak.result.uses):
+        return None
+    members.append(peak.result)
+    return None if returned.intersection(members) else members
+
+
+def widen_scores(func: FuncOp) -> int:
+    """Give f32 to the 16-bit attention scores of one kernel graph up to `exp` (module
+    docstring); the number of products widened."""
+    returned = {v for op in func.body.ops if isinstance(op, ReturnOp) for v in op.arguments}
+    count = 0
+    for op in list(func.body.walk()):
+        if not isinstance(op, kn.MatmulOp) or not is_half(kn.element_type_of(op.result)):
+            continue
+        members = scores_set(op, returned)
+        if members is None:
+            continue
+        for value in members:
+            Rewriter.replace_value_with_new_type(value, TensorType(f32, kn.shape_of(value)))
+        count += 1
+    return count
+
+
 @dataclass(frozen=True)
 class KnWidenSumsPass(ModulePass):
-    """Give the row sums of 16-bit kernel graphs, and the products divided by them, f32 (module
-    docstring)."""
+    """Give the row sums of 16-bit kernel graphs, the products divided by them and attention
+    scores up to `exp` f32 (module docstring)."""
 
     name = "kn-widen-sums"
 
@@ -124,3 +179,4 @@ class KnWidenSumsPass(ModulePass):
             if isinstance(func, FuncOp):
                 widen_function(func)
                 widen_products(func)
+                widen_scores(func)

@@ -127,50 +127,12 @@ def _scores(program: str, values: list[np.ndarray]) -> np.ndarray:
     return values[0]
 
 
-KNOWN_GAPS = {
-    ("prefill_attention", "float16"): "error 0.011 > 0.01",
-    ("prefill_attention", "bfloat16"): "error 0.106 > 0.05",
-    ("prefill_attention_causal", "float16"): "error 0.013 > 0.01",
-    ("prefill_attention_causal", "bfloat16"): "error 0.0815 > 0.05",
-}
-"""Scaled checks that fail the strict comparison, with the cause pinned by the test itself:
-the kernels equal the storage-rounded reference (every kn intermediate rounded to its dtype, as
-the graph declares it after kn-fuse's typing passes: row sums and the products divided by them
-in f32), so the error is the scores' rounding to fp16/bf16 between
-`Q @ K` and `exp` (bf16 keeps 8 bits: +-0.125 at 50, exp off by 13 %), not a kernel bug.
-Keeping the scores in fp32 up to `exp`, as FlashAttention does, removes it: the online chain
-the planner picks at the suite's sizes does (test_online_chain.py checks it at +-50); these
-reduced sizes fill no GPU and keep the partitioned plan."""
-
-
 def _stable_params() -> list[Any]:
-    out = []
-    for p in PROGRAMS:
-        for dtype in ("float16", "bfloat16"):
-            gap = KNOWN_GAPS.get((p.program, dtype))
-            marks = [pytest.mark.xfail(strict=True, reason=f"scores rounded to {dtype}: {gap}")] if gap else []
-            if p.stable:
-                out.append(pytest.param(p.program, dtype, id=f"{p.program}-{DTYPE_TAGS[dtype]}", marks=marks))
-    return out
+    return [pytest.param(p.program, d, id=f"{p.program}-{DTYPE_TAGS[d]}") for p in PROGRAMS if p.stable for d in ("float16", "bfloat16")]
 
 
-def _as_kn_fuse_types_it(module: Any) -> Any:
-    """A copy of `module` after kn-fuse's passes before partitioning: the typed program the
-    kernels compute (kn-widen-sums keeps row sums, and the products divided by them, in f32)."""
-    from mirage_xdsl.driver.compile import make_context
-    from mirage_xdsl.passes.conversion.kn_fuse import KnFusePass
-    from mirage_xdsl.passes.conversion.kn_partition import KnPartitionPass
-
-    typed = module.clone()
-    for p in KnFusePass().passes():
-        if isinstance(p, KnPartitionPass):
-            break
-        p.apply(make_context(), typed)
-    return typed
-
-
-def _scaled_run(program: str, dtype: str) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], float]:
-    """(outputs, float64 reference, storage-rounded reference, peak |score|) of the program
+def _scaled_run(program: str, dtype: str) -> tuple[list[np.ndarray], list[np.ndarray], float]:
+    """(outputs, float64 reference, peak |score|) of the program
     at its reduced sizes on the emulator, inputs scaled as table.py's `scaled_inputs` says."""
     from mirage_xdsl.bench.fuzz_check import _emulate, lower_case
     from mirage_xdsl.codegen.cuda_target import emit_cuda
@@ -187,19 +149,9 @@ def _scaled_run(program: str, dtype: str) -> tuple[list[np.ndarray], list[np.nda
     values = [numpy_values(x, s.dtype) for x, s in zip(inputs, plan.inputs)]
     peak = float(np.abs(_scores(program, values)).max())
     refs = run_reference(module, values, func_name=program)
-    rounded = run_reference(_as_kn_fuse_types_it(module), values, func_name=program, storage_rounding=True)
     outs = _emulate(prog, case, inputs, None)
     outs = [numpy_values(o, s.dtype) if s.dtype != "bfloat16" else o for o, s in zip(outs, plan.outputs)]
-    return outs, refs, rounded, peak
-
-
-_SCALED: dict[tuple[str, str], Any] = {}
-
-
-def _scaled(program: str, dtype: str) -> Any:
-    if (program, dtype) not in _SCALED:
-        _SCALED[program, dtype] = _scaled_run(program, dtype)
-    return _SCALED[program, dtype]
+    return outs, refs, peak
 
 
 @needs_cxx
@@ -208,27 +160,51 @@ def test_suite_stable_programs_with_scores_of_50(program: str, dtype: str) -> No
     """Inputs scaled (table.py `scaled_inputs`) so that the scores reach about +-50: every
     output finite and within the dtype's tolerance of the float64 reference (strict: no
     allowance for the rounding of intermediates)."""
-    outs, refs, _, peak = _scaled(program, dtype)
+    outs, refs, peak = _scaled_run(program, dtype)
     assert 40.0 <= peak <= 80.0, f"scores reach {peak:.1f}, not about 50: adjust scaled_inputs"
     assert all(np.isfinite(r).all() for r in refs)
     ok, err, msg = compare(outs, refs, dtype)
     assert ok, f"error {err:.3g} > {TOLERANCE[dtype]} with scores of +-{peak:.0f}: {msg}"
 
 
-@needs_cxx
-@pytest.mark.parametrize(("program", "dtype"), [(g, d) for g, d in KNOWN_GAPS])
-def test_scaled_gaps_are_the_graphs_own_rounding(program: str, dtype: str) -> None:
-    """The known gaps' kernels compute what the graph declares: their outputs equal the
-    reference with every intermediate rounded to its storage dtype (within 1e-3 of max |ref|,
-    or one bf16 rounding step at that magnitude for bf16 outputs: the causal prefill's first rows
-    average few values and land one bf16 step from the rounded reference), all finite: the
-    error is the typed program's, not the compiler's."""
-    outs, refs, rounded, _ = _scaled(program, dtype)
-    for out, ref, rnd in zip(outs, refs, rounded):
-        peak = float(np.abs(ref).max())
-        step = 2.0 ** (np.floor(np.log2(peak)) - 7) if dtype == "bfloat16" else 0.0  # bf16's 8 bits at |x| = peak
-        assert np.isfinite(out).all()
-        assert float(np.abs(out - rnd).max()) <= max(1e-3 * peak, step)
+def _stable_full_points() -> list[Any]:
+    return [
+        pytest.param(p.program, dtype, sizes, id=f"{p.program}{suffix}-{DTYPE_TAGS[dtype]}")
+        for p in PROGRAMS
+        if p.stable
+        for suffix, sizes in p.points
+        for dtype in ("float16", "bfloat16")
+    ]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("program", "dtype", "sizes"), _stable_full_points())
+def test_suite_stable_programs_with_scores_of_50_gpu(program: str, dtype: str, sizes: dict[str, Any]) -> None:
+    """The stable programs at the suite's own sizes, through the default pipeline (the kernels
+    mirage-bench times: the sm_90a flash prefill, split-key decode, one-pass cross-entropy) on
+    the GPU, inputs scaled so that the scores reach about +-50, NaN-poisoned outputs: every
+    output finite and within the dtype's tolerance of the float64 reference (strict, as the
+    emulated check: no allowance for the rounding of intermediates)."""
+    from mirage_xdsl.bench.fuzz_check import gpu_outputs, lower_case
+    from mirage_xdsl.codegen.cuda_target import emit_cuda
+    from mirage_xdsl.driver.nvcc import compile_cuda
+    from mirage_xdsl.reference.executor import run_reference
+    from mirage_xdsl.runtime.interop import detect_arch
+    from mirage_xdsl.runtime.random_inputs import numpy_values
+
+    module = getattr(graphs, program)(dtype, program, **sizes)
+    prog = emit_cuda(lower_case(FuzzCase(program, "kernel", dtype, module)), detect_arch())
+    cubin = str(compile_cuda(prog.source, prog.arch))
+    plan = prog.plans[program]
+    names = [a.name_hint for a in module.body.block.first_op.args]  # type: ignore[union-attr]
+    inputs = _scaled_inputs(plan, BY_PROGRAM[program].scaled_inputs, names, seed=13)
+    values = [numpy_values(x, s.dtype) for x, s in zip(inputs, plan.inputs)]
+    peak = float(np.abs(_scores(program, values)).max())
+    assert 40.0 <= peak <= 80.0, f"scores reach {peak:.1f}, not about 50: adjust scaled_inputs"
+    refs = run_reference(module, values, func_name=program)
+    outs = gpu_outputs(plan, cubin, prog.source, inputs)
+    ok, err, msg = compare(outs, refs, dtype)
+    assert ok, f"error {err:.3g} > {TOLERANCE[dtype]} with scores of +-{peak:.0f}: {msg}"
 
 
 def test_fill_references_computes_what_the_cpu_phase_would(tmp_path: Any) -> None:

@@ -8,7 +8,8 @@
 // RUN: mirage-opt %S/Inputs/causal-mask-invalid.mlir --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %S/Inputs/causal-mask-invalid.mlir --check-prefix=BAD
 
 // Small prefill (2 heads x 256 x 128): the key dim stays whole (for-loop 1), the mask runs
-// after the loop on a [1, 16, 256] tile whose rows come from grid axis y.
+// after the loop on a [1, 16, 256] tile whose rows come from grid axis y (f32: kn-widen-sums
+// keeps attention scores in f32 up to exp).
 func.func @small(%Q: tensor<2x256x128xf16>, %K: tensor<2x128x256xf16> {kn.strides = array<i64: 32768, 1, 128>}, %V: tensor<2x256x128xf16>) -> tensor<2x256x128xf16> {
   %0 = kn.matmul %Q, %K : tensor<2x256x128xf16>, tensor<2x128x256xf16> -> tensor<2x256x256xf16>
   %1 = kn.mul_scalar %0 {scalar = 0.088388347648318433 : f64} : tensor<2x256x256xf16>
@@ -24,7 +25,7 @@ func.func @small(%Q: tensor<2x256x128xf16>, %K: tensor<2x128x256xf16> {kn.stride
 // ROUND-LABEL: func.func @small
 // ROUND: kn.causal_mask %{{.*}} {offset = 0 : i64} : tensor<2x256x256xf16>
 // FUSE-LABEL: func.func @small
-// FUSE: tb.causal_mask %{{.*}} {offset = 0 : i64, grid_dims = array<i64: 1, -1>, forloop_dims = array<i64: 0, 0>} : !tb.stensor<1x16x256xf16, after_accum>
+// FUSE: tb.causal_mask %{{.*}} {offset = 0 : i64, grid_dims = array<i64: 1, -1>, forloop_dims = array<i64: 0, 0>} : !tb.stensor<1x16x256xf32, after_accum>
 // CUDA-LABEL: small_k0
 // CUDA: mx::causal_mask<128, {{.*}}, 1, 16, 16, 256, false>({{.*}}, (int)blockIdx.y * 16, 0, 0, tid,
 
@@ -46,7 +47,7 @@ func.func @prefill(%Q: tensor<8x1024x128xf16>, %K: tensor<8x128x1024xf16> {kn.st
   func.return %8 : tensor<8x1024x128xf16>
 }
 // FUSE-LABEL: func.func @prefill
-// FUSE: tb.causal_mask %{{.*}} {offset = 0 : i64, grid_dims = array<i64: 1, -1>, forloop_dims = array<i64: 0, 1>} : !tb.stensor<1x64x64xf16>
+// FUSE: tb.causal_mask %{{.*}} {offset = 0 : i64, grid_dims = array<i64: 1, -1>, forloop_dims = array<i64: 0, 1>} : !tb.stensor<1x64x64xf32>
 // CUDA-LABEL: prefill_k0
 // CUDA: for (int it = 0; it < cs_trips; ++it) {
 // CUDA: if (it < cs_unmasked0) {

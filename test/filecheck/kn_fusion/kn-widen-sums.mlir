@@ -64,3 +64,45 @@ func.func @products(%x: tensor<2x512xf16>, %w: tensor<512x64xf16>, %q: tensor<2x
 // CHECK-NEXT:    %a = kn.div %mm, %q {kn.composite = "rms_norm_matmul"} : tensor<2x64xf32>, tensor<2x1xf16> -> tensor<2x64xf16>
 // CHECK-NEXT:    %pv = kn.matmul %e, %v : tensor<2x512xf16>, tensor<512x64xf16> -> tensor<2x64xf32>
 // CHECK:         %b = kn.div %pv, %s {kn.composite = "softmax_matmul"} : tensor<2x64xf32>, tensor<2x1xf32> -> tensor<2x64xf16>
+
+// -----
+
+// Attention scores up to exp: the product, its scale, causal mask and row maximum get f32 (scores
+// of +-50 rounded to bf16 are off by 0.125, their exp by 13 %); the sub rounds s - max(s).
+func.func @attention_scores(%q: tensor<2x8x64xbf16>, %k: tensor<2x64x256xbf16>) -> tensor<2x8x256xbf16> {
+  %s = kn.matmul %q, %k : tensor<2x8x64xbf16>, tensor<2x64x256xbf16> -> tensor<2x8x256xbf16>
+  %x = kn.mul_scalar %s {scalar = 0.125 : f64} : tensor<2x8x256xbf16>
+  %c = kn.causal_mask %x {offset = 248 : i64} : tensor<2x8x256xbf16>
+  %m = kn.reduction_max %c {dim = 2 : i64} : tensor<2x8x256xbf16> -> tensor<2x8x1xbf16>
+  %d = kn.sub %c, %m : tensor<2x8x256xbf16>, tensor<2x8x1xbf16> -> tensor<2x8x256xbf16>
+  %e = kn.exp %d : tensor<2x8x256xbf16>
+  func.return %e : tensor<2x8x256xbf16>
+}
+// CHECK-LABEL: func.func @attention_scores
+// CHECK:         %s = kn.matmul %q, %k : tensor<2x8x64xbf16>, tensor<2x64x256xbf16> -> tensor<2x8x256xf32>
+// CHECK-NEXT:    %x = kn.mul_scalar %s {scalar = 1.250000e-01 : f64} : tensor<2x8x256xf32>
+// CHECK-NEXT:    %c = kn.causal_mask %x {offset = 248 : i64} : tensor<2x8x256xf32>
+// CHECK-NEXT:    %m = kn.reduction_max %c {dim = 2 : i64} : tensor<2x8x256xf32> -> tensor<2x8x1xf32>
+// CHECK-NEXT:    %d = kn.sub %c, %m : tensor<2x8x256xf32>, tensor<2x8x1xf32> -> tensor<2x8x256xbf16>
+
+// -----
+
+// Kept as declared: scores without a maximum (exp of the raw product), scores a graph output, and
+// scores whose maximum is returned.
+func.func @scores_kept(%q: tensor<8x64xf16>, %k: tensor<64x128xf16>) -> (tensor<8x128xf16>, tensor<8x128xf16>, tensor<8x1xf16>) {
+  %s0 = kn.matmul %q, %k : tensor<8x64xf16>, tensor<64x128xf16> -> tensor<8x128xf16>
+  %e0 = kn.exp %s0 : tensor<8x128xf16>
+  %s1 = kn.matmul %q, %k : tensor<8x64xf16>, tensor<64x128xf16> -> tensor<8x128xf16>
+  %m1 = kn.reduction_max %s1 {dim = 1 : i64} : tensor<8x128xf16> -> tensor<8x1xf16>
+  %d1 = kn.sub %s1, %m1 : tensor<8x128xf16>, tensor<8x1xf16> -> tensor<8x128xf16>
+  %s2 = kn.matmul %q, %k : tensor<8x64xf16>, tensor<64x128xf16> -> tensor<8x128xf16>
+  %m2 = kn.reduction_max %s2 {dim = 1 : i64} : tensor<8x128xf16> -> tensor<8x1xf16>
+  %d2 = kn.sub %s2, %m2 : tensor<8x128xf16>, tensor<8x1xf16> -> tensor<8x128xf16>
+  %o = kn.add %d1, %d2 : tensor<8x128xf16>, tensor<8x128xf16> -> tensor<8x128xf16>
+  func.return %e0, %s1, %m2 : tensor<8x128xf16>, tensor<8x128xf16>, tensor<8x1xf16>
+}
+// CHECK-LABEL: func.func @scores_kept
+// CHECK:         %s0 = kn.matmul %q, %k : tensor<8x64xf16>, tensor<64x128xf16> -> tensor<8x128xf16>
+// CHECK:         %s1 = kn.matmul %q, %k : tensor<8x64xf16>, tensor<64x128xf16> -> tensor<8x128xf16>
+// CHECK:         %s2 = kn.matmul %q, %k : tensor<8x64xf16>, tensor<64x128xf16> -> tensor<8x128xf16>
+// CHECK-NEXT:    %m2 = kn.reduction_max %s2 {dim = 1 : i64} : tensor<8x128xf16> -> tensor<8x1xf16>
