@@ -40,12 +40,13 @@ type).  kn-fuse runs this pass after composite recognition and before partitioni
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -76,22 +77,31 @@ def widened_set(sum_value: SSAValue, returned: set[SSAValue]) -> list[SSAValue] 
     return members
 
 
-def widen_function(func: FuncOp) -> int:
-    """Widen the eligible sums of one kernel graph (module docstring); the number of sums widened."""
+def widen_each(func: FuncOp, members_of: Callable[[Operation, set[SSAValue]], list[SSAValue] | None]) -> int:
+    """Give f32 to the values `members_of(op, returned values)` names for each op of `func`
+    (None: leave the op); the number of ops whose values were widened."""
     returned = {v for op in func.body.ops if isinstance(op, ReturnOp) for v in op.arguments}
     count = 0
     for op in list(func.body.walk()):
-        if not isinstance(op, kn.ReductionOp) or not is_half(kn.element_type_of(op.input)):
-            continue
-        if not is_half(kn.element_type_of(op.result)):
-            continue  # already f32 (written so, or widened)
-        members = widened_set(op.result, returned)
+        members = members_of(op, returned)
         if members is None:
             continue
         for value in members:
             Rewriter.replace_value_with_new_type(value, TensorType(f32, kn.shape_of(value)))
         count += 1
     return count
+
+
+def _sum_members(op: Operation, returned: set[SSAValue]) -> list[SSAValue] | None:
+    """`widened_set` of a 16-bit sum of a 16-bit input (one already f32 is left)."""
+    if not isinstance(op, kn.ReductionOp) or not is_half(kn.element_type_of(op.input)) or not is_half(kn.element_type_of(op.result)):
+        return None
+    return widened_set(op.result, returned)
+
+
+def widen_function(func: FuncOp) -> int:
+    """Widen the eligible sums of one kernel graph (module docstring); the number of sums widened."""
+    return widen_each(func, _sum_members)
 
 
 WIDENED_PRODUCTS = ("rms_norm_matmul", "softmax_matmul")
@@ -145,21 +155,17 @@ def scores_set(product: kn.MatmulOp, returned: set[SSAValue]) -> list[SSAValue] 
     return None if returned.intersection(members) else members
 
 
+def _score_members(op: Operation, returned: set[SSAValue]) -> list[SSAValue] | None:
+    """`scores_set` of a 16-bit matmul product."""
+    if not isinstance(op, kn.MatmulOp) or not is_half(kn.element_type_of(op.result)):
+        return None
+    return scores_set(op, returned)
+
+
 def widen_scores(func: FuncOp) -> int:
     """Give f32 to the 16-bit attention scores of one kernel graph up to `exp` (module
     docstring); the number of products widened."""
-    returned = {v for op in func.body.ops if isinstance(op, ReturnOp) for v in op.arguments}
-    count = 0
-    for op in list(func.body.walk()):
-        if not isinstance(op, kn.MatmulOp) or not is_half(kn.element_type_of(op.result)):
-            continue
-        members = scores_set(op, returned)
-        if members is None:
-            continue
-        for value in members:
-            Rewriter.replace_value_with_new_type(value, TensorType(f32, kn.shape_of(value)))
-        count += 1
-    return count
+    return widen_each(func, _score_members)
 
 
 @dataclass(frozen=True)
