@@ -168,24 +168,25 @@ def find_register_chains(
     return found
 
 
-def _types_fit(first: tb.MatmulOp, second: tb.MatmulOp) -> bool:
-    """Whether both matmuls of a chain have 16-bit operands of one type."""
-    elems = {type(element_type_of(v)) for v in (first.lhs, first.rhs, first.result, second.rhs)}
+def _operands_fit(first: tb.MatmulOp, second: tb.MatmulOp) -> bool:
+    """Whether the chain's three matmul operands (A, B of the first, B of the second) are one
+    16-bit type."""
+    elems = {type(element_type_of(v)) for v in (first.lhs, first.rhs, second.rhs)}
     return len(elems) == 1 and elems.pop() in (Float16Type, BFloat16Type)
+
+
+def _types_fit(first: tb.MatmulOp, second: tb.MatmulOp) -> bool:
+    """Whether both matmuls of a chain have 16-bit operands of one type (the first's result too)."""
+    return _operands_fit(first, second) and element_type_of(first.result) == element_type_of(first.lhs)
 
 
 def _online_types_fit(first: tb.MatmulOp, second: tb.MatmulOp) -> bool:
     """`_types_fit` for an online chain, whose scores may also be f32 (kn-widen-sums keeps
     attention scores in f32 up to `exp`): the chain holds them in the first MMA's f32
     accumulators either way."""
-    return _types_fit(first, second) or (
-        isinstance(element_type_of(first.result), Float32Type) and _types_fit_operands(first, second)
+    return _operands_fit(first, second) and (
+        element_type_of(first.result) == element_type_of(first.lhs) or isinstance(element_type_of(first.result), Float32Type)
     )
-
-
-def _types_fit_operands(first: tb.MatmulOp, second: tb.MatmulOp) -> bool:
-    elems = {type(element_type_of(v)) for v in (first.lhs, first.rhs, second.rhs)}
-    return len(elems) == 1 and elems.pop() in (Float16Type, BFloat16Type)
 
 
 def _shapes_fit(first: tb.MatmulOp, second: tb.MatmulOp, mma: cute.TiledMmaAttr, warps: int) -> bool:
