@@ -15,11 +15,19 @@ from mirage_xdsl.target.device import SM90
 
 LONE_BLOCK_MAX_STAGES = 4
 """tb-plan-pipeline's ring depth for wide lone blocks (`plan_pipeline.is_wide_lone_block`): H200,
-gated_mlp on 128 blocks of 512 threads, 2 stages 25.1-25.4 µs, 4 stages 19.9-20.1 (2026-11-22)."""
-WEIGHT_MAX_STAGES = 6
+gated_mlp on 128 blocks of 512 threads, 2 stages 25.1-25.4 µs, 4 stages 19.9-20.1 (2026-11-22).
+It caps lone blocks that stream `kn.weight` too: the suite's LoRA r16 (128 blocks of 512
+threads, 24 KiB per stage) took 15.5 / 14.5 / 15.8 / 16.0 µs at 3 / 4 / 5 / 6 stages (2026-11-28)."""
+WEIGHT_MAX_STAGES = 8
+"""tb-plan-pipeline's deepest ring of a weight-streaming graph that is not a wide lone block; it
+takes the deepest depth that keeps the grid in one wave (`plan_pipeline.choose_weight_stages`,
+whose docstring has the H200 sweep it rests on)."""
+WEIGHT_PREFETCH_MAX_STAGES = 6
+"""The deepest ring kn-partition's estimate counts for a weight-streaming plan
+(`plan_pipeline.prefetch_stages`)."""
 WEIGHT_PREFETCH_BYTES = 12 * 2**20
-"""What the ring prologues of a weight-streaming grid should prefetch before the PDL wait:
-about 3 µs of HBM at 4 TB/s, the time from the previous grid's last loop end to this grid's
+"""The ring-prologue bytes (loaded before the PDL wait) the estimate credits a weight-streaming
+grid with: about 3 µs of HBM at 4 TB/s, the time from the previous grid's last loop end to this grid's
 release in a per-block `%globaltimer` timeline of back-to-back launches on an H200 (2026-11-25)."""
 
 
@@ -44,12 +52,14 @@ class DeviceModel:
     which the estimate counts: `lone_block_stages - 1` tiles in flight, and that share of a
     double buffer's exposed load latency per iteration.  Set by kn-partition's option
     `lone-block-max-stages`, which mirage-transpile (its tuning point) also forwards to tb-plan-pipeline."""
-    weight_stages: int = WEIGHT_MAX_STAGES
+    weight_prefetch_stages: int = WEIGHT_PREFETCH_MAX_STAGES
     weight_prefetch_bytes: int = WEIGHT_PREFETCH_BYTES
-    """tb-plan-pipeline's `weight-max-stages` and `weight-prefetch-bytes`: the ring of a plan
-    whose for-loop streams `kn.weight` tiles, which the estimate counts (`stages - 1` tiles in
-    flight, that share of a double buffer's exposed load latency per iteration) as it does
-    the lone blocks' ring."""
+    """The ring the estimate counts for a plan whose for-loop streams `kn.weight` tiles
+    (`plan_pipeline.prefetch_stages`: the fewest stages, at most `weight_prefetch_stages`, whose
+    prologues prefetch `weight_prefetch_bytes`; `stages - 1` tiles in flight, that share of a
+    double buffer's exposed load latency per iteration), as it counts the lone blocks' ring.
+    tb-plan-pipeline builds a deeper ring where one wave allows; the estimate leaves those
+    stages out (see `prefetch_stages`)."""
     max_threads_per_sm: int = SM90.max_threads_per_sm
     max_threads_per_block: int = SM90.max_threads_per_block
     max_blocks_per_sm: int = SM90.max_blocks_per_sm

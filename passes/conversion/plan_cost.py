@@ -37,7 +37,7 @@ from mirage_xdsl.passes.conversion.online_plan import online_chain_rows, online_
 from mirage_xdsl.passes.conversion.plan_group import BINARY_KINDS, UNARY_KINDS, Node, elem_bytes, is_attention, numel
 from mirage_xdsl.passes.conversion.register_chain import ONLINE_CHAIN_WARPS, chain_shape_fits, chain_thr_layout
 from mirage_xdsl.passes.cute.row_chains import MAX_TRIPS as ROW_CHAIN_MAX_ELEMENTS
-from mirage_xdsl.passes.tb.plan_pipeline import choose_stages, choose_weight_stages, is_wide_lone_block
+from mirage_xdsl.passes.tb.plan_pipeline import choose_stages, is_wide_lone_block, prefetch_stages
 from mirage_xdsl.target import ELEMENTWISE_ACCUM_MAX_REGS, SM90
 from mirage_xdsl.target.cost_model import DeviceModel
 
@@ -223,15 +223,15 @@ class CostModel:
         return choice.stages
 
     def _weight_stages(self, plan: KernelPlan, weight_stage: int, loop_stage: int, smem: int) -> int:
-        """The ring tb-plan-pipeline will build for a plan whose for-loop streams `kn.weight`
-        tiles (`weight_stage` bytes of its `loop_stage` per stage): its own choice
-        (`plan_pipeline.choose_weight_stages`: the fewest stages whose prologues prefetch
-        `weight_prefetch_bytes` over the grid in one wave) on this plan's estimates, `smem`
-        with double buffers and one more loop tile per extra stage."""
+        """The ring the estimate counts for a plan whose for-loop streams `kn.weight` tiles
+        (`weight_stage` bytes of its `loop_stage` per stage): `plan_pipeline.prefetch_stages`
+        (the fewest stages whose prologues prefetch `weight_prefetch_bytes` over the grid in
+        one wave; tb-plan-pipeline may build deeper) on this plan's estimates, `smem` with
+        double buffers and one more loop tile per extra stage."""
         dev = self.device
         lone = dev.lone_block_stages if self.is_wide_lone_block(plan) else 2
-        cap = max(2, min(max(lone, dev.weight_stages), plan.forloop_range))
-        return choose_weight_stages(
+        cap = max(2, min(max(lone, dev.weight_prefetch_stages), plan.forloop_range))
+        return prefetch_stages(
             weight_stage,
             lambda n: smem + (n - 2) * loop_stage,
             math.prod(plan.grid),

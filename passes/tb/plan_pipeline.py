@@ -23,10 +23,17 @@ with `smem(N) <= smem-limit`; the choice maximises `min(F(N), inflight-bytes)` (
 would only cost shared memory).
 
 A graph that streams a `kn.weight` input loads its ring prologue before the PDL wait, while
-the previous grid finishes (codegen/weight_prefetch.py).  Its depth is chosen for that
-prefetch instead: the fewest `N <= weight-max-stages` (6) with `(N - 1) * weight tile bytes *
-#blocks >= weight-prefetch-bytes` (12 MiB), among the depths that keep the whole grid resident
-in one wave (`B(N) >= ceil(#blocks / num-sms)`); else the deepest such `N`.
+the previous grid finishes (codegen/weight_prefetch.py).  It gets the deepest ring that keeps
+the whole grid resident in one wave (`B(N) >= ceil(#blocks / num-sms)`), at most
+`weight-max-stages` (8), or `lone-block-max-stages` for a wide lone-block graph
+(`choose_weight_stages`).  On an H200 every further stage up to the wave limit was faster or
+equal (2026-11-28, one sweep of forced depths 3-8): rmsnorm bs1 (384 blocks, 8 KiB W tiles)
+13.8 / 13.2 / 12.7 / 12.5 / 12.5 / 12.4 µs at 3-8 stages; bs8 15.2 / 14.9 / 14.6 / 14.3 / 14.1 at
+3-7 and 17.5 at 8 (two waves); gated_mlp (256 blocks, 16 KiB) 17.8 / 17.2 / 16.7 / 16.5 at 3-6 and
+25.4 at 7 (two waves).  The wide lone blocks of the LoRA programs (128 blocks of 512 threads,
+16-24 KiB tiles) were fastest at 4: LoRA r16 15.5 / 14.5 / 15.8 / 16.0 µs at 3-6.
+The planner's estimate counts a shallower ring (`prefetch_stages`, kn-partition's
+`CostModel._weight_stages`), see its docstring.
 Option `stages=N` forces `N` (clamped to `2 .. min(8, forloop_range)`); tb-plan-smem still
 removes stages when the plan does not fit.
 
@@ -135,7 +142,31 @@ def weight_streams(graph: CustomizedOp, pipelined: list[Operation]) -> list[Oper
     ]
 
 
+def one_wave_depths(
+    smem_of: Callable[[int], int], num_blocks: int, threads: int, max_stages: int, smem_limit: int, num_sms: int = NUM_SMS
+) -> list[int]:
+    """The ring depths `2 .. max_stages` whose blocks fit `smem_limit` and keep the whole grid
+    resident in one wave (at least ceil(blocks / SMs) blocks per SM), shallowest first; [2]
+    when none does."""
+    wave = -(-num_blocks // num_sms)
+    depths = []
+    for n in range(2, max(2, max_stages) + 1):
+        size = smem_of(n)
+        if size > smem_limit or blocks_per_sm(num_blocks, threads, size, num_sms) < wave:
+            break
+        depths.append(n)
+    return depths or [2]
+
+
 def choose_weight_stages(
+    smem_of: Callable[[int], int], num_blocks: int, threads: int, max_stages: int, smem_limit: int, num_sms: int = NUM_SMS
+) -> int:
+    """Stages of a graph that streams weights (the module docstring's rule): the deepest ring of
+    at most `max_stages` that keeps the grid in one wave (`one_wave_depths`), at least 2."""
+    return one_wave_depths(smem_of, num_blocks, threads, max_stages, smem_limit, num_sms)[-1]
+
+
+def prefetch_stages(
     weight_tile_bytes: int,
     smem_of: Callable[[int], int],
     num_blocks: int,
@@ -145,20 +176,17 @@ def choose_weight_stages(
     target: int = WEIGHT_PREFETCH_BYTES,
     num_sms: int = NUM_SMS,
 ) -> int:
-    """Stages of a graph that streams weights: the fewest whose ring prologues ((N - 1) weight
-    tiles per block, loaded before the PDL wait) prefetch `target` bytes over the grid, among
-    the depths that keep the whole grid resident in one wave (at least ceil(blocks / SMs)
-    blocks per SM); else the deepest such depth (at least 2)."""
-    wave = -(-num_blocks // num_sms)
-    best = 2
-    for n in range(2, max(2, max_stages) + 1):
-        size = smem_of(n)
-        if size > smem_limit or blocks_per_sm(num_blocks, threads, size, num_sms) < wave:
-            break
-        best = n
+    """The ring kn-partition's estimate counts for a weight-streaming plan: the fewest stages
+    whose ring prologues ((N - 1) weight tiles per block) prefetch `target` bytes over the grid,
+    among the depths that keep the grid in one wave; else the deepest such depth (at least 2).
+    Shallower than `choose_weight_stages` builds on purpose: counting every stage the builder
+    adds re-planned programs to worse plans (EXPERIMENTS, 2026-11-27: LoRA r64 25.3 -> 32.1 µs,
+    GELU MLP bs1 45.7 -> 48 µs on an H200)."""
+    depths = one_wave_depths(smem_of, num_blocks, threads, max_stages, smem_limit, num_sms)
+    for n in depths:
         if (n - 1) * weight_tile_bytes * num_blocks >= target:
-            break
-    return best
+            return n
+    return depths[-1]
 
 
 @dataclass(frozen=True)
@@ -180,13 +208,9 @@ class PlanPipelinePass(ModulePass):
     gated_mlp on 128 blocks of 512 threads (128-row K tiles, 18 KiB per stage): 2 stages
     25.1-25.4 us, 3 20.5-20.9, 4 19.9-20.1, 5 20.2, 6 21.9-22.0 (2026-11-25)."""
     weight_max_stages: int = WEIGHT_MAX_STAGES
-    """Deepest automatic ring of a graph that streams a `kn.weight` input.  Its ring prologue
-    (stages - 1 tiles) is loaded before the PDL wait (codegen/weight_prefetch.py), so its depth
-    is chosen by `choose_weight_stages` (`weight-prefetch-bytes` over the grid, one wave kept)
-    instead of the in-flight model.  H200, the 16-run harness: rmsnorm bs8 96 x 4 blocks with
-    8 KiB W tiles: 3 stages 15.5 us, 4 15.3, 5 15.2, 6 15.2; bs1 48 x 8 blocks with 16 KiB
-    tiles: 3 stages 13.5, 4 13.7, 5 15.7 (no longer one wave) (2026-11-25)."""
-    weight_prefetch_bytes: int = WEIGHT_PREFETCH_BYTES
+    """Deepest automatic ring of a graph that streams a `kn.weight` input and is not a wide lone
+    block: `choose_weight_stages` takes the deepest depth up to it that keeps one wave (the
+    module docstring's sweep)."""
     inflight_bytes: int = INFLIGHT_BYTES
     smem_limit: int = SM90_SMEM_LIMIT
     num_sms: int = NUM_SMS
@@ -217,10 +241,9 @@ class PlanPipelinePass(ModulePass):
         threads = graph.block[0] * graph.block[1] * graph.block[2]
         num_blocks = graph.grid[0] * graph.grid[1] * graph.grid[2]
         # a forced depth is bounded only by the hardware-independent cap and the loop length
-        limit = self.lone_block_max_stages if is_wide_lone_block(num_blocks, threads, self.num_sms) else self.max_stages
+        lone = is_wide_lone_block(num_blocks, threads, self.num_sms)
         weights = weight_streams(graph, [ops[i] for i in pipelined])
-        if weights:
-            limit = max(limit, self.weight_max_stages)
+        limit = self.lone_block_max_stages if lone else self.weight_max_stages if weights else self.max_stages
         limit = MAX_STAGES if self.stages > 0 else min(limit, MAX_STAGES)
         cap = max(2, min(limit, graph.num_iterations))
         packer = PlanSmemPass(time_limit_ms=0, smem_limit=self.smem_limit, use_cpsat=False)
@@ -232,9 +255,7 @@ class PlanPipelinePass(ModulePass):
         if self.stages > 0:
             n = max(2, min(self.stages, cap))
         elif weights:
-            weight_tile = sum(recs[i].result_bytes[0] for i in pipelined if ops[i] in weights)
-            n = choose_weight_stages(weight_tile, smem_of, num_blocks, threads, cap, self.smem_limit,
-                                     self.weight_prefetch_bytes, self.num_sms)
+            n = choose_weight_stages(smem_of, num_blocks, threads, cap, self.smem_limit, self.num_sms)
         else:
             n = 0
         if n:

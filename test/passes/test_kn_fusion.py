@@ -422,8 +422,8 @@ def _group_of(name: str):
 
 
 def test_weight_ring_is_counted_for_wide_weight_tiles() -> None:
-    """A plan whose for-loop streams a kn.weight input is costed with the ring tb-plan-pipeline
-    gives it (`choose_weight_stages`): rmsnorm bs8's cheapest plan becomes the 96 x 4 split-K
+    """A plan whose for-loop streams a kn.weight input is costed with the ring that prefetches
+    12 MiB over the grid (`plan_pipeline.prefetch_stages`): rmsnorm bs8's cheapest plan becomes the 96 x 4 split-K
     grid of 64-column W tiles and 16 iterations (15.4 µs on the H200, where the plan chosen
     without the ring, 48 x 8, took 17.4).  Tiles whose rows stream slowly (16 columns, 32 B)
     get no credit (and stream slower as weights: `weight_run_penalty`)."""
@@ -471,7 +471,7 @@ def test_lone_block_variants() -> None:
 def _lone_block_kernel(max_stages: int) -> tuple[float, int]:
     """gated_mlp through mirage-transpile (no CuTe) with `lone-block-max-stages`: the chosen
     plan's estimate and the ring tb-plan-pipeline built for it.  W1 and W2 lose their
-    `kn.weight` mark, which would raise the ring to `weight-max-stages` whatever the cap."""
+    `kn.weight` mark, so that the in-flight model, not the weight rule, picks the depth."""
     module = example("gated_mlp")
     fn = the_func(module)
     fn.arg_attrs = ArrayAttr([DictionaryAttr({k: v for k, v in d.data.items() if k != kn.WEIGHT_ATTR}) for d in fn.arg_attrs])

@@ -441,21 +441,50 @@ def test_plan_pipeline_stages() -> None:
     assert choose_stages(65536, lambda n: 1000 + n * 65536, 132, 128, 8, 232448).stages == 2
 
 
-def test_weight_stages_prefetch_a_target_within_one_wave() -> None:
-    """Graphs that stream kn.weight inputs: the fewest stages whose ring prologues prefetch
-    12 MiB over the grid, never so deep that the grid stops fitting in one wave."""
-    from mirage_xdsl.passes.tb.plan_pipeline import WEIGHT_PREFETCH_BYTES, choose_weight_stages
+def test_weight_stages_are_the_deepest_ring_of_one_wave() -> None:
+    """Graphs that stream kn.weight inputs get the deepest ring (at most the cap) that keeps the
+    grid in one wave; the planner's estimate counts the shallower ring that prefetches 12 MiB."""
+    from mirage_xdsl.passes.tb.plan_pipeline import WEIGHT_PREFETCH_BYTES, choose_weight_stages, prefetch_stages
 
     assert WEIGHT_PREFETCH_BYTES == 12 * 2**20
     ring = lambda tile: (lambda n: 2000 + n * tile)  # noqa: E731
-    # rmsnorm bs8: 384 blocks (3 per SM), 8 KiB W tiles: 4 tiles each
-    assert choose_weight_stages(8192, ring(10240), 384, 128, 6, 232448) == 5
-    # rmsnorm bs1: 384 blocks, 16 KiB tiles: 2 tiles each reach the target
-    assert choose_weight_stages(16384, ring(16640), 384, 128, 6, 232448) == 3
-    # 768 blocks (6 per SM) of 16 KiB tiles: 3 stages would leave 5 per SM, so 2
-    assert choose_weight_stages(16384, ring(16640), 768, 128, 6, 232448) == 2
-    # lone blocks (128) of 16 KiB tiles: the target needs 7 stages, the cap gives 6
-    assert choose_weight_stages(16384, ring(18432), 128, 512, 6, 232448) == 6
+    # rmsnorm bs8: 384 blocks (3 per SM), 8 KiB W tiles: 8 stages (66 KB) still fit 3 per SM
+    assert choose_weight_stages(ring(8192), 384, 128, 8, 232448) == 8
+    # ... the estimate counts 5 (4 tiles of 8 KiB x 384 blocks >= 12 MiB)
+    assert prefetch_stages(8192, ring(10240), 384, 128, 6, 232448) == 5
+    # 16 KiB tiles: 4 stages (67 KB) keep 3 per SM, 5 (83 KB) would not
+    assert choose_weight_stages(ring(16384), 384, 128, 8, 232448) == 4
+    assert prefetch_stages(16384, ring(16640), 384, 128, 6, 232448) == 3
+    # 768 blocks (6 per SM) of 16 KiB tiles: 3 stages would leave 5 per SM, so 2 for both
+    assert choose_weight_stages(ring(16640), 768, 128, 8, 232448) == 2
+    assert prefetch_stages(16384, ring(16640), 768, 128, 6, 232448) == 2
+    # lone blocks (128) of 16 KiB tiles: the builder's cap (the lone-block one) decides
+    assert choose_weight_stages(ring(18432), 128, 512, 4, 232448) == 4
+    assert prefetch_stages(16384, ring(18432), 128, 512, 6, 232448) == 6
+
+
+def test_weight_streaming_graphs_get_the_deepest_one_wave_ring() -> None:
+    """tb-plan-pipeline on the rmsnorm examples (96 x 4 blocks of 128 threads, 16 iterations of
+    64 x 64 W tiles): 8 stages at batch 1 and 7 at batch 8 (an 8-stage ring would no longer let
+    3 blocks share an SM); a wide lone-block LoRA graph keeps the lone-block cap of 4."""
+    from mirage_xdsl.dialects.kn import CustomizedOp
+    from mirage_xdsl.driver.compile import make_context
+    from mirage_xdsl.passes.pipeline import MirageTranspilePass
+    from mirage_xdsl.tools.mirage_run import load_module
+
+    def depths(path: Path) -> list[int]:
+        module = load_module(path)
+        MirageTranspilePass(to_cute=False).apply(make_context(), module)
+        return [
+            max(op.attributes["tb.stages"].value.data for op in graph.body.walk() if "tb.stages" in op.attributes)
+            for graph in module.walk()
+            if isinstance(graph, CustomizedOp)
+        ]
+
+    root = Path(__file__).resolve().parents[2] / "examples"
+    assert depths(root / "rmsnorm_linear.mlir") == [8]
+    assert depths(root / "rmsnorm_linear_bs8.mlir") == [7]
+    assert depths(root / "suite" / "suite_lora_r16_f16.mlir") == [4]
 
 
 def test_all_candidates_fast(mugraph_dir) -> None:
