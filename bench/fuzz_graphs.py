@@ -6,6 +6,10 @@ op leaves its numerically safe domain (`log`/`sqrt`/`pow`/`div` only see operand
 away from 0, `exp` only small ones), hence the float64 reference is finite and the generated
 code is held to a tight relative error (`TOLERANCE`).  See `fuzz.py` for what the generator
 avoids and why.
+
+Why one module of ~680 lines: the kernel-graph and threadblock-graph generators share the
+private value tracker (`_Val`), the op drawers and the seed gates (`Draws`), which decide
+together what a recorded seed generates; they stay in one module so those rules read in one place.
 """
 
 from __future__ import annotations
