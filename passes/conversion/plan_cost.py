@@ -12,13 +12,17 @@ at most `stage_budget` bytes per block.  The estimated time of a kernel is
 with BW = min(HBM bandwidth, DRAM bytes in flight / latency) (Little's law: one pipeline
 stage of the non-replicated input tiles per resident block, N - 1 for wide lone blocks
 with the N-stage ring tb-plan-pipeline will build for them (at most 4) and for loops that
-stream full-speed `kn.weight` tiles with the ring it builds for those (at most 6), whose
+stream full-speed `kn.weight` tiles with the ring that prefetches 12 MiB (at most 6), whose
 exposed latency per iteration is 1 / (N - 1)), balance = blocks / (SMs *
 ceil(blocks / SMs)) (wave quantisation), hiding = resident warps per SM / 16 (at most 1;
 / 8 for attention plans whose P convert-tb-to-cute keeps in registers, `cute.mma_chain`)
-and MMA FLOPs counted on m16n8k16-padded tiles.  Ties go to better balance, then about 4
-blocks per SM (measured best for gated_mlp and rmsnorm_linear), N tiles multiples of 16,
-fewer blocks, longer loop tiles, fewer ops (`KernelPlan.tiebreak`).
+and MMA FLOPs counted on m16n8k16-padded tiles.  A plan without a for-loop (one pass:
+load, MMAs, store) takes instead max(MMA FLOPs / rate, waves * its deepest K chain *
+the latency of one dependent MMA), and where its blocks run one per SM wave after wave,
+nothing overlaps one block's loads with another's MMAs: the HBM and MMA terms add up.
+Ties go to better balance, then about 4 blocks per SM (measured best for gated_mlp and
+rmsnorm_linear), N tiles multiples of 16, fewer blocks, longer loop tiles, fewer ops
+(`KernelPlan.tiebreak`).
 
 The hardware limits (SMs, shared memory, threads and blocks per SM) come from
 `target/device.py`; the rates and latencies from `target/cost_model.py`, fitted to our kernels.
@@ -439,10 +443,18 @@ class CostModel:
         full_rate = dev.register_chain_blocks_for_full_mma_rate if self.keeps_p_in_registers(plan) else dev.blocks_for_full_mma_rate
         hiding = min(1.0, resident / full_rate)
         mma_us = mma_flops / (dev.flops_per_us * hiding)
+        one_pass = R == 1 and mma_flops > 0 and not online_chain
+        if one_pass:
+            mma_us = max(mma_flops / dev.flops_per_us, waves * self._k_chain_steps(plan) * dev.mma_latency_us)
         if online_chain:
             mma_us = mma_flops / (dev.online_chain_flops_per_us * hiding)
             mma_us += online_chain_smem_bytes(plan) / dev.online_chain_smem_bytes_per_us
         roof = max(unique_dram / bandwidth, loaded / dev.l2_bytes_per_us, mma_us)
+        if one_pass and waves > 1 and min(occ, blocks / dev.num_sms) <= 1:
+            # one block per SM, wave after wave: nothing overlaps a block's loads with
+            # another's MMAs (H200: Mirage's mha_bs8 graph 0 took 307 µs with its Q K^T as
+            # 1024 such blocks of 133 KB, 198 with 4096 blocks of 35 KB)
+            roof = max(unique_dram / bandwidth + mma_us, loaded / dev.l2_bytes_per_us)
         passes_us = 0.0
         # a row chain's block is one load, shuffles and one store: the other resident blocks
         # of its SM hide its latency, wave after wave (H200, 2026-11-26: layernorm over 4096 x
@@ -486,6 +498,18 @@ class CostModel:
             n_ops,
         )
         return True
+
+    @staticmethod
+    def _k_chain_steps(plan: KernelPlan) -> int:
+        """The longest chain of dependent m16n8k16 steps one warp runs in a plan without a
+        for-loop: the k16 steps of its deepest matmul (its K tile / 16) -- a block loads its
+        tiles once and then runs its MMAs, each output fragment's steps one after another."""
+        steps = [
+            -(-plan.tiles[node.args[0]][-1] // 16)
+            for n, node in enumerate(plan.group.nodes)
+            if node.kind == "matmul" and n in plan.needed and n not in plan.skipped
+        ]
+        return max(steps, default=0)
 
     @staticmethod
     def _shortest_input_row(plan: KernelPlan) -> int:

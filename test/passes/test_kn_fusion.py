@@ -447,6 +447,31 @@ def test_weight_ring_is_counted_for_wide_weight_tiles() -> None:
     assert with_ring[((384, 1, 1), 32, 1)] > without[((384, 1, 1), 32, 1)]
 
 
+def test_one_pass_plans_cost_their_mma_chain_not_latency_hiding() -> None:
+    """A plan without a for-loop runs each block's MMAs once, after its loads: its MMA time is
+    the deepest K chain (one warp's dependent m16n8k16 steps), not the loop model's rate scaled
+    by resident warps.  LoRA's cheapest plan becomes 128 blocks of 32 W columns (3.2 µs on an
+    H200 against 3.4 for the 256 blocks of 16 columns the hiding model preferred: these load
+    X and A half as often)."""
+    plans = Planner(DeviceModel()).candidates(_group_of("lora"))
+    best = plans[0].kernels[0]
+    assert best.grid == (128, 1, 1) and best.forloop_range == 1
+    assert min(fp.cost_us for fp in plans if fp.kernels[0].grid == (256, 1, 1)) > plans[0].cost_us
+
+
+def test_one_pass_blocks_alone_on_their_sm_do_not_overlap_load_and_mma() -> None:
+    """Mirage's saved mha_bs8 graph 0 leaves its Q K^T matmul (K = 64) to kn-partition.  One
+    block per SM, wave after wave, runs its loads and MMAs one after the other, so the estimate
+    adds them: the matmul gets 4096 blocks of 35 KB (198 µs for the graph on an H200), not 1024
+    blocks of 133 KB, one per SM (307 µs)."""
+    from mirage_xdsl.driver.compile import prepare
+    from mirage_xdsl.tools.mirage_run import load_module
+
+    prepared = prepare(load_module(EXAMPLES / "mugraphs" / "mha_bs8.json"), "graph_0", "sm_90")
+    first = prepared.program.source.split("grid (", 1)[1].split(")", 1)[0]
+    assert first == "256, 16, 1"
+
+
 def test_lone_block_variants() -> None:
     """Unsplit looped matmul plans with at most one block per SM also come with 512 threads
     (costed with 4-stage rings: gated_mlp's cheapest unsplit plan is one; its cheapest plan

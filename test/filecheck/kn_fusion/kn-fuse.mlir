@@ -50,9 +50,11 @@
 // MLP:           tb.mul
 // MLP-NOT:     kn.
 
-// X @ W + (X @ A) @ B: 3 matmuls + add in one kernel with forloop 1.
+// X @ W + (X @ A) @ B: 3 matmuls + add in one kernel with forloop 1, 128 blocks of 32 W
+// columns (one pass: the MMA time is one K chain, so fewer blocks that load X and A half as
+// often win).
 // LORA-LABEL: func.func @lora
-// LORA-NEXT:    %o = kn.customized(%X, %W, %A, %B) attributes {kn.template = "multi_matmul_shared_operand", {{.*}}grid_dim = array<i64: 256, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64
+// LORA-NEXT:    %o = kn.customized(%X, %W, %A, %B) attributes {kn.template = "multi_matmul_shared_operand", {{.*}}grid_dim = array<i64: 128, 1, 1>, block_dim = array<i64: 128, 1, 1>, forloop_range = 1 : i64
 // LORA-COUNT-3:  tb.matmul
 // LORA-NEXT:     tb.add
 // LORA-NOT:     kn.
