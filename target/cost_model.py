@@ -128,10 +128,10 @@ class DeviceModel:
     """Latency of one dependent `mma.sync.m16n8k16` (f16 operands, f32 accumulators) in a warp's
     chain, the cost of a one-pass block's MMAs (`CostModel._k_chain_steps`): 25 SM cycles per
     step in a chain of 256-4096 on one warp of an H200, 14.2 ns per step at the 1747 MHz the SM
-    ran during a 65536-step chain (2026-11-28, experiments/mma_latency.py).  With it the LoRA example's default became 128
-    blocks of 32 columns (3.4 -> 3.2 µs) and Mirage's saved mha_bs8 graphs 0 / 1 / 32 / 33 left
-    one-per-SM Q K^T blocks of 133 KB for 4096 blocks of 35 KB (307 -> 198, 350 -> 239,
-    263 -> 154, 237 -> 129 µs)."""
+    ran during a 65536-step chain (2026-11-28, experiments/mma_latency.py).  With it the LoRA
+    example's default became 128 blocks of 32 columns (3.4 -> 3.2 µs) and Mirage's saved mha_bs8
+    graphs 0 / 1 / 32 / 33 left one-per-SM Q K^T blocks of 133 KB for 4096 blocks of 35 KB
+    (307 -> 198, 350 -> 239, 263 -> 154, 237 -> 129 µs)."""
     launch_us: float = 1.5  # per kernel, incl. the drain/ramp between dependent kernels
     iter_latency_us: float = 0.25  # exposed per for-loop iteration (double-buffered loads)
     mem_latency_us: float = 0.5  # global-load latency under load (Little's law)
