@@ -108,22 +108,24 @@ WIDENED_PRODUCTS = ("rms_norm_matmul", "softmax_matmul")
 """The `kn.composite` records of divisions whose matmul operand is widened."""
 
 
+def _product_members(op: Operation, returned: set[SSAValue]) -> list[SSAValue] | None:
+    """The 16-bit matmul product that the division `op` (a `WIDENED_PRODUCTS` record) alone
+    reads, or None."""
+    if not isinstance(op, kn.DivOp) or not is_half(kn.element_type_of(op.result)):
+        return None
+    record = op.attributes.get(COMPOSITE_ATTR)
+    if not isinstance(record, StringAttr) or record.data not in WIDENED_PRODUCTS:
+        return None
+    mm = op.lhs.owner
+    if not isinstance(mm, kn.MatmulOp) or len(list(mm.result.uses)) != 1 or not is_half(kn.element_type_of(mm.result)):
+        return None
+    return [mm.result]
+
+
 def widen_products(func: FuncOp) -> int:
     """Give f32 to the 16-bit matmul products divided by a row statistic (module docstring);
     the number widened."""
-    count = 0
-    for op in list(func.body.walk()):
-        if not isinstance(op, kn.DivOp) or not is_half(kn.element_type_of(op.result)):
-            continue
-        record = op.attributes.get(COMPOSITE_ATTR)
-        if not isinstance(record, StringAttr) or record.data not in WIDENED_PRODUCTS:
-            continue
-        mm = op.lhs.owner
-        if not isinstance(mm, kn.MatmulOp) or len(list(mm.result.uses)) != 1 or not is_half(kn.element_type_of(mm.result)):
-            continue
-        Rewriter.replace_value_with_new_type(mm.result, TensorType(f32, kn.shape_of(mm.result)))
-        count += 1
-    return count
+    return widen_each(func, _product_members)
 
 
 SCORE_CHAIN = (kn.MulScalarOp, kn.CausalMaskOp)
